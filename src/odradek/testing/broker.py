@@ -1,0 +1,165 @@
+"""A real broker process for tests: `python -m odradek serve` on a free loopback port.
+
+Owns one subprocess at a time. `start()` returns once the listener accepts TCP connections (never by
+scraping the log); `stop()` sends SIGTERM and waits for the graceful exit code; `kill()` sends SIGKILL
+(a crash, for recovery tests); `restart()` starts again on the same port and data dir. The broker's
+stdout and stderr go to `output_path`, whose tail is put in the exception when the process dies or
+never listens.
+
+Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+_POLL_INTERVAL_S = 0.05
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the kernel's choice for an ephemeral bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited or did not listen in time; the message carries its output tail."""
+
+
+class BrokerProcess:
+    """One broker subprocess bound to `host:port`, storing its logs in `data_dir`."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        broker_id: int = 0,
+        overrides: Mapping[str, object] | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        output_path: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.port = port if port is not None else free_port(host)
+        self.broker_id = broker_id
+        self.overrides = dict(overrides or {})
+        self.config_file = Path(config_file) if config_file is not None else None
+        self.output_path = (
+            Path(output_path) if output_path else self.data_dir.with_name(self.data_dir.name + ".out")
+        )
+        self.env = dict(env) if env is not None else None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """The `host:port` string clients take as bootstrap servers."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.poll() if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def command(self) -> list[str]:
+        """The argv that starts the broker."""
+        argv = [sys.executable, "-m", "odradek", "serve"]
+        if self.config_file is not None:
+            argv += ["--config", str(self.config_file)]
+        settings: dict[str, object] = {
+            "broker.id": self.broker_id,
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "log.dirs": str(self.data_dir),
+        }
+        settings.update(self.overrides)
+        for key, value in settings.items():
+            argv += ["--override", f"{key}={value}"]
+        return argv
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the process and block until its listener accepts connections."""
+        if self.is_running():
+            raise RuntimeError(f"broker already running as pid {self.pid}")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ) if self.env is None else dict(self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with open(self.output_path, "ab") as out:
+            self._proc = subprocess.Popen(
+                self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        self._wait_listening(timeout)
+
+    def _wait_listening(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise BrokerStartError(f"broker exited with {self.returncode}:\n{self.output_tail()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(_POLL_INTERVAL_S)
+        self.kill()
+        tail = self.output_tail()
+        raise BrokerStartError(f"broker did not listen on {self.bootstrap} in {timeout}s:\n{tail}")
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Graceful shutdown (SIGTERM); returns the exit code, SIGKILLs if it does not exit in time."""
+        if self._proc is None:
+            return None
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        return self._proc.returncode
+
+    def kill(self) -> None:
+        """Crash the broker (SIGKILL): no flush, no checkpoints, no clean shutdown marker."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+    def restart(self, timeout: float = 30.0, *, hard: bool = False) -> None:
+        """Stop (or kill when `hard`) and start again on the same port and data dir."""
+        if hard:
+            self.kill()
+        else:
+            self.stop(timeout)
+        self.start(timeout)
+
+    def output_tail(self, max_bytes: int = 8192) -> str:
+        """The last `max_bytes` of the broker's combined stdout/stderr."""
+        try:
+            data = self.output_path.read_bytes()
+        except FileNotFoundError:
+            return ""
+        return data[-max_bytes:].decode("utf-8", "replace")
+
+    def __enter__(self) -> BrokerProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
