@@ -1,0 +1,733 @@
+"""Broker configuration: Kafka's server.properties, with Kafka's names, types, defaults and validation.
+
+Owns: parsing the Java properties syntax (`key=value`, `key: value`, `key value`, `#`/`!` comments,
+`\\` line continuations, `\\uXXXX` escapes), applying `--override key=value` on top, typing and
+validating every known key, and deriving the values Kafka derives (retention from ms/minutes/hours,
+roll from ms/hours, `log.dirs` over `log.dir`, `log.flush.interval.ms` falling back to the scheduler
+interval, advertised listeners falling back to listeners). Also the topic-level defaults a broker
+hands to every topic (`segment.bytes` <- `log.segment.bytes`, ...) and the entries DescribeConfigs
+reports for a BROKER resource.
+
+Invariants: a `KafkaConfig` is immutable once built; every value in it has passed validation, so a bad
+value is refused at start with a `ConfigError` that names the key. Unknown keys are kept out and
+logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
+pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`.
+
+Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped single-node
+`config/server.properties` so that `odradek serve` with no arguments is a working single broker:
+`broker.id` 0 (Kafka: -1), `listeners` PLAINTEXT://127.0.0.1:9092, `log.dir` the user's state dir
+($XDG_STATE_HOME/odradek/data, else ~/.local/state/odradek/data; Kafka: /tmp/kafka-logs),
+`offsets.topic.replication.factor`, `transaction.state.log.replication.factor` and
+`transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
+Only PLAINTEXT listeners are accepted for now. `cluster.id` is an odradek key: when set it must match
+the id in meta.properties; when absent the id stored there (or a new random one) is used.
+
+Callers: cli (builds it), broker and everything the broker wires (reads it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value Kafka would refuse; the message starts with the offending key."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+        self.key = key
+        self.value = value
+
+
+class ConfigType(Enum):
+    """Kafka's ConfigDef types, as DescribeConfigs v3+ reports them (config_type)."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(Enum):
+    """DescribeConfigs config_source values."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+
+
+Validator = Callable[[str, Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One known broker config: Kafka's name, type, default (None = no default) and validator."""
+
+    name: str
+    type: ConfigType
+    default: object
+    validator: Validator | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """A broker config as DescribeConfigs reports it."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+    config_type: ConfigType
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One `NAME://host:port` entry of listeners / advertised.listeners."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# validators
+
+
+def at_least(minimum: int | float) -> Validator:
+    def check(key: str, value: Any) -> None:
+        if value is not None and value < minimum:
+            raise ConfigError(key, value, f"Value must be at least {minimum}")
+
+    return check
+
+
+def between(minimum: int | float, maximum: int | float) -> Validator:
+    def check(key: str, value: Any) -> None:
+        if value is not None and not minimum <= value <= maximum:
+            raise ConfigError(key, value, f"Value must be between {minimum} and {maximum}")
+
+    return check
+
+
+def one_of(*allowed: str) -> Validator:
+    def check(key: str, value: Any) -> None:
+        if value is not None and value not in allowed:
+            raise ConfigError(key, value, f"String must be one of: {', '.join(allowed)}")
+
+    return check
+
+
+def each_of(*allowed: str) -> Validator:
+    def check(key: str, value: Any) -> None:
+        for item in value or []:
+            if item not in allowed:
+                raise ConfigError(key, value, f"Each item must be one of: {', '.join(allowed)}")
+
+    return check
+
+
+def _listeners_validator(key: str, value: Any) -> None:
+    if value is not None:
+        parse_listeners(key, value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the known keys
+
+_B, _S, _I, _SH, _L, _D, _LS = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def default_log_dir() -> str:
+    """The data dir used when neither log.dirs nor log.dir is given: the user's state dir."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "odradek", "data")
+
+
+CONFIG_KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in [
+        # broker identity and cluster
+        ConfigKey("broker.id", _I, 0, at_least(-1)),
+        ConfigKey("cluster.id", _S, None),
+        ConfigKey("broker.rack", _S, None),
+        ConfigKey("zookeeper.connect", _S, None),
+        ConfigKey("zookeeper.session.timeout.ms", _I, 18000, at_least(1)),
+        ConfigKey("zookeeper.connection.timeout.ms", _I, None, at_least(1)),
+        ConfigKey("reserved.broker.max.id", _I, 1000, at_least(0)),
+        ConfigKey("delete.topic.enable", _B, True),
+        ConfigKey("auto.create.topics.enable", _B, True),
+        ConfigKey("controlled.shutdown.enable", _B, True),
+        # network
+        ConfigKey("listeners", _S, "PLAINTEXT://127.0.0.1:9092", _listeners_validator),
+        ConfigKey("advertised.listeners", _S, None, _listeners_validator),
+        ConfigKey(
+            "listener.security.protocol.map",
+            _S,
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        ),
+        ConfigKey("socket.request.max.bytes", _I, 104857600, at_least(1)),
+        ConfigKey("queued.max.requests", _I, 500, at_least(1)),
+        ConfigKey("connections.max.idle.ms", _L, 600000),
+        # logs
+        ConfigKey("log.dirs", _LS, None),
+        ConfigKey("log.dir", _S, None),
+        ConfigKey("num.partitions", _I, 1, at_least(1)),
+        ConfigKey("default.replication.factor", _I, 1, at_least(1)),
+        ConfigKey("log.segment.bytes", _I, 1073741824, at_least(14)),
+        ConfigKey("log.roll.ms", _L, None, at_least(1)),
+        ConfigKey("log.roll.hours", _I, 168, at_least(1)),
+        ConfigKey("log.roll.jitter.ms", _L, None, at_least(0)),
+        ConfigKey("log.roll.jitter.hours", _I, 0, at_least(0)),
+        ConfigKey("log.retention.ms", _L, None),
+        ConfigKey("log.retention.minutes", _I, None),
+        ConfigKey("log.retention.hours", _I, 168),
+        ConfigKey("log.retention.bytes", _L, -1),
+        ConfigKey("log.retention.check.interval.ms", _L, 300000, at_least(1)),
+        ConfigKey("log.index.interval.bytes", _I, 4096, at_least(0)),
+        ConfigKey("log.index.size.max.bytes", _I, 10485760, at_least(4)),
+        ConfigKey("log.flush.interval.messages", _L, LONG_MAX, at_least(1)),
+        ConfigKey("log.flush.interval.ms", _L, None),
+        ConfigKey("log.flush.scheduler.interval.ms", _L, LONG_MAX),
+        ConfigKey("log.flush.offset.checkpoint.interval.ms", _I, 60000, at_least(0)),
+        ConfigKey("log.flush.start.offset.checkpoint.interval.ms", _I, 60000, at_least(0)),
+        ConfigKey("log.segment.delete.delay.ms", _L, 60000, at_least(0)),
+        ConfigKey("log.preallocate", _B, False),
+        ConfigKey("log.cleanup.policy", _LS, ["delete"], each_of("delete", "compact")),
+        ConfigKey("log.cleaner.enable", _B, True),
+        ConfigKey("log.cleaner.threads", _I, 1, at_least(0)),
+        ConfigKey("log.cleaner.dedupe.buffer.size", _L, 134217728),
+        ConfigKey("log.cleaner.io.buffer.size", _I, 524288, at_least(0)),
+        ConfigKey("log.cleaner.backoff.ms", _L, 15000, at_least(0)),
+        ConfigKey("log.cleaner.min.cleanable.ratio", _D, 0.5, between(0.0, 1.0)),
+        ConfigKey("log.cleaner.delete.retention.ms", _L, 86400000, at_least(0)),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", _L, 0, at_least(0)),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", _L, LONG_MAX, at_least(1)),
+        ConfigKey("message.max.bytes", _I, 1048588, at_least(0)),
+        ConfigKey("log.message.timestamp.type", _S, "CreateTime", one_of(*_TIMESTAMP_TYPES)),
+        ConfigKey("log.message.timestamp.difference.max.ms", _L, LONG_MAX, at_least(0)),
+        ConfigKey("log.message.timestamp.before.max.ms", _L, LONG_MAX, at_least(0)),
+        ConfigKey("log.message.timestamp.after.max.ms", _L, LONG_MAX, at_least(0)),
+        ConfigKey("log.message.downconversion.enable", _B, True),
+        ConfigKey("compression.type", _S, "producer", one_of(*_COMPRESSION)),
+        ConfigKey("compression.gzip.level", _I, -1, between(-1, 9)),
+        ConfigKey("compression.lz4.level", _I, 9, between(1, 17)),
+        ConfigKey("compression.zstd.level", _I, 3, between(-131072, 22)),
+        ConfigKey("log.local.retention.ms", _L, -2, at_least(-2)),
+        ConfigKey("log.local.retention.bytes", _L, -2, at_least(-2)),
+        # replication
+        ConfigKey("min.insync.replicas", _I, 1, at_least(1)),
+        ConfigKey("unclean.leader.election.enable", _B, False),
+        ConfigKey("replica.lag.time.max.ms", _L, 30000),
+        ConfigKey("replica.fetch.max.bytes", _I, 1048576, at_least(0)),
+        ConfigKey("replica.fetch.min.bytes", _I, 1),
+        ConfigKey("replica.fetch.wait.max.ms", _I, 500),
+        ConfigKey("replica.fetch.backoff.ms", _I, 1000, at_least(0)),
+        ConfigKey("replica.fetch.response.max.bytes", _I, 10485760, at_least(0)),
+        ConfigKey("replica.high.watermark.checkpoint.interval.ms", _L, 5000),
+        ConfigKey("replica.socket.timeout.ms", _I, 30000),
+        ConfigKey("num.replica.fetchers", _I, 1),
+        ConfigKey("controller.socket.timeout.ms", _I, 30000),
+        ConfigKey("auto.leader.rebalance.enable", _B, True),
+        ConfigKey("fetch.max.bytes", _I, 57671680, at_least(1024)),
+        # group coordinator and offsets
+        ConfigKey("offsets.topic.num.partitions", _I, 50, at_least(1)),
+        ConfigKey("offsets.topic.replication.factor", _SH, 1, at_least(1)),
+        ConfigKey("offsets.topic.segment.bytes", _I, 104857600, at_least(1)),
+        ConfigKey("offsets.topic.compression.codec", _I, 0),
+        ConfigKey("offsets.retention.minutes", _I, 10080, at_least(1)),
+        ConfigKey("offsets.retention.check.interval.ms", _L, 600000, at_least(1)),
+        ConfigKey("offsets.commit.timeout.ms", _I, 5000, at_least(1)),
+        ConfigKey("offsets.load.buffer.size", _I, 5242880, at_least(1)),
+        ConfigKey("offset.metadata.max.bytes", _I, 4096),
+        ConfigKey("group.initial.rebalance.delay.ms", _I, 0),
+        ConfigKey("group.min.session.timeout.ms", _I, 6000),
+        ConfigKey("group.max.session.timeout.ms", _I, 1800000),
+        ConfigKey("group.max.size", _I, INT_MAX, at_least(1)),
+        # transactions and producer ids
+        ConfigKey("transaction.state.log.replication.factor", _SH, 1, at_least(1)),
+        ConfigKey("transaction.state.log.min.isr", _I, 1, at_least(1)),
+        ConfigKey("transaction.state.log.num.partitions", _I, 50, at_least(1)),
+        ConfigKey("transaction.state.log.segment.bytes", _I, 104857600, at_least(1)),
+        ConfigKey("transaction.max.timeout.ms", _I, 900000, at_least(1)),
+        ConfigKey("transactional.id.expiration.ms", _I, 604800000, at_least(1)),
+        ConfigKey("producer.id.expiration.ms", _I, 86400000, at_least(1)),
+    ]
+}
+
+# Kafka configs accepted and ignored: odradek has no thread pools, socket tuning, metrics, SSL, SASL
+# or quotas (yet); a server.properties written for Kafka must still start.
+IGNORED_KEYS = frozenset(
+    {
+        "num.network.threads",
+        "num.io.threads",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "socket.listen.backlog.size",
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
+        "queued.max.request.bytes",
+        "request.timeout.ms",
+        "inter.broker.protocol.version",
+        "inter.broker.listener.name",
+        "security.inter.broker.protocol",
+        "control.plane.listener.name",
+        "log.message.format.version",
+        "log.cleaner.io.max.bytes.per.second",
+        "fetch.purgatory.purge.interval.requests",
+        "producer.purgatory.purge.interval.requests",
+        "delete.records.purgatory.purge.interval.requests",
+        "max.incremental.fetch.session.cache.slots",
+        "leader.imbalance.check.interval.seconds",
+        "leader.imbalance.per.broker.percentage",
+        "zookeeper.max.in.flight.requests",
+        "zookeeper.set.acl",
+        "broker.id.generation.enable",
+        "metric.reporters",
+        "metrics.num.samples",
+        "metrics.recording.level",
+        "metrics.sample.window.ms",
+        "authorizer.class.name",
+        "quota.window.num",
+        "quota.window.size.seconds",
+        "remote.log.storage.system.enable",
+        "group.coordinator.rebalance.protocols",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+    }
+)
+IGNORED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "metrics.", "zookeeper.ssl.", "confluent.")
+
+# Topic config -> its broker-level synonyms, highest precedence first (Kafka's ServerTopicConfigSynonyms).
+TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.index.bytes": ("log.index.size.max.bytes",),
+    "flush.messages": ("log.flush.interval.messages",),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "retention.bytes": ("log.retention.bytes",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "max.message.bytes": ("message.max.bytes",),
+    "index.interval.bytes": ("log.index.interval.bytes",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "cleanup.policy": ("log.cleanup.policy",),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "compression.type": ("compression.type",),
+    "compression.gzip.level": ("compression.gzip.level",),
+    "compression.lz4.level": ("compression.lz4.level",),
+    "compression.zstd.level": ("compression.zstd.level",),
+    "preallocate": ("log.preallocate",),
+    "message.timestamp.type": ("log.message.timestamp.type",),
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
+}
+
+# Topic configs without a broker-level synonym, with Kafka's defaults.
+TOPIC_ONLY_DEFAULTS: dict[str, str] = {
+    "remote.storage.enable": "false",
+    "leader.replication.throttled.replicas": "",
+    "follower.replication.throttled.replicas": "",
+}
+
+# Unit multipliers of the broker synonyms whose topic config is in ms.
+_MS_UNITS = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# parsing
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    return "".join(out)
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Join `\\`-continued lines (odd count of trailing backslashes), dropping continuation indent."""
+    pending: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip() if pending else raw
+        if not pending and (not line.strip() or line.lstrip()[:1] in ("#", "!")):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending.append(line[:-1])
+            continue
+        pending.append(line)
+        yield "".join(pending)
+        pending = []
+    if pending:
+        yield "".join(pending)
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    line = line.lstrip()
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key, rest = line[:i], line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(rest)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties text into a dict (later keys win, as in java.util.Properties)."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_key_value(line)
+        if key:
+            props[key] = value
+    return props
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """Parse one `--override key=value` argument."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(text, text, "an override must be written key=value")
+    return key, value.strip()
+
+
+_LISTENER_RE = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(-?\d+)$")
+
+
+def parse_listeners(key: str, value: str, protocol_map: Mapping[str, str] | None = None) -> list[Listener]:
+    """Parse `NAME://host:port,...`; names must be unique and mapped to a security protocol."""
+    protocol_map = protocol_map or parse_protocol_map(CONFIG_KEYS["listener.security.protocol.map"].default)
+    listeners: list[Listener] = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _LISTENER_RE.match(item)
+        if match is None:
+            raise ConfigError(key, value, f"malformed listener {item!r}, expected NAME://host:port")
+        name, host, port_text = match.group(1).upper(), match.group(2).strip("[]"), match.group(3)
+        port = int(port_text)
+        if not 0 <= port <= 65535:
+            raise ConfigError(key, value, f"port {port} of listener {item!r} is out of range 0-65535")
+        if name not in protocol_map:
+            raise ConfigError(key, value, f"no security protocol defined for listener {name}")
+        if any(existing.name == name for existing in listeners):
+            raise ConfigError(key, value, f"each listener must have a different name, {name} repeats")
+        listeners.append(Listener(name, host, port, protocol_map[name]))
+    return listeners
+
+
+def parse_protocol_map(value: object) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in str(value).split(","):
+        name, sep, protocol = item.strip().partition(":")
+        if item.strip() and (not sep or not name or not protocol):
+            raise ConfigError("listener.security.protocol.map", value, f"malformed entry {item!r}")
+        if item.strip():
+            result[name.strip().upper()] = protocol.strip().upper()
+    return result
+
+
+_INT_WIDTHS = {ConfigType.SHORT: 16, ConfigType.INT: 32, ConfigType.LONG: 64}
+
+
+def _parse_int(key: ConfigKey, text: str) -> int:
+    bits = _INT_WIDTHS[key.type]
+    try:
+        number = int(text.strip())
+    except ValueError:
+        raise ConfigError(key.name, text, f"Expected value to be a {bits}-bit integer") from None
+    if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+        raise ConfigError(key.name, text, f"out of range for a {bits}-bit integer")
+    return number
+
+
+def convert(key: ConfigKey, text: str) -> object:
+    """Convert a properties string to the key's type (raising ConfigError naming the key)."""
+    match key.type:
+        case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
+            return _parse_int(key, text)
+        case ConfigType.BOOLEAN:
+            lowered = text.strip().lower()
+            if lowered not in ("true", "false"):
+                raise ConfigError(key.name, text, "Expected value to be either true or false")
+            return lowered == "true"
+        case ConfigType.DOUBLE:
+            try:
+                return float(text.strip())
+            except ValueError:
+                raise ConfigError(key.name, text, "Expected value to be a double number") from None
+        case ConfigType.LIST:
+            return [item.strip() for item in text.split(",") if item.strip()]
+        case _:
+            return text.strip()
+
+
+def format_value(value: object) -> str | None:
+    """Render a typed value the way Kafka shows it in DescribeConfigs."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the config
+
+
+class KafkaConfig:
+    """Validated broker configuration. Read values by Kafka name: `config["num.partitions"]`."""
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        self.originals: dict[str, str] = dict(props or {})
+        self.unknown_keys: list[str] = []
+        self._values: dict[str, Any] = {}
+        for name, key in CONFIG_KEYS.items():
+            raw = self.originals.get(name)
+            value = key.default if raw is None else convert(key, raw)
+            if key.validator is not None:
+                key.validator(name, value)
+            self._values[name] = value
+        for name in self.originals:
+            if name not in CONFIG_KEYS and not _is_ignored(name):
+                self.unknown_keys.append(name)
+                log.warning("Unknown configuration %r was supplied and is ignored", name)
+        self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
+        self.listeners = self._listeners("listeners")
+        self.advertised_listeners = self._advertised()
+        self._validate_cross_key()
+
+    @classmethod
+    def from_sources(
+        cls, config_file: str | os.PathLike[str] | None, overrides: Iterable[str]
+    ) -> KafkaConfig:
+        """A config from an optional server.properties file, then `key=value` overrides on top."""
+        props: dict[str, str] = {}
+        if config_file is not None:
+            props.update(parse_properties(Path(config_file).read_text(encoding="utf-8")))
+        props.update(parse_override(item) for item in overrides)
+        return cls(props)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._values.get(name, default)
+
+    def is_set(self, name: str) -> bool:
+        """Whether the key was given explicitly (file or override) rather than defaulted."""
+        return name in self.originals
+
+    def _listeners(self, key: str) -> list[Listener]:
+        listeners = parse_listeners(key, str(self._values[key]), self._protocol_map)
+        if not listeners:
+            raise ConfigError(key, self._values[key], "at least one listener is required")
+        for listener in listeners:
+            if listener.security_protocol != "PLAINTEXT":
+                raise ConfigError(
+                    key, self._values[key], f"security protocol {listener.security_protocol} is not supported"
+                )
+        return listeners
+
+    def _advertised(self) -> list[Listener]:
+        if self._values["advertised.listeners"] is None:
+            return list(self.listeners)
+        advertised = self._listeners("advertised.listeners")
+        for listener in advertised:
+            if listener.host in ("0.0.0.0", "::"):
+                raise ConfigError(
+                    "advertised.listeners", str(listener), "0.0.0.0 / :: is not a valid advertised host"
+                )
+        return advertised
+
+    def _validate_cross_key(self) -> None:
+        if self.broker_id < 0:
+            raise ConfigError("broker.id", self.broker_id, "broker.id generation is not supported, set >= 0")
+        if self.broker_id > self["reserved.broker.max.id"]:
+            raise ConfigError("broker.id", self.broker_id, "Value must be at most reserved.broker.max.id")
+        min_session, max_session = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
+        if min_session > max_session:
+            raise ConfigError("group.min.session.timeout.ms", min_session, "must not exceed the max")
+        if not self.log_dirs:
+            raise ConfigError("log.dirs", self._values["log.dirs"], "at least one log directory is required")
+        retention_ms = self.log_retention_ms
+        if retention_ms == 0:
+            raise ConfigError("log.retention.ms", retention_ms, "Value must be -1 (unlimited) or positive")
+
+    # -- derived values Kafka computes --------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self._values["broker.id"]
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self._values["cluster.id"]
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        return self._values["zookeeper.connect"]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """`log.dirs`, else `log.dir`, else the user's state dir."""
+        dirs = self._values["log.dirs"]
+        if dirs is None:
+            dirs = [self._values["log.dir"] or default_log_dir()]
+        return [Path(os.path.expanduser(d)) for d in dirs]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """ms wins over minutes over hours; any negative value means unlimited (-1)."""
+        ms = self._ms_of("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+        return -1 if ms < 0 else ms
+
+    @property
+    def log_roll_ms(self) -> int:
+        return self._ms_of("log.roll.ms", "log.roll.hours")
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        return self._ms_of("log.roll.jitter.ms", "log.roll.jitter.hours")
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        value = self._values["log.flush.interval.ms"]
+        return value if value is not None else self._values["log.flush.scheduler.interval.ms"]
+
+    @property
+    def socket_request_max_bytes(self) -> int:
+        return self._values["socket.request.max.bytes"]
+
+    def _ms_of(self, *synonyms: str) -> int:
+        for name in synonyms:
+            value = self._values[name]
+            if value is not None:
+                return value * _MS_UNITS.get(name, 1)
+        raise AssertionError(f"no value or default for any of {synonyms}")
+
+    # -- topic-level defaults and DescribeConfigs ---------------------------------------------------
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        """Every topic config with the value the broker gives topics without an override."""
+        defaults = dict(TOPIC_ONLY_DEFAULTS)
+        for topic_name, synonyms in TOPIC_CONFIG_SYNONYMS.items():
+            defaults[topic_name] = self._topic_value(topic_name, synonyms)
+        return defaults
+
+    def _topic_value(self, topic_name: str, synonyms: tuple[str, ...]) -> str:
+        if topic_name == "retention.ms":
+            return str(self.log_retention_ms)
+        if topic_name == "flush.ms":
+            return str(self.log_flush_interval_ms)
+        if topic_name in ("segment.ms", "segment.jitter.ms"):
+            return str(self._ms_of(*synonyms))
+        return format_value(self._values[synonyms[0]]) or ""
+
+    def topic_config_source(self, topic_name: str) -> tuple[ConfigSource, str | None]:
+        """Where a topic's default comes from: the broker key set statically, or the built-in default."""
+        for synonym in TOPIC_CONFIG_SYNONYMS.get(topic_name, ()):
+            if self.is_set(synonym):
+                return ConfigSource.STATIC_BROKER_CONFIG, synonym
+        return ConfigSource.DEFAULT_CONFIG, None
+
+    def describe(self) -> Iterator[ConfigEntry]:
+        """The entries of DescribeConfigs for this broker, sorted by name. All are read-only (static)."""
+        for name in sorted(CONFIG_KEYS):
+            key = CONFIG_KEYS[name]
+            explicit = self.is_set(name)
+            yield ConfigEntry(
+                name=name,
+                value=format_value(self._values[name]),
+                source=ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG,
+                is_default=not explicit,
+                read_only=True,
+                sensitive=key.type is ConfigType.PASSWORD,
+                config_type=key.type,
+            )
+
+
+def _is_ignored(name: str) -> bool:
+    return name in IGNORED_KEYS or name.startswith(IGNORED_PREFIXES)
