@@ -20,6 +20,13 @@ TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
+class ExternalBroker:
+    """A broker the suite did not start (ODRADEK_COMPAT_BOOTSTRAP): only its address is known."""
+
+    bootstrap: str
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One record as a client produces it and must read it back, byte for byte."""
 

@@ -25,7 +25,9 @@ async def produce(bootstrap: str, topic: str, samples: list[Sample], **config: o
     await producer.start()
     try:
         futures = [
-            await producer.send(topic, s.value, s.key, partition=0, timestamp_ms=s.timestamp, headers=list(s.headers))
+            await producer.send(
+                topic, s.value, s.key, partition=0, timestamp_ms=s.timestamp, headers=list(s.headers)
+            )
             for s in samples
         ]
         return [getattr(await f, "offset", None) for f in futures]
@@ -34,7 +36,9 @@ async def produce(bootstrap: str, topic: str, samples: list[Sample], **config: o
 
 
 async def consume(bootstrap: str, topic: str, count: int, **config: object) -> list:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, **config)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, **config
+    )
     await consumer.start()
     try:
         partition = TopicPartition(topic, 0)
@@ -73,7 +77,9 @@ def test_compressed_batches_round_trip_and_stay_compressed(broker, unique_topic:
     helpers.create_topic(broker.bootstrap, unique_topic)
     samples = helpers.sample_records(60)
 
-    asyncio.run(produce(broker.bootstrap, unique_topic, samples, acks=1, compression_type=codec, linger_ms=50))
+    asyncio.run(
+        produce(broker.bootstrap, unique_topic, samples, acks=1, compression_type=codec, linger_ms=50)
+    )
     records = asyncio.run(consume(broker.bootstrap, unique_topic, len(samples)))
 
     helpers.assert_same_records(samples, as_samples(records))
@@ -86,7 +92,9 @@ def test_one_mebibyte_message(broker, unique_topic: str) -> None:
     helpers.create_topic(broker.bootstrap, unique_topic, config={"max.message.bytes": str(2 << 20)})
     big = Sample(None, bytes(reversed(range(256))) * 4096, (), int(time.time() * 1000))
 
-    offsets = asyncio.run(produce(broker.bootstrap, unique_topic, [big], acks="all", max_request_size=3 << 20))
+    offsets = asyncio.run(
+        produce(broker.bootstrap, unique_topic, [big], acks="all", max_request_size=3 << 20)
+    )
     records = asyncio.run(
         consume(broker.bootstrap, unique_topic, 1, max_partition_fetch_bytes=3 << 20, fetch_max_bytes=4 << 20)
     )
