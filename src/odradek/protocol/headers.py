@@ -1,0 +1,103 @@
+"""Request and response headers, and which header version each API version uses.
+
+Owns: `RequestHeader` and its parsing/encoding (header v0: api_key, api_version, correlation_id;
+v1: + client_id as a nullable int16-length string; v2: + a tagged field section, client_id staying
+non-compact), the response header (v0: correlation_id; v1: + an empty tagged field section), and the
+header version rules:
+- request header v2 when the request version is flexible, else v1; ControlledShutdown v0 uses v0;
+- response header v1 when the response version is flexible, except ApiVersions, which always
+  answers with v0 so that a client can read the error of an unsupported version.
+
+A version above an API's known range follows the flexible rule (Kafka's flexible ranges are open
+ended), so the header of any ApiVersions request can be read and answered with UNSUPPORTED_VERSION.
+An unknown API key is read with header v1. The payloads here are frame contents (after the 4-byte
+size). Called by the network layer, the dispatcher and the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from odradek.protocol.api_keys import API_SPECS, ApiKey
+from odradek.protocol.primitives import (
+    INT16,
+    INT32,
+    ProtocolDecodeError,
+    Reader,
+    Writer,
+)
+
+_EMPTY_TAGS = b"\x00"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+        return 0
+    spec = API_SPECS.get(api_key)
+    if spec is None:
+        return 1
+    return 2 if spec.request_flexible.lo <= api_version and not spec.request_flexible.empty else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    spec = API_SPECS.get(api_key)
+    if spec is None:
+        return 0
+    return 1 if spec.response_flexible.lo <= api_version and not spec.response_flexible.empty else 0
+
+
+def peek_api_key_version(payload: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """The API key and version of a request frame, whatever the version."""
+    if len(payload) < 4:
+        raise ProtocolDecodeError(f"request frame of {len(payload)} bytes has no header")
+    return INT16.unpack_from(payload, 0)[0], INT16.unpack_from(payload, 2)[0]
+
+
+def parse_request_header(payload: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
+    """Parse the header of a request frame; return it and the offset where the body starts."""
+    reader = Reader(payload)
+    api_key = reader.int16()
+    api_version = reader.int16()
+    correlation_id = reader.int32()
+    version = request_header_version(api_key, api_version)
+    client_id = reader.nullable_string() if version >= 1 else None
+    if version >= 2:
+        reader.tagged_fields()
+    return RequestHeader(api_key, api_version, correlation_id, client_id), reader.pos
+
+
+def encode_request_header(header: RequestHeader) -> bytes:
+    writer = Writer()
+    writer.int16(header.api_key)
+    writer.int16(header.api_version)
+    writer.int32(header.correlation_id)
+    version = request_header_version(header.api_key, header.api_version)
+    if version >= 1:
+        writer.nullable_string(header.client_id)
+    if version >= 2:
+        writer.raw(_EMPTY_TAGS)
+    return writer.getvalue()
+
+
+def encode_response_header(correlation_id: int, header_version: int) -> bytes:
+    head = INT32.pack(correlation_id)
+    return head + _EMPTY_TAGS if header_version >= 1 else head
+
+
+def parse_response_header(payload: bytes | bytearray | memoryview, header_version: int) -> tuple[int, int]:
+    """Return the correlation id of a response frame and the offset where the body starts."""
+    reader = Reader(payload)
+    correlation_id = reader.int32()
+    if header_version >= 1:
+        reader.tagged_fields()
+    return correlation_id, reader.pos
