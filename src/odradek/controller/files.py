@@ -1,0 +1,26 @@
+"""Durable small-file writes for metadata: temp file, fsync, rename, fsync of the directory.
+
+Invariant: after `write_atomically` returns, the file holds either its old or its new content in full,
+across a crash at any point. Callers: controller (metadata JSON, meta.properties).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
