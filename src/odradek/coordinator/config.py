@@ -1,0 +1,51 @@
+"""The group coordinator's settings, read once from the broker's `KafkaConfig` by Kafka's names.
+
+Owns `GroupConfig`, the immutable subset of broker configuration the coordinator acts on:
+group.min.session.timeout.ms, group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
+group.max.size, offsets.topic.num.partitions, offsets.topic.replication.factor,
+offsets.topic.segment.bytes, offsets.retention.minutes, offsets.retention.check.interval.ms,
+offsets.commit.timeout.ms, offset.metadata.max.bytes. The new-member join timeout is Kafka's
+fixed 5 minutes (not a config in Kafka either).
+Callers: the coordinator runtime, the state machine (timeouts) and handlers (metadata size limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3000
+    max_size: int = 2**31 - 1
+    new_member_join_timeout_ms: int = _NEW_MEMBER_JOIN_TIMEOUT_MS
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 104_857_600
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_kafka_config(cls, config: Mapping[str, Any] | Any) -> GroupConfig:
+        """Read the keys from anything indexable by Kafka config name (a `KafkaConfig`, a dict)."""
+        return cls(
+            min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
+            max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
+            initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
+            max_size=int(config["group.max.size"]),
+            offsets_topic_num_partitions=int(config["offsets.topic.num.partitions"]),
+            offsets_topic_replication_factor=int(config["offsets.topic.replication.factor"]),
+            offsets_topic_segment_bytes=int(config["offsets.topic.segment.bytes"]),
+            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
+            offsets_commit_timeout_ms=int(config["offsets.commit.timeout.ms"]),
+            offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+        )
