@@ -1,0 +1,292 @@
+"""RecordBatch v2 (magic 2): the header view, produce-side validation and in-place patching.
+
+Owns the 61-byte batch header layout (all big-endian):
+
+    0 baseOffset int64 | 8 batchLength int32 | 12 partitionLeaderEpoch int32 | 16 magic int8
+    17 crc uint32 | 21 attributes int16 | 23 lastOffsetDelta int32 | 27 baseTimestamp int64
+    35 maxTimestamp int64 | 43 producerId int64 | 51 producerEpoch int16 | 53 baseSequence int32
+    57 recordsCount int32 | 61 records...
+
+`batchLength` counts the bytes after itself (the whole batch is batchLength + 12). The CRC32C covers
+attributes to the end of the batch; baseOffset and partitionLeaderEpoch are outside it, so the broker
+assigns them without recomputing the CRC. Switching a batch to LogAppendTime changes attributes and
+maxTimestamp, which are inside it, so that patch recomputes the CRC.
+
+Invariants: batches stay opaque. Validation reads headers and runs one CRC32C per batch; it never
+decompresses and never walks records. `validate_records` raises (a `RecordsError` carrying the Kafka
+code) before anything is patched, so an append is all-or-nothing. `BatchHeader` is a NamedTuple
+rather than a frozen dataclass because it is built once per batch on the produce path, where a
+dataclass costs five times as much; it is just as immutable.
+
+Callers: storage (append, recovery, reads), the produce handler (through storage), `records.record`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from odradek.protocol.records.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+    UnsupportedForMessageFormatError,
+)
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: what frames a batch in a log file
+PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+CURRENT_MAGIC = 2
+
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+RECORDS_COUNT_OFFSET = 57
+MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PARTITION_LEADER_EPOCH = -1
+MAX_COMPRESSION_ID = 4
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_ATTRS = struct.Struct(">h")
+
+
+class TimestampType(IntEnum):
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class BatchHeader(NamedTuple):
+    """The 61-byte header of one batch, unpacked."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @classmethod
+    def unpack_from(cls, buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+        return cls._make(HEADER.unpack_from(buf, position))
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedRecords:
+    """The batches of one produce `records` field, checked and ready to be patched and appended.
+
+    `positions[i]` is where `headers[i]` starts in the buffer; `max_timestamp_index` is the batch
+    holding the largest maxTimestamp (the first such batch), -1 when there is none.
+    """
+
+    positions: tuple[int, ...]
+    headers: tuple[BatchHeader, ...]
+    size_in_bytes: int
+    record_count: int
+    offset_count: int
+    max_timestamp: int
+    max_timestamp_index: int
+
+
+def batch_crc(buf: bytes | bytearray | memoryview, position: int, size: int) -> int:
+    """The CRC32C a batch of `size` bytes at `position` should carry."""
+    with memoryview(buf) as view:
+        return crc32c(view[position + ATTRIBUTES_OFFSET : position + size])
+
+
+def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each complete batch; stops silently at a partial trailing batch.
+
+    This is the reader's view (fetch responses may end with a partial batch); it checks framing only.
+    Raises CorruptRecordError for a non-v2 batch or an impossible length.
+    """
+    position, end = 0, len(buf)
+    while end - position >= RECORD_BATCH_OVERHEAD:
+        header = BatchHeader.unpack_from(buf, position)
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batch length {header.batch_length} at position {position}")
+        if header.magic != CURRENT_MAGIC:
+            raise CorruptRecordError(f"unsupported magic {header.magic} at position {position}")
+        size = header.batch_length + LOG_OVERHEAD
+        if position + size > end:
+            return
+        yield position, header
+        position += size
+
+
+def validate_records(
+    records: bytes | bytearray | memoryview, max_batch_size: int, from_client: bool = True
+) -> ValidatedRecords:
+    """Check every batch of a produce `records` field; raise the first problem found.
+
+    `max_batch_size` is max.message.bytes (the whole batch, log overhead included). `from_client`
+    applies the rules Kafka applies to producers: at least one record, recordsCount equal to
+    lastOffsetDelta + 1, no control batches.
+    """
+    end = len(records)
+    if end == 0:
+        raise InvalidRecordError("no record batches")
+    positions: list[int] = []
+    headers: list[BatchHeader] = []
+    position = offset_count = record_count = 0
+    max_timestamp, max_timestamp_index = NO_TIMESTAMP, -1
+    with memoryview(records) as view:
+        while position < end:
+            header = _check_batch(view, position, end, max_batch_size, from_client)
+            positions.append(position)
+            headers.append(header)
+            offset_count += header.last_offset_delta + 1
+            record_count += header.records_count
+            if header.max_timestamp > max_timestamp:
+                max_timestamp, max_timestamp_index = header.max_timestamp, len(headers) - 1
+            position += header.batch_length + LOG_OVERHEAD
+    return ValidatedRecords(
+        tuple(positions), tuple(headers), end, record_count, offset_count, max_timestamp, max_timestamp_index
+    )
+
+
+def _check_batch(
+    view: memoryview, position: int, end: int, max_batch_size: int, from_client: bool
+) -> BatchHeader:
+    if end - position < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordError(f"{end - position} trailing bytes at position {position}: not a batch")
+    header = BatchHeader._make(HEADER.unpack_from(view, position))
+    size = header.batch_length + LOG_OVERHEAD
+    if header.magic != CURRENT_MAGIC:
+        if header.magic in (0, 1):
+            raise UnsupportedForMessageFormatError(f"message format v{header.magic} is not supported")
+        raise CorruptRecordError(f"invalid magic {header.magic} at position {position}")
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(f"batch length {header.batch_length} below the header size")
+    if size > max_batch_size:
+        raise RecordTooLargeError(f"batch of {size} bytes exceeds max.message.bytes {max_batch_size}")
+    if position + size > end:
+        raise CorruptRecordError(f"batch of {size} bytes at position {position} is truncated")
+    if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != header.crc:
+        raise CorruptRecordError(f"CRC mismatch for the batch at position {position}")
+    _check_counts(header, from_client)
+    return header
+
+
+def _check_counts(header: BatchHeader, from_client: bool) -> None:
+    if header.attributes & COMPRESSION_MASK > MAX_COMPRESSION_ID:
+        raise CorruptRecordError(f"unknown compression id {header.attributes & COMPRESSION_MASK}")
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise InvalidRecordError("negative lastOffsetDelta or recordsCount")
+    if from_client:
+        if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:
+            raise InvalidRecordError(
+                f"recordsCount {header.records_count} does not match lastOffsetDelta "
+                f"{header.last_offset_delta}"
+            )
+        if header.attributes & CONTROL_MASK:
+            raise InvalidRecordError("clients may not write control batches")
+        if header.attributes & TRANSACTIONAL_MASK and header.producer_id < 0:
+            raise InvalidRecordError("transactional batch without a producer id")
+    elif header.records_count > header.last_offset_delta + 1:
+        raise InvalidRecordError("more records than offsets in the batch")
+
+
+def check_create_timestamps(
+    validated: ValidatedRecords, now_ms: int, before_max_ms: int, after_max_ms: int
+) -> None:
+    """Refuse CreateTime batches whose first or max timestamp is too far from `now_ms`.
+
+    Kafka checks every record; batches stay opaque here, so the bounds apply to baseTimestamp
+    (the first record's) and maxTimestamp.
+    """
+    for header in validated.headers:
+        if header.max_timestamp - now_ms > after_max_ms:
+            raise InvalidTimestampError(f"timestamp {header.max_timestamp} is too far in the future")
+        if now_ms - header.base_timestamp > before_max_ms:
+            raise InvalidTimestampError(f"timestamp {header.base_timestamp} is too far in the past")
+
+
+def assign_offsets(
+    buf: bytearray,
+    validated: ValidatedRecords,
+    base_offset: int,
+    leader_epoch: int,
+    log_append_time: int = NO_TIMESTAMP,
+) -> int:
+    """Patch baseOffset and partitionLeaderEpoch of every batch in `buf`; return the next offset.
+
+    With `log_append_time` >= 0 each batch also gets the LogAppendTime attribute bit and that
+    maxTimestamp, and its CRC is recomputed.
+    """
+    offset = base_offset
+    with memoryview(buf) as view:
+        for position, header in zip(validated.positions, validated.headers, strict=True):
+            _INT64.pack_into(buf, position, offset)
+            _INT32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+            if log_append_time >= 0:
+                _ATTRS.pack_into(buf, position + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
+                _INT64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, log_append_time)
+                crc = crc32c(
+                    view[position + ATTRIBUTES_OFFSET : position + header.batch_length + LOG_OVERHEAD]
+                )
+                _UINT32.pack_into(buf, position + CRC_OFFSET, crc)
+            offset += header.last_offset_delta + 1
+    return offset

@@ -1,0 +1,76 @@
+"""Offset checkpoint files at the root of a log dir, in Kafka's text format.
+
+Owns `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` (and any other per-partition
+offset file of the same shape):
+
+    0                      <- format version
+    2                      <- number of entries
+    my-topic 0 1234        <- topic, partition, offset
+    my-topic 1 99
+
+Invariants: a checkpoint is replaced atomically (write `<name>.tmp`, fsync, rename, fsync the dir), so
+a reader sees the old or the new file, never a mix. A file that does not parse is reported and read
+as empty, which only costs a longer recovery (recovery points default to 0).
+
+Callers: `LogManager`; replication for `replication-offset-checkpoint`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CHECKPOINT_VERSION = 0
+
+TopicPartition = tuple[str, int]
+
+
+def write_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    lines = [str(CHECKPOINT_VERSION), str(len(offsets))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, ("\n".join(lines) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """The entries of the checkpoint at `path`; empty when it is missing or malformed."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        return _parse(lines)
+    except ValueError as exc:
+        log.warning("ignoring malformed checkpoint %s: %s", path, exc)
+        return {}
+
+
+def _parse(lines: list[str]) -> dict[TopicPartition, int]:
+    if len(lines) < 2 or int(lines[0]) != CHECKPOINT_VERSION:
+        raise ValueError("missing or unknown version line")
+    count = int(lines[1])
+    if len(lines) - 2 != count:
+        raise ValueError(f"expected {count} entries, found {len(lines) - 2}")
+    offsets = {}
+    for line in lines[2:]:
+        topic, partition, offset = line.split(" ")
+        offsets[(topic, int(partition))] = int(offset)
+    return offsets

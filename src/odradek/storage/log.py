@@ -1,0 +1,469 @@
+"""The partition log: an ordered list of segments, appended to at the end, read by offset.
+
+Owns one directory `<log.dir>/<topic>-<partition>/` and its segments (see `segment`, `index`), the
+log end offset (LEO: the offset the next record gets), the log start offset (the first offset a
+client may read), the recovery point (everything below it is fsynced) and the flush policy.
+
+Contracts:
+- `append_as_leader(records, leader_epoch)` validates every batch first (all-or-nothing: size
+  against max.message.bytes, magic, CRC32C, counts, CreateTime bounds), copies the request bytes
+  once, assigns dense offsets from the LEO and the leader epoch (plus maxTimestamp for
+  LogAppendTime), rolls if needed, and writes with one positional write. Compressed batches are never
+  decompressed. A failed write (ENOSPC...) raises KafkaStorageError with the log unchanged.
+- `read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)` returns at most one
+  `FileSlice` of whole batches from one segment: starting at the batch holding `fetch_offset`, ending
+  at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
+  larger), and holding no batch that reaches `max_offset_exclusive` (the high watermark). Fetching
+  below the log start offset or past the LEO raises OffsetOutOfRangeError; at the LEO it is empty.
+- File descriptors of segments removed by retention, truncation or deletion stay open for
+  file.delete.delay.ms (through the `FdReaper`), so a `FileSlice` handed out stays valid while it is
+  sent. Truncating the active segment does shorten its file in place (as in Kafka).
+- Retention never deletes the active segment.
+
+Thread safety: mutations (append, roll, flush, retention, truncation, close) hold the log's lock;
+`read` works on a snapshot of the segment list and needs no lock.
+
+Callers: `LogManager` creates logs; replication (`Partition`) appends and reads; the ListOffsets
+handler uses the offset lookups.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from odradek.clock import Clock
+from odradek.protocol.primitives import FileSlice
+from odradek.protocol.records.batch import (
+    NO_TIMESTAMP,
+    BatchHeader,
+    ValidatedRecords,
+    assign_offsets,
+    check_create_timestamps,
+    validate_records,
+)
+from odradek.protocol.records.errors import InvalidRecordError
+from odradek.protocol.records.record import RecordColumns, decode_batch_into
+from odradek.storage.config import LONG_MAX, LogConfig
+from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
+from odradek.storage.loader import load_segments
+from odradek.storage.reaper import FdReaper
+from odradek.storage.segment import LogSegment
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append did. `log_append_time` is -1 for CreateTime topics; `offset_of_max_timestamp`
+    is the last offset of the batch with the largest timestamp (the first offset for LogAppendTime)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    record_count: int
+    valid_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetMetadata:
+    """An offset and where its batch sits: segment base offset and byte position in that segment."""
+
+    message_offset: int
+    segment_base_offset: int
+    relative_position_in_segment: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    fetch_offset_metadata: LogOffsetMetadata
+    records: list[FileSlice]
+    total_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+
+
+class Log:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        config: LogConfig,
+        clock: Clock,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        *,
+        clean_shutdown: bool = False,
+        reaper: FdReaper | None = None,
+    ) -> None:
+        self.dir = Path(directory)
+        self.topic, self.partition = parse_dir_name(self.dir.name)
+        self.config = config
+        self._clock = clock
+        self._reaper = reaper if reaper is not None else FdReaper()
+        self._lock = threading.RLock()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        now = clock.time_ms()
+        segments = load_segments(self.dir, config, now, recovery_point, clean_shutdown)
+        if not segments:
+            segments = [LogSegment.create(self.dir, log_start_offset, config, now)]
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self.log_end_offset = segments[-1].next_offset
+        self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), self.log_end_offset)
+        self.recovery_point = self.log_end_offset
+        self._unflushed_messages = 0
+        self.last_flush_ms = now
+        self._dir_dirty = True
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            self.active_segment.update_config(config)
+
+    # -- append --------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Assign offsets to the batches in `records` and append them (see the module docstring)."""
+        config = self.config
+        validated = validate_records(records, config.max_message_bytes)
+        now = self._clock.time_ms()
+        log_append_time = now if config.log_append_time else NO_TIMESTAMP
+        if log_append_time < 0 and (
+            config.message_timestamp_before_max_ms < LONG_MAX
+            or config.message_timestamp_after_max_ms < LONG_MAX
+        ):
+            check_create_timestamps(
+                validated, now, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+            )
+        buf = bytearray(records)
+        with self._lock:
+            first_offset = self.log_end_offset
+            next_offset = assign_offsets(buf, validated, first_offset, leader_epoch, log_append_time)
+            max_timestamp = validated.max_timestamp if log_append_time < 0 else log_append_time
+            self._append(buf, validated, first_offset, next_offset, max_timestamp, log_append_time, now)
+            return LogAppendInfo(
+                first_offset=first_offset,
+                last_offset=next_offset - 1,
+                max_timestamp=max_timestamp,
+                offset_of_max_timestamp=_offset_of_max_timestamp(validated, first_offset, log_append_time),
+                log_append_time=log_append_time,
+                log_start_offset=self.log_start_offset,
+                record_count=validated.record_count,
+                valid_bytes=validated.size_in_bytes,
+            )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches that already carry their offsets (a replica copying its leader)."""
+        validated = validate_records(records, max(self.config.max_message_bytes, 1 << 30), from_client=False)
+        headers = validated.headers
+        with self._lock:
+            expected = self.log_end_offset
+            for header in headers:
+                if header.base_offset < expected:
+                    raise InvalidRecordError(f"batch offset {header.base_offset} is below {expected}")
+                expected = header.next_offset
+            now = self._clock.time_ms()
+            self._append(
+                bytearray(records), validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now
+            )
+            return LogAppendInfo(
+                first_offset=headers[0].base_offset,
+                last_offset=expected - 1,
+                max_timestamp=validated.max_timestamp,
+                offset_of_max_timestamp=_offset_of_max_timestamp(validated, None, NO_TIMESTAMP),
+                log_append_time=NO_TIMESTAMP,
+                log_start_offset=self.log_start_offset,
+                record_count=validated.record_count,
+                valid_bytes=validated.size_in_bytes,
+            )
+
+    def _append(
+        self,
+        buf: bytearray,
+        validated: ValidatedRecords,
+        first_offset: int | None,
+        next_offset: int,
+        max_timestamp: int,
+        log_append_time: int,
+        now: int,
+    ) -> None:
+        segment = self.active_segment
+        if segment.should_roll(self.config, len(buf), max_timestamp, next_offset - 1, now):
+            segment = self._roll(validated.headers[0].base_offset if first_offset is None else first_offset)
+        segment.append(buf, validated, first_offset, log_append_time)
+        self.log_end_offset = next_offset
+        self._unflushed_messages += validated.record_count
+        if (
+            self._unflushed_messages >= self.config.flush_messages
+            or now - self.last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+
+    # -- segments ------------------------------------------------------------------------------
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (a no-op on an empty active segment)."""
+        with self._lock:
+            if self.active_segment.size == 0:
+                return self.active_segment
+            return self._roll(self.log_end_offset)
+
+    def _roll(self, base_offset: int) -> LogSegment:
+        self.active_segment.on_become_inactive()
+        segment = LogSegment.create(self.dir, base_offset, self.config, self._clock.time_ms())
+        self._dir_dirty = True
+        self._segments = [*self._segments, segment]
+        self._bases = [*self._bases, base_offset]
+        return segment
+
+    # -- read ----------------------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        max_offset_exclusive: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from `fetch_offset` as one FileSlice (see the module docstring)."""
+        segments, bases = self._segments, self._bases
+        log_end_offset = self.log_end_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.dir.name}: offset {fetch_offset} is outside "
+                f"[{self.log_start_offset}, {log_end_offset}]"
+            )
+        max_offset = (
+            log_end_offset if max_offset_exclusive is None else min(max_offset_exclusive, log_end_offset)
+        )
+        if fetch_offset < max_offset:
+            for segment in segments[max(bisect_right(bases, fetch_offset) - 1, 0) :]:
+                found = segment.read(fetch_offset, max_offset, max_bytes, min_one_message)
+                if found is not None:
+                    position, length = found
+                    metadata = LogOffsetMetadata(fetch_offset, segment.base_offset, position)
+                    return FetchDataInfo(
+                        metadata, [FileSlice(segment.fd, position, length)] if length else [], length
+                    )
+        last = segments[-1]
+        return FetchDataInfo(LogOffsetMetadata(fetch_offset, last.base_offset, last.size), [], 0)
+
+    # -- offsets by timestamp ------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first record at or after the log start offset with a timestamp >= `timestamp`."""
+        start = self.log_start_offset
+        for segment in self.segments:
+            if segment.next_offset <= start or segment.max_timestamp < timestamp:
+                continue
+            found = segment.find_timestamp(timestamp, start)
+            if found is not None:
+                return self._record_at_timestamp(segment, found, lambda t, o: t >= timestamp and o >= start)
+        return None
+
+    def earliest_offset(self) -> TimestampAndOffset:
+        """ListOffsets -2 (EARLIEST)."""
+        return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+
+    def latest_offset(self) -> TimestampAndOffset:
+        """ListOffsets -1 (LATEST)."""
+        return TimestampAndOffset(NO_TIMESTAMP, self.log_end_offset)
+
+    def max_timestamp_offset(self) -> TimestampAndOffset | None:
+        """ListOffsets -3 (MAX_TIMESTAMP): the first record holding the largest timestamp."""
+        start = self.log_start_offset
+        candidates = [s for s in self.segments if s.next_offset > start and s.max_timestamp >= 0]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda segment: segment.max_timestamp)
+        found = best.find_timestamp(best.max_timestamp, start)
+        if found is None:
+            return None
+        target = best.max_timestamp
+        return self._record_at_timestamp(best, found, lambda t, o: t == target and o >= start)
+
+    def _record_at_timestamp(
+        self, segment: LogSegment, found: tuple[int, BatchHeader], wanted: Callable[[int, int], bool]
+    ) -> TimestampAndOffset:
+        position, header = found
+        columns = decode_batch_into(segment.read_batch(position, header), 0, header, RecordColumns())
+        for timestamp, offset in zip(columns.timestamps, columns.offsets, strict=True):
+            if wanted(timestamp, offset):
+                return TimestampAndOffset(timestamp, offset)
+        return TimestampAndOffset(header.max_timestamp, max(header.base_offset, self.log_start_offset))
+
+    # -- flush ---------------------------------------------------------------------------------
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync the segments holding offsets below `up_to` (default: the LEO); move the recovery point."""
+        with self._lock:
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            for segment in self._segments:
+                if segment.base_offset >= target:
+                    break
+                segment.flush()
+            if self._dir_dirty:
+                _fsync_dir(self.dir)
+                self._dir_dirty = False
+            self.recovery_point = max(self.recovery_point, target)
+            if target == self.log_end_offset:
+                self._unflushed_messages = 0
+                self.last_flush_ms = self._clock.time_ms()
+
+    # -- retention and truncation --------------------------------------------------------------
+
+    def delete_retention_segments(self, now_ms: int) -> int:
+        """Delete the oldest non-active segments breaching retention.ms, retention.bytes or the log
+        start offset; return how many were deleted."""
+        with self._lock:
+            config, inactive = self.config, self._segments[:-1]
+            excess = self.size_in_bytes - config.retention_bytes if config.retention_bytes >= 0 else -1
+            deletable = 0
+            for segment in inactive:
+                by_start = segment.next_offset <= self.log_start_offset
+                by_time = (
+                    config.delete_enabled
+                    and config.retention_ms >= 0
+                    and now_ms - segment.largest_timestamp > config.retention_ms
+                )
+                by_size = config.delete_enabled and excess - segment.size >= 0
+                if not (by_start or by_time or by_size):
+                    break
+                excess -= segment.size
+                deletable += 1
+            if deletable:
+                self._delete_segments(self._segments[:deletable], now_ms)
+                self._segments, self._bases = self._segments[deletable:], self._bases[deletable:]
+                self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            return deletable
+
+    def _delete_segments(self, segments: list[LogSegment], now_ms: int) -> None:
+        deadline = now_ms + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.persist_indexes(fsync=False)
+            try:
+                segment.delete(self._reaper, deadline)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot delete {segment.base_offset} in {self.dir}: {exc}") from exc
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch reaching `offset` or beyond (a follower diverging from its leader).
+
+        A batch straddling `offset` goes entirely, so the LEO may end below `offset`. Returns whether
+        anything was removed.
+        """
+        with self._lock:
+            if offset >= self.log_end_offset:
+                return False
+            now = self._clock.time_ms()
+            if offset <= self._segments[0].base_offset:
+                self._truncate_fully_and_start_at(offset, now)
+                return True
+            keep = bisect_right(self._bases, offset - 1)
+            dropped = self._segments[keep:]
+            if dropped:
+                self._delete_segments(dropped, now)
+                self._segments, self._bases = self._segments[:keep], self._bases[:keep]
+            self.active_segment.truncate_to(offset)
+            self.log_end_offset = self.active_segment.next_offset
+            self.recovery_point = min(self.recovery_point, self.log_end_offset)
+            self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+            return True
+
+    def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        self._delete_segments(self._segments, now_ms)
+        segment = LogSegment.create(self.dir, offset, self.config, now_ms)
+        self._dir_dirty = True
+        self._segments, self._bases = [segment], [offset]
+        self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Seal the active segment's time index, flush everything and close every file (shutdown:
+        no fetch is in flight any more)."""
+        with self._lock:
+            self.active_segment.on_become_inactive()
+            self.flush()
+            for segment in self._segments:
+                segment.close()
+            self._segments = []
+
+    def rename_dir(self, directory: Path) -> None:
+        """Move the partition directory (open fds are unaffected)."""
+        with self._lock:
+            os.rename(self.dir, directory)
+            self.dir = directory
+            for segment in self._segments:
+                segment.directory = directory
+                segment.offset_index.path = directory / segment.offset_index.path.name
+                segment.time_index.path = directory / segment.time_index.path.name
+
+    def delete(self) -> None:
+        """Delete every segment and the directory; fds close after file.delete.delay.ms."""
+        with self._lock:
+            self._delete_segments(self._segments, self._clock.time_ms())
+            self._segments = []
+            for leftover in self.dir.iterdir():
+                leftover.unlink()
+            self.dir.rmdir()
+
+
+def _offset_of_max_timestamp(
+    validated: ValidatedRecords, first_offset: int | None, log_append_time: int
+) -> int:
+    if validated.max_timestamp_index < 0 and log_append_time < 0:
+        return -1
+    if log_append_time >= 0:
+        return validated.headers[0].base_offset if first_offset is None else first_offset
+    offset = first_offset
+    for index, header in enumerate(validated.headers):
+        base = header.base_offset if offset is None else offset
+        if index == validated.max_timestamp_index:
+            return base + header.last_offset_delta
+        if offset is not None:
+            offset += header.last_offset_delta + 1
+    return -1
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def parse_dir_name(name: str) -> tuple[str, int]:
+    """`<topic>-<partition>` -> (topic, partition); ValueError if the name is not one."""
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+def dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"

@@ -1,0 +1,388 @@
+"""One log segment: a `.log` file of batches plus its `.index` and `.timeindex`.
+
+Owns: the files `<dir>/%020d.log|.index|.timeindex` named by the segment's base offset; appending
+already-patched batches with one positional write; translating an offset or timestamp to a file
+position (index lookup, then a forward scan reading only batch headers with `os.pread`); the scan
+that recovers a segment (header sanity + CRC32C per batch, truncating a torn or corrupt tail and
+rebuilding both indexes); truncation; flushing; deletion.
+
+Invariants:
+- The `.log` holds whole batches with strictly increasing offsets, all >= the base offset and within
+  2**31 - 1 of it; `size` and `next_offset` describe exactly what is on disk (a failed write is cut
+  back off the file before the error propagates).
+- The fd stays open for the segment's lifetime; a deleted segment's fd is closed later by the
+  `FdReaper` so `FileSlice`s already handed out remain valid.
+- An index entry is added before a batch once more than index.interval.bytes were written since the
+  previous entry (Kafka's rule), so the first batch of a segment is never indexed (position 0).
+
+Callers: `storage.log` and `storage.loader` only. Not thread-safe: `Log` serialises mutations.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from crc32c import crc32c
+
+from odradek.protocol.records.batch import (
+    ATTRIBUTES_OFFSET,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    ValidatedRecords,
+)
+from odradek.storage.config import INT_MAX, LogConfig
+from odradek.storage.errors import KafkaStorageError
+from odradek.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
+from odradek.storage.reaper import FdReaper
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+READ_CHUNK = 16 * 1024
+RECOVERY_CHUNK = 1024 * 1024
+CURRENT_MAGIC = 2
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def iter_file_batches(
+    fd: int, start: int, end: int, verify_crc: bool = False, chunk_size: int = READ_CHUNK
+) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each batch in [start, end) of `fd`, stopping at the first bad one.
+
+    Reads `chunk_size` bytes at a time and only the headers unless `verify_crc`; a batch is bad
+    when torn, of the wrong magic, shorter than a header or (with `verify_crc`) failing its CRC32C.
+    """
+    position, chunk, chunk_start = start, b"", start
+    while end - position >= RECORD_BATCH_OVERHEAD:
+        at = position - chunk_start
+        if at + RECORD_BATCH_OVERHEAD > len(chunk):
+            chunk, chunk_start, at = os.pread(fd, min(chunk_size, end - position), position), position, 0
+            if len(chunk) < RECORD_BATCH_OVERHEAD:
+                return
+        header = BatchHeader.unpack_from(chunk, at)
+        size = header.batch_length + LOG_OVERHEAD
+        if header.magic != CURRENT_MAGIC or header.batch_length < MIN_BATCH_LENGTH or position + size > end:
+            return
+        if verify_crc:
+            if at + size > len(chunk):
+                chunk, chunk_start, at = (
+                    os.pread(fd, max(size, min(chunk_size, end - position)), position),
+                    position,
+                    0,
+                )
+                if len(chunk) < size:
+                    return
+            with memoryview(chunk) as view:
+                if crc32c(view[at + ATTRIBUTES_OFFSET : at + size]) != header.crc:
+                    return
+        yield position, header
+        position += size
+
+
+class LogSegment:
+    """A segment's files and what is known about them in memory."""
+
+    def __init__(self, directory: Path, base_offset: int, fd: int, config: LogConfig, now_ms: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.next_offset = base_offset
+        self.offset_index = OffsetIndex(self.path(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(self.path(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        self.index_interval_bytes = config.index_interval_bytes
+        self.max_timestamp = -1
+        self.rolling_timestamp = -1
+        self.created_ms = now_ms
+        self.flushed_size = self.size
+        self._bytes_since_index = 0
+
+    def path(self, suffix: str) -> Path:
+        return self.directory / file_name(self.base_offset, suffix)
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """A new empty segment (an existing file of that name is emptied)."""
+        try:
+            fd = os.open(
+                directory / file_name(base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644
+            )
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot create segment {base_offset} in {directory}: {exc}") from exc
+        segment = cls(directory, base_offset, fd, config, now_ms)
+        segment.offset_index.persist(fsync=False)
+        segment.time_index.persist(fsync=False)
+        segment.flushed_size = -1
+        return segment
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """An existing segment, not yet loaded (call `load` or `recover`)."""
+        fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
+        return cls(directory, base_offset, fd, config, now_ms)
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Trust the files (they were flushed): read the indexes and scan only the unindexed tail.
+
+        Raises IndexCorruptError when an index is missing or fails its sanity check, or the tail does
+        not scan cleanly; the caller then recovers the segment.
+        """
+        for index in (self.offset_index, self.time_index):
+            if self.size and not index.path.exists():
+                raise IndexCorruptError(f"{index.path} is missing")
+            index.load()
+        _, start = self.offset_index.lookup(INT_MAX + self.base_offset)
+        if self.offset_index.values and start >= self.size:
+            raise IndexCorruptError(f"{self.offset_index.path}: entry position beyond the end of the log")
+        end, next_offset, max_timestamp = start, self.base_offset, self.time_index.last_timestamp
+        for position, header in iter_file_batches(self.fd, start, self.size, chunk_size=RECOVERY_CHUNK):
+            end, next_offset = position + header.batch_length + LOG_OVERHEAD, header.next_offset
+            max_timestamp = max(max_timestamp, header.max_timestamp)
+        if end != self.size:
+            raise IndexCorruptError(f"{self.path(LOG_SUFFIX)}: batches do not end at the end of the file")
+        self.next_offset = next_offset
+        self.offset_index.sanity_check(self.next_offset, self.size)
+        self.time_index.sanity_check(self.next_offset)
+        self.max_timestamp = max_timestamp
+        self._bytes_since_index = self.size - start
+        self._load_rolling_timestamp()
+
+    def recover(self) -> int:
+        """Rescan every batch (sanity + CRC32C), rebuild the indexes, cut off a bad tail.
+
+        Returns the number of bytes truncated.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset, self.max_timestamp, self._bytes_since_index = self.base_offset, -1, 0
+        valid_end = 0
+        for position, header in iter_file_batches(self.fd, 0, self.size, True, RECOVERY_CHUNK):
+            if header.base_offset < self.next_offset or header.last_offset - self.base_offset > INT_MAX:
+                break
+            self._index_batch(position, header.base_offset, header.size_in_bytes, header.max_timestamp)
+            self.next_offset = header.next_offset
+            valid_end = position + header.size_in_bytes
+        truncated = self.size - valid_end
+        if truncated:
+            self._truncate_file(valid_end)
+        self._load_rolling_timestamp()
+        self.persist_indexes(fsync=False)
+        self.flushed_size = -1
+        return truncated
+
+    def _load_rolling_timestamp(self) -> None:
+        first = next(iter_file_batches(self.fd, 0, self.size), None)
+        self.rolling_timestamp = first[1].max_timestamp if first else -1
+
+    # -- appending -----------------------------------------------------------------------------
+
+    def append(
+        self, buf: bytearray, validated: ValidatedRecords, first_offset: int | None, log_append_time: int
+    ) -> None:
+        """Write the patched batches in `buf` at the end of the file and index them.
+
+        `first_offset` is the offset assigned to the first batch (None: the batches carry their
+        offsets already, as on a follower). `log_append_time` >= 0 replaces every maxTimestamp.
+        Raises KafkaStorageError after cutting a failed write back off the file.
+        """
+        position = self.size
+        self._write(buf, position)
+        offset = first_offset
+        for relative, header in zip(validated.positions, validated.headers, strict=True):
+            base = header.base_offset if offset is None else offset
+            max_timestamp = header.max_timestamp if log_append_time < 0 else log_append_time
+            self._index_batch(position + relative, base, header.batch_length + LOG_OVERHEAD, max_timestamp)
+            self.next_offset = base + header.last_offset_delta + 1
+            if offset is not None:
+                offset = self.next_offset
+        self.size = position + len(buf)
+
+    def _index_batch(self, position: int, base_offset: int, size: int, max_timestamp: int) -> None:
+        if position == 0:
+            self.rolling_timestamp = max_timestamp
+        if self._bytes_since_index > self.index_interval_bytes:
+            self.offset_index.append(base_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, base_offset)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+
+    def _write(self, buf: bytearray, position: int) -> None:
+        try:
+            with memoryview(buf) as view:
+                written = 0
+                while written < len(view):
+                    written += os.pwrite(self.fd, view[written:], position + written)
+        except OSError as exc:
+            self._truncate_file(position)
+            raise KafkaStorageError(f"write to {self.path(LOG_SUFFIX)} failed: {exc}") from exc
+
+    def _truncate_file(self, size: int) -> None:
+        try:
+            os.ftruncate(self.fd, size)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot truncate {self.path(LOG_SUFFIX)}: {exc}") from exc
+        self.size = size
+        self.flushed_size = min(self.flushed_size, size)
+
+    def should_roll(
+        self, config: LogConfig, append_size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> bool:
+        """Kafka's roll rules: size, segment.ms since the first batch, a full index, offset overflow."""
+        if self.size == 0:
+            return False
+        waited = (
+            max_timestamp - self.rolling_timestamp
+            if self.rolling_timestamp >= 0
+            else now_ms - self.created_ms
+        )
+        return (
+            self.size > config.segment_bytes - append_size
+            or waited > config.segment_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+            or last_offset - self.base_offset > INT_MAX
+        )
+
+    def update_config(self, config: LogConfig) -> None:
+        self.index_interval_bytes = config.index_interval_bytes
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def translate_offset(
+        self, offset: int, start: int = 0, end: int | None = None
+    ) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset is >= `offset`, else None."""
+        _, position = self.offset_index.lookup(offset)
+        for found in iter_file_batches(self.fd, max(position, start), self.size if end is None else end):
+            if found[1].last_offset >= offset:
+                return found
+        return None
+
+    def read(
+        self, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
+    ) -> tuple[int, int] | None:
+        """(position, length) of whole batches from the one holding `fetch_offset`, else None.
+
+        Stops before the first batch reaching `max_offset` and within `max_bytes`, except that with
+        `min_one_message` the first batch is returned whole even when larger than `max_bytes`.
+        """
+        size = self.size
+        found = self.translate_offset(fetch_offset, end=size)
+        if found is None:
+            return None
+        start, first = found
+        if first.last_offset >= max_offset:
+            return start, 0
+        end = size
+        if max_offset < self.next_offset:
+            limit = self.translate_offset(max_offset, start, size)
+            end = limit[0] if limit is not None else size
+        if end - start > max_bytes:
+            end = self._boundary_at_or_before(start + max_bytes, start, end)
+            if end == start and min_one_message:
+                end = start + first.batch_length + LOG_OVERHEAD
+        return start, end - start
+
+    def _boundary_at_or_before(self, limit: int, start: int, end: int) -> int:
+        boundary = max(self.offset_index.lookup_position(limit), start)
+        for position, header in iter_file_batches(self.fd, boundary, end):
+            if position + header.batch_length + LOG_OVERHEAD > limit:
+                break
+            boundary = position + header.batch_length + LOG_OVERHEAD
+        return boundary
+
+    def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch with maxTimestamp >= `timestamp` and an offset at or
+        past `min_offset`, else None."""
+        start_offset = max(self.time_index.lookup(timestamp), min_offset)
+        _, position = self.offset_index.lookup(start_offset)
+        for found in iter_file_batches(self.fd, position, self.size):
+            header = found[1]
+            if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
+                return found
+        return None
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        return os.pread(self.fd, header.batch_length + LOG_OVERHEAD, position)
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest batch timestamp, or the file's mtime when no batch has one (as Kafka)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    # -- truncation, flush, lifecycle ----------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= `offset`; return the bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        self._truncate_file(position)
+        self.offset_index.truncate_to_offset(found[1].base_offset)
+        self.time_index.truncate_to_offset(found[1].base_offset)
+        self._rescan_tail()
+        return removed
+
+    def _rescan_tail(self) -> None:
+        _, start = self.offset_index.lookup(INT_MAX + self.base_offset)
+        self.next_offset = self.base_offset
+        self.max_timestamp = self.time_index.last_timestamp
+        self._bytes_since_index = self.size - start
+        for _, header in iter_file_batches(self.fd, start, self.size, chunk_size=RECOVERY_CHUNK):
+            self.next_offset = header.next_offset
+            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+        if self.size == 0:
+            self.rolling_timestamp = -1
+
+    def persist_indexes(self, fsync: bool) -> None:
+        self.offset_index.persist(fsync)
+        self.time_index.persist(fsync)
+
+    def on_become_inactive(self) -> None:
+        """Seal the time index with the segment's largest timestamp and write both indexes."""
+        self.time_index.maybe_append(self.max_timestamp, self.next_offset)
+        self.persist_indexes(fsync=False)
+
+    def flush(self) -> None:
+        """fdatasync the data written since the last flush and fsync the indexes."""
+        if self.flushed_size != self.size:
+            try:
+                os.fdatasync(self.fd)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot flush {self.path(LOG_SUFFIX)}: {exc}") from exc
+            self.flushed_size = self.size
+        self.persist_indexes(fsync=True)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def delete(self, reaper: FdReaper, deadline_ms: int) -> None:
+        """Unlink the files (through a `.deleted` rename, so a crash leaves marked leftovers); the fd
+        is closed by the reaper after `deadline_ms`."""
+        renamed = []
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = self.path(suffix)
+            if path.exists():
+                target = path.with_name(path.name + DELETED_SUFFIX)
+                os.rename(path, target)
+                renamed.append(target)
+        for path in renamed:
+            path.unlink()
+        reaper.defer_close(self.fd, deadline_ms)
