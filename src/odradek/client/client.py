@@ -1,0 +1,449 @@
+"""A small blocking Kafka client: metadata, offsets, fetch, produce and topic administration.
+
+Owns the connections to a cluster (one per broker, opened lazily from the bootstrap servers), the
+last Metadata it saw, and the routing of partition requests to partition leaders.
+
+Behaviour:
+- `metadata` always asks the broker; partition requests use the cached metadata and refresh it when
+  a leader is unknown or a broker answers NOT_LEADER_OR_FOLLOWER / LEADER_NOT_AVAILABLE (or any other
+  retriable error, or the connection breaks). Such requests are retried with a short backoff until
+  `timeout_s` has passed, then the last error is raised.
+- `list_offsets` takes Kafka's special timestamps: -2 (earliest: the log start offset) and -1
+  (latest: the high watermark); any other value finds the first offset whose timestamp is at or
+  after it (-1 when there is none).
+- `fetch` reads one partition (READ_UNCOMMITTED) and returns the partition's error code instead of
+  raising, so callers decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
+- `produce` sends pre-built RecordBatch bytes with acks 1 or -1 (all) and returns base offsets.
+
+Invariants: no background threads; every call blocks and is bounded by `timeout_s`. Not thread-safe:
+one client per thread. Callers: odradek.spark, odradek.pipeline, tests, benchmarks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+from odradek.client.connection import BrokerConnection, ConnectionClosed
+from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import RETRIABLE, ErrorCode, KafkaError
+from odradek.protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    FetchRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
+
+_BACKOFF_S = 0.1
+_READ_UNCOMMITTED = 0
+_LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE})
+_TOPIC_ADMIN_OK = frozenset({ErrorCode.NONE})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One partition of a Fetch response; `records` holds whole batches plus maybe a partial one."""
+
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    records: memoryview | bytes
+
+
+class _Retry(Exception):
+    """Internal: the attempt failed in a way worth retrying after a metadata refresh."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """`host1:port1,host2:port2` into (host, port) pairs."""
+    pairs = []
+    for entry in servers.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"bad bootstrap server {entry!r}; expected host:port")
+        pairs.append((host.strip("[]"), int(port)))
+    return pairs
+
+
+class KafkaClient:
+    """Blocking client of one Kafka cluster."""
+
+    def __init__(self, bootstrap_servers: str, *, client_id: str = "odradek-client", timeout_s: float = 30.0):
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self._client_id = client_id
+        self.timeout_s = timeout_s
+        self._by_address: dict[tuple[str, int], BrokerConnection] = {}
+        self._cluster: ClusterMetadata | None = None
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for connection in self._by_address.values():
+            connection.close()
+        self._by_address.clear()
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connection(self, host: str, port: int) -> BrokerConnection:
+        connection = self._by_address.get((host, port))
+        if connection is None or connection.closed:
+            connection = BrokerConnection(host, port, client_id=self._client_id, timeout_s=self.timeout_s)
+            self._by_address[(host, port)] = connection
+        return connection
+
+    def _any_connection(self) -> BrokerConnection:
+        known = [addr for addr, conn in self._by_address.items() if not conn.closed]
+        candidates = known + [b for b in self._bootstrap if b not in known]
+        if self._cluster is not None:
+            candidates += [(b.host, b.port) for b in self._cluster.brokers.values()]
+        failure: Exception | None = None
+        for host, port in candidates:
+            try:
+                return self._connection(host, port)
+            except OSError as exc:
+                failure = exc
+        raise ConnectionClosed(f"no broker reachable among {candidates}: {failure}")
+
+    def _broker_connection(self, broker: BrokerAddress) -> BrokerConnection:
+        return self._connection(broker.host, broker.port)
+
+    def _with_retries(self, attempt: Callable[[], T]) -> T:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return attempt()
+            except (_Retry, OSError) as exc:
+                cause = exc.cause if isinstance(exc, _Retry) else exc
+                if time.monotonic() + _BACKOFF_S > deadline:
+                    raise cause from None
+                time.sleep(_BACKOFF_S)
+                self._cluster = None
+
+    def _request_any(self, api_key: int, message: Any) -> Any:
+        def attempt() -> Any:
+            return self._any_connection().request(api_key, message)
+
+        return self._with_retries(attempt)
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def metadata(
+        self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
+    ) -> ClusterMetadata:
+        """Fresh metadata for `topics` (every topic when None)."""
+        request = MetadataRequest(
+            topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=allow_auto_topic_creation,
+        )
+        response = self._request_any(ApiKey.METADATA, request)
+        cluster = _cluster_from(response)
+        self._cluster = cluster
+        return cluster
+
+    def partition_count(self, topic: str) -> int:
+        """Number of partitions of `topic` per the cached metadata (refreshed when unknown); 0 if none."""
+        if self._cluster is None or topic not in self._cluster.topics:
+            self.metadata([topic])
+        assert self._cluster is not None
+        return len(self._cluster.partitions_of(topic))
+
+    def _leaders(self, tps: Iterable[TopicPartition]) -> dict[BrokerAddress, list[TopicPartition]]:
+        """Group partitions by leader; a partition with no known leader raises _Retry or KafkaError."""
+        tps = list(tps)
+        cluster = self._cluster
+        if cluster is None or any(cluster.leader_of(tp) is None for tp in tps):
+            cluster = self.metadata(sorted({tp.topic for tp in tps}))
+        grouped: dict[BrokerAddress, list[TopicPartition]] = defaultdict(list)
+        for tp in tps:
+            leader = cluster.leader_of(tp)
+            if leader is None:
+                _raise_for_missing(cluster, tp)
+            grouped[leader].append(tp)
+        return grouped
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def list_offsets(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Offsets for -2 (earliest), -1 (latest) or a timestamp, per partition."""
+        result: dict[TopicPartition, int] = {}
+
+        def attempt() -> dict[TopicPartition, int]:
+            pending = {tp: ts for tp, ts in timestamps.items() if tp not in result}
+            for leader, tps in self._leaders(pending).items():
+                response = self._broker_connection(leader).request(
+                    ApiKey.LIST_OFFSETS, _list_offsets_request(tps, pending)
+                )
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        tp = TopicPartition(topic.name, part.partition_index)
+                        _check(part.error_code, tp)
+                        result[tp] = part.offset
+            return result
+
+        return self._with_retries(attempt)
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    def fetch(
+        self, tp: TopicPartition, offset: int, *, max_bytes: int = 8 << 20, max_wait_ms: int = 500
+    ) -> FetchResult:
+        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`."""
+
+        return self._with_retries(lambda: self._fetch_once(tp, offset, max_bytes, max_wait_ms))
+
+    def _fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> FetchResult:
+        try:
+            leader = next(iter(self._leaders([tp])))
+        except KafkaError as exc:
+            return FetchResult(exc.code, -1, -1, b"")
+        request = FetchRequest(
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=_READ_UNCOMMITTED,
+            topics=[
+                FetchRequest.FetchTopic(
+                    topic=tp.topic,
+                    partitions=[
+                        FetchRequest.FetchPartition(
+                            partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                        )
+                    ],
+                )
+            ],
+        )
+        response = self._broker_connection(leader).request(ApiKey.FETCH, request)
+        if response.error_code:
+            _check(response.error_code, tp)
+        part = response.responses[0].partitions[0]
+        if part.error_code in _LEADER_ERRORS:
+            raise _Retry(KafkaError(part.error_code, f"fetching {tp}"))
+        return FetchResult(part.error_code, part.high_watermark, part.log_start_offset, part.records or b"")
+
+    # -- produce -------------------------------------------------------------------------------
+
+    def produce(
+        self, batches: Mapping[TopicPartition, bytes], *, acks: int = -1, timeout_ms: int = 30_000
+    ) -> dict[TopicPartition, int]:
+        """Append one RecordBatch (or several, concatenated) per partition; return base offsets."""
+        if acks not in (1, -1):
+            raise ValueError("acks must be 1 or -1 (all); acks=0 gets no answer to check")
+        result: dict[TopicPartition, int] = {}
+
+        def attempt() -> dict[TopicPartition, int]:
+            pending = {tp: data for tp, data in batches.items() if tp not in result}
+            for leader, tps in self._leaders(pending).items():
+                request = _produce_request(tps, pending, acks, timeout_ms)
+                response = self._broker_connection(leader).request(ApiKey.PRODUCE, request)
+                for topic in response.responses:
+                    for part in topic.partition_responses:
+                        tp = TopicPartition(topic.name, part.index)
+                        _check(part.error_code, tp, part.error_message)
+                        result[tp] = part.base_offset
+            return result
+
+        return self._with_retries(attempt)
+
+    # -- administration ------------------------------------------------------------------------
+
+    def create_topics(
+        self,
+        partitions: Mapping[str, int],
+        *,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        """Create topics with the given partition counts; an existing topic is an error."""
+        topic_configs = [CreateTopicsRequest.CreatableTopicConfig(k, v) for k, v in (configs or {}).items()]
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=name,
+                    num_partitions=count,
+                    replication_factor=replication_factor,
+                    configs=list(topic_configs),
+                )
+                for name, count in partitions.items()
+            ],
+            timeout_ms=timeout_ms,
+        )
+        response = self._request_any(ApiKey.CREATE_TOPICS, request)
+        for topic in response.topics:
+            _check_admin(topic.error_code, topic.name, topic.error_message)
+        self._cluster = None
+
+    def delete_topics(self, topics: Sequence[str], *, timeout_ms: int = 30_000) -> None:
+        request = DeleteTopicsRequest(
+            topics=[DeleteTopicsRequest.DeleteTopicState(name=t) for t in topics],
+            topic_names=list(topics),
+            timeout_ms=timeout_ms,
+        )
+        response = self._request_any(ApiKey.DELETE_TOPICS, request)
+        for topic in response.responses:
+            _check_admin(topic.error_code, topic.name or "", topic.error_message)
+        self._cluster = None
+
+    def create_partitions(self, counts: Mapping[str, int], *, timeout_ms: int = 30_000) -> None:
+        """Grow topics to the given total partition counts."""
+        request = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(name=t, count=c) for t, c in counts.items()
+            ],
+            timeout_ms=timeout_ms,
+        )
+        response = self._request_any(ApiKey.CREATE_PARTITIONS, request)
+        for result in response.results:
+            _check_admin(result.error_code, result.name, result.error_message)
+        self._cluster = None
+
+    def delete_records(
+        self, before: Mapping[TopicPartition, int], *, timeout_ms: int = 30_000
+    ) -> dict[TopicPartition, int]:
+        """Advance log start offsets to `before` (-1: the high watermark); return the low watermarks."""
+        result: dict[TopicPartition, int] = {}
+
+        def attempt() -> dict[TopicPartition, int]:
+            pending = {tp: off for tp, off in before.items() if tp not in result}
+            for leader, tps in self._leaders(pending).items():
+                request = _delete_records_request(tps, pending, timeout_ms)
+                response = self._broker_connection(leader).request(ApiKey.DELETE_RECORDS, request)
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        tp = TopicPartition(topic.name, part.partition_index)
+                        _check(part.error_code, tp)
+                        result[tp] = part.low_watermark
+            return result
+
+        return self._with_retries(attempt)
+
+
+def _cluster_from(response: Any) -> ClusterMetadata:
+    brokers = {b.node_id: BrokerAddress(b.node_id, b.host, b.port) for b in response.brokers}
+    topics: dict[str, tuple[PartitionMetadata, ...]] = {}
+    errors: dict[str, int] = {}
+    internal = set()
+    for topic in response.topics:
+        name = topic.name or ""
+        if topic.error_code:
+            errors[name] = topic.error_code
+        if topic.is_internal:
+            internal.add(name)
+        parts = sorted(topic.partitions, key=lambda p: p.partition_index)
+        topics[name] = tuple(
+            PartitionMetadata(name, p.partition_index, p.leader_id, p.leader_epoch, p.error_code)
+            for p in parts
+        )
+    return ClusterMetadata(brokers, {t: p for t, p in topics.items() if p}, errors, frozenset(internal))
+
+
+def _raise_for_missing(cluster: ClusterMetadata, tp: TopicPartition) -> None:
+    known = cluster.partitions_of(tp.topic)
+    if not known or all(p.partition != tp.partition for p in known):
+        code = cluster.topic_errors.get(tp.topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if code in _LEADER_ERRORS:
+            raise _Retry(KafkaError(code, f"no leader for {tp}"))
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} does not exist")
+    raise _Retry(KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"no leader for {tp}"))
+
+
+def _check(code: int, tp: TopicPartition, message: str | None = None) -> None:
+    if code == ErrorCode.NONE:
+        return
+    error = KafkaError(code, f"{tp}: {message}" if message else str(tp))
+    if code in RETRIABLE and code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        raise _Retry(error)
+    raise error
+
+
+def _check_admin(code: int, name: str, message: str | None) -> None:
+    if code not in _TOPIC_ADMIN_OK:
+        raise KafkaError(code, f"{name}: {message}" if message else name)
+
+
+def _by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for tp in sorted(tps):
+        grouped[tp.topic].append(tp.partition)
+    return grouped
+
+
+def _list_offsets_request(
+    tps: list[TopicPartition], timestamps: Mapping[TopicPartition, int]
+) -> ListOffsetsRequest:
+    return ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=_READ_UNCOMMITTED,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=topic,
+                partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(
+                        partition_index=p, timestamp=timestamps[TopicPartition(topic, p)]
+                    )
+                    for p in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(tps).items()
+        ],
+    )
+
+
+def _produce_request(
+    tps: list[TopicPartition], data: Mapping[TopicPartition, bytes], acks: int, timeout_ms: int
+) -> ProduceRequest:
+    return ProduceRequest(
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=p, records=data[TopicPartition(topic, p)])
+                    for p in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(tps).items()
+        ],
+    )
+
+
+def _delete_records_request(
+    tps: list[TopicPartition], before: Mapping[TopicPartition, int], timeout_ms: int
+) -> DeleteRecordsRequest:
+    return DeleteRecordsRequest(
+        timeout_ms=timeout_ms,
+        topics=[
+            DeleteRecordsRequest.DeleteRecordsTopic(
+                name=topic,
+                partitions=[
+                    DeleteRecordsRequest.DeleteRecordsPartition(
+                        partition_index=p, offset=before[TopicPartition(topic, p)]
+                    )
+                    for p in partitions
+                ],
+            )
+            for topic, partitions in _by_topic(tps).items()
+        ],
+    )

@@ -1,0 +1,172 @@
+"""One blocking TCP connection to one broker, with API version negotiation.
+
+Owns the client side of Kafka's framing: a request is `int32 size` + request header + body, a
+response `int32 size` + response header + body, matched by correlation id. One request is in flight
+at a time, so responses arrive in order. On connect the connection asks ApiVersions (v3, falling
+back to the version the broker names when it answers UNSUPPORTED_VERSION with a v0 body) and from
+then on uses, per API, the highest version both the broker and this client (`CLIENT_MAX_VERSIONS`)
+speak.
+
+Invariants: a failed send or receive closes the connection (a half-read stream cannot be resumed);
+callers open a new one. Every socket operation is bounded by `timeout_s`. Responses' `records`
+fields alias the receive buffer, which is fresh for each response.
+
+Callers: odradek.client.client only.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import decode_response, encode_request
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.headers import (
+    RequestHeader,
+    encode_request_header,
+    parse_response_header,
+    response_header_version,
+)
+from odradek.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+
+CLIENT_MAX_VERSIONS: dict[int, int] = {
+    ApiKey.PRODUCE: 9,
+    ApiKey.FETCH: 12,
+    ApiKey.LIST_OFFSETS: 7,
+    ApiKey.METADATA: 12,
+    ApiKey.API_VERSIONS: 3,
+    ApiKey.CREATE_TOPICS: 7,
+    ApiKey.DELETE_TOPICS: 6,
+    ApiKey.DELETE_RECORDS: 2,
+    ApiKey.CREATE_PARTITIONS: 3,
+}
+CLIENT_MIN_VERSIONS: dict[int, int] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.LIST_OFFSETS: 1,
+    ApiKey.METADATA: 1,
+}
+
+_SIZE = struct.Struct(">i")
+_ERROR_CODE = struct.Struct(">h")
+_CLIENT_SOFTWARE = ("odradek-client", "0.1.0")
+
+
+class ConnectionClosed(ConnectionError):
+    """The broker closed the connection, or it broke mid-frame."""
+
+
+class UnsupportedApi(KafkaError):
+    """Broker and client share no version of an API."""
+
+    def __init__(self, api_key: int) -> None:
+        super().__init__(ErrorCode.UNSUPPORTED_VERSION, f"broker speaks no usable version of API {api_key}")
+
+
+class BrokerConnection:
+    """A negotiated connection to `host:port`."""
+
+    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
+        self.host, self.port = host, port
+        self._client_id = client_id
+        self._correlation_id = 0
+        self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.versions: dict[int, int] = {}
+        try:
+            self.versions = self._negotiate()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def version_for(self, api_key: int) -> int:
+        version = self.versions.get(api_key)
+        if version is None:
+            raise UnsupportedApi(api_key)
+        return version
+
+    def request(self, api_key: int, message: Any) -> Any:
+        """Send `message` at the negotiated version and return the decoded response."""
+        version = self.version_for(api_key)
+        return decode_response(
+            api_key, version, self._round_trip(api_key, version, encode_request(api_key, version, message))
+        )
+
+    def _negotiate(self) -> dict[int, int]:
+        version = CLIENT_MAX_VERSIONS[ApiKey.API_VERSIONS]
+        request = ApiVersionsRequest(*_CLIENT_SOFTWARE)
+        body = self._round_trip(
+            ApiKey.API_VERSIONS, version, encode_request(ApiKey.API_VERSIONS, version, request)
+        )
+        if _ERROR_CODE.unpack_from(body)[0] == ErrorCode.UNSUPPORTED_VERSION:
+            offered = decode_response(ApiKey.API_VERSIONS, 0, body)
+            version = _max_offered(offered, ApiKey.API_VERSIONS)
+            body = self._round_trip(
+                ApiKey.API_VERSIONS, version, encode_request(ApiKey.API_VERSIONS, version, request)
+            )
+        response: ApiVersionsResponse = decode_response(ApiKey.API_VERSIONS, version, body)
+        if response.error_code:
+            raise KafkaError(response.error_code, "ApiVersions failed")
+        return _usable_versions(response)
+
+    def _round_trip(self, api_key: int, version: int, body: bytes) -> memoryview:
+        if self._sock is None:
+            raise ConnectionClosed(f"connection to {self.host}:{self.port} is closed")
+        self._correlation_id += 1
+        header = encode_request_header(RequestHeader(api_key, version, self._correlation_id, self._client_id))
+        try:
+            self._sock.sendall(_SIZE.pack(len(header) + len(body)) + header + body)
+            payload = self._receive_frame()
+        except (OSError, ConnectionClosed):
+            self.close()
+            raise
+        correlation_id, start = parse_response_header(payload, response_header_version(api_key, version))
+        if correlation_id != self._correlation_id:
+            self.close()
+            raise ConnectionClosed(f"expected correlation id {self._correlation_id}, got {correlation_id}")
+        return payload[start:]
+
+    def _receive_frame(self) -> memoryview:
+        size = _SIZE.unpack(self._receive_exactly(4))[0]
+        return self._receive_exactly(size)
+
+    def _receive_exactly(self, size: int) -> memoryview:
+        assert self._sock is not None
+        buf = memoryview(bytearray(size))
+        filled = 0
+        while filled < size:
+            got = self._sock.recv_into(buf[filled:])
+            if got == 0:
+                raise ConnectionClosed(f"{self.host}:{self.port} closed the connection")
+            filled += got
+        return buf
+
+
+def _max_offered(response: ApiVersionsResponse, api_key: int) -> int:
+    for entry in response.api_keys:
+        if entry.api_key == api_key:
+            return min(entry.max_version, CLIENT_MAX_VERSIONS[api_key])
+    raise UnsupportedApi(api_key)
+
+
+def _usable_versions(response: ApiVersionsResponse) -> dict[int, int]:
+    usable: dict[int, int] = {}
+    for entry in response.api_keys:
+        ours = CLIENT_MAX_VERSIONS.get(entry.api_key)
+        if ours is None:
+            continue
+        version = min(ours, entry.max_version)
+        if version >= max(entry.min_version, CLIENT_MIN_VERSIONS.get(entry.api_key, 0)):
+            usable[entry.api_key] = version
+    return usable

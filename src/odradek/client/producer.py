@@ -1,0 +1,153 @@
+"""A blocking producer: partition choice, per-partition batching, and acknowledged sends.
+
+Owns:
+- Kafka's default partitioning of keyed records: murmur2 of the key bytes (the Java client's
+  variant: seed 0x9747b28c, signed 32-bit result), made positive with `& 0x7fffffff`, modulo the
+  partition count; records without key or partition stick to one partition per topic until the
+  next flush (the sticky partitioner), moving round-robin after each flush;
+- `Producer`: `send` buffers records per partition; `flush` builds one RecordBatch v2 per partition
+  (Produce v3+ takes exactly one batch per partition) of at most `batch_bytes`, sends them with
+  acks -1 by default, repeats until nothing is buffered, and returns the last offset written per
+  partition. Buffers are flushed automatically when they exceed `buffer_bytes`.
+
+Invariants: records of one partition are sent in `send` order; a failed flush raises (records may
+then be written or not: at-least-once, as Kafka's producer without idempotence).
+Callers: odradek.spark (sink tasks), odradek.pipeline (data generator), tests, benchmarks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+
+from odradek.client.client import KafkaClient
+from odradek.client.types import TopicPartition
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.protocol.records.compression import CompressionType
+from odradek.protocol.records.record import Header
+
+_M = 0x5BD1E995
+_SEED = 0x9747B28C
+_MASK32 = 0xFFFFFFFF
+_RECORD_OVERHEAD = 24
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash of `data` as a signed 32-bit int (Utils.murmur2 in the Java client)."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK32
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * _M) & _MASK32
+        k ^= k >> 24
+        k = (k * _M) & _MASK32
+        h = ((h * _M) & _MASK32) ^ k
+    tail = data[whole:]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * _M) & _MASK32
+    h ^= h >> 13
+    h = (h * _M) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a keyed record."""
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+class Producer:
+    """Buffers records per partition and writes them with acknowledged Produce requests."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        *,
+        acks: int = -1,
+        compression: CompressionType = CompressionType.NONE,
+        batch_bytes: int = 512 << 10,
+        buffer_bytes: int = 8 << 20,
+    ) -> None:
+        self._client = client
+        self._acks = acks
+        self._compression = compression
+        self._batch_bytes = batch_bytes
+        self._buffer_bytes = buffer_bytes
+        self._pending: dict[TopicPartition, list[SimpleRecord]] = defaultdict(list)
+        self._pending_bytes = 0
+        self._sticky: dict[str, int] = {}
+        self.records_sent = 0
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[Header] = (),
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> TopicPartition:
+        """Buffer one record; return the partition it goes to."""
+        if partition is None:
+            partition = self._choose_partition(topic, key)
+        tp = TopicPartition(topic, partition)
+        timestamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        self._pending[tp].append(SimpleRecord(value, key, tuple(headers), timestamp))
+        self._pending_bytes += _RECORD_OVERHEAD + len(value or b"") + len(key or b"")
+        if self._pending_bytes >= self._buffer_bytes:
+            self.flush()
+        return tp
+
+    def _choose_partition(self, topic: str, key: bytes | None) -> int:
+        count = self._client.partition_count(topic)
+        if count == 0:
+            self._client.metadata([topic], allow_auto_topic_creation=True)
+            count = self._wait_for_partitions(topic)
+        if key is not None:
+            return partition_for_key(key, count)
+        return self._sticky.setdefault(topic, 0) % count
+
+    def _wait_for_partitions(self, topic: str) -> int:
+        deadline = time.monotonic() + self._client.timeout_s
+        while (count := len(self._client.metadata([topic]).partitions_of(topic))) == 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic!r} has no partitions (and was not auto-created)")
+            time.sleep(0.1)
+        return count
+
+    def flush(self) -> dict[TopicPartition, int]:
+        """Write everything buffered; return the last offset written per partition."""
+        last: dict[TopicPartition, int] = {}
+        while self._pending:
+            batches, counts = self._take_batches()
+            for tp, base_offset in self._client.produce(batches, acks=self._acks).items():
+                last[tp] = base_offset + counts[tp] - 1
+                self.records_sent += counts[tp]
+        self._pending_bytes = 0
+        for topic in self._sticky:
+            self._sticky[topic] += 1
+        return last
+
+    def _take_batches(self) -> tuple[dict[TopicPartition, bytes], dict[TopicPartition, int]]:
+        batches: dict[TopicPartition, bytes] = {}
+        counts: dict[TopicPartition, int] = {}
+        for tp in list(self._pending):
+            records = self._pending[tp]
+            take, size = 0, 0
+            while take < len(records) and (take == 0 or size < self._batch_bytes):
+                size += _RECORD_OVERHEAD + len(records[take].value or b"") + len(records[take].key or b"")
+                take += 1
+            batches[tp] = build_batch(records[:take], self._compression)
+            counts[tp] = take
+            if take == len(records):
+                del self._pending[tp]
+            else:
+                self._pending[tp] = records[take:]
+        return batches, counts

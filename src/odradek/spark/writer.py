@@ -1,0 +1,153 @@
+"""Batch and streaming writers of the `odradek` Spark sink.
+
+Owns the sink's contract, which is Spark's Kafka sink's: the DataFrame has a `value` column (string
+or binary, required) and optionally `key` (string or binary), `headers`
+(array<struct<key: string, value: binary>>), `topic` (string) and `partition` (int). The `topic`
+option, when set, overrides the `topic` column; without either the write is refused. A row with a
+non-null `partition` goes there; otherwise a keyed row goes where Kafka's default partitioner (murmur2
+of the key) sends it, and an unkeyed row to a sticky partition.
+
+Behaviour: each Spark task opens its own connection, turns its Arrow batches into records, and
+produces them with acks=all; the commit message reports how many records each partition got.
+Delivery is at-least-once, as with Spark's Kafka sink (a retried task writes its rows again).
+
+Callers: PySpark, through odradek.spark.source. Schema validation runs on the driver when Spark asks
+for the writer; `write` runs on executors on a pickled copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from odradek.client import KafkaClient, TopicPartition
+from odradek.client.producer import Producer
+from odradek.spark.options import OptionError, SinkOptions
+
+_BYTES_TYPES = (StringType, BinaryType)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkLayout:
+    """Which optional columns the written DataFrame has."""
+
+    has_key: bool
+    has_headers: bool
+    has_topic: bool
+    has_partition: bool
+
+
+@dataclass(frozen=True)
+class ProducedRecords(WriterCommitMessage):
+    """What one task wrote: records per partition and the last offset written there."""
+
+    counts: dict[TopicPartition, int] = field(default_factory=dict)
+    last_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def sink_layout(schema: StructType, options: SinkOptions) -> SinkLayout:
+    """Validate the DataFrame schema against the sink contract (raises OptionError)."""
+    types = {f.name: f.dataType for f in schema.fields}
+    if "value" not in types:
+        raise OptionError("required attribute 'value' not found in the DataFrame written to odradek")
+    _expect(types, "value", _BYTES_TYPES, "string or binary")
+    _expect(types, "key", _BYTES_TYPES, "string or binary")
+    _expect(types, "topic", (StringType,), "string")
+    _expect(types, "partition", (IntegerType,), "int")
+    if "headers" in types and not _is_headers_type(types["headers"]):
+        raise OptionError("attribute 'headers' must be array<struct<key: string, value: binary>>")
+    if options.topic is None and "topic" not in types:
+        raise OptionError("topic option required when no 'topic' attribute is present")
+    return SinkLayout("key" in types, "headers" in types, "topic" in types, "partition" in types)
+
+
+def _expect(types: dict[str, DataType], name: str, allowed: tuple[type, ...], described: str) -> None:
+    if name in types and not isinstance(types[name], allowed):
+        raise OptionError(f"attribute '{name}' must be {described}, got {types[name].simpleString()}")
+
+
+def _is_headers_type(dtype: DataType) -> bool:
+    if not isinstance(dtype, ArrayType) or not isinstance(dtype.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in dtype.elementType.fields}
+    return (
+        set(fields) == {"key", "value"}
+        and isinstance(fields["key"], StringType)
+        and isinstance(fields["value"], BinaryType)
+    )
+
+
+def _as_bytes(column: pa.Array) -> list[bytes | None]:
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    return column.to_pylist()
+
+
+def write_batches(
+    batches: Iterator[pa.RecordBatch], options: SinkOptions, layout: SinkLayout
+) -> ProducedRecords:
+    """Produce every row of `batches`; the body of one sink task."""
+    counts: dict[TopicPartition, int] = {}
+    last: dict[TopicPartition, int] = {}
+    with KafkaClient(options.bootstrap_servers) as client:
+        producer = Producer(client, compression=options.compression)
+        for batch in batches:
+            _send_batch(producer, batch, options, layout, counts)
+        last.update(producer.flush())
+    return ProducedRecords(counts, last)
+
+
+def _send_batch(
+    producer: Producer,
+    batch: pa.RecordBatch,
+    options: SinkOptions,
+    layout: SinkLayout,
+    counts: dict[TopicPartition, int],
+) -> None:
+    n = batch.num_rows
+    values = _as_bytes(batch.column("value"))
+    keys = _as_bytes(batch.column("key")) if layout.has_key else [None] * n
+    headers = batch.column("headers").to_pylist() if layout.has_headers else [None] * n
+    topics = (
+        [options.topic] * n if options.topic or not layout.has_topic else batch.column("topic").to_pylist()
+    )
+    partitions = batch.column("partition").to_pylist() if layout.has_partition else [None] * n
+    for value, key, row_headers, topic, partition in zip(
+        values, keys, headers, topics, partitions, strict=True
+    ):
+        if topic is None:
+            raise ValueError("null topic in a row written to odradek, and no 'topic' option")
+        pairs = [(h["key"], h["value"]) for h in row_headers] if row_headers else ()
+        tp = producer.send(topic, value, key, pairs, partition)
+        counts[tp] = counts.get(tp, 0) + 1
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """`df.write.format("odradek")`."""
+
+    def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
+        self.options, self.layout = options, layout
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedRecords:
+        return write_batches(iterator, self.options, self.layout)
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """`df.writeStream.format("odradek")`: each micro-batch is produced like a batch write."""
+
+    def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
+        self.options, self.layout = options, layout
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedRecords:
+        return write_batches(iterator, self.options, self.layout)
