@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TIMEOUT_S = 30.0
+QUIET = {"log_level": 3}  # librdkafka errors only: its retry warnings would bury a failure report
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def assert_same_records(expected: Sequence[Sample], got: Sequence[Sample]) -> No
 
 
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return AdminClient({"bootstrap.servers": bootstrap, **QUIET})
 
 
 def create_topic(
@@ -90,7 +91,7 @@ def wait_for_leaders(bootstrap: str, name: str, partitions: int) -> None:
 
 def produce(bootstrap: str, topic: str, values: list[bytes], partition: int = 0, **conf: object) -> list[int]:
     """Produce `values` with keys k0, k1, ... and return the acknowledged offsets in order."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET, **conf})
     offsets: list[int] = []
     errors: list[object] = []
 
@@ -117,6 +118,7 @@ def consume(bootstrap: str, topic: str, count: int, partition: int = 0, start: i
             "enable.auto.commit": False,
             "enable.partition.eof": False,
             "fetch.message.max.bytes": 4 << 20,
+            **QUIET,
         }
     )
     try:

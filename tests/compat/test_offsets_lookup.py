@@ -55,7 +55,9 @@ def rolled_topic(broker) -> RolledTopic:
     t0 = int(time.time() * 1000) - 3_600_000
     timestamps = [t0 + STEP_MS * i for i in range(RECORDS)]
     timestamps[SPIKE_INDEX] = t0 + STEP_MS * RECORDS + 5000
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.num.messages": 7})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.num.messages": 7, **helpers.QUIET}
+    )
     for i, ts in enumerate(timestamps):
         producer.produce(name, value=b"%04d" % i + b"." * 60, partition=0, timestamp=ts)
     assert producer.flush(helpers.TIMEOUT_S) == 0
@@ -66,7 +68,9 @@ def rolled_topic(broker) -> RolledTopic:
 
 
 def test_confluent_offsets_for_times_and_watermarks(broker, rolled_topic: RolledTopic) -> None:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "odradek-compat-unused"})
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "odradek-compat-unused", **helpers.QUIET}
+    )
     try:
         targets = rolled_topic.targets()
         query = [TopicPartition(rolled_topic.name, 0, ts) for ts in targets]
