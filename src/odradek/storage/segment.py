@@ -110,16 +110,15 @@ class LogSegment:
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
-        """A new empty segment (an existing file of that name is emptied)."""
+        """A new empty segment with empty index files (an existing file of that name is emptied)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
         try:
-            fd = os.open(
-                directory / file_name(base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644
-            )
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                os.close(os.open(directory / file_name(base_offset, suffix), flags, 0o644))
+            fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), flags, 0o644)
         except OSError as exc:
             raise KafkaStorageError(f"cannot create segment {base_offset} in {directory}: {exc}") from exc
         segment = cls(directory, base_offset, fd, config, now_ms)
-        segment.offset_index.persist(fsync=False)
-        segment.time_index.persist(fsync=False)
         segment.flushed_size = -1
         return segment
 
