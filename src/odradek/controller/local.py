@@ -5,7 +5,8 @@ Owns `<first log dir>/__cluster_metadata.json`:
 {"<index>": {"leader", "leader_epoch", "replicas", "isr", "controller_epoch", "partition_epoch"}}}}}`.
 
 Behaviour: this broker is the only broker and the controller. Topic ids are random UUIDs, kept for
-the topic's life. Opening the file is a controller election: the controller epoch is bumped, and
+the topic's life. `load()` only reads the file; `elect()` (at broker startup, once the log dirs are
+locked) is a controller election: the controller epoch is bumped, and
 every partition gets this broker as leader with its leader epoch and partition epoch bumped (as
 Kafka's controller does when it brings a partition online at broker startup), so a restarted broker
 never serves under a leader epoch clients have already seen from a previous run.
@@ -47,20 +48,20 @@ FORMAT_VERSION = 1
 class LocalMetadata(MetadataBackend):
     """Cluster metadata of a one-broker cluster, persisted as JSON."""
 
-    def __init__(self, log_dir: Path, broker: BrokerInfo, cluster_id: str) -> None:
+    def __init__(self, log_dir: Path, broker_id: int) -> None:
         super().__init__()
         self._path = Path(log_dir) / METADATA_FILE
-        self._broker = broker
-        self._cluster_id = cluster_id
+        self._broker = BrokerInfo(broker_id, "", -1)
+        self._cluster_id = ""
         self._controller_epoch = 0
         self._topics: dict[str, TopicMetadata] = {}
 
     @classmethod
     def open(cls, log_dir: Path, broker: BrokerInfo, cluster_id: str) -> LocalMetadata:
         """Load the file (if any), elect this broker controller and leader of everything, persist."""
-        backend = cls(log_dir, broker, cluster_id)
-        backend._load()
-        backend._elect()
+        backend = cls(log_dir, broker.broker_id)
+        backend.load()
+        backend.elect(broker, cluster_id)
         return backend
 
     # -- reads ----------------------------------------------------------------------------------------
@@ -250,8 +251,10 @@ class LocalMetadata(MetadataBackend):
         self._topics = topics
         self._notify(TopicChange(name, previous, topic))
 
-    def _elect(self) -> None:
-        """Become controller (epoch + 1) and leader of every partition (leader epoch + 1)."""
+    def elect(self, broker: BrokerInfo, cluster_id: str) -> None:
+        """Register the broker's endpoint, become controller (epoch + 1) and leader of every partition
+        (leader epoch + 1), and persist that before anything is served."""
+        self._broker, self._cluster_id = broker, cluster_id
         epoch = self._controller_epoch + 1
         me = self._broker.broker_id
         topics = {
@@ -283,7 +286,8 @@ class LocalMetadata(MetadataBackend):
         self._path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Read the file, if there is one (changes nothing on disk)."""
         try:
             document = json.loads(self._path.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -31,10 +31,12 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,17 @@ class ConfigKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """One place a config's value may come from, highest precedence first in a `ConfigEntry`."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigEntry:
-    """A broker config as DescribeConfigs reports it."""
+    """A broker or topic config as DescribeConfigs reports it."""
 
     name: str
     value: str | None
@@ -103,6 +114,7 @@ class ConfigEntry:
     read_only: bool
     sensitive: bool
     config_type: ConfigType
+    synonyms: tuple[ConfigSynonym, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -706,27 +718,92 @@ class KafkaConfig:
             return str(self._ms_of(*synonyms))
         return format_value(self._values[synonyms[0]]) or ""
 
-    def topic_config_source(self, topic_name: str) -> tuple[ConfigSource, str | None]:
-        """Where a topic's default comes from: the broker key set statically, or the built-in default."""
-        for synonym in TOPIC_CONFIG_SYNONYMS.get(topic_name, ()):
-            if self.is_set(synonym):
-                return ConfigSource.STATIC_BROKER_CONFIG, synonym
-        return ConfigSource.DEFAULT_CONFIG, None
+    def log_config(self, overrides: Mapping[str, str] | None = None) -> LogConfig:
+        """The LogConfig of a topic: the broker's topic defaults with `overrides` validated and applied."""
+        overrides = overrides or {}
+        validate_topic_configs(overrides)
+        merged = self.topic_config_defaults() | dict(overrides)
+        try:
+            return LogConfig.from_topic_configs({k: v for k, v in merged.items() if k in TOPIC_CONFIG_NAMES})
+        except ValueError as exc:
+            key = str(exc).partition(":")[0]
+            raise ConfigError(key, merged.get(key), str(exc)) from None
 
     def describe(self) -> Iterator[ConfigEntry]:
         """The entries of DescribeConfigs for this broker, sorted by name. All are read-only (static)."""
         for name in sorted(CONFIG_KEYS):
             key = CONFIG_KEYS[name]
             explicit = self.is_set(name)
+            value = format_value(self._values[name])
+            source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
+            synonyms = [ConfigSynonym(name, value, source)]
+            if explicit:
+                synonyms.append(ConfigSynonym(name, format_value(key.default), ConfigSource.DEFAULT_CONFIG))
             yield ConfigEntry(
                 name=name,
-                value=format_value(self._values[name]),
-                source=ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG,
+                value=value,
+                source=source,
                 is_default=not explicit,
                 read_only=True,
                 sensitive=key.type is ConfigType.PASSWORD,
                 config_type=key.type,
+                synonyms=tuple(synonyms),
             )
+
+    def describe_topic(self, overrides: Mapping[str, str]) -> Iterator[ConfigEntry]:
+        """The entries of DescribeConfigs for a topic with these overrides, sorted by name."""
+        defaults = self.topic_config_defaults()
+        for name in sorted(defaults):
+            override = overrides.get(name)
+            synonyms = self._topic_synonyms(name, override, defaults[name])
+            yield ConfigEntry(
+                name=name,
+                value=defaults[name] if override is None else override,
+                source=synonyms[0].source,
+                is_default=synonyms[0].source is ConfigSource.DEFAULT_CONFIG,
+                read_only=False,
+                sensitive=False,
+                config_type=topic_config_type(name),
+                synonyms=synonyms,
+            )
+
+    def _topic_synonyms(self, name: str, override: str | None, default: str) -> tuple[ConfigSynonym, ...]:
+        """Topic override, then each broker synonym set statically, then the built-in default."""
+        synonyms = [] if override is None else [ConfigSynonym(name, override, ConfigSource.TOPIC_CONFIG)]
+        broker_names = TOPIC_CONFIG_SYNONYMS.get(name, ())
+        for broker_name in broker_names:
+            if self.is_set(broker_name):
+                value = format_value(self._values[broker_name])
+                synonyms.append(ConfigSynonym(broker_name, value, ConfigSource.STATIC_BROKER_CONFIG))
+        defaulted = [b for b in broker_names if CONFIG_KEYS[b].default is not None]
+        if defaulted:
+            builtin = format_value(CONFIG_KEYS[defaulted[0]].default)
+            synonyms.append(ConfigSynonym(defaulted[0], builtin, ConfigSource.DEFAULT_CONFIG))
+        else:
+            synonyms.append(ConfigSynonym(name, default, ConfigSource.DEFAULT_CONFIG))
+        return tuple(synonyms)
+
+
+def topic_config_type(name: str) -> ConfigType:
+    """A topic config's type: the type of its primary broker synonym."""
+    if name in TOPIC_CONFIG_SYNONYMS:
+        return CONFIG_KEYS[TOPIC_CONFIG_SYNONYMS[name][0]].type
+    return ConfigType.BOOLEAN if name == "remote.storage.enable" else ConfigType.LIST
+
+
+def validate_topic_configs(configs: Mapping[str, str]) -> None:
+    """Refuse unknown topic config names and values of the wrong type or range (ConfigError)."""
+    for name, raw in configs.items():
+        if name in TOPIC_CONFIG_SYNONYMS:
+            key = replace(CONFIG_KEYS[TOPIC_CONFIG_SYNONYMS[name][0]], name=name)
+            value = convert(key, raw)
+            if key.validator is not None:
+                key.validator(name, value)
+        elif name == "remote.storage.enable":
+            if raw.strip().lower() != "false":
+                raise ConfigError(name, raw, "remote storage is not enabled on this broker")
+        elif name not in TOPIC_ONLY_DEFAULTS:
+            raise ConfigError(name, raw, "Unknown topic config name")
 
 
 def _is_ignored(name: str) -> bool:
