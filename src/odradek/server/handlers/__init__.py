@@ -1,1 +1,58 @@
+"""The handler registry: one module per Kafka API, listed in `HANDLER_MODULES`.
 
+Every module `odradek.server.handlers.<name>` defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION`,
+`async def handle(ctx, request) -> response | None`, and optionally
+`def error_response(request, version, code) -> response`. Adding a module name here adds the API:
+the dispatcher routes to it and ApiVersions advertises its range.
+
+Invariant: a listed module that is not written yet is skipped with a warning, so the broker starts
+with whatever exists. Two modules may not claim one API key. Callers: the dispatcher and the
+ApiVersions handler, through `registry()`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from types import ModuleType
+
+log = logging.getLogger(__name__)
+
+HANDLER_MODULES: list[str] = [
+    "api_versions",
+    "metadata",
+    "create_topics",
+    "delete_topics",
+    "create_partitions",
+    "describe_configs",
+    "describe_cluster",
+    "alter_configs",
+    "incremental_alter_configs",
+]
+
+
+def load_handlers(names: list[str]) -> dict[int, ModuleType]:
+    """Import the named handler modules, keyed by API key, skipping the ones that do not exist."""
+    handlers: dict[int, ModuleType] = {}
+    for name in names:
+        qualified = f"{__name__}.{name}"
+        try:
+            module = importlib.import_module(qualified)
+        except ModuleNotFoundError as exc:
+            if exc.name != qualified:
+                raise
+            log.warning("Handler module %s is listed but does not exist; its API is not served", name)
+            continue
+        if module.API_KEY in handlers:
+            raise RuntimeError(
+                f"{name} and {handlers[module.API_KEY].__name__} both claim API {module.API_KEY}"
+            )
+        handlers[int(module.API_KEY)] = module
+    return handlers
+
+
+@functools.cache
+def registry() -> dict[int, ModuleType]:
+    """The handlers of `HANDLER_MODULES`, loaded once per process."""
+    return load_handlers(HANDLER_MODULES)

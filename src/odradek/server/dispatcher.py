@@ -1,0 +1,150 @@
+"""The dispatcher: one request frame in, the response chunks out (or a closed connection).
+
+Owns the path between the network layer and the handlers: read the API key and version, find the
+handler in the registry, parse the request header and decode the body with the codec, call
+`handle(ctx, request)`, and encode the response header (v0 or v1, as the API version demands) and
+body. It is the network layer's `RequestHandler`.
+
+Behaviour, following Kafka:
+- Unknown API key, a frame too short for a header, an undecodable header or body: log a line with
+  the client address and API key, close the connection (`CloseConnection`).
+- A version outside the handler's range: ApiVersions answers UNSUPPORTED_VERSION (35) in a v0 body
+  listing the supported ranges, so a client newer than the broker retries with a version it finds
+  there. Other APIs answer with their `error_response(request, version, UNSUPPORTED_VERSION)` when
+  the module has one and the codec can read that version; otherwise the connection closes.
+- A handler raising `KafkaError` is answered with `error_response(request, version, code)`; any other
+  exception is logged with its traceback and answered with UNKNOWN_SERVER_ERROR the same way. A
+  module without `error_response` closes the connection instead. Either way the broker and other
+  connections carry on, and so does this connection after an error response.
+- `handle` returning None sends nothing (Produce with acks=0).
+
+Callers: the broker builds one `Dispatcher` and gives it to `KafkaServer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from odradek.protocol.api_keys import API_SPECS, ApiKey
+from odradek.protocol.codec import Chunk, decode_request, encode_response
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.headers import (
+    RequestHeader,
+    encode_response_header,
+    parse_request_header,
+    peek_api_key_version,
+    response_header_version,
+)
+from odradek.protocol.messages.api_versions import ApiVersionsResponse
+from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
+from odradek.server.context import RequestContext
+from odradek.server.handlers import registry
+from odradek.server.handlers.api_versions import supported_versions
+from odradek.server.network import ClientInfo, CloseConnection
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+_MIN_HEADER_SIZE = 8  # api_key, api_version, correlation_id
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"UNKNOWN({api_key})"
+
+
+class Dispatcher:
+    """Routes request frames to handler modules; see the module docstring for the error rules."""
+
+    def __init__(self, broker: Broker, handlers: Mapping[int, ModuleType] | None = None) -> None:
+        self._broker = broker
+        self._handlers = registry() if handlers is None else handlers
+
+    @property
+    def handlers(self) -> Mapping[int, ModuleType]:
+        return self._handlers
+
+    async def __call__(self, frame: bytes | bytearray, client: ClientInfo) -> list[Chunk] | None:
+        if len(frame) < _MIN_HEADER_SIZE:
+            raise self._reject(client, None, f"frame of {len(frame)} bytes is too short for a request header")
+        api_key, api_version = peek_api_key_version(frame)
+        module = self._handlers.get(api_key)
+        if module is None:
+            raise self._reject(client, api_key, "unknown API key")
+        if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
+            return self._unsupported_version(module, frame, client, api_key, api_version)
+        header, request = self._decode(frame, client)
+        try:
+            response = await module.handle(RequestContext(header, self._broker, client.host), request)
+        except KafkaError as exc:
+            log.info("%s v%d from %s failed: %s", _api_name(api_key), api_version, client, exc)
+            response = self._error_response(module, request, header, exc.code, client)
+        except Exception:
+            log.exception("%s v%d from %s failed unexpectedly", _api_name(api_key), api_version, client)
+            response = self._error_response(module, request, header, ErrorCode.UNKNOWN_SERVER_ERROR, client)
+        if response is None:
+            return None
+        return self._encode(header.api_key, header.api_version, header.correlation_id, response, client)
+
+    def _decode(self, frame: bytes | bytearray, client: ClientInfo) -> tuple[RequestHeader, Any]:
+        try:
+            header, body_offset = parse_request_header(frame)
+            return header, decode_request(header.api_key, header.api_version, memoryview(frame)[body_offset:])
+        except ProtocolDecodeError as exc:
+            api_key, _ = peek_api_key_version(frame)
+            raise self._reject(client, api_key, f"malformed request: {exc}") from None
+
+    def _unsupported_version(
+        self, module: ModuleType, frame: bytes | bytearray, client: ClientInfo, api_key: int, api_version: int
+    ) -> list[Chunk]:
+        log.info(
+            "%s v%d from %s is outside the supported v%d-v%d",
+            _api_name(api_key),
+            api_version,
+            client,
+            module.MIN_VERSION,
+            module.MAX_VERSION,
+        )
+        if api_key == ApiKey.API_VERSIONS:
+            correlation_id = INT32.unpack_from(frame, 4)[0]
+            response = ApiVersionsResponse(
+                error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=supported_versions(self._handlers)
+            )
+            return self._encode(api_key, 0, correlation_id, response, client)
+        spec = API_SPECS.get(api_key)
+        if not hasattr(module, "error_response") or spec is None or api_version not in spec.request_versions:
+            raise self._reject(client, api_key, f"unsupported version {api_version}")
+        header, request = self._decode(frame, client)
+        response = module.error_response(request, api_version, ErrorCode.UNSUPPORTED_VERSION)
+        return self._encode(api_key, api_version, header.correlation_id, response, client)
+
+    def _error_response(
+        self, module: ModuleType, request: Any, header: RequestHeader, code: ErrorCode, client: ClientInfo
+    ) -> Any:
+        if not hasattr(module, "error_response"):
+            raise self._reject(client, header.api_key, f"failed with {code.name} and has no error response")
+        return module.error_response(request, header.api_version, code)
+
+    def _encode(
+        self, api_key: int, api_version: int, correlation_id: int, response: Any, client: ClientInfo
+    ) -> list[Chunk]:
+        try:
+            body = encode_response(api_key, api_version, response)
+        except ProtocolEncodeError:
+            log.exception("Cannot encode the %s v%d response for %s", _api_name(api_key), api_version, client)
+            raise CloseConnection("response encoding failed") from None
+        header = encode_response_header(correlation_id, response_header_version(api_key, api_version))
+        return [header, *body]
+
+    @staticmethod
+    def _reject(client: ClientInfo, api_key: int | None, reason: str) -> CloseConnection:
+        api = _api_name(api_key) if api_key is not None else "-"
+        log.warning("Closing connection from %s (api %s): %s", client, api, reason)
+        return CloseConnection(reason)

@@ -1,0 +1,114 @@
+"""CreateTopics handler.
+
+API: v0-v7.
+
+Behaviour, per topic of the request, each answered on its own:
+- a name given twice in one request: INVALID_REQUEST for every copy;
+- both explicit assignments and a partition count or replication factor other than -1:
+  INVALID_REQUEST; -1 takes `num.partitions` / `default.replication.factor`;
+- a config with a null value: INVALID_REQUEST; an unknown topic config or a bad value:
+  INVALID_CONFIG(40) with the reason;
+- then the metadata backend's checks: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
+  INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT.
+`validate_only` (v1+) runs every check and creates nothing. v5+ results carry the partition count,
+replication factor and every topic config with its source; v7+ the topic id.
+
+Deliberate deviations: creation is synchronous, so `timeout_ms` is never waited on and the
+partitions exist (with this broker leading them) when the response leaves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from odradek.controller.metadata import TopicMetadata
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.server.config import ConfigError, KafkaConfig
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.CREATE_TOPICS
+MIN_VERSION = 0
+MAX_VERSION = 7
+
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            message = f"Create topics request contains multiple entries for the topic {topic.name}"
+            results.append(
+                Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST, error_message=message)
+            )
+            continue
+        try:
+            created = _create(ctx, topic, request.validate_only)
+        except KafkaError as exc:
+            results.append(Result(name=topic.name, error_code=exc.code, error_message=exc.message))
+            continue
+        results.append(_success(ctx.broker.config, created))
+    return CreateTopicsResponse(topics=results)
+
+
+def _create(
+    ctx: RequestContext, topic: CreateTopicsRequest.CreatableTopic, validate_only: bool
+) -> TopicMetadata:
+    config = ctx.broker.config
+    configs = _checked_configs(config, topic)
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time.",
+            )
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        return ctx.broker.metadata.create_topic(topic.name, -1, -1, configs, assignments, validate_only)
+    partitions = config["num.partitions"] if topic.num_partitions == -1 else topic.num_partitions
+    replication = (
+        config["default.replication.factor"] if topic.replication_factor == -1 else topic.replication_factor
+    )
+    return ctx.broker.metadata.create_topic(topic.name, partitions, replication, configs, None, validate_only)
+
+
+def _checked_configs(config: KafkaConfig, topic: CreateTopicsRequest.CreatableTopic) -> dict[str, str]:
+    configs: dict[str, str] = {}
+    for entry in topic.configs:
+        if entry.value is None:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST, f"Null value not supported for topic configs: {entry.name}"
+            )
+        configs[entry.name] = entry.value
+    try:
+        config.log_config(configs)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    return configs
+
+
+def _success(config: KafkaConfig, topic: TopicMetadata) -> Result:
+    first = topic.partitions[min(topic.partitions)]
+    return Result(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        num_partitions=len(topic.partitions),
+        replication_factor=len(first.replicas),
+        configs=[
+            CreateTopicsResponse.CreatableTopicConfigs(
+                name=entry.name,
+                value=entry.value,
+                read_only=entry.read_only,
+                config_source=entry.source.value,
+                is_sensitive=entry.sensitive,
+            )
+            for entry in config.describe_topic(topic.configs)
+        ],
+    )
+
+
+def error_response(request: CreateTopicsRequest, version: int, code: int) -> CreateTopicsResponse:
+    return CreateTopicsResponse(topics=[Result(name=t.name, error_code=code) for t in request.topics])

@@ -1,0 +1,71 @@
+"""DeleteTopics handler.
+
+API: v0-v6.
+
+Behaviour: deletes topics by name (v0-v5 `topic_names`, v6 `topics[].name`) or by topic id (v6
+`topics[].topic_id` with a null name). Per topic: UNKNOWN_TOPIC_OR_PARTITION for an unknown name,
+UNKNOWN_TOPIC_ID for an unknown id, INVALID_REQUEST when v6 gives both a name and an id; with
+`delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3,
+which has no such code). A deleted topic's partitions are stopped and their logs deleted through the
+metadata listener before the response leaves.
+
+Deliberate deviations: deletion is synchronous, so `timeout_ms` is never waited on.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from odradek.protocol.primitives import ZERO_UUID
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.DELETE_TOPICS
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+Result = DeleteTopicsResponse.DeletableTopicResult
+
+
+def _requested(request: DeleteTopicsRequest, version: int) -> list[DeleteTopicsRequest.DeleteTopicState]:
+    if version >= 6:
+        return list(request.topics)
+    return [DeleteTopicsRequest.DeleteTopicState(name=name) for name in request.topic_names]
+
+
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    return DeleteTopicsResponse(responses=[_delete(ctx, t) for t in _requested(request, ctx.api_version)])
+
+
+def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -> Result:
+    result = Result(name=wanted.name, topic_id=wanted.topic_id)
+    metadata = ctx.broker.metadata
+    if not ctx.broker.config["delete.topic.enable"]:
+        disabled = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
+        return _failed(result, disabled, "Topic deletion is disabled.")
+    if wanted.name is not None and wanted.topic_id != ZERO_UUID:
+        return _failed(result, ErrorCode.INVALID_REQUEST, "Give either a topic name or a topic id, not both.")
+    topic = metadata.topic(wanted.name) if wanted.name is not None else metadata.topic_by_id(wanted.topic_id)
+    if topic is None:
+        if wanted.name is None:
+            return _failed(result, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+        return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
+    try:
+        metadata.delete_topic(topic.name)
+    except KafkaError as exc:
+        return _failed(result, exc.code, exc.message)
+    result.name, result.topic_id = topic.name, topic.topic_id
+    return result
+
+
+def _failed(result: Result, code: ErrorCode, message: str | None) -> Result:
+    result.error_code, result.error_message = code, message
+    return result
+
+
+def error_response(request: DeleteTopicsRequest, version: int, code: int) -> DeleteTopicsResponse:
+    return DeleteTopicsResponse(
+        responses=[
+            Result(name=t.name, topic_id=t.topic_id, error_code=code) for t in _requested(request, version)
+        ]
+    )

@@ -1,0 +1,50 @@
+"""DescribeCluster handler.
+
+API: v0-v1.
+
+Behaviour: cluster id, controller id and the live brokers with their advertised endpoints. Only the
+brokers endpoint type (1) is served; asking for controllers (2) answers UNSUPPORTED_ENDPOINT_TYPE,
+as a broker does. Cluster authorized operations are reported when asked for (no authorizer: all).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from odradek.server.context import RequestContext
+from odradek.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+
+API_KEY = ApiKey.DESCRIBE_CLUSTER
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+BROKERS_ENDPOINT_TYPE = 1
+
+
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT_TYPE:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="The broker only handles the BROKER endpoint type",
+            endpoint_type=request.endpoint_type,
+        )
+    metadata = ctx.broker.metadata
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if request.include_cluster_authorized_operations:
+        operations = CLUSTER_OPERATIONS
+    return DescribeClusterResponse(
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=metadata.controller_id(),
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+            )
+            for b in metadata.brokers()
+        ],
+        cluster_authorized_operations=operations,
+    )
+
+
+def error_response(request: DescribeClusterRequest, version: int, code: int) -> DescribeClusterResponse:
+    return DescribeClusterResponse(error_code=code)

@@ -1,0 +1,136 @@
+"""Metadata handler.
+
+API: v0-v12.
+
+Behaviour: brokers (advertised host and port, rack), cluster id (v2+), controller id (v1+), and the
+requested topics — all topics when the list is null (v1+) or empty (v0). Topics are looked up by
+name, or by topic id in v12 (an unknown id answers UNKNOWN_TOPIC_ID with a null name); v10-v11
+requests naming a topic id or a null name are refused (INVALID_REQUEST), as Kafka does. Per
+partition: leader, leader epoch (v7+), replicas, ISR, offline replicas (v5+; replicas on brokers that
+are not live). A missing topic is created when the request allows it (always before v4) and
+`auto.create.topics.enable` is true; an illegal name answers INVALID_TOPIC_EXCEPTION, a missing topic
+that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported only
+when asked for: with no authorizer every operation on the resource is allowed.
+
+Deliberate deviations: an auto-created topic is returned at once with NONE and its partitions (Kafka
+answers LEADER_NOT_AVAILABLE until the controller has elected leaders; here creation is synchronous
+and the partitions are ready, which spares clients a retry).
+"""
+
+from __future__ import annotations
+
+from odradek.controller.metadata import TopicMetadata
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from odradek.protocol.primitives import ZERO_UUID
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.METADATA
+MIN_VERSION = 0
+MAX_VERSION = 12
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+Broker = MetadataResponse.MetadataResponseBroker
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+
+
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    version = ctx.api_version
+    _check_topic_ids_allowed(request, version)
+    broker = ctx.broker
+    live = {b.broker_id for b in broker.metadata.brokers()}
+    operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
+    topics = [_describe(t, live, operations) for t in _requested_topics(ctx, request)]
+    return MetadataResponse(
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(
+                node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+            )
+            for b in broker.metadata.brokers()
+        ],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.metadata.controller_id(),
+        topics=topics,
+        cluster_authorized_operations=(
+            CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
+            else AUTHORIZED_OPERATIONS_OMITTED
+        ),
+    )
+
+
+def _check_topic_ids_allowed(request: MetadataRequest, version: int) -> None:
+    if version >= 12 or not request.topics:
+        return
+    for topic in request.topics:
+        if topic.name is None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic name can not be null for version {version}")
+        if topic.topic_id != ZERO_UUID:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic IDs are not supported for version {version}")
+
+
+def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> list[TopicMetadata | Topic]:
+    metadata = ctx.broker.metadata
+    all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    if all_topics:
+        return sorted(metadata.topics().values(), key=lambda t: t.name)
+    allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
+    result: list[TopicMetadata | Topic] = []
+    for wanted in request.topics or []:
+        if wanted.name is None:
+            found = metadata.topic_by_id(wanted.topic_id)
+            result.append(found or Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=wanted.topic_id))
+        else:
+            result.append(metadata.topic(wanted.name) or _missing(ctx, wanted.name, allow_create))
+    return result
+
+
+def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadata | Topic:
+    """Auto-create the topic when allowed, else the error Kafka answers for it."""
+    if not (allow_create and ctx.broker.config["auto.create.topics.enable"]):
+        return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    try:
+        return ctx.broker.auto_create_topic(name)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return ctx.broker.metadata.topic(name) or Topic(error_code=exc.code, name=name)
+        return Topic(error_code=exc.code, name=name)
+
+
+def _describe(topic: TopicMetadata | Topic, live: set[int], operations: int | None) -> Topic:
+    if isinstance(topic, Topic):
+        return topic
+    partitions = [
+        Partition(
+            error_code=ErrorCode.NONE if state.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=index,
+            leader_id=state.leader,
+            leader_epoch=state.leader_epoch,
+            replica_nodes=list(state.replicas),
+            isr_nodes=list(state.isr),
+            offline_replicas=[r for r in state.replicas if r not in live],
+        )
+        for index, state in sorted(topic.partitions.items())
+    ]
+    return Topic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=partitions,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED if operations is None else operations,
+    )
+
+
+def error_response(request: MetadataRequest, version: int, code: int) -> MetadataResponse:
+    """Every requested topic carrying `code` (no brokers: the client retries)."""
+    return MetadataResponse(
+        topics=[Topic(error_code=code, name=t.name, topic_id=t.topic_id) for t in request.topics or []]
+    )
