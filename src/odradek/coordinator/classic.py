@@ -875,6 +875,62 @@ def write_failed(
 
 
 # ---------------------------------------------------------------------------------------------
+# reads
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    error_code: int
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberDescription, ...] = ()
+
+
+def describe_group(group_id: str, group: Group | None) -> GroupDescription:
+    """DescribeGroups: protocol, metadata and assignments only once Stable (Kafka's summary); an
+    unknown group is described as Dead."""
+    if group is None:
+        return GroupDescription(NONE, group_id, GroupState.DEAD.value)
+    stable = group.state is GroupState.STABLE
+    members = tuple(
+        MemberDescription(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.protocol_metadata(group.protocol_name) if stable else b"",
+            m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    protocol = (group.protocol_name or "") if stable else ""
+    return GroupDescription(NONE, group_id, group.state.value, group.protocol_type or "", protocol, members)
+
+
+def fetch_offsets(
+    group: Group | None, partitions: tuple[TopicPartition, ...] | None
+) -> dict[TopicPartition, CommittedOffset | None]:
+    """OffsetFetch: the committed offset of each partition (None when there is none); all of the
+    group's offsets when `partitions` is None."""
+    offsets = group.offsets if group is not None else {}
+    if partitions is None:
+        return dict(offsets)
+    return {tp: offsets.get(tp) for tp in partitions}
+
+
+# ---------------------------------------------------------------------------------------------
 # records
 
 

@@ -4,8 +4,8 @@ Owns `GroupConfig`, the immutable subset of broker configuration the coordinator
 group.min.session.timeout.ms, group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
 group.max.size, offsets.topic.num.partitions, offsets.topic.replication.factor,
 offsets.topic.segment.bytes, offsets.retention.minutes, offsets.retention.check.interval.ms,
-offsets.commit.timeout.ms, offset.metadata.max.bytes. The new-member join timeout is Kafka's
-fixed 5 minutes (not a config in Kafka either).
+offsets.commit.timeout.ms, offsets.load.buffer.size, offset.metadata.max.bytes. The new-member
+join timeout is Kafka's fixed 5 minutes (not a config in Kafka either).
 Callers: the coordinator runtime, the state machine (timeouts) and handlers (metadata size limit).
 """
 
@@ -31,6 +31,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     offsets_commit_timeout_ms: int = 5000
+    offsets_load_buffer_size: int = 5 * 1024 * 1024
     offset_metadata_max_bytes: int = 4096
 
     @classmethod
@@ -47,5 +48,6 @@ class GroupConfig:
             offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
             offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
             offsets_commit_timeout_ms=int(config["offsets.commit.timeout.ms"]),
+            offsets_load_buffer_size=int(config["offsets.load.buffer.size"]),
             offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
         )

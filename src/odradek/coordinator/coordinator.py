@@ -1,0 +1,355 @@
+"""The group coordinator of one broker: the entry point handlers call.
+
+Owns the set of coordinator shards (one per `__consumer_offsets` partition this broker leads), the
+creation of `__consumer_offsets` on first FindCoordinator (offsets.topic.num.partitions partitions,
+offsets.topic.replication.factor capped at the live broker count, cleanup.policy=compact), and the
+routing of every group request to the shard of `partition_for(group_id)`.
+
+Leadership: `startup()` loads the partitions the metadata says this broker leads and subscribes to
+metadata changes, so a partition becoming led here is loaded and one led elsewhere is unloaded;
+`on_partition_loaded(partition, leader_epoch)` / `on_partition_unloaded(partition)` do the same
+for a caller that learns it first (replication). A request for a group whose partition is not led
+here answers NOT_COORDINATOR; while its partition loads, COORDINATOR_LOAD_IN_PROGRESS.
+
+Every method returns the API's result value (error codes inside) and never raises for Kafka errors.
+Callers: the group API handlers (through `broker.group_coordinator`), tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.clock import Clock
+from odradek.controller.metadata import BrokerInfo, TopicChange, TopicMetadata
+from odradek.coordinator import classic
+from odradek.coordinator.classic import (
+    CommitArgs,
+    GroupDescription,
+    HeartbeatArgs,
+    JoinArgs,
+    JoinResult,
+    LeaveResult,
+    LeavingMember,
+    OffsetDeleteResult,
+    SyncArgs,
+    SyncResult,
+)
+from odradek.coordinator.config import GroupConfig
+from odradek.coordinator.group import CommittedOffset, Group, Now, TopicPartition
+from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.shard import CoordinatorShard, OffsetsLog, ShardState
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+_FIND_COORDINATOR_LOAD_WAIT_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorLocation:
+    error_code: int
+    node: BrokerInfo | None = None
+
+
+FetchResult = tuple[int, dict[TopicPartition, CommittedOffset | None]]
+
+
+class ReplicaManagerOffsetsLog:
+    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1."""
+
+    def __init__(self, broker: Any) -> None:
+        self._broker = broker
+
+    def _log(self, partition: int) -> Any:
+        found = self._broker.replica_manager.partition(OFFSETS_TOPIC, partition)
+        return found.log if found is not None else None
+
+    def log_range(self, partition: int) -> tuple[int, int] | None:
+        partition_log = self._log(partition)
+        if partition_log is None:
+            return None
+        return partition_log.log_start_offset, partition_log.log_end_offset
+
+    def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
+        info = self._log(partition).read(offset, max_bytes, None, True)
+        return b"".join(os.pread(s.fd, s.length, s.offset) for s in info.records)
+
+    async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
+        key = (OFFSETS_TOPIC, partition)
+        results = await self._broker.replica_manager.append_records(
+            {key: memoryview(records)}, -1, timeout_ms
+        )
+        return int(results[key].error_code)
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        broker: Any,
+        config: Mapping[str, Any] | Any,
+        clock: Clock,
+        offsets_log: OffsetsLog | None = None,
+    ) -> None:
+        self.config = GroupConfig.from_kafka_config(config)
+        self._broker = broker
+        self._clock = clock
+        self._log: OffsetsLog = offsets_log or ReplicaManagerOffsetsLog(broker)
+        self._shards: dict[int, CoordinatorShard] = {}
+        self._running = False
+
+    # -- life cycle and leadership ----------------------------------------------------------------
+
+    async def startup(self) -> None:
+        self._running = True
+        self._broker.metadata.add_listener(self._on_topic_change)
+        self._follow(self._broker.metadata.topic(OFFSETS_TOPIC))
+
+    async def shutdown(self) -> None:
+        self._running = False
+        shards, self._shards = list(self._shards.values()), {}
+        for shard in shards:
+            await shard.close()
+
+    def on_partition_loaded(self, partition: int, leader_epoch: int) -> None:
+        """This broker now leads `__consumer_offsets-<partition>` at `leader_epoch`: load it."""
+        current = self._shards.get(partition)
+        if not self._running:
+            return
+        if (
+            current is not None
+            and current.state is not ShardState.CLOSED
+            and current.leader_epoch >= leader_epoch
+        ):
+            return
+        if current is not None:
+            self._close_later(current)
+        shard = CoordinatorShard(partition, leader_epoch, self._log, self.config, self._clock)
+        self._shards[partition] = shard
+        shard.start()
+
+    def on_partition_unloaded(self, partition: int) -> None:
+        """This broker no longer leads the partition: its groups go (their requests NOT_COORDINATOR)."""
+        shard = self._shards.pop(partition, None)
+        if shard is not None:
+            self._close_later(shard)
+
+    def _close_later(self, shard: CoordinatorShard) -> None:
+        asyncio.get_running_loop().create_task(shard.close())
+
+    def _on_topic_change(self, change: TopicChange) -> None:
+        if change.name == OFFSETS_TOPIC:
+            self._follow(change.current)
+
+    def _follow(self, topic: TopicMetadata | None) -> None:
+        led = {}
+        if topic is not None:
+            me = self._broker.broker_id
+            led = {p: s.leader_epoch for p, s in topic.partitions.items() if s.leader == me}
+        for partition in list(self._shards):
+            if partition not in led:
+                self.on_partition_unloaded(partition)
+        for partition, epoch in led.items():
+            self.on_partition_loaded(partition, epoch)
+
+    def shards(self) -> dict[int, CoordinatorShard]:
+        return dict(self._shards)
+
+    def wake(self) -> None:
+        """Make every shard look at the clock now (tests driving a ManualClock)."""
+        for shard in self._shards.values():
+            shard.wake()
+
+    # -- FindCoordinator --------------------------------------------------------------------------
+
+    async def find_coordinator(self, group_id: str) -> CoordinatorLocation:
+        """The broker leading the group's partition, creating `__consumer_offsets` if needed."""
+        try:
+            topic = self._offsets_topic()
+        except KafkaError as exc:
+            log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc)
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        partition = partition_for(group_id, len(topic.partitions))
+        state = topic.partitions.get(partition)
+        node = next(
+            (b for b in self._broker.metadata.brokers() if state and b.broker_id == state.leader), None
+        )
+        if node is None:
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        shard = self._shards.get(partition)
+        if shard is not None and shard.state is ShardState.LOADING:
+            try:
+                await asyncio.wait_for(shard.wait_loaded(), _FIND_COORDINATOR_LOAD_WAIT_S)
+            except TimeoutError:
+                pass
+        return CoordinatorLocation(ErrorCode.NONE, node)
+
+    def _offsets_topic(self) -> TopicMetadata:
+        metadata = self._broker.metadata
+        topic = metadata.topic(OFFSETS_TOPIC)
+        if topic is not None:
+            return topic
+        replication = min(self.config.offsets_topic_replication_factor, len(metadata.brokers()))
+        configs = {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+        }
+        try:
+            return metadata.create_topic(
+                OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, max(replication, 1), configs
+            )
+        except KafkaError as exc:
+            existing = metadata.topic(OFFSETS_TOPIC)
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
+                return existing
+            raise
+
+    # -- group membership -------------------------------------------------------------------------
+
+    async def join_group(self, args: JoinArgs) -> JoinResult:
+        new_member_id = f"{args.group_instance_id or args.client_id}-{uuid.uuid4()}"
+        result = await self._submit(
+            args.group_id,
+            lambda group, ticket, now: classic.join_group(
+                group, args, ticket, new_member_id, now, self.config
+            ),
+            lambda code: JoinResult(code, args.member_id),
+        )
+        assert isinstance(result, JoinResult)
+        return result
+
+    async def sync_group(self, args: SyncArgs) -> SyncResult:
+        result = await self._submit(
+            args.group_id,
+            lambda group, ticket, now: classic.sync_group(group, args, ticket, now, self.config),
+            SyncResult,
+        )
+        assert isinstance(result, SyncResult)
+        return result
+
+    async def heartbeat(self, args: HeartbeatArgs) -> int:
+        result = await self._submit(
+            args.group_id,
+            lambda group, ticket, now: classic.heartbeat(group, args, ticket, now, self.config),
+            int,
+        )
+        return int(result)  # type: ignore[call-overload]
+
+    async def leave_group(self, group_id: str, members: tuple[LeavingMember, ...]) -> LeaveResult:
+        result = await self._submit(
+            group_id,
+            lambda group, ticket, now: classic.leave_group(group, members, ticket, now, self.config),
+            LeaveResult,
+        )
+        assert isinstance(result, LeaveResult)
+        return result
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    async def commit_offsets(self, args: CommitArgs) -> dict[TopicPartition, int]:
+        result = await self._submit(
+            args.group_id,
+            lambda group, ticket, now: classic.commit_offsets(group, args, ticket, now, self.config),
+            lambda code: {tp: code for tp in args.offsets},
+        )
+        assert isinstance(result, dict)
+        return result
+
+    async def fetch_offsets(
+        self, group_id: str, partitions: tuple[TopicPartition, ...] | None
+    ) -> FetchResult:
+        """(error code, committed offset per partition) — the error is the coordinator's state."""
+        result = await self._submit(
+            group_id,
+            _read(lambda group: (ErrorCode.NONE, classic.fetch_offsets(group, partitions))),
+            lambda code: (code, {}),
+        )
+        assert isinstance(result, tuple)
+        return result
+
+    async def delete_offsets(
+        self, group_id: str, partitions: tuple[TopicPartition, ...]
+    ) -> OffsetDeleteResult:
+        result = await self._submit(
+            group_id,
+            lambda group, ticket, now: classic.delete_offsets(group, partitions, ticket, now),
+            OffsetDeleteResult,
+        )
+        assert isinstance(result, OffsetDeleteResult)
+        return result
+
+    # -- administration ---------------------------------------------------------------------------
+
+    async def describe_group(self, group_id: str) -> GroupDescription:
+        result = await self._submit(
+            group_id,
+            _read(lambda group: classic.describe_group(group_id, group)),
+            lambda code: GroupDescription(code, group_id, ""),
+        )
+        assert isinstance(result, GroupDescription)
+        return result
+
+    def list_groups(self) -> tuple[int, list[GroupListing]]:
+        """Every group of every loaded shard; COORDINATOR_LOAD_IN_PROGRESS while any shard loads."""
+        error = ErrorCode.NONE
+        listings = []
+        for shard in self._shards.values():
+            if shard.state is ShardState.LOADING:
+                error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            listings.extend(_listing(group) for group in shard.groups.values())
+        return error, listings
+
+    async def delete_group(self, group_id: str) -> int:
+        result = await self._submit(
+            group_id,
+            lambda group, ticket, now: classic.delete_group(group, ticket, now),
+            int,
+        )
+        return int(result)  # type: ignore[call-overload]
+
+    # -- routing ----------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int | None:
+        """The group's `__consumer_offsets` partition (None before the topic exists)."""
+        topic = self._broker.metadata.topic(OFFSETS_TOPIC)
+        if topic is None:
+            return None
+        return partition_for(group_id, len(topic.partitions))
+
+    async def _submit(
+        self,
+        group_id: str,
+        decide: Callable[[Group | None, int, Now], classic.Decision],
+        error_result: Callable[[int], object],
+    ) -> object:
+        partition = self.partition_for(group_id)
+        shard = self._shards.get(partition) if partition is not None else None
+        if shard is None:
+            return error_result(ErrorCode.NOT_COORDINATOR)
+        return await shard.submit(group_id, decide, error_result)
+
+
+def _read(view: Callable[[Group | None], object]) -> Callable[[Group | None, int, Now], classic.Decision]:
+    """A decision that changes nothing and answers `view(group)`."""
+
+    def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
+        return classic.Decision(group, (classic.Reply(ticket, view(group)),))
+
+    return decide
+
+
+def _listing(group: Group) -> GroupListing:
+    return GroupListing(group.group_id, group.protocol_type or "", group.state.value)

@@ -1,0 +1,118 @@
+"""Replaying a `__consumer_offsets` partition into groups.
+
+Owns the meaning of the log on load: records are applied in offset order, the last value of a key
+wins and a tombstone (null value) deletes it. A group metadata record gives a group its protocol,
+generation, leader and members (loaded Empty when it has none, else Stable, each member with a
+fresh session timeout from the load instant, as Kafka does); offsets whose group has no metadata
+record form a group without protocol type (a group that only commits offsets). Keys of record types
+odradek does not keep are skipped; an undecodable record is skipped and counted, never fatal.
+
+Callers: the coordinator shard while it loads its partition, and tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import replace
+
+from odradek.coordinator.group import (
+    CommittedOffset,
+    Group,
+    GroupState,
+    Member,
+    Now,
+    Protocol,
+    TopicPartition,
+)
+from odradek.coordinator.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    RecordFormatError,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+
+log = logging.getLogger(__name__)
+
+
+class GroupLoader:
+    """Accumulates one partition's records in log order; `groups(now)` builds the result."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._metadata: dict[str, GroupMetadataValue] = {}
+        self.skipped = 0
+
+    def apply_all(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        for key, value in records:
+            self.apply(key, value)
+
+    def apply(self, key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            self.skipped += 1
+            return
+        try:
+            self._apply(key, value)
+        except RecordFormatError as exc:
+            self.skipped += 1
+            log.warning("Skipping an undecodable __consumer_offsets record: %s", exc)
+
+    def _apply(self, key_bytes: bytes, value: bytes | None) -> None:
+        key = decode_key(key_bytes)
+        if isinstance(key, OffsetCommitKey):
+            offsets = self._offsets.setdefault(key.group, {})
+            tp = TopicPartition(key.topic, key.partition)
+            if value is None:
+                offsets.pop(tp, None)
+                return
+            decoded = decode_offset_commit_value(value)
+            expire = decoded.expire_timestamp if decoded.expire_timestamp != -1 else None
+            offsets[tp] = CommittedOffset(
+                decoded.offset, decoded.leader_epoch, decoded.metadata, decoded.commit_timestamp, expire
+            )
+        elif isinstance(key, GroupMetadataKey):
+            if value is None:
+                self._metadata.pop(key.group, None)
+            else:
+                self._metadata[key.group] = decode_group_metadata_value(value)
+
+    def groups(self, now: Now) -> dict[str, Group]:
+        groups = {group_id: _group_from(group_id, value, now) for group_id, value in self._metadata.items()}
+        for group_id, offsets in self._offsets.items():
+            if not offsets:
+                continue
+            group = groups.get(group_id) or Group(group_id)
+            groups[group_id] = replace(group, offsets=dict(offsets))
+        return groups
+
+
+def _group_from(group_id: str, value: GroupMetadataValue, now: Now) -> Group:
+    members = {
+        m.member_id: Member(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout_ms=m.rebalance_timeout,
+            session_timeout_ms=m.session_timeout,
+            protocol_type=value.protocol_type,
+            protocols=(Protocol(value.protocol or "", m.subscription),),
+            assignment=m.assignment,
+            session_deadline_ms=now.monotonic_ms + m.session_timeout,
+        )
+        for m in value.members
+    }
+    return Group(
+        group_id=group_id,
+        state=GroupState.STABLE if members else GroupState.EMPTY,
+        state_timestamp_ms=value.current_state_timestamp if value.current_state_timestamp >= 0 else None,
+        generation_id=value.generation,
+        protocol_type=value.protocol_type or None,
+        protocol_name=value.protocol,
+        leader_id=value.leader if members else None,
+        members=members,
+        static_members={m.group_instance_id: m.member_id for m in value.members if m.group_instance_id},
+    )

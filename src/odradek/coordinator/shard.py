@@ -1,0 +1,350 @@
+"""One coordinator shard: the groups of one `__consumer_offsets` partition led by this broker.
+
+Owns the single writer of those groups (DESIGN invariant 8): one asyncio task that first replays
+the partition (groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), then takes events off one
+queue in order. An event is a pure decision over one group (`classic.*`): the task appends the
+decision's records to the partition and waits for them to be committed (acks=-1) before the new
+group state is kept and the replies are sent; if the append fails, the group stays as it was and the
+decision's failure answer is sent instead. Events queue up behind an append, so no decision ever
+sees state that is not yet in the log.
+
+Timers run on the injected clock: each group's next deadline (session, rebalance, pending sync) sits
+in a heap; an `asyncio` timer handle enqueues a tick for the earliest one and the tick runs
+`classic.advance` for every group that is due. Offset expiration runs every
+offsets.retention.check.interval.ms. `wake()` enqueues a tick now (tests moving a ManualClock).
+
+Requests wait on futures keyed by ticket; a JoinGroup or SyncGroup parked in a rebalance keeps its
+future until a later event answers it. Closing the shard (leadership moved, broker shutdown)
+answers everything still waiting with NOT_COORDINATOR.
+
+Callers: `GroupCoordinator` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import heapq
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from odradek.clock import Clock
+from odradek.coordinator import classic
+from odradek.coordinator.config import GroupConfig
+from odradek.coordinator.group import Group, Now
+from odradek.coordinator.loader import GroupLoader
+from odradek.coordinator.records import (
+    GroupMetadataValue,
+    OffsetCommitValue,
+    encode_group_metadata_value,
+    encode_key,
+    encode_offset_commit_value,
+)
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import SimpleRecord, build_batch
+from odradek.protocol.records.record import iter_batch_records
+
+log = logging.getLogger(__name__)
+
+_LOG_WAIT_ATTEMPTS = 50
+_LOG_WAIT_INTERVAL_S = 0.02
+# Timer keys: (kind, group id); the empty group id is a valid key for offset commits.
+_GROUP_TIMER = 0
+_EXPIRATION = (1, "")
+
+# What an append error means to a coordinator client (Kafka's mapping).
+_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+Decide = Callable[[Group | None, int, Now], classic.Decision]
+ErrorResult = Callable[[int], object]
+
+
+class OffsetsLog(Protocol):
+    """The shard's access to its partition of `__consumer_offsets`."""
+
+    def log_range(self, partition: int) -> tuple[int, int] | None:
+        """(log start offset, log end offset), or None when this broker has no such log."""
+
+    def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `offset` (empty at the log end)."""
+
+    async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
+        """Append one batch with acks=-1; the partition's error code."""
+
+
+class ShardState(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+    CLOSED = "closed"
+
+
+class _Event:
+    __slots__ = ("group_id", "decide", "ticket")
+
+    def __init__(self, group_id: str, decide: Decide, ticket: int) -> None:
+        self.group_id, self.decide, self.ticket = group_id, decide, ticket
+
+
+_TICK = object()
+
+
+class CoordinatorShard:
+    def __init__(
+        self, partition: int, leader_epoch: int, offsets_log: OffsetsLog, config: GroupConfig, clock: Clock
+    ) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.state = ShardState.LOADING
+        self.groups: dict[str, Group] = {}
+        self._log = offsets_log
+        self._config = config
+        self._clock = clock
+        self._queue: asyncio.Queue[_Event | object] = asyncio.Queue()
+        self._waiting: dict[int, tuple[asyncio.Future[object], ErrorResult]] = {}
+        self._tickets = itertools.count(1)
+        self._timers: list[tuple[int, tuple[int, str]]] = []
+        self._scheduled: dict[tuple[int, str], int] = {}
+        self._wakeup: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"group-shard-{self.partition}")
+
+    async def close(self) -> None:
+        """Stop the task; everything still waiting is answered NOT_COORDINATOR."""
+        if self.state is ShardState.CLOSED:
+            return
+        self.state = ShardState.CLOSED
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for future, error_result in self._waiting.values():
+            if not future.done():
+                future.set_result(error_result(ErrorCode.NOT_COORDINATOR))
+        self._waiting.clear()
+        self.groups.clear()
+
+    async def wait_loaded(self) -> None:
+        """Until the partition is replayed (or the shard closed)."""
+        while self.state is ShardState.LOADING:
+            await asyncio.sleep(0.001)
+
+    def wake(self) -> None:
+        """Look at the clock now: fire whatever timers are due."""
+        self._queue.put_nowait(_TICK)
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    async def submit(self, group_id: str, decide: Decide, error_result: ErrorResult) -> object:
+        """Run `decide` as the next event of the shard; the reply for this request."""
+        if self.state is not ShardState.ACTIVE:
+            loading = self.state is ShardState.LOADING
+            return error_result(
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NOT_COORDINATOR
+            )
+        ticket = next(self._tickets)
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = (future, error_result)
+        self._queue.put_nowait(_Event(group_id, decide, ticket))
+        try:
+            return await asyncio.shield(future)
+        finally:
+            self._waiting.pop(ticket, None)
+
+    # -- the writer task --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            await self._load()
+        except Exception:
+            log.exception("Loading __consumer_offsets-%d failed", self.partition)
+            await self.close()
+            return
+        self._arm(self._clock.monotonic_ms() + self._config.offsets_retention_check_interval_ms, _EXPIRATION)
+        while True:
+            item = await self._queue.get()
+            try:
+                if item is _TICK:
+                    await self._fire_timers()
+                elif isinstance(item, _Event):
+                    await self._handle(item)
+            except Exception:
+                log.exception("Group coordinator shard %d failed on an event", self.partition)
+                if isinstance(item, _Event):
+                    self._reply(item.ticket, None, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if self.state is ShardState.CLOSED:
+                return
+
+    async def _load(self) -> None:
+        offset, end = await self._log_range()
+        loader = GroupLoader()
+        started = self._clock.monotonic_ms()
+        while offset < end:
+            data = self._log.read(self.partition, offset, self._config.offsets_load_buffer_size)
+            if not data:
+                break
+            for header, records in iter_batch_records(data):
+                if not header.is_control:
+                    loader.apply_all((r.key, r.value) for r in records)
+                offset = header.next_offset
+            await asyncio.sleep(0)
+        now = self._now()
+        self.groups = loader.groups(now)
+        for group_id, group in self.groups.items():
+            self._schedule(group_id, group)
+        self.state = ShardState.ACTIVE
+        log.info(
+            "Loaded %d groups from __consumer_offsets-%d up to offset %d in %d ms (%d records skipped)",
+            len(self.groups),
+            self.partition,
+            offset,
+            self._clock.monotonic_ms() - started,
+            loader.skipped,
+        )
+
+    async def _log_range(self) -> tuple[int, int]:
+        """The partition's log range; leadership may be announced just before the log is created."""
+        for _ in range(_LOG_WAIT_ATTEMPTS):
+            span = self._log.log_range(self.partition)
+            if span is not None:
+                return span
+            await asyncio.sleep(_LOG_WAIT_INTERVAL_S)
+        raise RuntimeError(f"no log for __consumer_offsets-{self.partition}")
+
+    async def _handle(self, event: _Event) -> None:
+        await self._apply(event.group_id, lambda group, now: event.decide(group, event.ticket, now))
+
+    async def _apply(self, group_id: str, decide: Callable[[Group | None, Now], classic.Decision]) -> None:
+        now = self._now()
+        before = self.groups.get(group_id)
+        decision = decide(before, now)
+        if decision.records:
+            error = await self._append(decision.records, now)
+            if error != ErrorCode.NONE:
+                if decision.on_failure is not None:
+                    decision = classic.write_failed(before, decision.on_failure, error, now, self._config)
+                else:
+                    log.warning("Could not store the state of group %s: %s", group_id, error.name)
+            if error == ErrorCode.NOT_COORDINATOR:
+                self._deliver(decision)
+                await self.close()
+                return
+        if decision.group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = decision.group
+            self._schedule(group_id, decision.group)
+        self._deliver(decision)
+
+    def _deliver(self, decision: classic.Decision) -> None:
+        for reply in decision.replies:
+            self._reply(reply.ticket, reply.value, ErrorCode.NONE)
+
+    def _reply(self, ticket: int, value: object, error: int) -> None:
+        waiting = self._waiting.pop(ticket, None)
+        if waiting is None:
+            return
+        future, error_result = waiting
+        if not future.done():
+            future.set_result(error_result(error) if error != ErrorCode.NONE else value)
+
+    async def _append(self, records: tuple[classic.Record, ...], now: Now) -> ErrorCode:
+        batch = build_batch(
+            [
+                SimpleRecord(value=_encode_value(value), key=encode_key(key), timestamp=now.wall_ms)
+                for key, value in records
+            ]
+        )
+        try:
+            code = await self._log.append(self.partition, batch, self._config.offsets_commit_timeout_ms)
+        except Exception:
+            log.exception("Appending to __consumer_offsets-%d failed", self.partition)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        if code == ErrorCode.NONE:
+            return ErrorCode.NONE
+        return _APPEND_ERRORS.get(code, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    # -- timers -----------------------------------------------------------------------------------
+
+    def _schedule(self, group_id: str, group: Group) -> None:
+        deadline = group.next_deadline_ms()
+        if deadline is not None:
+            self._arm(deadline, (_GROUP_TIMER, group_id))
+
+    def _arm(self, deadline: int, key: tuple[int, str]) -> None:
+        scheduled = self._scheduled.get(key)
+        if scheduled is not None and scheduled <= deadline:
+            return
+        self._scheduled[key] = deadline
+        heapq.heappush(self._timers, (deadline, key))
+        if self._timers[0] == (deadline, key):
+            self._arm_wakeup(deadline)
+
+    def _arm_wakeup(self, deadline: int) -> None:
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+        delay_s = max(deadline - self._clock.monotonic_ms(), 0) / 1000
+        self._wakeup = asyncio.get_running_loop().call_later(delay_s, self._queue.put_nowait, _TICK)
+
+    async def _fire_timers(self) -> None:
+        now_ms = self._clock.monotonic_ms()
+        due: list[tuple[int, str]] = []
+        while self._timers and self._timers[0][0] <= now_ms:
+            deadline, key = heapq.heappop(self._timers)
+            if self._scheduled.get(key) == deadline:
+                del self._scheduled[key]
+                due.append(key)
+        for key in due:
+            if key == _EXPIRATION:
+                await self._expire_offsets()
+            elif key[1] in self.groups:
+                await self._apply(key[1], self._advance_decision)
+            if self.state is ShardState.CLOSED:
+                return
+        if self._timers:
+            self._arm_wakeup(self._timers[0][0])
+
+    async def _expire_offsets(self) -> None:
+        for group_id in list(self.groups):
+            await self._apply(group_id, self._expire_decision)
+        self._arm(self._clock.monotonic_ms() + self._config.offsets_retention_check_interval_ms, _EXPIRATION)
+
+    def _advance_decision(self, group: Group | None, now: Now) -> classic.Decision:
+        if group is None:
+            return classic.Decision(None)
+        return classic.advance(group, now, self._config)
+
+    def _expire_decision(self, group: Group | None, now: Now) -> classic.Decision:
+        if group is None:
+            return classic.Decision(None)
+        return classic.expire_offsets(group, now, self._config)
+
+    def _now(self) -> Now:
+        return Now(self._clock.time_ms(), self._clock.monotonic_ms())
+
+
+def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, OffsetCommitValue):
+        return encode_offset_commit_value(value)
+    return encode_group_metadata_value(value)
