@@ -215,8 +215,8 @@ class Connection:
                 response = await self._handler(frame, self.client)
                 if response is not None:
                     await self._send_response(response)
-        except CloseConnection as exc:
-            self.close(str(exc) or "closed by request handler")
+        except CloseConnection:
+            self.close(None)  # the handler has logged why
         except OSError as exc:
             self.close(f"write failed: {exc}")
         except Exception:

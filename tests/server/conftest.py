@@ -1,0 +1,35 @@
+"""Server test fixtures: one shared broker process per module, and raw clients connected to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from odradek.testing.broker import BrokerProcess
+from tests.server.raw_client import RawClient
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("broker")
+    process = BrokerProcess(root / "data", output_path=root / "broker.out")
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def connect(broker: BrokerProcess) -> Iterator[Callable[[], RawClient]]:
+    clients: list[RawClient] = []
+
+    def factory() -> RawClient:
+        client = RawClient(broker.bootstrap)
+        clients.append(client)
+        return client
+
+    yield factory
+    for client in clients:
+        client.close()
