@@ -70,7 +70,7 @@ def plan_ranges(
     A partition in `end` but not in `start` is new: it starts at `new_partition_start` (its log start
     offset), and anything but 0 there means records were missed. A partition in `start` but not in
     `end` vanished (its topic was deleted). An end below its start means the offsets went backwards
-    (topic recreated); that partition is skipped.
+    (topic recreated, log truncated) or a start was asked beyond the end; that partition is skipped.
     """
     ranges: list[OffsetRange] = []
     losses = [
@@ -86,7 +86,7 @@ def plan_ranges(
             if from_offset != 0:
                 losses.append(f"added partition {tp} starts from offset {from_offset} instead of 0")
         if end[tp] < from_offset:
-            losses.append(f"partition {tp}'s offset went back from {from_offset} to {end[tp]}")
+            losses.append(f"partition {tp}'s end offset {end[tp]} is before its start offset {from_offset}")
             continue
         ranges.append(OffsetRange(tp, from_offset, end[tp]))
     return ranges, losses

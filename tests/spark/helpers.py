@@ -1,0 +1,103 @@
+"""Helpers shared by the Spark tests: producing with confluent-kafka, reading back, waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """One record as a plain Kafka client wrote or read it."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int = 0
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[int, bytes | None, bytes | None]],
+    *,
+    headers: Callable[[int], list[tuple[str, bytes | None]]] | None = None,
+    timestamp_ms: Callable[[int], int] | None = None,
+) -> list[Produced]:
+    """Produce (partition, key, value) records with confluent-kafka; return them with their offsets."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    delivered: list[Produced] = []
+    errors: list[object] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+            return
+        delivered.append(
+            Produced(
+                msg.partition(),  # type: ignore[attr-defined]
+                msg.offset(),  # type: ignore[attr-defined]
+                msg.key(),  # type: ignore[attr-defined]
+                msg.value(),  # type: ignore[attr-defined]
+                tuple(msg.headers() or ()),  # type: ignore[attr-defined]
+                msg.timestamp()[1],  # type: ignore[attr-defined]
+            )
+        )
+
+    for i, (partition, key, value) in enumerate(records):
+        extra: dict[str, object] = {}
+        if headers is not None:
+            extra["headers"] = headers(i)
+        if timestamp_ms is not None:
+            extra["timestamp"] = timestamp_ms(i)
+        producer.produce(topic, value=value, key=key, partition=partition, on_delivery=on_delivery, **extra)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert not errors, errors
+    return sorted(delivered, key=lambda r: (r.partition, r.offset))
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> list[Produced]:
+    """Every record of `topic` from the beginning to the current end, read by confluent-kafka."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False}
+    )
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+        consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
+        records: list[Produced] = []
+        deadline = time.monotonic() + timeout_s
+        while sum(1 for r in records) < sum(ends.values()) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            records.append(
+                Produced(
+                    msg.partition(),
+                    msg.offset(),
+                    msg.key(),
+                    msg.value(),
+                    tuple(msg.headers() or ()),
+                    msg.timestamp()[1],
+                )
+            )
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.2)
