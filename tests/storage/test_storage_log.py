@@ -77,8 +77,11 @@ def test_read_returns_whole_batches_within_max_bytes(tmp_path: Path) -> None:
     assert info.total_bytes == 3 * size
     assert [r.offset for r in read_records(info)] == list(range(4, 10))  # mid-batch fetch: whole batch
     assert info.fetch_offset_metadata.relative_position_in_segment == 2 * size
-    assert log.read(4, 3 * size).total_bytes == 3 * size  # an exact fit is taken
-    assert log.read(4, 3 * size - 1).total_bytes == 2 * size
+    unindexed = open_log(tmp_path / "unindexed")
+    append_many(unindexed, 20, per_batch=2)
+    for scanned in (log, unindexed):
+        assert scanned.read(4, 3 * size).total_bytes == 3 * size  # an exact fit is taken
+        assert scanned.read(4, 3 * size - 1).total_bytes == 2 * size
 
 
 def test_min_one_message_returns_an_oversized_first_batch(tmp_path: Path) -> None:
