@@ -1,0 +1,87 @@
+"""The blocking client against a real broker process: metadata, produce, fetch, offsets, admin."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer as CkProducer
+
+from odradek.client import KafkaClient, TopicPartition, read_range
+from odradek.client.producer import Producer, partition_for_key
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.records.compression import CompressionType
+
+EARLIEST, LATEST = -2, -1
+
+
+def test_connection_negotiates_versions(client: KafkaClient) -> None:
+    cluster = client.metadata([])
+    assert cluster.brokers
+    connection = next(iter(client._by_address.values()))
+    assert connection.versions[0] >= 3 and connection.versions[1] >= 4
+
+
+def test_create_produce_fetch_list_offsets(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(2)
+    assert [p.partition for p in client.metadata([topic]).partitions_of(topic)] == [0, 1]
+    producer = Producer(client, compression=CompressionType.LZ4)
+    for i in range(100):
+        producer.send(topic, b"v%d" % i, partition=i % 2, timestamp_ms=1_000_000 + i, headers=[("h", None)])
+    last = producer.flush()
+    assert last == {TopicPartition(topic, 0): 49, TopicPartition(topic, 1): 49}
+    tp = TopicPartition(topic, 1)
+    assert client.list_offsets({tp: EARLIEST}) == {tp: 0}
+    assert client.list_offsets({tp: LATEST}) == {tp: 50}
+    assert client.list_offsets({tp: 1_000_051}) == {tp: 25}
+    assert client.list_offsets({tp: 9_000_000}) == {tp: -1}
+    chunks = list(read_range(client, tp, 10, 20, on_data_loss=pytest.fail))
+    values = [v for c in chunks for v in c.values]
+    assert values == [b"v%d" % i for i in range(21, 41, 2)]
+    assert chunks[0].headers[0] == (("h", None),)
+
+
+def test_read_range_reports_deleted_records(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = Producer(client)
+    for i in range(10):
+        producer.send(topic, b"%d" % i, partition=0)
+    producer.flush()
+    assert client.delete_records({tp: 6}) == {tp: 6}
+    losses: list[str] = []
+    offsets = [o for c in read_range(client, tp, 2, 10, on_data_loss=losses.append) for o in c.offsets]
+    assert offsets == [6, 7, 8, 9]
+    assert losses == [f"offsets [2, 6) of {tp} were deleted (log start offset is 6)"]
+    with pytest.raises(RuntimeError, match="beyond its high watermark"):
+        list(read_range(client, tp, 50, 60, on_data_loss=_raise))
+
+
+def _raise(message: str) -> None:
+    raise RuntimeError(message)
+
+
+def test_keyed_records_land_where_librdkafkas_murmur2_partitioner_puts_them(
+    bootstrap: str, client: KafkaClient, make_topic
+) -> None:
+    topic = make_topic(5)
+    producer = CkProducer({"bootstrap.servers": bootstrap, "partitioner": "murmur2"})
+    placed: dict[bytes, int] = {}
+    keys = [b"user-%d" % i for i in range(40)]
+    for key in keys:
+        producer.produce(
+            topic, b"x", key=key, on_delivery=lambda err, msg: placed.__setitem__(msg.key(), msg.partition())
+        )
+    assert producer.flush(30) == 0
+    assert placed == {key: partition_for_key(key, 5) for key in keys}
+
+
+def test_admin_errors_and_unknown_partitions(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(1)
+    with pytest.raises(KafkaError) as exists:
+        client.create_topics({topic: 1})
+    assert exists.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
+    client.create_partitions({topic: 3})
+    assert client.partition_count(topic) == 3
+    client.delete_topics([topic])
+    assert client.metadata([topic]).partitions_of(topic) == ()
+    result = client.fetch(TopicPartition(topic, 0), 0)
+    assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
