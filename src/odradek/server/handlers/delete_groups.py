@@ -1,0 +1,31 @@
+"""DeleteGroups handler.
+
+API: v0-v2.
+
+Behaviour: deletes each named group that has no members: its committed offsets and group metadata
+are tombstoned in `__consumer_offsets`. Per group: NON_EMPTY_GROUP while it has members,
+GROUP_ID_NOT_FOUND when it does not exist, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its
+coordinator is elsewhere or loading.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.DELETE_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+Result = DeleteGroupsResponse.DeletableGroupResult
+
+
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    coordinator = ctx.broker.group_coordinator
+    results = [Result(group_id=g, error_code=await coordinator.delete_group(g)) for g in request.groups_names]
+    return DeleteGroupsResponse(results=results)
+
+
+def error_response(request: DeleteGroupsRequest, version: int, code: int) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(results=[Result(group_id=g, error_code=code) for g in request.groups_names])

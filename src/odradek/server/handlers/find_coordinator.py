@@ -1,0 +1,70 @@
+"""FindCoordinator handler.
+
+API: v0-v5.
+
+Behaviour: for key type GROUP (0) the coordinator is the leader of the group's `__consumer_offsets`
+partition (`abs(hashCode(group id)) % partitions`, Kafka's hash); the topic is created on first use.
+v0-v3 look up one `key`, v4+ every `coordinator_keys` entry, each answered on its own. A partition
+without a live leader answers COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST.
+
+Deliberate deviations: odradek has no transaction coordinator, so key type TRANSACTION (1) answers
+COORDINATOR_NOT_AVAILABLE with a message saying so. Creating `__consumer_offsets` is synchronous:
+the first call answers with the coordinator at once (Kafka answers COORDINATOR_NOT_AVAILABLE until
+the topic exists), after waiting up to a second for the group's partition to finish loading.
+"""
+
+from __future__ import annotations
+
+from odradek.coordinator.coordinator import CoordinatorLocation
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.FIND_COORDINATOR
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+Coordinator = FindCoordinatorResponse.Coordinator
+
+
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    if ctx.api_version >= 4:
+        return FindCoordinatorResponse(
+            coordinators=[await _find(ctx, key, request.key_type) for key in request.coordinator_keys]
+        )
+    found = await _find(ctx, request.key, request.key_type)
+    return FindCoordinatorResponse(
+        error_code=found.error_code,
+        error_message=found.error_message,
+        node_id=found.node_id,
+        host=found.host,
+        port=found.port,
+    )
+
+
+async def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
+    if key_type == TRANSACTION_KEY_TYPE:
+        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "odradek has no transaction coordinator.")
+    if key_type != GROUP_KEY_TYPE:
+        return _failed(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.")
+    location: CoordinatorLocation = await ctx.broker.group_coordinator.find_coordinator(key)
+    if location.node is None:
+        return _failed(key, location.error_code, None)
+    node = location.node
+    return Coordinator(key=key, node_id=node.broker_id, host=node.host, port=node.port)
+
+
+def _failed(key: str, code: int, message: str | None) -> Coordinator:
+    return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message)
+
+
+def error_response(request: FindCoordinatorRequest, version: int, code: int) -> FindCoordinatorResponse:
+    if version >= 4:
+        return FindCoordinatorResponse(
+            coordinators=[_failed(key, code, None) for key in request.coordinator_keys]
+        )
+    return FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1)

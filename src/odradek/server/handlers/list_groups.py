@@ -1,0 +1,46 @@
+"""ListGroups handler.
+
+API: v0-v5.
+
+Behaviour: the groups this broker coordinates (group id, protocol type; state v4+; type "classic"
+v5+), filtered by state (v4+, case-insensitive, empty = all) and by type (v5+, empty = all; every
+odradek group is a classic group). While a `__consumer_offsets` partition is still loading the
+answer carries COORDINATOR_LOAD_IN_PROGRESS along with the groups already loaded, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.LIST_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+CLASSIC_GROUP_TYPE = "classic"
+
+
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    error, listings = ctx.broker.group_coordinator.list_groups()
+    states = {s.lower() for s in request.states_filter}
+    types = {t.lower() for t in request.types_filter}
+    if types and CLASSIC_GROUP_TYPE not in types:
+        listings = []
+    return ListGroupsResponse(
+        error_code=error,
+        groups=[
+            ListGroupsResponse.ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=CLASSIC_GROUP_TYPE,
+            )
+            for g in sorted(listings, key=lambda g: g.group_id)
+            if not states or g.state.lower() in states
+        ],
+    )
+
+
+def error_response(request: ListGroupsRequest, version: int, code: int) -> ListGroupsResponse:
+    return ListGroupsResponse(error_code=code)

@@ -1,0 +1,126 @@
+"""OffsetFetch handler.
+
+API: v0-v9.
+
+Behaviour: the committed offsets of a group from the group coordinator: the requested partitions,
+or every partition with an offset when `topics` is null (v2+). A partition without a committed
+offset answers offset -1, leader epoch -1, metadata "" and NONE. v0-v7 ask for one group; v8+ for a
+batch of groups, each answered with its own error. Coordinator errors (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS) are carried per partition in v0-v1, at the top level in v2-v7, per
+group in v8+. Committed leader epochs are reported from v5.
+
+Deliberate deviations: `require_stable` (v7+) is always satisfied: odradek has no transactional
+offset commits, so no offset is ever pending. The v9 member id / member epoch (KIP-848) are not
+checked: classic groups do not validate them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from odradek.coordinator.group import CommittedOffset, TopicPartition
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.OFFSET_FETCH
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+FIRST_BATCH_VERSION = 8
+FIRST_TOP_LEVEL_ERROR_VERSION = 2
+
+Requested = list[tuple[str, list[int]]] | None
+Fetched = dict[str, list[tuple[int, CommittedOffset | None, int]]]
+
+
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    version = ctx.api_version
+    if version >= FIRST_BATCH_VERSION:
+        groups = []
+        for group in request.groups:
+            requested = _requested(group.topics)
+            error, fetched = await _fetch(ctx, group.group_id, requested)
+            groups.append(
+                OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=group.group_id, error_code=error, topics=_batch_topics(fetched)
+                )
+            )
+        return OffsetFetchResponse(groups=groups)
+    requested = _requested(request.topics)
+    error, fetched = await _fetch(ctx, request.group_id, requested)
+    return _single_group_response(error, fetched, version)
+
+
+def _requested(topics: list | None) -> Requested:  # type: ignore[type-arg]
+    if topics is None:
+        return None
+    return [(t.name, list(t.partition_indexes)) for t in topics]
+
+
+async def _fetch(ctx: RequestContext, group_id: str, requested: Requested) -> tuple[int, Fetched]:
+    partitions = None
+    if requested is not None:
+        partitions = tuple(TopicPartition(name, p) for name, indexes in requested for p in indexes)
+    error, offsets = await ctx.broker.group_coordinator.fetch_offsets(group_id, partitions)
+    fetched: Fetched = defaultdict(list)
+    if error != ErrorCode.NONE and partitions is not None:
+        offsets = {tp: None for tp in partitions}
+    for tp, committed in offsets.items():
+        fetched[tp.topic].append((tp.partition, committed, error))
+    return error, fetched
+
+
+def _partition_fields(index: int, committed: CommittedOffset | None, error: int) -> dict[str, object]:
+    return {
+        "partition_index": index,
+        "committed_offset": committed.offset if committed is not None else -1,
+        "committed_leader_epoch": committed.leader_epoch if committed is not None else -1,
+        "metadata": committed.metadata if committed is not None else "",
+        "error_code": error,
+    }
+
+
+def _batch_topics(fetched: Fetched) -> list[OffsetFetchResponse.OffsetFetchResponseTopics]:
+    return [
+        OffsetFetchResponse.OffsetFetchResponseTopics(
+            name=name,
+            partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(*p)) for p in parts
+            ],
+        )
+        for name, parts in fetched.items()
+    ]
+
+
+def _single_group_response(error: int, fetched: Fetched, version: int) -> OffsetFetchResponse:
+    top_level = version >= FIRST_TOP_LEVEL_ERROR_VERSION
+    if error != ErrorCode.NONE and top_level:
+        return OffsetFetchResponse(error_code=error)
+    topics = [
+        OffsetFetchResponse.OffsetFetchResponseTopic(
+            name=name,
+            partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(*p)) for p in parts
+            ],
+        )
+        for name, parts in fetched.items()
+    ]
+    return OffsetFetchResponse(topics=topics, error_code=error if top_level else 0)
+
+
+def error_response(request: OffsetFetchRequest, version: int, code: int) -> OffsetFetchResponse:
+    if version >= FIRST_BATCH_VERSION:
+        return OffsetFetchResponse(
+            groups=[
+                OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
+                for g in request.groups
+            ]
+        )
+    if version >= FIRST_TOP_LEVEL_ERROR_VERSION:
+        return OffsetFetchResponse(error_code=code)
+    fetched: Fetched = defaultdict(list)
+    for name, indexes in _requested(request.topics) or []:
+        fetched[name].extend((p, None, code) for p in indexes)
+    return _single_group_response(code, fetched, version)
