@@ -139,6 +139,19 @@ class BrokerProcess:
             self._proc.kill()
             self._proc.wait()
 
+    def send_signal(self, signum: int) -> None:
+        """Deliver a signal to the running broker (SIGTERM and SIGINT shut it down gracefully)."""
+        if not self.is_running():
+            raise RuntimeError("broker is not running")
+        assert self._proc is not None
+        self._proc.send_signal(signum)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        """Wait for the process to exit and return its exit code."""
+        if self._proc is None:
+            raise RuntimeError("broker was never started")
+        return self._proc.wait(timeout)
+
     def restart(self, timeout: float = 30.0, *, hard: bool = False) -> None:
         """Stop (or kill when `hard`) and start again on the same port and data dir."""
         if hard:
