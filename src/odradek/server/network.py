@@ -12,8 +12,9 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
   its own buffer of exactly its size, received into directly, so big produce requests are copied once.
 - Processing: frames wait in a per-connection FIFO; one task per connection hands them one at a time
   to the request handler (Kafka's one-in-flight-per-connection), so responses leave in request order.
-  Reading continues meanwhile (pipelining) until `max_queued_requests` frames wait: then reading
-  pauses and resumes when the queue has drained to half.
+  Reading continues meanwhile (pipelining) until `max_queued_requests` frames or
+  `MAX_QUEUED_BYTES` bytes wait: then reading pauses, and resumes when the queue has drained to half
+  of both limits.
 - Writing: the handler returns the response chunks (header and body, without the size prefix);
   runs of bytes go out with `sendmsg` (flagged MSG_MORE when a file slice follows), each `FileSlice`
   with `os.sendfile` from its fd at its offset (the file position is never touched). When the socket
@@ -38,6 +39,7 @@ import errno
 import logging
 import os
 import socket
+import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,7 +48,9 @@ from odradek.protocol.primitives import FileSlice
 log = logging.getLogger(__name__)
 
 RECEIVE_BUFFER_SIZE = 256 * 1024
-DEFAULT_MAX_QUEUED_REQUESTS = 64
+DEFAULT_MAX_QUEUED_REQUESTS = 500
+MAX_QUEUED_BYTES = 16 << 20
+_FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
@@ -99,7 +103,8 @@ class Connection:
         self._end = 0
         self._big_frame: bytearray | None = None
         self._big_filled = 0
-        self._queue: collections.deque[bytes | bytearray] = collections.deque()
+        self._queue: collections.deque[bytearray] = collections.deque()
+        self._queued_bytes = 0
         self._wakeup = asyncio.Event()
         self._reading = False
         self._closed = False
@@ -150,8 +155,10 @@ class Connection:
         self._start, self._end = 0, pending
 
     def _cut_frames(self) -> None:
-        while not self._closed and self._end - self._start >= _SIZE_PREFIX:
-            size = int.from_bytes(self._view[self._start : self._start + _SIZE_PREFIX], "big", signed=True)
+        buffer, start, end = self._buffer, self._start, self._end
+        frames = []
+        while end - start >= _SIZE_PREFIX:
+            (size,) = _FRAME_SIZE.unpack_from(buffer, start)
             if size < 0 or size > self._max_request_size:
                 log.warning(
                     "Closing connection from %s: request size %d is outside 0..%d (socket.request.max.bytes)",
@@ -161,24 +168,24 @@ class Connection:
                 )
                 self.close("invalid request size")
                 return
-            body = self._start + _SIZE_PREFIX
-            available = self._end - body
-            if available >= size:
-                self._enqueue(bytes(self._view[body : body + size]))
-                self._start = body + size
-            elif size > len(self._buffer) - _SIZE_PREFIX:
-                self._start_big_frame(size, body, available)
-                return
+            body = start + _SIZE_PREFIX
+            if end - body >= size:
+                frames.append(buffer[body : body + size])
+                start = body + size
+            elif size > len(buffer) - _SIZE_PREFIX:
+                self._start_big_frame(size, body, end - body)
+                start = end = 0
+                break
             else:
                 break
-        if self._start == self._end:
-            self._start = self._end = 0
+        self._start, self._end = (0, 0) if start == end else (start, end)
+        if frames:
+            self._enqueue(frames)
 
     def _start_big_frame(self, size: int, body: int, available: int) -> None:
         """A frame that cannot fit the shared buffer: receive the rest straight into its own buffer."""
         frame = bytearray(size)
-        frame[:available] = self._view[body : self._end]
-        self._start = self._end = 0
+        frame[:available] = self._view[body : body + available]
         self._big_frame, self._big_filled = frame, available
 
     def _receive_big_frame(self) -> None:
@@ -190,12 +197,13 @@ class Connection:
         self._big_filled += received
         if self._big_filled == len(self._big_frame):
             frame, self._big_frame = self._big_frame, None
-            self._enqueue(frame)
+            self._enqueue([frame])
 
-    def _enqueue(self, frame: bytes | bytearray) -> None:
-        self._queue.append(frame)
+    def _enqueue(self, frames: list[bytearray]) -> None:
+        self._queue.extend(frames)
+        self._queued_bytes += sum(map(len, frames))
         self._wakeup.set()
-        if len(self._queue) >= self._max_queued:
+        if len(self._queue) >= self._max_queued or self._queued_bytes >= MAX_QUEUED_BYTES:
             self._pause_reading()
 
     # -- processing and writing --------------------------------------------------------------------
@@ -210,7 +218,8 @@ class Connection:
                     await self._wakeup.wait()
                     continue
                 frame = self._queue.popleft()
-                if len(self._queue) <= self._max_queued // 2:
+                self._queued_bytes -= len(frame)
+                if not self._reading and self._below_half_of_limits():
                     self._resume_reading()
                 response = await self._handler(frame, self.client)
                 if response is not None:
@@ -225,6 +234,9 @@ class Connection:
         finally:
             if self._draining:
                 self.close(None)
+
+    def _below_half_of_limits(self) -> bool:
+        return len(self._queue) <= self._max_queued // 2 and self._queued_bytes <= MAX_QUEUED_BYTES // 2
 
     async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
         total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
@@ -298,6 +310,7 @@ class Connection:
         self._pause_reading()
         self._loop.remove_writer(self._fd)
         self._queue.clear()
+        self._queued_bytes = 0
         if self._worker is not asyncio.current_task():
             self._worker.cancel()
         self._sock.close()
