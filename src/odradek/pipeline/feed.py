@@ -18,6 +18,7 @@ Callers: odradek.pipeline.__main__, tests.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -87,5 +88,5 @@ def run_feed(
     query.awaitTermination()
     progress = [p for p in query.recentProgress if p["sources"]]
     with_input = [p for p in progress if p["numInputRows"]]
-    end_offsets = progress[-1]["sources"][0]["endOffset"] if progress else {}
-    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets or {})
+    end_offsets = json.loads(progress[-1]["sources"][0]["endOffset"] or "{}") if progress else {}
+    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets)
