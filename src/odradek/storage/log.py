@@ -35,6 +35,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.protocol.primitives import FileSlice
@@ -55,10 +56,10 @@ from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import LogSegment
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """What an append did. `log_append_time` is -1 for CreateTime topics; `offset_of_max_timestamp`
-    is the last offset of the batch with the largest timestamp (the first offset for LogAppendTime)."""
+    is the last offset of the batch with the largest timestamp (the first offset for LogAppendTime).
+    A NamedTuple, not a frozen dataclass: one is built per append and it costs a third as much."""
 
     first_offset: int
     last_offset: int

@@ -220,10 +220,11 @@ class LogSegment:
 
     def _write(self, buf: bytearray, position: int) -> None:
         try:
-            with memoryview(buf) as view:
-                written = 0
-                while written < len(view):
-                    written += os.pwrite(self.fd, view[written:], position + written)
+            written = os.pwrite(self.fd, buf, position)
+            if written < len(buf):
+                with memoryview(buf) as view:
+                    while written < len(view):
+                        written += os.pwrite(self.fd, view[written:], position + written)
         except OSError as exc:
             self._truncate_file(position)
             raise KafkaStorageError(f"write to {self.path(LOG_SUFFIX)} failed: {exc}") from exc

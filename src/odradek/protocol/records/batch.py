@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -70,9 +69,12 @@ NO_PARTITION_LEADER_EPOCH = -1
 MAX_COMPRESSION_ID = 4
 
 _INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
+_PREFIX_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength (rewritten as is), partitionLeaderEpoch
 _UINT32 = struct.Struct(">I")
 _ATTRS = struct.Struct(">h")
+
+
+_new_header = tuple.__new__
 
 
 class TimestampType(IntEnum):
@@ -133,12 +135,12 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & CONTROL_MASK)
 
 
-@dataclass(frozen=True, slots=True)
-class ValidatedRecords:
+class ValidatedRecords(NamedTuple):
     """The batches of one produce `records` field, checked and ready to be patched and appended.
 
     `positions[i]` is where `headers[i]` starts in the buffer; `max_timestamp_index` is the batch
-    holding the largest maxTimestamp (the first such batch), -1 when there is none.
+    holding the largest maxTimestamp (the first such batch), -1 when there is none. A NamedTuple
+    for the same reason as `BatchHeader`: one is built per append.
     """
 
     positions: tuple[int, ...]
@@ -192,7 +194,8 @@ def validate_records(
     headers: list[BatchHeader] = []
     position = offset_count = record_count = 0
     max_timestamp, max_timestamp_index = NO_TIMESTAMP, -1
-    with memoryview(records) as view:
+    view = memoryview(records)
+    try:
         while position < end:
             header = _check_batch(view, position, end, max_batch_size, from_client)
             positions.append(position)
@@ -202,6 +205,8 @@ def validate_records(
             if header.max_timestamp > max_timestamp:
                 max_timestamp, max_timestamp_index = header.max_timestamp, len(headers) - 1
             position += header.batch_length + LOG_OVERHEAD
+    finally:
+        view.release()
     return ValidatedRecords(
         tuple(positions), tuple(headers), end, record_count, offset_count, max_timestamp, max_timestamp_index
     )
@@ -212,7 +217,7 @@ def _check_batch(
 ) -> BatchHeader:
     if end - position < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordError(f"{end - position} trailing bytes at position {position}: not a batch")
-    header = BatchHeader._make(HEADER.unpack_from(view, position))
+    header = _new_header(BatchHeader, HEADER.unpack_from(view, position))
     size = header.batch_length + LOG_OVERHEAD
     if header.magic != CURRENT_MAGIC:
         if header.magic in (0, 1):
@@ -277,16 +282,17 @@ def assign_offsets(
     maxTimestamp, and its CRC is recomputed.
     """
     offset = base_offset
-    with memoryview(buf) as view:
-        for position, header in zip(validated.positions, validated.headers, strict=True):
-            _INT64.pack_into(buf, position, offset)
-            _INT32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
-            if log_append_time >= 0:
-                _ATTRS.pack_into(buf, position + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
-                _INT64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, log_append_time)
-                crc = crc32c(
-                    view[position + ATTRIBUTES_OFFSET : position + header.batch_length + LOG_OVERHEAD]
-                )
-                _UINT32.pack_into(buf, position + CRC_OFFSET, crc)
-            offset += header.last_offset_delta + 1
+    for position, header in zip(validated.positions, validated.headers, strict=True):
+        _PREFIX_AND_EPOCH.pack_into(buf, position, offset, header.batch_length, leader_epoch)
+        if log_append_time >= 0:
+            _set_log_append_time(buf, position, header, log_append_time)
+        offset += header.last_offset_delta + 1
     return offset
+
+
+def _set_log_append_time(buf: bytearray, position: int, header: BatchHeader, log_append_time: int) -> None:
+    _ATTRS.pack_into(buf, position + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, log_append_time)
+    with memoryview(buf) as view:
+        crc = crc32c(view[position + ATTRIBUTES_OFFSET : position + header.batch_length + LOG_OVERHEAD])
+    _UINT32.pack_into(buf, position + CRC_OFFSET, crc)
