@@ -1,0 +1,179 @@
+"""Partition: high watermark = min LEO over the ISR, reads bounded by HW/LSO/LEO, epochs, min ISR."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from odradek.clock import ManualClock
+from odradek.controller.metadata import PartitionState
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.replication.partition import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    Partition,
+    TimestampAndOffset,
+)
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.log import Log
+
+
+def batch(count: int = 1, timestamp: int = 1_000) -> memoryview:
+    records = [SimpleRecord(b"v%d" % i, timestamp=timestamp + i) for i in range(count)]
+    return memoryview(build_batch(records))
+
+
+def state(
+    leader: int = 0, epoch: int = 5, replicas: tuple[int, ...] = (0,), isr: tuple[int, ...] | None = None
+) -> PartitionState:
+    return PartitionState(leader, epoch, replicas, replicas if isr is None else isr, 1, 0)
+
+
+def make_partition(tmp_path: Path, high_watermark: int = 0, **config: int) -> Partition:
+    log = Log(tmp_path / "t-0", LogConfig(**config), ManualClock())
+    return Partition("t", 0, uuid.uuid4(), 0, log, high_watermark)
+
+
+def test_single_replica_append_moves_high_watermark_to_log_end(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    info, moved = partition.append_records_to_leader(batch(3), required_acks=1)
+    assert (info.first_offset, info.last_offset, moved) == (0, 2, True)
+    assert partition.high_watermark == partition.log_end_offset == 3
+    assert partition.last_stable_offset == 3
+    read = partition.read_records(0, 1 << 20, READ_COMMITTED, True)
+    assert read.size > 0 and read.high_watermark == 3 and len(read.records) == 1
+
+
+def test_high_watermark_is_min_leo_over_isr(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1, 2)))
+    _, moved = partition.append_records_to_leader(batch(4), required_acks=1)
+    assert not moved and partition.high_watermark == 0  # followers have not fetched yet
+    assert partition.update_follower_fetch_state(1, 4) is False  # replica 2 still unknown
+    assert partition.update_follower_fetch_state(2, 2) is True
+    assert partition.high_watermark == 2
+    assert partition.update_follower_fetch_state(2, 4) is True
+    assert partition.high_watermark == 4
+    assert partition.update_follower_fetch_state(1, 1) is False  # never moves backwards
+    assert partition.high_watermark == 4
+
+
+def test_out_of_sync_replica_does_not_hold_back_the_high_watermark(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1, 2), isr=(0, 1)))
+    partition.append_records_to_leader(batch(2), required_acks=1)
+    assert partition.update_follower_fetch_state(1, 2) is True
+    assert partition.high_watermark == 2 and partition.follower_log_end_offset(2) == -1
+
+
+def test_consumers_read_below_high_watermark_replicas_to_log_end(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1)))
+    partition.append_records_to_leader(batch(2), required_acks=1)
+    consumer = partition.read_records(0, 1 << 20, READ_UNCOMMITTED, True)
+    assert consumer.size == 0 and consumer.records == [] and consumer.high_watermark == 0
+    replica = partition.read_records(0, 1 << 20, READ_UNCOMMITTED, True, replica_id=1)
+    assert replica.size > 0 and replica.log_end_offset == 2
+
+
+def test_acks_all_refused_when_isr_below_min_insync_replicas(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path, min_insync_replicas=2)
+    partition.make_leader(state())
+    with pytest.raises(KafkaError) as refused:
+        partition.append_records_to_leader(batch(), required_acks=-1)
+    assert refused.value.code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert partition.log_end_offset == 0
+    info, _ = partition.append_records_to_leader(batch(), required_acks=1)
+    assert info.first_offset == 0
+
+
+def test_enough_replicas_reached_follows_high_watermark_and_isr(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path, min_insync_replicas=2)
+    partition.make_leader(state(replicas=(0, 1)))
+    partition.append_records_to_leader(batch(), required_acks=-1)
+    assert partition.check_enough_replicas_reached(1) == (False, ErrorCode.NONE)
+    partition.update_follower_fetch_state(1, 1)
+    assert partition.check_enough_replicas_reached(1) == (True, ErrorCode.NONE)
+    partition.make_leader(state(replicas=(0, 1), isr=(0,)))
+    assert partition.check_enough_replicas_reached(1) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
+
+def test_leader_epoch_fencing(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(epoch=5))
+    partition.check_leader(-1)
+    partition.check_leader(5)
+    for epoch, code in ((4, ErrorCode.FENCED_LEADER_EPOCH), (6, ErrorCode.UNKNOWN_LEADER_EPOCH)):
+        with pytest.raises(KafkaError) as failed:
+            partition.read_records(0, 100, READ_UNCOMMITTED, True, current_leader_epoch=epoch)
+        assert failed.value.code == code
+
+
+def test_follower_refuses_leader_requests(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_follower(state(leader=1, replicas=(1, 0)))
+    for call in (
+        lambda: partition.append_records_to_leader(batch(), 1),
+        lambda: partition.read_records(0, 100, READ_UNCOMMITTED, True),
+        lambda: partition.fetch_offset_for_timestamp(LATEST_TIMESTAMP, READ_UNCOMMITTED),
+    ):
+        with pytest.raises(KafkaError) as failed:
+            call()
+        assert failed.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_unknown_follower_fetch_is_refused(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1)))
+    with pytest.raises(KafkaError) as failed:
+        partition.update_follower_fetch_state(7, 0)
+    assert failed.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_checkpointed_high_watermark_is_clamped_to_the_log(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", LogConfig(), ManualClock())
+    log.append_as_leader(batch(3), 0)
+    partition = Partition("t", 0, uuid.uuid4(), 0, log, high_watermark=99)
+    assert partition.high_watermark == 3
+    partition = Partition("t", 0, uuid.uuid4(), 0, log, high_watermark=2)
+    partition.make_leader(state(replicas=(0, 1)))
+    assert partition.high_watermark == 2  # the follower has not confirmed offset 2 yet
+
+
+def test_read_out_of_range(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    partition.append_records_to_leader(batch(2), 1)
+    assert partition.read_records(2, 100, READ_UNCOMMITTED, True).size == 0
+    with pytest.raises(OffsetOutOfRangeError):
+        partition.read_records(3, 100, READ_UNCOMMITTED, True)
+
+
+def test_offsets_for_timestamps(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(epoch=3, replicas=(0, 1)))
+    partition.append_records_to_leader(batch(3, timestamp=100), 1)  # offsets 0-2, timestamps 100-102
+    partition.append_records_to_leader(batch(2, timestamp=200), 1)  # offsets 3-4, timestamps 200-201
+    partition.update_follower_fetch_state(1, 3)
+    assert partition.high_watermark == 3
+    lookup = partition.fetch_offset_for_timestamp
+    assert lookup(LATEST_TIMESTAMP, READ_UNCOMMITTED) == TimestampAndOffset(-1, 3, 3)
+    assert lookup(LATEST_TIMESTAMP, None) == TimestampAndOffset(-1, 5, 3)  # a replica asking: log end offset
+    assert lookup(EARLIEST_TIMESTAMP, READ_UNCOMMITTED).offset == 0
+    assert lookup(LATEST_TIERED_TIMESTAMP, READ_UNCOMMITTED).offset == -1
+    found = lookup(101, READ_UNCOMMITTED)
+    assert (found.timestamp, found.offset) == (101, 1)
+    assert lookup(150, READ_UNCOMMITTED) is None  # offset 3 is above the high watermark
+    assert lookup(150, None).offset == 3
+    assert lookup(MAX_TIMESTAMP, None).offset == 4
+    assert lookup(MAX_TIMESTAMP, READ_UNCOMMITTED) is None
+    assert lookup(10_000, None) is None
