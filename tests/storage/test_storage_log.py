@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from odradek.clock import ManualClock
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.batch import BatchHeader, TimestampType, iter_batches
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType
@@ -303,7 +304,7 @@ def test_enospc_rolls_the_write_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(os, "pwrite", full_disk)
     with pytest.raises(KafkaStorageError) as caught:
         log.append_as_leader(batch(), 0)
-    assert caught.value.error_code == 56
+    assert caught.value.code == ErrorCode.KAFKA_STORAGE_ERROR == 56
     monkeypatch.setattr(os, "pwrite", real_pwrite)
     assert log.log_end_offset == 2
     assert os.path.getsize(log.active_segment.path(".log")) == size_before

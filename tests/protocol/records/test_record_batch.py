@@ -8,6 +8,7 @@ import warnings
 import pytest
 from crc32c import crc32c
 
+from odradek.protocol.errors import KafkaError
 from odradek.protocol.records.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -170,7 +171,8 @@ def with_crc(data: bytearray | bytes) -> bytes:
 def test_validation_refuses(data: bytes, error: type[Exception], code: int) -> None:
     with pytest.raises(error) as caught:
         validate_records(memoryview(data), MAX)
-    assert caught.value.error_code == code
+    assert isinstance(caught.value, KafkaError)
+    assert caught.value.code == caught.value.error_code == code
 
 
 def test_batch_larger_than_max_message_bytes() -> None:
