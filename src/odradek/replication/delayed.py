@@ -1,0 +1,127 @@
+"""The two requests the ReplicaManager parks in purgatory: DelayedProduce and DelayedFetch.
+
+DelayedProduce (acks=-1) watches the partitions it appended to and completes once every one of them
+has its high watermark at or past the end of its append (NONE), lost leadership
+(NOT_LEADER_OR_FOLLOWER), lost its ISR below min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+or disappeared (UNKNOWN_TOPIC_OR_PARTITION); partitions still waiting at the deadline answer
+REQUEST_TIMED_OUT.
+
+DelayedFetch (the fetch long poll) completes when the bytes available below each partition's
+fetchable end (HW, LSO, or LEO for replicas), capped per partition at partition_max_bytes, add up to
+min_bytes; or when a partition errors (unknown, not leader, fenced epoch, fetch offset below the log
+start offset); or at max_wait_ms, returning whatever is there. It re-estimates a partition only when
+its fetchable end moved, and with min_bytes <= 1 any data at all is enough, so a retry reads no log
+unless min_bytes is larger. Completing re-reads every partition with the response limits.
+
+Invariants: both complete exactly once (see server.purgatory). Neither copies record bytes.
+
+Callers: `ReplicaManager` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server.purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from odradek.replication.partition import Partition
+    from odradek.replication.replica_manager import (
+        FetchParams,
+        FetchPartitionRequest,
+        FetchPartitionResult,
+        PartitionResponse,
+        ReplicaManager,
+        TopicPartition,
+    )
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=-1 produce waiting for the high watermark to pass its appended offsets."""
+
+    def __init__(
+        self,
+        delay_ms: int,
+        replica_manager: ReplicaManager,
+        responses: dict[TopicPartition, PartitionResponse],
+        required_offsets: dict[TopicPartition, int],
+    ) -> None:
+        super().__init__(delay_ms)
+        self._replica_manager = replica_manager
+        self._responses = responses
+        self._waiting = dict(required_offsets)
+
+    def try_complete(self) -> bool:
+        for key, required_offset in list(self._waiting.items()):
+            partition = self._replica_manager.partition(*key)
+            if partition is None:
+                done, code = True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                done, code = partition.check_enough_replicas_reached(required_offset)
+            if done:
+                del self._waiting[key]
+                if code != ErrorCode.NONE:
+                    self._responses[key] = replace(self._responses[key], error_code=code)
+        return not self._waiting and self.force_complete()
+
+    def on_complete(self) -> dict[TopicPartition, PartitionResponse]:
+        for key in self._waiting:
+            self._responses[key] = replace(self._responses[key], error_code=ErrorCode.REQUEST_TIMED_OUT)
+        return self._responses
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for min_bytes of new data below the fetchable end of its partitions."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        requests: list[FetchPartitionRequest],
+        params: FetchParams,
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self._replica_manager = replica_manager
+        self._requests = requests
+        self._params = params
+        self._seen_end = [-1] * len(requests)
+        self._available = [0] * len(requests)
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        params = self._params
+        for index, request in enumerate(self._requests):
+            partition = self._replica_manager.partition(request.topic, request.partition)
+            if partition is None or request.fetch_offset < partition.log_start_offset:
+                return self.force_complete()
+            end = partition.fetchable_end(params.replica_id, params.isolation_level)
+            try:
+                partition.check_leader(request.current_leader_epoch)
+                if end != self._seen_end[index]:
+                    self._available[index] = self._estimate(partition, request, end)
+                    self._seen_end[index] = end
+            except KafkaError:  # unknown epoch, not leader, offset out of range, storage failure
+                return self.force_complete()
+            accumulated += self._available[index]
+        return accumulated >= params.min_bytes and self.force_complete()
+
+    def _estimate(self, partition: Partition, request: FetchPartitionRequest, end: int) -> int:
+        if end <= request.fetch_offset:
+            return 0
+        if self._params.min_bytes <= 1:
+            return 1
+        read = partition.read_records(
+            request.fetch_offset,
+            request.partition_max_bytes,
+            self._params.isolation_level,
+            True,
+            self._params.replica_id,
+        )
+        return min(read.size, request.partition_max_bytes)
+
+    def on_complete(self) -> list[FetchPartitionResult]:
+        params = self._params
+        return self._replica_manager.read_from_log(
+            self._requests, params.max_bytes, params.isolation_level, params.replica_id
+        )

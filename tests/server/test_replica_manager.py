@@ -1,0 +1,362 @@
+"""ReplicaManager: appends with acks 0/1/-1 through the produce purgatory, fetch long polls through the
+fetch purgatory, response size limits, metadata-driven partition life cycle, HW checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from odradek.clock import ManualClock
+from odradek.controller.local import LocalMetadata
+from odradek.controller.metadata import BrokerInfo, PartitionState
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.replication.partition import READ_UNCOMMITTED
+from odradek.replication.replica_manager import (
+    FetchPartitionRequest,
+    ListOffsetsPartitionRequest,
+    ReplicaManager,
+)
+from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint
+from odradek.storage.config import LogConfig
+from odradek.storage.manager import LogManager
+
+T0 = ("t", 0)
+T1 = ("t", 1)
+
+
+def batch(count: int = 1, size: int = 10) -> memoryview:
+    return memoryview(build_batch([SimpleRecord(b"x" * size, timestamp=1000 + i) for i in range(count)]))
+
+
+class Harness:
+    """A ReplicaManager over a real LogManager and LocalMetadata in `tmp_path`, on a ManualClock."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.dir = tmp_path
+        self.clock = ManualClock()
+        self.metadata = LocalMetadata(tmp_path, 0)
+        self.metadata.load()
+        self.metadata.elect(BrokerInfo(0, "localhost", 9092), "cluster")
+        self.log_manager = LogManager([tmp_path], LogConfig(), self.clock)
+        self.rm = ReplicaManager(
+            0, self.log_manager, self.metadata, self.clock, log_dirs=[tmp_path], checkpoint_interval_ms=0
+        )
+        self.rm.start()
+
+    def lead(
+        self,
+        key: tuple[str, int],
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...] | None = None,
+        epoch: int = 1,
+        **config: int,
+    ) -> None:
+        state = PartitionState(0, epoch, replicas, replicas if isr is None else isr, 1, 0)
+        self.rm.become_leader(*key, state, LogConfig(**config))
+
+    def fetch(
+        self,
+        *requests: FetchPartitionRequest,
+        min_bytes: int = 1,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int = 60_000,
+        replica_id: int = -1,
+    ) -> Awaitable[Any]:
+        return self.rm.fetch_messages(
+            list(requests), min_bytes, max_bytes, max_wait_ms, READ_UNCOMMITTED, replica_id
+        )
+
+
+def run(scenario: Callable[[Harness], Awaitable[None]], tmp_path: Path) -> None:
+    async def main() -> None:
+        harness = Harness(tmp_path)
+        await scenario(harness)
+        await harness.rm.shutdown()
+        harness.log_manager.shutdown()
+
+    asyncio.run(main())
+
+
+async def settle() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def request(
+    key: tuple[str, int], offset: int, max_bytes: int = 1 << 20, epoch: int = -1
+) -> FetchPartitionRequest:
+    return FetchPartitionRequest(key[0], key[1], offset, max_bytes, epoch)
+
+
+def test_acks_one_and_all_on_single_replica_answer_at_once(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        first = await h.rm.append_records({T0: batch(3)}, 1, 1000)
+        second = await h.rm.append_records({T0: batch(2)}, -1, 1000)
+        assert (first[T0].error_code, first[T0].base_offset) == (0, 0)
+        assert (second[T0].error_code, second[T0].base_offset, second[T0].log_start_offset) == (0, 3, 0)
+        assert second[T0].log_append_time == -1
+        assert h.rm.partition(*T0).high_watermark == 5
+        assert len(h.rm.produce_purgatory) == 0
+
+    run(scenario, tmp_path)
+
+
+def test_acks_all_waits_for_follower_then_completes(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1))
+        produce = asyncio.create_task(h.rm.append_records({T0: batch(2)}, -1, 30_000))
+        await settle()
+        assert not produce.done() and h.rm.produce_purgatory.watched(T0) == 1
+        follower = await h.fetch(request(T0, 1), replica_id=1, max_wait_ms=0)  # proves offset 0 only
+        assert follower[0].size > 0 and not produce.done()
+        await h.fetch(request(T0, 2), replica_id=1, max_wait_ms=0)
+        result = await produce
+        assert (result[T0].error_code, result[T0].base_offset) == (ErrorCode.NONE, 0)
+        assert h.rm.partition(*T0).high_watermark == 2
+
+    run(scenario, tmp_path)
+
+
+def test_acks_all_times_out_on_the_injected_clock(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1))
+        produce = asyncio.create_task(h.rm.append_records({T0: batch()}, -1, 500))
+        await settle()
+        h.clock.advance(499)
+        assert h.rm.produce_purgatory.expire_due() == 0
+        h.clock.advance(1)
+        assert h.rm.produce_purgatory.expire_due() == 1
+        result = await produce
+        assert (result[T0].error_code, result[T0].base_offset) == (ErrorCode.REQUEST_TIMED_OUT, 0)
+
+    run(scenario, tmp_path)
+
+
+def test_acks_all_with_isr_below_min_insync_replicas(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1), isr=(0,), min_insync_replicas=2)
+        refused = await h.rm.append_records({T0: batch()}, -1, 1000)
+        assert refused[T0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert h.rm.partition(*T0).log_end_offset == 0
+        accepted = await h.rm.append_records({T0: batch()}, 1, 1000)
+        assert accepted[T0].error_code == ErrorCode.NONE
+
+    run(scenario, tmp_path)
+
+
+def test_isr_shrinking_after_append_answers_not_enough_replicas_after_append(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1), min_insync_replicas=2)
+        produce = asyncio.create_task(h.rm.append_records({T0: batch()}, -1, 30_000))
+        await settle()
+        h.lead(T0, (0, 1), isr=(0,), epoch=1, min_insync_replicas=2)  # the follower dropped out
+        result = await produce
+        assert result[T0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    run(scenario, tmp_path)
+
+
+def test_produce_to_unknown_partition_and_bad_batch(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        corrupt = bytearray(batch())
+        corrupt[-1] ^= 0xFF
+        result = await h.rm.append_records({("nope", 0): batch(), T0: memoryview(bytes(corrupt))}, -1, 1000)
+        assert result[("nope", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert result[T0].error_code == ErrorCode.CORRUPT_MESSAGE and result[T0].error_message
+        assert h.rm.partition(*T0).log_end_offset == 0
+
+    run(scenario, tmp_path)
+
+
+def test_long_poll_fetch_is_woken_by_append(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0)))
+        await settle()
+        assert not fetch.done() and h.rm.fetch_purgatory.watched(T0) == 1
+        await h.rm.append_records({T0: batch(2)}, 1, 1000)
+        [result] = await fetch
+        assert result.error_code == ErrorCode.NONE and result.high_watermark == 2
+        assert result.size == result.records[0].length > 0
+        assert len(h.rm.fetch_purgatory) == 0
+
+    run(scenario, tmp_path)
+
+
+def test_long_poll_waits_for_min_bytes(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        one = len(batch(1, size=100))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), min_bytes=2 * one + 1))
+        await settle()
+        await h.rm.append_records({T0: batch(1, size=100)}, 1, 1000)
+        await h.rm.append_records({T0: batch(1, size=100)}, 1, 1000)
+        await settle()
+        assert not fetch.done()
+        await h.rm.append_records({T0: batch(1, size=100)}, 1, 1000)
+        [result] = await fetch
+        assert result.size == 3 * one
+
+    run(scenario, tmp_path)
+
+
+def test_long_poll_expires_with_what_is_there(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        await h.rm.append_records({T0: batch(1)}, 1, 1000)
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), min_bytes=1 << 20, max_wait_ms=200))
+        await settle()
+        assert not fetch.done()
+        h.clock.advance(200)
+        h.rm.fetch_purgatory.expire_due()
+        [result] = await fetch
+        assert result.error_code == ErrorCode.NONE and result.size == len(batch(1))
+
+    run(scenario, tmp_path)
+
+
+def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1))
+        consumer = asyncio.create_task(h.fetch(request(T0, 0)))
+        await settle()
+        await h.rm.append_records({T0: batch()}, 1, 1000)
+        await settle()
+        assert not consumer.done()  # appended, but not committed
+        await h.fetch(request(T0, 1), replica_id=1, max_wait_ms=0)
+        [result] = await consumer
+        assert result.size > 0 and result.high_watermark == 1
+
+    run(scenario, tmp_path)
+
+
+def test_fetch_response_limits(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        h.lead(T1, (0,))
+        big = len(batch(1, size=1000))
+        await h.rm.append_records({T0: batch(1, size=1000)}, 1, 1000)
+        await h.rm.append_records({T0: batch(1, size=1000)}, 1, 1000)
+        await h.rm.append_records({T1: batch(1, size=1000)}, 1, 1000)
+        # The first batch of the first non-empty partition comes even beyond both limits...
+        first, second = await h.fetch(request(T0, 0, max_bytes=10), request(T1, 0), max_bytes=100)
+        assert first.size == big and second.size == 0 and second.error_code == ErrorCode.NONE
+        # ...partition_max_bytes bounds each partition, max_bytes the response.
+        first, second = await h.fetch(request(T0, 0, max_bytes=big + 1), request(T1, 0), max_bytes=2 * big)
+        assert (first.size, second.size) == (big, big)
+        first, second = await h.fetch(request(T0, 0), request(T1, 0), max_bytes=2 * big)
+        assert (first.size, second.size) == (2 * big, 0)
+        empty, second = await h.fetch(request(T0, 2), request(T1, 0), max_bytes=10, max_wait_ms=0)
+        assert (empty.size, second.size) == (0, big)
+
+    run(scenario, tmp_path)
+
+
+def test_fetch_errors(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,), epoch=4)
+        await h.rm.append_records({T0: batch(2)}, 1, 1000)
+        out_of_range, unknown, fenced, ahead, fine = await h.fetch(
+            request(T0, 5),
+            request(("nope", 0), 0),
+            request(T0, 0, epoch=3),
+            request(T0, 0, epoch=5),
+            request(T0, 0),
+        )
+        assert (out_of_range.error_code, out_of_range.high_watermark, out_of_range.log_start_offset) == (
+            1,
+            2,
+            0,
+        )
+        assert out_of_range.last_stable_offset == 2
+        assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert fenced.error_code == ErrorCode.FENCED_LEADER_EPOCH
+        assert ahead.error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert fine.error_code == ErrorCode.NONE and fine.size > 0
+
+    run(scenario, tmp_path)
+
+
+def test_waiting_fetch_completes_once_despite_many_appends(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,))
+        h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 1
+        await h.rm.append_records({T0: batch(), T1: batch()}, 1, 1000)  # the T0 append completes it
+        await h.rm.append_records({T0: batch()}, 1, 1000)
+        first, second = await fetch
+        assert (first.size, second.size) == (len(batch()), 0)
+        assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 0
+
+    run(scenario, tmp_path)
+
+
+def test_metadata_listener_creates_and_deletes_partitions(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic = h.metadata.create_topic(
+            "events", 2, 1, {"min.insync.replicas": "1", "compression.type": "lz4"}
+        )
+        assert [p.partition for p in h.rm.partitions()] == [0, 1]
+        hosted = h.rm.partition("events", 1)
+        assert hosted.is_leader and hosted.topic_id == topic.topic_id
+        assert h.rm.topic_name(topic.topic_id) == "events"
+        await h.rm.append_records({("events", 1): batch()}, 1, 1000)
+        waiting = asyncio.create_task(h.fetch(request(("events", 0), 0)))
+        await settle()
+        h.metadata.create_partitions("events", 3)
+        assert h.rm.partition("events", 2) is not None
+        h.metadata.delete_topic("events")
+        [result] = await waiting
+        assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert h.rm.partitions() == [] and h.log_manager.get_log("events", 1) is None
+        assert h.rm.topic_name(topic.topic_id) is None
+
+    run(scenario, tmp_path)
+
+
+def test_list_offsets(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0,), epoch=2)
+        await h.rm.append_records({T0: batch(3)}, 1, 1000)  # timestamps 1000-1002
+        latest, earliest, by_time, missing, unknown, fenced = h.rm.offsets_for_timestamp(
+            [
+                ListOffsetsPartitionRequest("t", 0, -1),
+                ListOffsetsPartitionRequest("t", 0, -2),
+                ListOffsetsPartitionRequest("t", 0, 1001),
+                ListOffsetsPartitionRequest("t", 0, 5000),
+                ListOffsetsPartitionRequest("x", 0, -1),
+                ListOffsetsPartitionRequest("t", 0, -1, current_leader_epoch=1),
+            ],
+            READ_UNCOMMITTED,
+        )
+        assert (latest.error_code, latest.offset, latest.leader_epoch) == (0, 3, 2)
+        assert earliest.offset == 0
+        assert (by_time.timestamp, by_time.offset) == (1001, 1)
+        assert (missing.error_code, missing.timestamp, missing.offset) == (0, -1, -1)
+        assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert fenced.error_code == ErrorCode.FENCED_LEADER_EPOCH
+
+    run(scenario, tmp_path)
+
+
+def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
+    async def first_run(h: Harness) -> None:
+        h.metadata.create_topic("kept", 1, 1, {})
+        await h.rm.append_records({("kept", 0): batch(4)}, 1, 1000)
+
+    run(first_run, tmp_path)
+    assert read_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {("kept", 0): 4}
+    (tmp_path / REPLICATION_OFFSET_CHECKPOINT).write_text("0\n1\nkept 0 2\n")
+
+    async def second_run(h: Harness) -> None:
+        assert h.rm._checkpointed_hws == {("kept", 0): 2}
+        assert h.rm.partition("kept", 0).high_watermark == 4  # single replica: the ISR is {self}
+
+    run(second_run, tmp_path)
