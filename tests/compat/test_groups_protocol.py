@@ -74,7 +74,10 @@ class Wire:
 
 @pytest.fixture
 def wire(broker):
+    """A connection to the broker after a FindCoordinator, as every client starts (it creates
+    __consumer_offsets; without it group requests answer NOT_COORDINATOR)."""
     connection = Wire(broker.bootstrap)
+    assert connection.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g")).error_code == 0
     yield connection
     connection.close()
 
