@@ -70,10 +70,8 @@ class _SparseIndex:
         data = self.path.read_bytes() if self.path.exists() else b""
         if len(data) % self.ENTRY.size:
             raise IndexCorruptError(f"{self.path}: size {len(data)} is not a multiple of the entry size")
-        self.keys, self.values = array(self.KEY_TYPE), array(self.VALUE_TYPE)
-        for key, value in self.ENTRY.iter_unpack(data):
-            self.keys.append(key)
-            self.values.append(value)
+        keys, values = zip(*self.ENTRY.iter_unpack(data), strict=True) if data else ((), ())
+        self.keys, self.values = array(self.KEY_TYPE, keys), array(self.VALUE_TYPE, values)
         self._persisted = self._file_entries = len(self.keys)
         self._synced = True
 
@@ -82,9 +80,8 @@ class _SparseIndex:
         self._persisted = 0
 
     def truncate_entries(self, count: int) -> None:
-        """Keep only the first `count` entries."""
-        del self.keys[count:]
-        del self.values[count:]
+        """Keep only the first `count` entries (new arrays: a concurrent lookup keeps the old ones)."""
+        self.keys, self.values = self.keys[:count], self.values[:count]
         self._persisted = min(self._persisted, count)
 
     def persist(self, fsync: bool) -> None:

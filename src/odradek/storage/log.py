@@ -116,8 +116,7 @@ class Log:
         segments = load_segments(self.dir, config, now, recovery_point, clean_shutdown)
         if not segments:
             segments = [LogSegment.create(self.dir, log_start_offset, config, now)]
-        self._segments = segments
-        self._bases = [segment.base_offset for segment in segments]
+        self._set_segments(segments)
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), self.log_end_offset)
         self.recovery_point = self.log_end_offset
@@ -130,6 +129,14 @@ class Log:
     @property
     def segments(self) -> list[LogSegment]:
         return list(self._segments)
+
+    @property
+    def _segments(self) -> list[LogSegment]:
+        return self._layout[0]
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        """Replace the segment list and its base offsets in one assignment, for lock-free readers."""
+        self._layout = (segments, [segment.base_offset for segment in segments])
 
     @property
     def active_segment(self) -> LogSegment:
@@ -236,8 +243,7 @@ class Log:
         self.active_segment.on_become_inactive()
         segment = LogSegment.create(self.dir, base_offset, self.config, self._clock.time_ms())
         self._dir_dirty = True
-        self._segments = [*self._segments, segment]
-        self._bases = [*self._bases, base_offset]
+        self._set_segments([*self._segments, segment])
         return segment
 
     # -- read ----------------------------------------------------------------------------------
@@ -250,8 +256,8 @@ class Log:
         min_one_message: bool = True,
     ) -> FetchDataInfo:
         """Whole batches from `fetch_offset` as one FileSlice (see the module docstring)."""
-        segments, bases = self._segments, self._bases
         log_end_offset = self.log_end_offset
+        segments, bases = self._layout
         if fetch_offset < self.log_start_offset or fetch_offset > log_end_offset:
             raise OffsetOutOfRangeError(
                 f"{self.dir.name}: offset {fetch_offset} is outside "
@@ -357,7 +363,7 @@ class Log:
                 deletable += 1
             if deletable:
                 self._delete_segments(self._segments[:deletable], now_ms)
-                self._segments, self._bases = self._segments[deletable:], self._bases[deletable:]
+                self._set_segments(self._segments[deletable:])
                 self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
             return deletable
 
@@ -383,11 +389,11 @@ class Log:
             if offset <= self._segments[0].base_offset:
                 self._truncate_fully_and_start_at(offset, now)
                 return True
-            keep = bisect_right(self._bases, offset - 1)
+            keep = bisect_right(self._layout[1], offset - 1)
             dropped = self._segments[keep:]
             if dropped:
                 self._delete_segments(dropped, now)
-                self._segments, self._bases = self._segments[:keep], self._bases[:keep]
+                self._set_segments(self._segments[:keep])
             self.active_segment.truncate_to(offset)
             self.log_end_offset = self.active_segment.next_offset
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
@@ -398,7 +404,7 @@ class Log:
         self._delete_segments(self._segments, now_ms)
         segment = LogSegment.create(self.dir, offset, self.config, now_ms)
         self._dir_dirty = True
-        self._segments, self._bases = [segment], [offset]
+        self._set_segments([segment])
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -411,7 +417,7 @@ class Log:
             self.flush()
             for segment in self._segments:
                 segment.close()
-            self._segments = []
+            self._set_segments([])
 
     def rename_dir(self, directory: Path) -> None:
         """Move the partition directory (open fds are unaffected)."""
@@ -427,7 +433,7 @@ class Log:
         """Delete every segment and the directory; fds close after file.delete.delay.ms."""
         with self._lock:
             self._delete_segments(self._segments, self._clock.time_ms())
-            self._segments = []
+            self._set_segments([])
             for leftover in self.dir.iterdir():
                 leftover.unlink()
             self.dir.rmdir()
