@@ -29,6 +29,22 @@ HANDLER_MODULES: list[str] = [
     "describe_cluster",
     "alter_configs",
     "incremental_alter_configs",
+    # data path
+    "produce",
+    "fetch",
+    "list_offsets",
+    # consumer groups
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "leave_group",
+    "offset_commit",
+    "offset_fetch",
+    "describe_groups",
+    "list_groups",
+    "delete_groups",
+    "offset_delete",
 ]
 
 
