@@ -99,3 +99,12 @@ def test_record_longer_than_its_batch_is_corrupt() -> None:
 def test_partial_trailing_batch_is_ignored_by_readers() -> None:
     data = build_batch([SimpleRecord(b"one")]) + build_batch([SimpleRecord(b"two")], base_offset=1)
     assert [r.value for r in decode_records(data[:-3])] == [b"one"]
+
+
+def test_records_section_cut_short_is_corrupt() -> None:
+    data = bytearray(build_batch([SimpleRecord(b"value", b"key", (("h", b"v"),))]))
+    for cut in range(1, 12):
+        short = data[:-cut]
+        short[8:12] = (len(short) - 12).to_bytes(4, "big")
+        with pytest.raises(CorruptRecordError):
+            decode_records(bytes(short))

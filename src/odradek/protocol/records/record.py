@@ -36,6 +36,7 @@ from odradek.protocol.records.compression import CompressionType, decompress
 from odradek.protocol.records.errors import CorruptRecordError
 
 Header = tuple[str, bytes | None]
+_ZIGZAG = [(byte >> 1) ^ -(byte & 1) for byte in range(0x80)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +81,22 @@ def encode_varint(value: int) -> bytes:
 
 def read_varint(data: bytes, position: int) -> tuple[int, int]:
     """(value, next position) of the zigzag varint at `position`."""
-    shift = result = 0
-    while True:
-        if position >= len(data) or shift > 63:
-            raise CorruptRecordError("varint runs past the end of the records")
+    try:
         byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
+            return _ZIGZAG[byte], position + 1
+        result, shift = byte & 0x7F, 7
+        while True:
+            position += 1
+            byte = data[position]
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return (result >> 1) ^ -(result & 1), position + 1
+            shift += 7
+            if shift > 63:
+                raise CorruptRecordError("varint longer than 10 bytes")
+    except IndexError:
+        raise CorruptRecordError("varint runs past the end of the records") from None
 
 
 def encode_record(
@@ -176,17 +183,21 @@ def decode_batch_into(
         data = bytes(section) if codec == CompressionType.NONE else decompress(codec, section)
         section.release()
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
-    _decode_section(data, header, log_append_time, columns)
+    try:
+        _decode_section(data, header, log_append_time, columns)
+    except IndexError:
+        raise CorruptRecordError("record runs past the end of its batch") from None
     return columns
 
 
 def _decode_section(
     data: bytes, header: BatchHeader, log_append_time: int | None, columns: RecordColumns
 ) -> None:
+    """The hot loop of decoding: single-byte varints (lengths, deltas) are read inline."""
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     timestamp_type = 0 if log_append_time is None else 1
     offsets, timestamps, keys, values = columns.offsets, columns.timestamps, columns.keys, columns.values
-    headers_out, types = columns.headers, columns.timestamp_types
+    headers_out, types, zigzag = columns.headers, columns.timestamp_types, _ZIGZAG
     position, end = 0, len(data)
     for _ in range(header.records_count):
         length, position = read_varint(data, position)
@@ -194,10 +205,15 @@ def _decode_section(
         if length < 0 or record_end > end:
             raise CorruptRecordError("record runs past the end of its batch")
         timestamp_delta, position = read_varint(data, position + 1)
-        offset_delta, position = read_varint(data, position)
+        byte = data[position]
+        offset_delta, position = (zigzag[byte], position + 1) if byte < 0x80 else read_varint(data, position)
         key, position = _read_bytes(data, position, record_end)
         value, position = _read_bytes(data, position, record_end)
-        record_headers, position = _read_headers(data, position, record_end)
+        if data[position] == 0:
+            record_headers: tuple[Header, ...] = ()
+            position += 1
+        else:
+            record_headers, position = _read_headers(data, position, record_end)
         if position != record_end:
             raise CorruptRecordError("record length does not match its fields")
         offsets.append(base_offset + offset_delta)
@@ -209,7 +225,8 @@ def _decode_section(
 
 
 def _read_bytes(data: bytes, position: int, limit: int) -> tuple[bytes | None, int]:
-    length, position = read_varint(data, position)
+    byte = data[position]
+    length, position = (_ZIGZAG[byte], position + 1) if byte < 0x80 else read_varint(data, position)
     if length < 0:
         return None, position
     end = position + length
