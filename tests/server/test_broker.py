@@ -1,0 +1,106 @@
+"""The Broker wiring in-process: metadata changes reach the ReplicaManager and the logs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from odradek.clock import ManualClock
+from odradek.server.broker import Broker
+from odradek.server.config import KafkaConfig
+
+
+def make_config(data: Path, **overrides: str) -> KafkaConfig:
+    return KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data), **overrides})
+
+
+def run(scenario):
+    async def wrapper():
+        return await asyncio.wait_for(scenario(), 30)
+
+    return asyncio.run(wrapper())
+
+
+def test_topic_lifecycle_reaches_partitions_and_logs(tmp_path):
+    async def scenario():
+        broker = Broker(make_config(tmp_path), ManualClock())
+        await broker.start()
+        try:
+            host, port = broker.advertised_endpoint()
+            assert (host, port) != ("127.0.0.1", 0) and port > 0
+            assert broker.metadata.brokers()[0].port == port
+            broker.metadata.create_topic("orders", 2, 1, {"retention.ms": "1000"})
+            partition = broker.replica_manager.partition("orders", 1)
+            assert partition is not None and partition.is_leader
+            assert (tmp_path / "orders-1").is_dir()
+            assert broker.log_manager.get_log("orders", 0).config.retention_ms == 1000
+            broker.metadata.alter_topic_configs("orders", {"retention.ms": "2000"})
+            assert broker.log_manager.get_log("orders", 0).config.retention_ms == 2000
+            broker.metadata.create_partitions("orders", 3)
+            assert broker.replica_manager.partition("orders", 2) is not None
+            broker.metadata.delete_topic("orders")
+            assert broker.replica_manager.partition("orders", 0) is None
+            assert not (tmp_path / "orders-0").exists()
+        finally:
+            await broker.shutdown()
+
+    run(scenario)
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+
+
+def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
+    async def first_run():
+        broker = Broker(make_config(tmp_path))
+        await broker.start()
+        broker.metadata.create_topic("kept", 1, 1, {})
+        epoch = broker.replica_manager.partition("kept", 0).leader_epoch
+        await broker.shutdown()
+        return epoch
+
+    async def second_run():
+        broker = Broker(make_config(tmp_path))
+        await broker.start()
+        try:
+            partition = broker.replica_manager.partition("kept", 0)
+            return partition.leader_epoch if partition is not None else None
+        finally:
+            await broker.shutdown()
+
+    before = run(first_run)
+    assert run(second_run) == before + 1
+
+
+def test_auto_created_topics_use_broker_defaults(tmp_path):
+    async def scenario():
+        broker = Broker(make_config(tmp_path, **{"num.partitions": "4", "offsets.topic.num.partitions": "3"}))
+        await broker.start()
+        try:
+            plain = broker.auto_create_topic("plain")
+            offsets = broker.auto_create_topic("__consumer_offsets")
+        finally:
+            await broker.shutdown()
+        return plain, offsets
+
+    plain, offsets = run(scenario)
+    assert len(plain.partitions) == 4 and plain.configs == {}
+    assert len(offsets.partitions) == 3 and offsets.is_internal
+    assert offsets.configs["cleanup.policy"] == "compact"
+
+
+def test_periodic_tasks_checkpoint_the_logs(tmp_path):
+    async def scenario():
+        config = make_config(tmp_path, **{"log.flush.offset.checkpoint.interval.ms": "20"})
+        broker = Broker(config)
+        await broker.start()
+        try:
+            broker.metadata.create_topic("ticking", 1, 1, {})
+            checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+            for _ in range(100):
+                if "ticking 0" in checkpoint.read_text():
+                    return True
+                await asyncio.sleep(0.02)
+            return False
+        finally:
+            await broker.shutdown()
+
+    assert run(scenario)
