@@ -88,6 +88,11 @@ def test_handler_context_and_no_response():
     assert seen == {"version": 4, "correlation_id": 99, "host": "127.0.0.1", "topics": ["t"]}
 
 
+def test_handler_may_close_the_connection():
+    with pytest.raises(CloseConnection):
+        dispatch(metadata_module(raising(CloseConnection("acks=0 produce failed"))))
+
+
 def test_unregistered_api_key_closes():
     frame = struct.pack(">hhih", ApiKey.PRODUCE, 9, 1, -1) + b"\x00" * 8
     with pytest.raises(CloseConnection):

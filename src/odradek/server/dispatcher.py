@@ -16,7 +16,8 @@ Behaviour, following Kafka:
   exception is logged with its traceback and answered with UNKNOWN_SERVER_ERROR the same way. A
   module without `error_response` closes the connection instead. Either way the broker and other
   connections carry on, and so does this connection after an error response.
-- `handle` returning None sends nothing (Produce with acks=0).
+- `handle` returning None sends nothing (Produce with acks=0); `handle` raising `CloseConnection`
+  drops the client without an answer (Kafka closes the connection of a failed acks=0 produce).
 
 Callers: the broker builds one `Dispatcher` and gives it to `KafkaServer`.
 """
@@ -83,6 +84,8 @@ class Dispatcher:
         header, request = self._decode(frame, client)
         try:
             response = await module.handle(RequestContext(header, self._broker, client.host), request)
+        except CloseConnection:
+            raise
         except KafkaError as exc:
             log.info("%s v%d from %s failed: %s", _api_name(api_key), api_version, client, exc)
             response = self._error_response(module, request, header, exc.code, client)
