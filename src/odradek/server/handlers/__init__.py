@@ -1,9 +1,10 @@
 """The handler registry: one module per Kafka API, listed in `HANDLER_MODULES`.
 
 Every module `odradek.server.handlers.<name>` defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION`,
-`async def handle(ctx, request) -> response | None`, and optionally
-`def error_response(request, version, code) -> response`. Adding a module name here adds the API:
-the dispatcher routes to it and ApiVersions advertises its range.
+`async def handle(ctx, request) -> response | None` (None: send nothing; raising
+`odradek.server.network.CloseConnection`: drop the client; raising `KafkaError`: answer with the
+error response), and optionally `def error_response(request, version, code) -> response`. Adding a
+module name here adds the API: the dispatcher routes to it and ApiVersions advertises its range.
 
 Invariant: a listed module that is not written yet is skipped with a warning, so the broker starts
 with whatever exists. Two modules may not claim one API key. Callers: the dispatcher and the
