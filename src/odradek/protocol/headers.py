@@ -16,6 +16,7 @@ size). Called by the network layer, the dispatcher and the client.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from odradek.protocol.api_keys import API_SPECS, ApiKey
@@ -25,9 +26,12 @@ from odradek.protocol.primitives import (
     ProtocolDecodeError,
     Reader,
     Writer,
+    read_nullable_string,
+    read_tagged_fields,
 )
 
 _EMPTY_TAGS = b"\x00"
+_FIXED_HEADER = struct.Struct(">hhi")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +69,22 @@ def peek_api_key_version(payload: bytes | bytearray | memoryview) -> tuple[int, 
 
 def parse_request_header(payload: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
     """Parse the header of a request frame; return it and the offset where the body starts."""
-    reader = Reader(payload)
-    api_key = reader.int16()
-    api_version = reader.int16()
-    correlation_id = reader.int32()
-    version = request_header_version(api_key, api_version)
-    client_id = reader.nullable_string() if version >= 1 else None
-    if version >= 2:
-        reader.tagged_fields()
-    return RequestHeader(api_key, api_version, correlation_id, client_id), reader.pos
+    buf = payload if type(payload) is memoryview else memoryview(payload)
+    try:
+        api_key, api_version, correlation_id = _FIXED_HEADER.unpack_from(buf, 0)
+        version = request_header_version(api_key, api_version)
+        client_id, pos = read_nullable_string(buf, 8) if version >= 1 else (None, 8)
+        if version >= 2:
+            pos = _skip_tagged_fields(buf, pos)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ProtocolDecodeError(f"malformed request header: {exc}") from None
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def _skip_tagged_fields(buf: memoryview, pos: int) -> int:
+    if buf[pos] == 0:
+        return pos + 1
+    return read_tagged_fields(buf, pos)[1]
 
 
 def encode_request_header(header: RequestHeader) -> bytes:
