@@ -102,7 +102,7 @@ class BatchHeader(NamedTuple):
 
     @classmethod
     def unpack_from(cls, buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
-        return cls._make(HEADER.unpack_from(buf, position))
+        return _new_header(cls, HEADER.unpack_from(buf, position))
 
     @property
     def size_in_bytes(self) -> int:
