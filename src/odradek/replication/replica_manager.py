@@ -32,7 +32,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from odradek.clock import Clock
@@ -339,7 +339,7 @@ class ReplicaManager:
         """Read every partition; if less than min_bytes is there, wait up to max_wait_ms for more."""
         results = self.read_from_log(requests, max_bytes, isolation_level, replica_id)
         if replica_id >= 0:
-            self._update_follower_fetch_state(replica_id, requests, results)
+            results = self._update_follower_fetch_state(replica_id, requests, results)
         if (
             max_wait_ms <= 0
             or not requests
@@ -413,13 +413,21 @@ class ReplicaManager:
 
     def _update_follower_fetch_state(
         self, replica_id: int, requests: list[FetchPartitionRequest], results: list[FetchPartitionResult]
-    ) -> None:
+    ) -> list[FetchPartitionResult]:
+        """Record each follower's fetch offset as its LEO. A broker that is not a replica of the
+        partition gets no records for it (as in Kafka), the other partitions are unaffected."""
+        updated = []
         for request, result in zip(requests, results, strict=True):
             hosted = self._partitions.get((request.topic, request.partition))
-            if hosted is None or result.error_code != ErrorCode.NONE:
-                continue
-            if hosted.update_follower_fetch_state(replica_id, request.fetch_offset):
-                self._complete_delayed(request.topic, request.partition, hw_moved=True)
+            if hosted is not None and result.error_code == ErrorCode.NONE:
+                try:
+                    if hosted.update_follower_fetch_state(replica_id, request.fetch_offset):
+                        self._complete_delayed(request.topic, request.partition, hw_moved=True)
+                except KafkaError as exc:
+                    log.warning("Ignoring the fetch position of broker %d: %s", replica_id, exc.message)
+                    result = replace(result, records=(), size=0)
+            updated.append(result)
+        return updated
 
     # -- list offsets ----------------------------------------------------------------------------
 

@@ -1,0 +1,100 @@
+"""ListOffsets handler.
+
+API: v1-v9.
+
+Behaviour, per partition (offset, timestamp, and leader_epoch in v4+):
+- timestamp -1 (LATEST): the high watermark for read_uncommitted consumers, the last stable offset
+  for read_committed ones (isolation_level, v2+), the log end offset for a broker replica
+  (replica_id >= 0); answered with the partition's current leader epoch;
+- -2 (EARLIEST) and -4 (EARLIEST_LOCAL, v8+): the log start offset;
+- -3 (MAX_TIMESTAMP, v7+): the first record carrying the largest timestamp, with that timestamp;
+- -5 (LATEST_TIERED, v9+): offset -1, as Kafka answers when nothing is in remote storage;
+- any other timestamp: the first record whose timestamp is >= it, with its timestamp.
+A lookup finding nothing below the offset the requester may read (HW / LSO, or LEO for replicas)
+answers NONE with offset -1 and timestamp -1. Errors: UNKNOWN_TOPIC_OR_PARTITION,
+NOT_LEADER_OR_FOLLOWER (replica_id -2, Kafka's debugging consumer, may ask a follower),
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current_leader_epoch (v4+) older / newer than the
+partition's, INVALID_REQUEST for a partition named twice.
+
+Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
+served. Without a leader epoch cache, answers other than LATEST carry leader_epoch -1.
+throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from odradek.replication.replica_manager import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.LIST_OFFSETS
+MIN_VERSION = 1
+MAX_VERSION = 9
+
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
+
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+
+
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    lookups = [
+        ListOffsetsPartitionRequest(t.name, p.partition_index, p.timestamp, p.current_leader_epoch)
+        for t in request.topics
+        for p in t.partitions
+        if counts[(t.name, p.partition_index)] == 1
+    ]
+    consumer = request.replica_id == CONSUMER_REPLICA_ID
+    results = ctx.broker.replica_manager.offsets_for_timestamp(
+        lookups,
+        request.isolation_level if consumer else None,
+        fetch_only_from_leader=request.replica_id != DEBUGGING_REPLICA_ID,
+    )
+    found = {(r.topic, r.partition): r for r in results}
+    return ListOffsetsResponse(
+        topics=[
+            TopicResponse(
+                name=t.name,
+                partitions=[_partition(found.get((t.name, p.partition_index)), p) for p in t.partitions],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def _partition(
+    result: ListOffsetsPartitionResult | None, requested: ListOffsetsRequest.ListOffsetsPartition
+) -> PartitionResponse:
+    if result is None:  # named twice in the request
+        return PartitionResponse(
+            partition_index=requested.partition_index, error_code=ErrorCode.INVALID_REQUEST
+        )
+    return PartitionResponse(
+        partition_index=result.partition,
+        error_code=result.error_code,
+        timestamp=result.timestamp,
+        offset=result.offset,
+        leader_epoch=result.leader_epoch,
+    )
+
+
+def error_response(request: ListOffsetsRequest, version: int, code: int) -> ListOffsetsResponse:
+    """Every partition of the request carrying `code` (offset and timestamp -1)."""
+    return ListOffsetsResponse(
+        topics=[
+            TopicResponse(
+                name=t.name,
+                partitions=[
+                    PartitionResponse(partition_index=p.partition_index, error_code=code)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )

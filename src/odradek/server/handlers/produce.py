@@ -1,0 +1,129 @@
+"""Produce handler.
+
+API: v3-v11.
+
+Behaviour: every partition's record batches are appended by the ReplicaManager as leader (validated
+first: size against max.message.bytes, magic, CRC32C, counts, timestamps; all-or-nothing per
+partition), answered per partition with the base offset, log_append_time_ms (-1 for CreateTime
+topics) and log_start_offset (v5+), or an error code (with error_message, v8+):
+- acks other than -1, 0, 1: INVALID_REQUIRED_ACKS for every partition, nothing appended;
+- a partition this broker does not host (topics are never auto-created by Produce):
+  UNKNOWN_TOPIC_OR_PARTITION;
+- an internal topic (__consumer_offsets...) written by any client but the admin client:
+  INVALID_TOPIC_EXCEPTION;
+- CORRUPT_MESSAGE (bad CRC, truncated or unknown compression), INVALID_RECORD (no batches, bad
+  counts, control batches), MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, UNSUPPORTED_FOR_MESSAGE_FORMAT
+  (magic 0/1 batches);
+- acks=-1: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas (nothing appended),
+  otherwise the answer waits (produce purgatory) until the high watermark covers the append:
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum, REQUEST_TIMED_OUT after
+  timeout_ms.
+acks=0 sends no response at all; if any partition failed, the connection is closed instead, as
+Kafka does, so the producer notices (its request had no answer to carry the error). A non-null
+transactional_id is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
+answer to a transactional write it does not authorize).
+
+Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
+RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. There
+are no transactions, so no transactional producer is ever authorized. record_errors is always
+empty: validation is per batch (batches stay opaque), never per record. current_leader and
+node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
+led here. throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.produce import ProduceRequest, ProduceResponse
+from odradek.replication.replica_manager import PartitionResponse, TopicPartition
+from odradek.server.context import RequestContext
+from odradek.server.network import CloseConnection
+
+API_KEY = ApiKey.PRODUCE
+MIN_VERSION = 3
+MAX_VERSION = 11
+
+ADMIN_CLIENT_ID = "__admin_client"  # the only client Kafka lets write internal topics
+VALID_ACKS = (-1, 0, 1)
+
+PartitionResult = ProduceResponse.PartitionProduceResponse
+
+
+async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    if request.transactional_id is not None:
+        raise KafkaError(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported by this broker"
+        )
+    if request.acks not in VALID_ACKS:
+        raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks} is not -1, 0 or 1")
+    responses, entries = _check_topics(ctx, request)
+    if entries:
+        appended = await ctx.broker.replica_manager.append_records(entries, request.acks, request.timeout_ms)
+        responses.update(appended)
+    if request.acks == 0:
+        failed = [key for key, response in responses.items() if response.error_code != ErrorCode.NONE]
+        if failed:
+            raise CloseConnection(f"acks=0 produce failed for {failed[0][0]}-{failed[0][1]}")
+        return None
+    return _response(request, responses)
+
+
+def _check_topics(
+    ctx: RequestContext, request: ProduceRequest
+) -> tuple[dict[TopicPartition, PartitionResponse], dict[TopicPartition, memoryview]]:
+    """Refuse internal topics for ordinary clients; collect the rest as (topic, partition) -> records."""
+    responses: dict[TopicPartition, PartitionResponse] = {}
+    entries: dict[TopicPartition, memoryview] = {}
+    admin = ctx.header.client_id == ADMIN_CLIENT_ID
+    for topic in request.topic_data:
+        known = ctx.broker.metadata.topic(topic.name)
+        refused = known is not None and known.is_internal and not admin
+        for data in topic.partition_data:
+            key = (topic.name, data.index)
+            if refused:
+                message = f"Cannot append to internal topic {topic.name}"
+                responses[key] = PartitionResponse(ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=message)
+            else:
+                entries[key] = memoryview(data.records if data.records is not None else b"")
+    return responses, entries
+
+
+def _response(request: ProduceRequest, responses: dict[TopicPartition, PartitionResponse]) -> ProduceResponse:
+    by_topic: dict[str, list[PartitionResult]] = {}
+    for (topic, index), response in responses.items():
+        by_topic.setdefault(topic, []).append(
+            PartitionResult(
+                index=index,
+                error_code=response.error_code,
+                base_offset=response.base_offset,
+                log_append_time_ms=response.log_append_time,
+                log_start_offset=response.log_start_offset,
+                error_message=response.error_message,
+            )
+        )
+    order = {topic.name: position for position, topic in enumerate(request.topic_data)}
+    return ProduceResponse(
+        responses=[
+            ProduceResponse.TopicProduceResponse(name=name, partition_responses=partitions)
+            for name, partitions in sorted(by_topic.items(), key=lambda item: order[item[0]])
+        ]
+    )
+
+
+def error_response(request: ProduceRequest, version: int, code: int) -> ProduceResponse:
+    """Every partition of the request answers `code`; with acks=0 the connection closes instead."""
+    if request.acks == 0:
+        raise CloseConnection(f"acks=0 produce failed with {ErrorCode(code).name}")
+    return ProduceResponse(
+        responses=[
+            ProduceResponse.TopicProduceResponse(
+                name=topic.name,
+                partition_responses=[
+                    PartitionResult(index=data.index, error_code=code, base_offset=-1)
+                    for data in topic.partition_data
+                ],
+            )
+            for topic in request.topic_data
+        ]
+    )
