@@ -151,14 +151,21 @@ class KafkaClient:
     def metadata(
         self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
     ) -> ClusterMetadata:
-        """Fresh metadata for `topics` (every topic when None)."""
+        """Fresh metadata for `topics` (every topic when None); merged into the cached metadata."""
         request = MetadataRequest(
             topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=allow_auto_topic_creation,
         )
         response = self._request_any(ApiKey.METADATA, request)
         cluster = _cluster_from(response)
-        self._cluster = cluster
+        old = self._cluster
+        if topics is None or old is None:
+            self._cluster = cluster
+        else:
+            kept = {t: p for t, p in old.topics.items() if t not in topics}
+            self._cluster = ClusterMetadata(
+                cluster.brokers, {**kept, **cluster.topics}, cluster.topic_errors, cluster.internal_topics
+            )
         return cluster
 
     def partition_count(self, topic: str) -> int:
