@@ -28,6 +28,7 @@ from crc32c import crc32c
 
 from odradek.protocol.records.batch import (
     ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
@@ -45,7 +46,6 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 READ_CHUNK = 8 * 1024
 RECOVERY_CHUNK = 1024 * 1024
-CURRENT_MAGIC = 2
 
 
 def file_name(base_offset: int, suffix: str) -> str:
