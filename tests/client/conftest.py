@@ -1,4 +1,7 @@
-"""Fixtures of the client tests: one broker process for the session (or ODRADEK_CLIENT_BOOTSTRAP)."""
+"""Fixtures of the client tests: one broker process for the session (or ODRADEK_CLIENT_BOOTSTRAP).
+
+The broker checks retention every 200 ms, so tests can make records disappear with topic configs.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield external
         return
     root = tmp_path_factory.mktemp("client-broker")
-    broker = BrokerProcess(root / "data", output_path=root / "broker.out")
+    broker = BrokerProcess(
+        root / "data", output_path=root / "broker.out", overrides={"log.retention.check.interval.ms": 200}
+    )
     broker.start()
     try:
         yield broker.bootstrap
@@ -35,9 +40,9 @@ def client(bootstrap: str) -> Iterator[KafkaClient]:
 
 @pytest.fixture
 def make_topic(client: KafkaClient, request: pytest.FixtureRequest) -> Callable[..., str]:
-    def factory(partitions: int = 1) -> str:
+    def factory(partitions: int = 1, configs: dict[str, str] | None = None) -> str:
         name = topic_name(request.node.name)
-        client.create_topics({name: partitions})
+        client.create_topics({name: partitions}, configs=configs)
         return name
 
     return factory

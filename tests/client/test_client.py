@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer as CkProducer
 
@@ -39,20 +41,28 @@ def test_create_produce_fetch_list_offsets(client: KafkaClient, make_topic) -> N
     assert chunks[0].headers[0] == (("h", None),)
 
 
-def test_read_range_reports_deleted_records(client: KafkaClient, make_topic) -> None:
-    topic = make_topic(1)
+def test_read_range_reports_records_removed_by_retention(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(1, configs={"segment.bytes": "1024", "retention.bytes": "1"})
     tp = TopicPartition(topic, 0)
     producer = Producer(client)
-    for i in range(10):
-        producer.send(topic, b"%d" % i, partition=0)
-    producer.flush()
-    assert client.delete_records({tp: 6}) == {tp: 6}
+    for i in range(12):
+        producer.send(topic, b"%03d" % i + b"." * 300, partition=0)
+        producer.flush()
+    log_start = _wait_for_log_start(client, tp)
     losses: list[str] = []
-    offsets = [o for c in read_range(client, tp, 2, 10, on_data_loss=losses.append) for o in c.offsets]
-    assert offsets == [6, 7, 8, 9]
-    assert losses == [f"offsets [2, 6) of {tp} were deleted (log start offset is 6)"]
+    offsets = [o for c in read_range(client, tp, 0, 12, on_data_loss=losses.append) for o in c.offsets]
+    assert offsets == list(range(log_start, 12))
+    assert losses == [f"offsets [0, {log_start}) of {tp} were deleted (log start offset is {log_start})"]
     with pytest.raises(RuntimeError, match="beyond its high watermark"):
         list(read_range(client, tp, 50, 60, on_data_loss=_raise))
+
+
+def _wait_for_log_start(client: KafkaClient, tp: TopicPartition) -> int:
+    deadline = time.monotonic() + 30
+    while (log_start := client.list_offsets({tp: EARLIEST})[tp]) == 0:
+        assert time.monotonic() < deadline, "retention never advanced the log start offset"
+        time.sleep(0.1)
+    return log_start
 
 
 def _raise(message: str) -> None:

@@ -3,7 +3,8 @@
 - `spark`: a real local SparkSession on master `local[2,4]` (2 task threads, a task may fail up to 4
   times, so injected task failures are retried), shared by every test to keep JVM start-ups and
   Spark jobs few. The `odradek` data source is registered on it.
-- `bootstrap`: a real `odradek serve` (BrokerProcess) on a free port; setting
+- `bootstrap`: a real `odradek serve` (BrokerProcess) on a free port, checking retention every
+  200 ms so tests can make records disappear through topic configs; setting
   ODRADEK_SPARK_BOOTSTRAP=host:port points the tests at an already running broker instead.
 - `client`: a blocking odradek client on that broker; `make_topic(partitions)` creates a fresh topic.
 
@@ -39,7 +40,9 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield external
         return
     root = tmp_path_factory.mktemp("spark-broker")
-    broker = BrokerProcess(root / "data", output_path=root / "broker.out")
+    broker = BrokerProcess(
+        root / "data", output_path=root / "broker.out", overrides={"log.retention.check.interval.ms": 200}
+    )
     broker.start()
     try:
         yield broker.bootstrap
@@ -86,9 +89,9 @@ def client(bootstrap: str) -> Iterator[KafkaClient]:
 
 @pytest.fixture
 def make_topic(client: KafkaClient, request: pytest.FixtureRequest) -> Callable[..., str]:
-    def factory(partitions: int = 1, hint: str | None = None) -> str:
+    def factory(partitions: int = 1, hint: str | None = None, configs: dict[str, str] | None = None) -> str:
         name = topic_name(hint or request.node.name)
-        client.create_topics({name: partitions})
+        client.create_topics({name: partitions}, configs=configs)
         return name
 
     return factory

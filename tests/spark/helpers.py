@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 
+from odradek.client import KafkaClient, TopicPartition
+
+RETAIN_LITTLE = {"segment.bytes": "1024", "retention.bytes": "1"}
+"""Topic configs under which retention soon deletes every segment but the active one."""
+
 
 @dataclass(frozen=True, slots=True)
 class Produced:
@@ -101,3 +106,9 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.2)
+
+
+def wait_for_log_start(client: KafkaClient, tp: TopicPartition) -> int:
+    """Wait until retention moved the log start offset of `tp` past 0; return it."""
+    wait_until(lambda: client.list_offsets({tp: -2})[tp] > 0, 30, f"retention on {tp}")
+    return client.list_offsets({tp: -2})[tp]

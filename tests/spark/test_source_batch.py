@@ -10,9 +10,9 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
-from odradek.client import KafkaClient, TopicPartition
+from odradek.client import TopicPartition
 from odradek.spark.schema import spark_schema
-from tests.spark.helpers import produce
+from tests.spark.helpers import RETAIN_LITTLE, produce, wait_for_log_start
 
 BASE_TS = 1_700_000_000_000
 SPARK_KAFKA_DDL = (
@@ -120,19 +120,22 @@ def test_starting_offsets_beyond_the_end(spark, bootstrap, make_topic) -> None:
     assert _read(spark, bootstrap, failOnDataLoss="false", **options).collect() == []
 
 
-def test_deleted_records_are_data_loss(spark, bootstrap, make_topic) -> None:
-    topic, _ = _three_partition_topic(make_topic, bootstrap)
-    with KafkaClient(bootstrap) as client:
-        assert client.delete_records({TopicPartition(topic, 0): 4}) == {TopicPartition(topic, 0): 4}
+def test_records_removed_by_retention_are_data_loss(spark, bootstrap, make_topic, client) -> None:
+    topic = make_topic(1, configs=RETAIN_LITTLE)
+    for i in range(12):
+        produce(bootstrap, topic, [(0, None, b"%03d" % i + b"." * 300)])
+    log_start = wait_for_log_start(client, TopicPartition(topic, 0))
     options = {
         "assign": json.dumps({topic: [0]}),
         "startingOffsets": json.dumps({topic: {"0": 0}}),
-        "endingOffsets": json.dumps({topic: {"0": 10}}),
+        "endingOffsets": json.dumps({topic: {"0": 12}}),
     }
-    with pytest.raises((PySparkException, Py4JJavaError), match=r"offsets \[0, 4\) of .* were deleted"):
+    with pytest.raises(
+        (PySparkException, Py4JJavaError), match=rf"offsets \[0, {log_start}\) of .* were deleted"
+    ):
         _read(spark, bootstrap, **options).collect()
     lenient = _read(spark, bootstrap, failOnDataLoss="false", **options)
-    assert sorted(r.offset for r in lenient.select("offset").collect()) == list(range(4, 10))
+    assert sorted(r.offset for r in lenient.select("offset").collect()) == list(range(log_start, 12))
 
 
 def test_partial_offsets_json_is_refused(spark, bootstrap, make_topic) -> None:
