@@ -310,3 +310,15 @@ def test_enospc_rolls_the_write_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert os.path.getsize(log.active_segment.path(".log")) == size_before
     assert log.append_as_leader(batch(), 0).first_offset == 2
     assert [r.offset for r in read_records(log.read(0, 1 << 20))] == [0, 1, 2]
+
+
+def test_offset_for_timestamp_skips_records_below_the_log_start_offset(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(build_batch([SimpleRecord(b"v", timestamp=ts) for ts in (100, 50, 50)]), 0)
+    log.append_as_leader(build_batch([SimpleRecord(b"v", timestamp=200)]), 0)
+    log.close()
+    reopened = Log(tmp_path / "topic-0", LogConfig(), ManualClock(), 4, log_start_offset=1, clean_shutdown=True)
+    assert reopened.log_start_offset == 1
+    found = reopened.offset_for_timestamp(80)
+    assert (found.offset, found.timestamp) == (3, 200)
+    assert reopened.offset_for_timestamp(201) is None

@@ -41,7 +41,6 @@ from odradek.clock import Clock
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import (
     NO_TIMESTAMP,
-    BatchHeader,
     ValidatedRecords,
     assign_offsets,
     check_create_timestamps,
@@ -283,13 +282,11 @@ class Log:
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The first record at or after the log start offset with a timestamp >= `timestamp`."""
         start = self.log_start_offset
-        for segment in self.segments:
-            if segment.next_offset <= start or segment.max_timestamp < timestamp:
-                continue
-            found = segment.find_timestamp(timestamp, start)
-            if found is not None:
-                return self._record_at_timestamp(segment, found, lambda t, o: t >= timestamp and o >= start)
-        return None
+        return self._first_record(
+            [s for s in self.segments if s.next_offset > start and s.max_timestamp >= timestamp],
+            timestamp,
+            lambda record_timestamp, offset: record_timestamp >= timestamp and offset >= start,
+        )
 
     def earliest_offset(self) -> TimestampAndOffset:
         """ListOffsets -2 (EARLIEST)."""
@@ -305,22 +302,25 @@ class Log:
         candidates = [s for s in self.segments if s.next_offset > start and s.max_timestamp >= 0]
         if not candidates:
             return None
-        best = max(candidates, key=lambda segment: segment.max_timestamp)
-        found = best.find_timestamp(best.max_timestamp, start)
-        if found is None:
-            return None
-        target = best.max_timestamp
-        return self._record_at_timestamp(best, found, lambda t, o: t == target and o >= start)
+        target = max(segment.max_timestamp for segment in candidates)
+        return self._first_record(
+            [s for s in candidates if s.max_timestamp == target],
+            target,
+            lambda record_timestamp, offset: record_timestamp == target and offset >= start,
+        )
 
-    def _record_at_timestamp(
-        self, segment: LogSegment, found: tuple[int, BatchHeader], wanted: Callable[[int, int], bool]
-    ) -> TimestampAndOffset:
-        position, header = found
-        columns = decode_batch_into(segment.read_batch(position, header), 0, header, RecordColumns())
-        for timestamp, offset in zip(columns.timestamps, columns.offsets, strict=True):
-            if wanted(timestamp, offset):
-                return TimestampAndOffset(timestamp, offset)
-        return TimestampAndOffset(header.max_timestamp, max(header.base_offset, self.log_start_offset))
+    def _first_record(
+        self, segments: list[LogSegment], timestamp: int, wanted: Callable[[int, int], bool]
+    ) -> TimestampAndOffset | None:
+        """The first record `wanted` in the batches of `segments` whose maxTimestamp >= `timestamp`
+        (those batches are decoded: this serves ListOffsets, not the fetch path)."""
+        for segment in segments:
+            for position, header in segment.batches_reaching(timestamp, self.log_start_offset):
+                columns = decode_batch_into(segment.read_batch(position, header), 0, header, RecordColumns())
+                for record_timestamp, offset in zip(columns.timestamps, columns.offsets, strict=True):
+                    if wanted(record_timestamp, offset):
+                        return TimestampAndOffset(record_timestamp, offset)
+        return None
 
     # -- flush ---------------------------------------------------------------------------------
 

@@ -304,16 +304,14 @@ class LogSegment:
             boundary = position + header.batch_length + LOG_OVERHEAD
         return boundary
 
-    def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, BatchHeader] | None:
-        """(position, header) of the first batch with maxTimestamp >= `timestamp` and an offset at or
-        past `min_offset`, else None."""
+    def batches_reaching(self, timestamp: int, min_offset: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch with maxTimestamp >= `timestamp` holding offsets at or
+        past `min_offset`, starting where the time index says such batches can begin."""
         start_offset = max(self.time_index.lookup(timestamp), min_offset)
         _, position = self.offset_index.lookup(start_offset)
         for found in iter_file_batches(self.fd, position, self.size):
-            header = found[1]
-            if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
-                return found
-        return None
+            if found[1].max_timestamp >= timestamp and found[1].last_offset >= min_offset:
+                yield found
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return os.pread(self.fd, header.batch_length + LOG_OVERHEAD, position)
