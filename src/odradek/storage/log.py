@@ -108,7 +108,8 @@ class Log:
         self.topic, self.partition = parse_dir_name(self.dir.name)
         self.config = config
         self._clock = clock
-        self._reaper = reaper if reaper is not None else FdReaper()
+        self._owns_reaper = reaper is None
+        self._reaper = FdReaper() if reaper is None else reaper
         self._lock = threading.RLock()
         self.dir.mkdir(parents=True, exist_ok=True)
         now = clock.time_ms()
@@ -361,6 +362,7 @@ class Log:
                     break
                 excess -= segment.size
                 deletable += 1
+            self._reaper.reap(now_ms)
             if deletable:
                 self._delete_segments(self._segments[:deletable], now_ms)
                 self._set_segments(self._segments[deletable:])
@@ -418,6 +420,8 @@ class Log:
             for segment in self._segments:
                 segment.close()
             self._set_segments([])
+            if self._owns_reaper:
+                self._reaper.close_all()
 
     def rename_dir(self, directory: Path) -> None:
         """Move the partition directory (open fds are unaffected)."""
