@@ -198,5 +198,5 @@ def _fields(config: LogConfig) -> dict[str, object]:
     return {name: getattr(config, name) for name in config.__dataclass_fields__}
 
 
-TestLogOracle = LogOracle.TestCase
+TestLogOracle = pytest.mark.slow(LogOracle.TestCase)
 TestLogOracle.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
