@@ -317,7 +317,9 @@ def test_offset_for_timestamp_skips_records_below_the_log_start_offset(tmp_path:
     log.append_as_leader(build_batch([SimpleRecord(b"v", timestamp=ts) for ts in (100, 50, 50)]), 0)
     log.append_as_leader(build_batch([SimpleRecord(b"v", timestamp=200)]), 0)
     log.close()
-    reopened = Log(tmp_path / "topic-0", LogConfig(), ManualClock(), 4, log_start_offset=1, clean_shutdown=True)
+    reopened = Log(
+        tmp_path / "topic-0", LogConfig(), ManualClock(), 4, log_start_offset=1, clean_shutdown=True
+    )
     assert reopened.log_start_offset == 1
     found = reopened.offset_for_timestamp(80)
     assert (found.offset, found.timestamp) == (3, 200)
