@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -73,7 +74,7 @@ class LogConfig:
     @classmethod
     def from_topic_configs(cls, configs: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:
         """`defaults` with the Kafka-named overrides in `configs` applied; unknown names are refused."""
-        changes = {}
+        changes: dict[str, Any] = {}
         for key, raw in configs.items():
             parser = _PARSERS.get(key)
             if parser is None:

@@ -58,14 +58,14 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview)
     if codec == CompressionType.NONE:
         return bytes(data)
     if codec == CompressionType.GZIP:
-        packer = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
-        return packer.compress(data) + packer.flush()
+        deflater = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+        return deflater.compress(data) + deflater.flush()
     if codec == CompressionType.SNAPPY:
         return _xerial_compress(data)
     if codec == CompressionType.LZ4:
-        packer = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-        packer.compress(bytes(data))
-        return bytes(packer.finish())
+        framer = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        framer.compress(bytes(data))
+        return bytes(framer.finish())
     if codec == CompressionType.ZSTD:
         return bytes(cramjam.zstd.compress(bytes(data)))
     raise CorruptRecordError(f"unknown compression id {int(codec)}")
