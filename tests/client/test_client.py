@@ -58,11 +58,14 @@ def test_read_range_reports_records_removed_by_retention(client: KafkaClient, ma
 
 
 def _wait_for_log_start(client: KafkaClient, tp: TopicPartition) -> int:
+    """The log start offset once retention moved it past 0 and left it there."""
     deadline = time.monotonic() + 30
-    while (log_start := client.list_offsets({tp: EARLIEST})[tp]) == 0:
+    seen = [0]
+    while len(seen) < 3 or seen[-1] == 0 or seen[-1] != seen[-3]:
         assert time.monotonic() < deadline, "retention never advanced the log start offset"
-        time.sleep(0.1)
-    return log_start
+        time.sleep(0.2)
+        seen.append(client.list_offsets({tp: EARLIEST})[tp])
+    return seen[-1]
 
 
 def _raise(message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ def produce(
     delivered: list[Produced] = []
     errors: list[object] = []
 
-    def on_delivery(err: object, msg: object) -> None:
+    def on_delivery(sent_headers: tuple, err: object, msg: object) -> None:
         if err is not None:
             errors.append(err)
             return
@@ -50,18 +51,20 @@ def produce(
                 msg.offset(),  # type: ignore[attr-defined]
                 msg.key(),  # type: ignore[attr-defined]
                 msg.value(),  # type: ignore[attr-defined]
-                tuple(msg.headers() or ()),  # type: ignore[attr-defined]
+                sent_headers,
                 msg.timestamp()[1],  # type: ignore[attr-defined]
             )
         )
 
     for i, (partition, key, value) in enumerate(records):
         extra: dict[str, object] = {}
-        if headers is not None:
-            extra["headers"] = headers(i)
+        record_headers = tuple(headers(i)) if headers is not None else ()
+        if record_headers:
+            extra["headers"] = list(record_headers)
         if timestamp_ms is not None:
             extra["timestamp"] = timestamp_ms(i)
-        producer.produce(topic, value=value, key=key, partition=partition, on_delivery=on_delivery, **extra)
+        callback = functools.partial(on_delivery, record_headers)
+        producer.produce(topic, value=value, key=key, partition=partition, on_delivery=callback, **extra)
         producer.poll(0)
     assert producer.flush(30) == 0
     assert not errors, errors
@@ -109,6 +112,12 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0, what: str
 
 
 def wait_for_log_start(client: KafkaClient, tp: TopicPartition) -> int:
-    """Wait until retention moved the log start offset of `tp` past 0; return it."""
-    wait_until(lambda: client.list_offsets({tp: -2})[tp] > 0, 30, f"retention on {tp}")
-    return client.list_offsets({tp: -2})[tp]
+    """Wait until retention moved the log start offset of `tp` past 0 and left it there; return it."""
+    seen: list[int] = []
+
+    def settled() -> bool:
+        seen.append(client.list_offsets({tp: -2})[tp])
+        return len(seen) >= 3 and seen[-1] > 0 and seen[-1] == seen[-3]
+
+    wait_until(settled, 30, f"retention on {tp}")
+    return seen[-1]
