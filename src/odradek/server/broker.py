@@ -83,6 +83,8 @@ class Broker:
     async def start(self) -> None:
         """Lock and load the log dirs, elect this broker, start the components, then accept."""
         config = self.config
+        if config.zookeeper_connect is not None:
+            log.warning("zookeeper.connect is set, but only single-node local metadata exists: ignoring it")
         self.metadata.load()
         topic_configs = {name: config.log_config(t.configs) for name, t in self.metadata.topics().items()}
         self.log_manager = LogManager(config.log_dirs, config.log_config(), self.clock, topic_configs)
