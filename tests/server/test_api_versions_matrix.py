@@ -1,0 +1,127 @@
+"""Every version of every admin API this module serves answers a well-formed request."""
+
+from __future__ import annotations
+
+import pytest
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.alter_configs import AlterConfigsRequest
+from odradek.protocol.messages.api_versions import ApiVersionsRequest
+from odradek.protocol.messages.create_partitions import CreatePartitionsRequest
+from odradek.protocol.messages.create_topics import CreateTopicsRequest
+from odradek.protocol.messages.delete_topics import DeleteTopicsRequest
+from odradek.protocol.messages.describe_cluster import DescribeClusterRequest
+from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
+from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from odradek.protocol.messages.metadata import MetadataRequest
+from tests.conftest import topic_name
+
+
+def topic_for(client, version: int) -> str:
+    name = topic_name(f"v{version}")
+    topic = CreateTopicsRequest.CreatableTopic(name=name, num_partitions=2, replication_factor=1)
+    (result,) = client.call(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=[topic])).topics
+    assert result.error_code == ErrorCode.NONE
+    return name
+
+
+def errors_of(response) -> list[int]:
+    """Every error_code in a response, top level and nested."""
+    codes = []
+    stack = [response]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif hasattr(item, "__dataclass_fields__"):
+            codes.extend([item.error_code] if hasattr(item, "error_code") else [])
+            stack.extend(getattr(item, f) for f in item.__dataclass_fields__)
+    return codes
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_api_versions(connect, version):
+    request = ApiVersionsRequest(client_software_name="matrix", client_software_version="1")
+    assert errors_of(connect().call(ApiKey.API_VERSIONS, version, request)) == [0]
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+def test_metadata(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)])
+    response = client.call(ApiKey.METADATA, version, request)
+    assert [len(t.partitions) for t in response.topics] == [2]
+    assert set(errors_of(response)) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 8))
+def test_create_topics(connect, version):
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=topic_name(f"c{version}"), num_partitions=1, replication_factor=1
+    )
+    response = connect().call(ApiKey.CREATE_TOPICS, version, CreateTopicsRequest(topics=[topic]))
+    assert set(errors_of(response)) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 7))
+def test_delete_topics(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+    state = DeleteTopicsRequest.DeleteTopicState
+    request = DeleteTopicsRequest(topic_names=[name], topics=[state(name=name)])
+    assert set(errors_of(client.call(ApiKey.DELETE_TOPICS, version, request))) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_create_partitions(connect, version):
+    client = connect()
+    grow = CreatePartitionsRequest.CreatePartitionsTopic(name=topic_for(client, version), count=3)
+    response = client.call(ApiKey.CREATE_PARTITIONS, version, CreatePartitionsRequest(topics=[grow]))
+    assert set(errors_of(response)) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_describe_configs(connect, version):
+    client = connect()
+    resource = DescribeConfigsRequest.DescribeConfigsResource
+    request = DescribeConfigsRequest(
+        resources=[resource(resource_type=2, resource_name=topic_for(client, version)),
+                   resource(resource_type=4, resource_name="0")],
+        include_synonyms=True,
+        include_documentation=True,
+    )  # fmt: skip
+    response = client.call(ApiKey.DESCRIBE_CONFIGS, version, request)
+    assert set(errors_of(response)) == {0}
+    assert all(result.configs for result in response.results)
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_alter_configs(connect, version):
+    client = connect()
+    config = AlterConfigsRequest.AlterableConfig(name="retention.ms", value="12345")
+    resource = AlterConfigsRequest.AlterConfigsResource(
+        resource_type=2, resource_name=topic_for(client, version), configs=[config]
+    )
+    response = client.call(ApiKey.ALTER_CONFIGS, version, AlterConfigsRequest(resources=[resource]))
+    assert set(errors_of(response)) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_incremental_alter_configs(connect, version):
+    client = connect()
+    config = IncrementalAlterConfigsRequest.AlterableConfig(
+        name="retention.ms", config_operation=0, value="1"
+    )
+    resource = IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=2, resource_name=topic_for(client, version), configs=[config]
+    )
+    request = IncrementalAlterConfigsRequest(resources=[resource])
+    assert set(errors_of(client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, request))) == {0}
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_describe_cluster(connect, version):
+    response = connect().call(ApiKey.DESCRIBE_CLUSTER, version, DescribeClusterRequest())
+    assert set(errors_of(response)) == {0} and response.brokers
