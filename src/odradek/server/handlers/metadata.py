@@ -80,7 +80,8 @@ def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> list[Top
     metadata = ctx.broker.metadata
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     if all_topics:
-        return sorted(metadata.topics().values(), key=lambda t: t.name)
+        topics = metadata.topics()
+        return [topics[name] for name in sorted(topics)]
     allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
     result: list[TopicMetadata | Topic] = []
     for wanted in request.topics or []:
