@@ -17,6 +17,9 @@ Owns the broker's life cycle.
   already received, stop the coordinator and the ReplicaManager (final high watermark checkpoint),
   stop the periodic tasks, then LogManager.shutdown (flush, checkpoints, clean shutdown marker).
 
+Deliberate deviations: only the first entry of `listeners` (and of `advertised.listeners`) is served;
+`zookeeper.connect` is ignored with a warning (the metadata is always the local single-node backend).
+
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`, `metadata`,
 `log_manager`, `replica_manager`, `group_coordinator`, `cluster_id`, `advertised_endpoint()`, and
 `auto_create_topic()` (Kafka's auto topic creation).
@@ -85,6 +88,8 @@ class Broker:
         config = self.config
         if config.zookeeper_connect is not None:
             log.warning("zookeeper.connect is set, but only single-node local metadata exists: ignoring it")
+        if len(config.listeners) > 1:
+            log.warning("Only the first listener is served: %s", config.listeners[0])
         self.metadata.load()
         topic_configs = {name: config.log_config(t.configs) for name, t in self.metadata.topics().items()}
         self.log_manager = LogManager(config.log_dirs, config.log_config(), self.clock, topic_configs)
