@@ -32,6 +32,7 @@ from odradek.protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListGroupsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
@@ -391,3 +392,84 @@ def join_as_new_member_later(wire: Wire, group: str) -> _Pending:
     wire.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
     time.sleep(0.2)  # let the broker park it
     return _Pending(wire, wire.correlation_id)
+
+
+@pytest.mark.parametrize("version", range(10))
+def test_every_version_of_the_group_apis(broker, wire: Wire, unique_topic: str, version: int) -> None:
+    """A whole membership cycle with each API at `version` (capped at the API's newest)."""
+    helpers.create_topic(broker.bootstrap, unique_topic, 1)
+    group = f"group-{unique_topic}"
+    found = wire.call(ApiKey.FIND_COORDINATOR, min(version, 3), FindCoordinatorRequest(key=group))
+    assert found.error_code == 0 and found.node_id == 0
+
+    joined = join(wire, group, version=version)
+    if version >= 4:
+        assert joined.error_code == 79
+        joined = join(wire, group, joined.member_id, version=version)
+    assert joined.error_code == 0 and joined.generation_id == 1 and joined.leader == joined.member_id
+    assert joined.protocol_name == "range" and [m.member_id for m in joined.members] == [joined.member_id]
+    member = joined.member_id
+
+    sync_request = SyncGroupRequest(
+        group_id=group,
+        generation_id=1,
+        member_id=member,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=member, assignment=b"mine")],
+    )
+    synced = wire.call(ApiKey.SYNC_GROUP, min(version, 5), sync_request)
+    assert synced.error_code == 0 and synced.assignment == b"mine"
+    beat = HeartbeatRequest(group_id=group, generation_id=1, member_id=member)
+    assert wire.call(ApiKey.HEARTBEAT, min(version, 4), beat).error_code == 0
+
+    partition = OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=7)
+    commit_request = OffsetCommitRequest(
+        group_id=group if version >= 1 else f"{group}-simple",
+        generation_id_or_member_epoch=1 if version >= 1 else -1,
+        member_id=member if version >= 1 else "",
+        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=unique_topic, partitions=[partition])],
+    )
+    committed = wire.call(ApiKey.OFFSET_COMMIT, version, commit_request)
+    assert committed.topics[0].partitions[0].error_code == 0
+    fetch_group = commit_request.group_id
+    wanted = [OffsetFetchRequest.OffsetFetchRequestTopic(name=unique_topic, partition_indexes=[0])]
+    if version >= 8:
+        fetch_request = OffsetFetchRequest(
+            groups=[
+                OffsetFetchRequest.OffsetFetchRequestGroup(
+                    group_id=fetch_group,
+                    topics=[
+                        OffsetFetchRequest.OffsetFetchRequestTopics(name=unique_topic, partition_indexes=[0])
+                    ],
+                )
+            ]
+        )
+        topics = wire.call(ApiKey.OFFSET_FETCH, version, fetch_request).groups[0].topics
+    else:
+        topics = wire.call(
+            ApiKey.OFFSET_FETCH, version, OffsetFetchRequest(group_id=fetch_group, topics=wanted)
+        ).topics
+    assert [(p.partition_index, p.committed_offset) for p in topics[0].partitions] == [(0, 7)]
+
+    described = wire.call(
+        ApiKey.DESCRIBE_GROUPS, min(version, 5), DescribeGroupsRequest(groups=[group])
+    ).groups[0]
+    assert (described.group_state, described.protocol_type, described.protocol_data) == (
+        "Stable",
+        "consumer",
+        "range",
+    )
+    assert [(m.member_id, m.member_assignment) for m in described.members] == [(member, b"mine")]
+    listed = wire.call(ApiKey.LIST_GROUPS, min(version, 5), ListGroupsRequest())
+    assert (group, "consumer") in {(g.group_id, g.protocol_type) for g in listed.groups}
+
+    if version >= 3:
+        leave = LeaveGroupRequest(
+            group_id=group, members=[LeaveGroupRequest.MemberIdentity(member_id=member)]
+        )
+    else:
+        leave = LeaveGroupRequest(group_id=group, member_id=member)
+    assert wire.call(ApiKey.LEAVE_GROUP, min(version, 5), leave).error_code == 0
+    deleted = wire.call(ApiKey.DELETE_GROUPS, min(version, 2), DeleteGroupsRequest(groups_names=[group]))
+    assert deleted.results[0].error_code == 0
