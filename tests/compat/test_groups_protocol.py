@@ -169,13 +169,13 @@ def test_find_coordinator_single_and_batched(broker, wire: Wire) -> None:
     host, port = broker.bootstrap.rsplit(":", 1)
     single = wire.call(ApiKey.FIND_COORDINATOR, 0, FindCoordinatorRequest(key="any-group"))
     assert (single.error_code, single.node_id, single.host, single.port) == (0, 0, host, int(port))
-    batched = wire.call(
-        ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"])
-    )
-    assert [(c.key, c.error_code, c.node_id, c.port) for c in batched.coordinators] == [
-        ("a", 0, 0, int(port)),
-        ("b", 0, 0, int(port)),
-    ]
+    for version in (4, 5):
+        request = FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"])
+        batched = wire.call(ApiKey.FIND_COORDINATOR, version, request)
+        assert [(c.key, c.error_code, c.node_id, c.port) for c in batched.coordinators] == [
+            ("a", 0, 0, int(port)),
+            ("b", 0, 0, int(port)),
+        ]
     bad_type = wire.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="x", key_type=7))
     assert bad_type.error_code == 42  # INVALID_REQUEST
 
