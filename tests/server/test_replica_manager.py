@@ -360,3 +360,30 @@ def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
         assert h.rm.partition("kept", 0).high_watermark == 4  # single replica: the ISR is {self}
 
     run(second_run, tmp_path)
+
+
+def test_high_watermark_checkpoint_is_written_periodically(tmp_path: Path) -> None:
+    async def main() -> None:
+        harness = Harness(tmp_path)
+        periodic = ReplicaManager(
+            0,
+            harness.log_manager,
+            harness.metadata,
+            harness.clock,
+            log_dirs=[tmp_path],
+            checkpoint_interval_ms=10,
+        )
+        periodic.start()
+        harness.metadata.create_topic("ticking", 1, 1, {})
+        await periodic.append_records({("ticking", 0): batch(3)}, 1, 1000)
+        path = tmp_path / REPLICATION_OFFSET_CHECKPOINT
+        for _ in range(500):  # the first write lands after 10 ms of loop time; allow a slow machine
+            if read_checkpoint(path).get(("ticking", 0)) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert read_checkpoint(path)[("ticking", 0)] == 3
+        await periodic.shutdown()
+        await harness.rm.shutdown()
+        harness.log_manager.shutdown()
+
+    asyncio.run(main())

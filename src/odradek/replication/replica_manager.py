@@ -140,6 +140,7 @@ class ReplicaManager:
         self._topic_names: dict[uuid.UUID, str] = {}
         self._checkpointed_hws: dict[TopicPartition, int] = {}
         self._checkpoint_task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -157,21 +158,24 @@ class ReplicaManager:
             )
 
     async def shutdown(self) -> None:
-        """Stop the periodic checkpoint, then write the final one."""
+        """Stop the periodic checkpoint (letting a write in progress finish), then write the final one."""
+        self._stopping.set()
         if self._checkpoint_task is not None:
-            self._checkpoint_task.cancel()
-            await asyncio.gather(self._checkpoint_task, return_exceptions=True)
+            await self._checkpoint_task
             self._checkpoint_task = None
         self.checkpoint_high_watermarks()
 
     async def _checkpoint_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(self._checkpoint_interval_ms / 1000)
-            snapshot = self._high_watermarks_by_dir()
+        interval_s = self._checkpoint_interval_ms / 1000
+        while not self._stopping.is_set():
             try:
-                await asyncio.to_thread(_write_checkpoints, snapshot)
-            except OSError:
-                log.exception("Writing the high watermark checkpoint failed")
+                await asyncio.wait_for(self._stopping.wait(), interval_s)
+            except TimeoutError:
+                snapshot = self._high_watermarks_by_dir()
+                try:
+                    await asyncio.to_thread(_write_checkpoints, snapshot)
+                except OSError:
+                    log.exception("Writing the high watermark checkpoint failed")
 
     def checkpoint_high_watermarks(self) -> None:
         """Write `replication-offset-checkpoint` in every log dir (partitions whose log lives there)."""
