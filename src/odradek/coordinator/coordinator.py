@@ -246,7 +246,8 @@ class GroupCoordinator:
             lambda group, ticket, now: classic.heartbeat(group, args, ticket, now, self.config),
             int,
         )
-        return int(result)  # type: ignore[call-overload]
+        assert isinstance(result, int)
+        return result
 
     async def leave_group(self, group_id: str, members: tuple[LeavingMember, ...]) -> LeaveResult:
         result = await self._submit(
@@ -305,7 +306,7 @@ class GroupCoordinator:
     def list_groups(self) -> tuple[int, list[GroupListing]]:
         """Every group of every loaded shard; COORDINATOR_LOAD_IN_PROGRESS while any shard loads."""
         error = ErrorCode.NONE
-        listings = []
+        listings: list[GroupListing] = []
         for shard in self._shards.values():
             if shard.state is ShardState.LOADING:
                 error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -318,7 +319,8 @@ class GroupCoordinator:
             lambda group, ticket, now: classic.delete_group(group, ticket, now),
             int,
         )
-        return int(result)  # type: ignore[call-overload]
+        assert isinstance(result, int)
+        return result
 
     # -- routing ----------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ _GROUP_TIMER = 0
 _EXPIRATION = (1, "")
 
 # What an append error means to a coordinator client (Kafka's mapping).
-_APPEND_ERRORS = {
+_APPEND_ERRORS: dict[int, ErrorCode] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -17,6 +17,8 @@ checked: classic groups do not validate them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from odradek.coordinator.group import CommittedOffset, TopicPartition
 from odradek.protocol.api_keys import ApiKey
@@ -33,6 +35,9 @@ FIRST_TOP_LEVEL_ERROR_VERSION = 2
 
 Requested = list[tuple[str, list[int]]] | None
 Fetched = dict[str, list[tuple[int, CommittedOffset | None, int]]]
+P = TypeVar(
+    "P", OffsetFetchResponse.OffsetFetchResponsePartition, OffsetFetchResponse.OffsetFetchResponsePartitions
+)
 
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -53,7 +58,7 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
     return _single_group_response(error, fetched, version)
 
 
-def _requested(topics: list | None) -> Requested:  # type: ignore[type-arg]
+def _requested(topics: Sequence[Any] | None) -> Requested:
     if topics is None:
         return None
     return [(t.name, list(t.partition_indexes)) for t in topics]
@@ -72,23 +77,21 @@ async def _fetch(ctx: RequestContext, group_id: str, requested: Requested) -> tu
     return error, fetched
 
 
-def _partition_fields(index: int, committed: CommittedOffset | None, error: int) -> dict[str, object]:
-    return {
-        "partition_index": index,
-        "committed_offset": committed.offset if committed is not None else -1,
-        "committed_leader_epoch": committed.leader_epoch if committed is not None else -1,
-        "metadata": committed.metadata if committed is not None else "",
-        "error_code": error,
-    }
+def _partition(cls: type[P], index: int, committed: CommittedOffset | None, error: int) -> P:
+    return cls(
+        partition_index=index,
+        committed_offset=committed.offset if committed is not None else -1,
+        committed_leader_epoch=committed.leader_epoch if committed is not None else -1,
+        metadata=committed.metadata if committed is not None else "",
+        error_code=error,
+    )
 
 
 def _batch_topics(fetched: Fetched) -> list[OffsetFetchResponse.OffsetFetchResponseTopics]:
     return [
         OffsetFetchResponse.OffsetFetchResponseTopics(
             name=name,
-            partitions=[
-                OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(*p)) for p in parts
-            ],
+            partitions=[_partition(OffsetFetchResponse.OffsetFetchResponsePartitions, *p) for p in parts],
         )
         for name, parts in fetched.items()
     ]
@@ -101,9 +104,7 @@ def _single_group_response(error: int, fetched: Fetched, version: int) -> Offset
     topics = [
         OffsetFetchResponse.OffsetFetchResponseTopic(
             name=name,
-            partitions=[
-                OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(*p)) for p in parts
-            ],
+            partitions=[_partition(OffsetFetchResponse.OffsetFetchResponsePartition, *p) for p in parts],
         )
         for name, parts in fetched.items()
     ]
