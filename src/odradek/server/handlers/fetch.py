@@ -77,7 +77,9 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     results = await broker.replica_manager.fetch_messages(
         reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
     )
-    aborted = [] if request.isolation_level == READ_COMMITTED else None
+    aborted: list[FetchResponse.AbortedTransaction] | None = (
+        [] if request.isolation_level == READ_COMMITTED else None
+    )
     return FetchResponse(session_id=0, responses=_responses(request, results, unknown_ids, aborted))
 
 

@@ -85,7 +85,8 @@ def _check_topics(
                 message = f"Cannot append to internal topic {topic.name}"
                 responses[key] = PartitionResponse(ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=message)
             else:
-                entries[key] = memoryview(data.records if data.records is not None else b"")
+                records = data.records  # decoded as a memoryview of the request, or None
+                entries[key] = records if isinstance(records, memoryview) else memoryview(b"")
     return responses, entries
 
 
