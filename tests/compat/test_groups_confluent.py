@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import (
@@ -81,7 +82,7 @@ class GroupMember:
         self.consumer.close()
 
 
-def poll_until(members: list[GroupMember], done, what: str) -> None:  # type: ignore[no-untyped-def]
+def poll_until(members: list[GroupMember], done: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not done():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

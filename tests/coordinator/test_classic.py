@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from typing import Any
 
 from odradek.clock import ManualClock
 from odradek.coordinator import classic
@@ -86,19 +87,17 @@ class Driver:
         )
         return ticket
 
-    def join_new(self, **kwargs: object) -> str:
+    def join_new(self, **kwargs: Any) -> str:
         """KIP-394 two-step join; returns the member id (the join may still be parked)."""
-        first = self.join(**kwargs)  # type: ignore[arg-type]
+        first = self.join(**kwargs)
         result = self.replies[first]
         assert isinstance(result, JoinResult) and result.error_code == ErrorCode.MEMBER_ID_REQUIRED
-        self.last_join = self.join(result.member_id, **kwargs)  # type: ignore[arg-type]
+        self.last_join = self.join(result.member_id, **kwargs)
         return result.member_id
 
-    def sync(
-        self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None, **kw: object
-    ) -> int:
+    def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None) -> int:
         ticket = next(self._tickets)
-        args = SyncArgs("g", generation, member_id, kw.get("instance"), "consumer", None, assignments or {})  # type: ignore[arg-type]
+        args = SyncArgs("g", generation, member_id, None, "consumer", None, assignments or {})
         self.apply(classic.sync_group(self.group, args, ticket, self.now(), self.config))
         return ticket
 
