@@ -347,17 +347,20 @@ def test_list_offsets(tmp_path: Path) -> None:
 
 
 def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
+    kept = ("kept", 0)
+
     async def first_run(h: Harness) -> None:
-        h.metadata.create_topic("kept", 1, 1, {})
-        await h.rm.append_records({("kept", 0): batch(4)}, 1, 1000)
+        h.lead(kept, (0, 1))
+        await h.rm.append_records({kept: batch(4)}, 1, 1000)
+        await h.fetch(request(kept, 2), replica_id=1, max_wait_ms=0)  # the follower confirms 0-1
 
     run(first_run, tmp_path)
-    assert read_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {("kept", 0): 4}
-    (tmp_path / REPLICATION_OFFSET_CHECKPOINT).write_text("0\n1\nkept 0 2\n")
+    assert read_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {kept: 2}
 
     async def second_run(h: Harness) -> None:
-        assert h.rm._checkpointed_hws == {("kept", 0): 2}
-        assert h.rm.partition("kept", 0).high_watermark == 4  # single replica: the ISR is {self}
+        h.lead(kept, (0, 1), epoch=2)
+        hosted = h.rm.partition(*kept)
+        assert (hosted.high_watermark, hosted.log_end_offset) == (2, 4)  # not 0, not the LEO
 
     run(second_run, tmp_path)
 
