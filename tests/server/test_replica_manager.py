@@ -390,3 +390,18 @@ def test_high_watermark_checkpoint_is_written_periodically(tmp_path: Path) -> No
         harness.log_manager.shutdown()
 
     asyncio.run(main())
+
+
+def test_waiting_fetch_completes_when_its_offset_leaves_the_log(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.lead(T0, (0, 1))
+        await h.rm.append_records({T0: batch(3)}, 1, 1000)
+        follower = asyncio.create_task(h.fetch(request(T0, 3), replica_id=1))
+        await settle()
+        assert not follower.done()
+        h.rm.partition(*T0).log.truncate_to(1)
+        assert h.rm.fetch_purgatory.check_and_complete(T0) == 1
+        [result] = await follower
+        assert result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+    run(scenario, tmp_path)

@@ -8,10 +8,11 @@ REQUEST_TIMED_OUT.
 
 DelayedFetch (the fetch long poll) completes when the bytes available below each partition's
 fetchable end (HW, LSO, or LEO for replicas), capped per partition at partition_max_bytes, add up to
-min_bytes; or when a partition errors (unknown, not leader, fenced epoch, fetch offset below the log
-start offset); or at max_wait_ms, returning whatever is there. It re-estimates a partition only when
-its fetchable end moved, and with min_bytes <= 1 any data at all is enough, so a retry reads no log
-unless min_bytes is larger. Completing re-reads every partition with the response limits.
+min_bytes; or when a partition errors (unknown, not leader, fenced epoch, fetch offset outside
+[log start offset, log end offset], as after retention or a truncation); or at max_wait_ms,
+returning whatever is there. It re-estimates a partition only when its fetchable end moved, and
+with min_bytes <= 1 any data at all is enough, so a retry reads no log unless min_bytes is larger.
+Completing re-reads every partition with the response limits.
 
 Invariants: both complete exactly once (see server.purgatory). Neither copies record bytes.
 
@@ -93,8 +94,10 @@ class DelayedFetch(DelayedOperation):
         params = self._params
         for index, request in enumerate(self._requests):
             partition = self._replica_manager.partition(request.topic, request.partition)
-            if partition is None or request.fetch_offset < partition.log_start_offset:
-                return self.force_complete()
+            if partition is None or not (
+                partition.log_start_offset <= request.fetch_offset <= partition.log_end_offset
+            ):
+                return self.force_complete()  # gone, or the offset left the log: the read will say why
             end = partition.fetchable_end(params.replica_id, params.isolation_level)
             try:
                 partition.check_leader(request.current_leader_epoch)
