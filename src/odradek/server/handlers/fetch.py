@@ -6,7 +6,8 @@ Behaviour: partitions are named by topic (v4-v12) or topic id (v13+; an unknown 
 UNKNOWN_TOPIC_ID for its partitions) and read by the ReplicaManager in request order:
 - consumers (replica id -1) read below the high watermark (isolation_level 0) or the last stable
   offset (1); a broker replica (replica id >= 0, from ReplicaState in v15+) reads to the log end
-  offset and its fetch offset advances its LEO as the leader tracks it;
+  offset and its fetch offset advances its LEO as the leader tracks it (a broker that is not a
+  replica of the partition gets no records for it, as in Kafka);
 - min_bytes / max_wait_ms: answered at once when min_bytes are there or a partition errors,
   otherwise the request waits in the fetch purgatory until appends bring min_bytes or max_wait_ms
   passes, then answers with what is there;
