@@ -62,6 +62,7 @@ def _spark(master: str):
         SparkSession.builder.master(master)
         .appName("odradek-pipeline")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"feed: {feed.batches} micro-batches, records in {feed.records_in},"
                 f" records out {after - before} -> {args.feed_topic},"
-                f" source offsets reached {feed.end_offsets}"
+                f" source offsets reached {feed.end_offsets}, watermark {feed.watermark}"
             )
             print(f"read back: {after} records in {args.feed_topic} read by the plain client")
         finally:

@@ -34,6 +34,7 @@ class FeedResult:
     batches: int
     records_in: int
     end_offsets: dict
+    watermark: str | None
 
 
 def page_views_per_minute(events: DataFrame, window: str, watermark: str) -> DataFrame:
@@ -89,4 +90,5 @@ def run_feed(
     progress = [p for p in query.recentProgress if p["sources"]]
     with_input = [p for p in progress if p["numInputRows"]]
     end_offsets = json.loads(progress[-1]["sources"][0]["endOffset"] or "{}") if progress else {}
-    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets)
+    watermark = progress[-1]["eventTime"].get("watermark") if progress else None
+    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets, watermark)
