@@ -4,8 +4,9 @@ For each record size (100 B, 1 KiB) and each broker (a real process on a free lo
 with a temporary log dir): a confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1, no
 compression) sends N records to a fresh one-partition topic, timed from the first produce() to the end
 of flush(); then a Consumer (assign, from the beginning) reads all N back, timed from assign() to the
-last record. A warm-up of N/10 records to another topic precedes each measurement. MB/s counts value
-bytes (10^6 bytes/s). The machine limits (bench/machine_limits.py) are measured in the same run.
+last record, checking each value's size. A warm-up of N/10 records to another topic precedes the
+measurements; each figure is the median of 3 runs. MB/s counts value bytes (10^6 bytes/s). The
+machine limits (bench/machine_limits.py) are measured in the same run.
 
 Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,tansu]`. Not a test:
 numbers, not assertions. A broker that fails is reported in the table and the run goes on.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import tempfile
 import time
 import uuid
@@ -32,6 +34,7 @@ from peers import TansuBroker
 from odradek.testing.broker import BrokerProcess
 
 RECORD_SIZES = (100, 1024)
+RUNS = 3  # each figure is the median of this many runs on fresh topics
 TIMEOUT_S = 120.0
 QUIET = {"log_level": 0}  # librdkafka's own log lines would drown the table; failures still surface
 
@@ -122,14 +125,15 @@ def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
     return time.perf_counter() - start
 
 
-def consume(bootstrap: str, topic: str, records: int) -> float:
+def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
+    """Seconds to read `records` values of `size` bytes back. librdkafka's default fetch sizes, but a
+    10 ms instead of 1 s fetch backoff when its local queue is full: that pause is a client artifact."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "odradek-bench",
             "enable.auto.commit": False,
-            "fetch.max.bytes": 50 << 20,
-            "max.partition.fetch.bytes": 8 << 20,
+            "fetch.queue.backoff.ms": 10,
             **QUIET,
         }
     )
@@ -144,10 +148,17 @@ def consume(bootstrap: str, topic: str, records: int) -> float:
             for message in consumer.consume(10_000, timeout=1.0):
                 if message.error() is not None:
                     raise KafkaException(message.error())
+                if len(message.value()) != size:
+                    raise RuntimeError(f"offset {message.offset()} holds {len(message.value())} bytes")
                 seen += 1
         return time.perf_counter() - start
     finally:
         consumer.close()
+
+
+def produce_then_consume(bootstrap: str, records: int, size: int) -> tuple[float, float]:
+    topic = create_topic(bootstrap)
+    return produce(bootstrap, topic, records, size), consume(bootstrap, topic, records, size)
 
 
 def measure(name: str, records: int) -> list[Result | str]:
@@ -157,10 +168,10 @@ def measure(name: str, records: int) -> list[Result | str]:
             for size in RECORD_SIZES:
                 warm = create_topic(bootstrap)
                 produce(bootstrap, warm, max(records // 10, 1000), size)
-                consume(bootstrap, warm, max(records // 10, 1000))
-                topic = create_topic(bootstrap)
-                produce_s = produce(bootstrap, topic, records, size)
-                consume_s = consume(bootstrap, topic, records)
+                consume(bootstrap, warm, max(records // 10, 1000), size)
+                runs = [produce_then_consume(bootstrap, records, size) for _ in range(RUNS)]
+                produce_s = statistics.median(p for p, _ in runs)
+                consume_s = statistics.median(c for _, c in runs)
                 rows.append(Result(name, size, records, produce_s, consume_s))
     except Exception as exc:  # a failing broker is a result too; the run reports it and goes on
         rows.append(f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | | | | |")
