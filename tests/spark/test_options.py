@@ -16,6 +16,7 @@ from odradek.spark.options import (
     Subscribe,
     SubscribePattern,
     TimestampOffsets,
+    include_headers,
     parse_sink_options,
     parse_source_options,
 )
@@ -115,6 +116,10 @@ def test_per_partition_offsets_and_timestamps() -> None:
         ({"subscribePattern": "(", "subscribe": None}, True, "not a valid pattern"),
         ({"startingOffsetsByTimestampStrategy": "skip"}, True, "'error' or 'latest'"),
         ({"kafka.bootstrap.servers": ""}, True, "must be specified"),
+        ({"kafka.group.id": "g"}, True, "'kafka.group.id' is not supported"),
+        ({"kafka.auto.offset.reset": "earliest"}, True, "set the source option 'startingOffsets'"),
+        ({"kafka.security.protocol": "SASL_SSL"}, True, "only PLAINTEXT"),
+        ({"kafka.ssl.truststore.location": "/x"}, False, "only PLAINTEXT"),
     ],
 )
 def test_bad_options_are_refused_naming_the_option(extra: dict, streaming: bool, message: str) -> None:
@@ -123,11 +128,21 @@ def test_bad_options_are_refused_naming_the_option(extra: dict, streaming: bool,
         parse_source_options(options, streaming=streaming)
 
 
+def test_other_kafka_options_are_accepted() -> None:
+    opts = parse_source_options(
+        {**BASE, "kafka.fetch.max.bytes": "1", "kafka.security.protocol": "plaintext"}, streaming=True
+    )
+    assert opts.bootstrap_servers == "h:9092"
+    assert include_headers({"INCLUDEHEADERS": "true"}) and not include_headers({})
+
+
 def test_sink_options() -> None:
     sink = parse_sink_options(
         {"kafka.bootstrap.servers": "h:1", "topic": "out", "kafka.compression.type": "lz4"}
     )
     assert (sink.topic, sink.compression) == ("out", CompressionType.LZ4)
     assert parse_sink_options({"kafka.bootstrap.servers": "h:1"}).topic is None
+    with pytest.raises(OptionError, match="'kafka.value.serializer' is not supported"):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.value.serializer": "x"})
     with pytest.raises(OptionError, match="compression"):
         parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "brotli"})

@@ -12,6 +12,10 @@ existing Spark code ports by renaming the format: `kafka.bootstrap.servers`, exa
 One option is odradek's own, for fault-injection tests: `failTaskOnceMarker`, a file path; the first
 reader task that manages to create that file fails once after creating it, so Spark retries it.
 
+Other `kafka.*` options are accepted and ignored, except those this client cannot honour (TLS/SASL
+settings, consumer groups, (de)serializers, `auto.offset.reset`), which are refused, as Spark refuses
+the last three.
+
 Invariants: option keys are case-insensitive (Spark lower-cases them); every bad value is refused here,
 at planning time on the driver, with a message naming the option. Values are frozen dataclasses so
 they pickle to executors unchanged.
@@ -266,9 +270,40 @@ def _timestamp_strategy(opts: dict[str, str]) -> bool:
     return strategy == "latest"
 
 
+_REFUSED_CONSUMER_OPTIONS = {
+    "kafka.group.id": "offsets are tracked by Spark's checkpoint, not by a consumer group",
+    "kafka.auto.offset.reset": "set the source option 'startingOffsets' instead",
+    "kafka.key.deserializer": "keys are always returned as binary; cast them in the query",
+    "kafka.value.deserializer": "values are always returned as binary; cast them in the query",
+    "kafka.enable.auto.commit": "offsets are tracked by Spark's checkpoint, not by a consumer group",
+    "kafka.interceptor.classes": "there is no Java consumer to intercept",
+}
+_REFUSED_PRODUCER_OPTIONS = {
+    "kafka.key.serializer": "write keys as string or binary columns",
+    "kafka.value.serializer": "write values as string or binary columns",
+}
+
+
+def _check_connection_options(opts: dict[str, str], refused: dict[str, str]) -> None:
+    """Refuse Kafka client options this source cannot honour (it speaks PLAINTEXT only)."""
+    for name, advice in refused.items():
+        if name in opts:
+            raise OptionError(f"option '{name}' is not supported: {advice}")
+    protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
+    secured = [k for k in opts if k.startswith(("kafka.ssl.", "kafka.sasl."))]
+    if protocol != "PLAINTEXT" or secured:
+        raise OptionError("only PLAINTEXT connections are supported (no TLS or SASL options)")
+
+
+def include_headers(options: Mapping[str, str]) -> bool:
+    """The `includeHeaders` option (false by default)."""
+    return _bool(_lower(options), "includeHeaders", False)
+
+
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate the options of `spark.read` (streaming=False) or `spark.readStream` (True)."""
     opts = _lower(options)
+    _check_connection_options(opts, _REFUSED_CONSUMER_OPTIONS)
     starting = _offset_spec(opts, "starting", LatestOffsets() if streaming else EarliestOffsets())
     ending = _offset_spec(opts, "ending", LatestOffsets())
     if streaming:
@@ -297,6 +332,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate the options of `df.write` / `df.writeStream`."""
     opts = _lower(options)
+    _check_connection_options(opts, _REFUSED_PRODUCER_OPTIONS)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")

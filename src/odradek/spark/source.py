@@ -5,6 +5,7 @@ with `headers` when `includeHeaders` is true), `reader()` / `streamReader()` (od
 `writer()` / `streamWriter()` (odradek.spark.writer). Options are validated here, on the driver, so a
 bad option fails the query before any task runs.
 
+The source has a fixed schema: a user-specified one is refused, as Spark's Kafka source refuses it.
 The sink appends only: Spark's overwrite mode is refused, as Spark's Kafka sink refuses it.
 Callers: PySpark (after `odradek.spark.register(spark)`).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from odradek.spark.options import OptionError, parse_sink_options, parse_source_options
+from odradek.spark.options import OptionError, include_headers, parse_sink_options, parse_source_options
 from odradek.spark.reader import BatchReader, StreamReader
 from odradek.spark.schema import spark_schema
 from odradek.spark.writer import BatchWriter, StreamWriter, sink_layout
@@ -28,14 +29,17 @@ class OdradekDataSource(DataSource):
         return "odradek"
 
     def schema(self) -> StructType:
-        include = str(self.options.get("includeHeaders", self.options.get("includeheaders", "false")))
-        return spark_schema(include.strip().lower() == "true")
+        return spark_schema(include_headers(self.options))
 
     def reader(self, schema: StructType) -> BatchReader:
-        return BatchReader(parse_source_options(self.options, streaming=False))
+        options = parse_source_options(self.options, streaming=False)
+        _check_fixed_schema(schema, options.include_headers)
+        return BatchReader(options)
 
     def streamReader(self, schema: StructType) -> StreamReader:
-        return StreamReader(parse_source_options(self.options, streaming=True))
+        options = parse_source_options(self.options, streaming=True)
+        _check_fixed_schema(schema, options.include_headers)
+        return StreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
         options = parse_sink_options(self.options)
@@ -46,6 +50,14 @@ class OdradekDataSource(DataSource):
         options = parse_sink_options(self.options)
         _refuse_overwrite(overwrite)
         return StreamWriter(options, sink_layout(schema, options))
+
+
+def _check_fixed_schema(schema: StructType, with_headers: bool) -> None:
+    if schema != spark_schema(with_headers):
+        raise OptionError(
+            "the odradek source has a fixed schema and cannot be read with another one:"
+            f" {schema.simpleString()}"
+        )
 
 
 def _refuse_overwrite(overwrite: bool) -> None:
