@@ -54,15 +54,24 @@ def as_samples(records: list) -> list[Sample]:
     return [Sample(r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
 
 
-@pytest.mark.parametrize("acks", [0, 1, "all"])
-def test_round_trip_per_acks(broker, unique_topic: str, acks: object) -> None:
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"acks": 0},
+        {"acks": 1},
+        {"acks": "all", "enable_idempotence": False},
+        {"acks": "all"},  # kafka-python 3.x's default: an idempotent producer (InitProducerId first)
+    ],
+    ids=["acks0", "acks1", "acks-all", "acks-all-idempotent"],
+)
+def test_round_trip_per_acks(broker, unique_topic: str, config: dict) -> None:
     helpers.create_topic(broker.bootstrap, unique_topic)
     samples = helpers.sample_records()
 
-    offsets = produce(broker.bootstrap, unique_topic, samples, acks=acks)
+    offsets = produce(broker.bootstrap, unique_topic, samples, **config)
     records = consume(broker.bootstrap, unique_topic, len(samples))
 
-    if acks != 0:  # with acks=0 the producer never learns an offset
+    if config["acks"] != 0:  # with acks=0 the producer never learns an offset
         assert offsets == list(range(len(samples)))
     assert [r.offset for r in records] == list(range(len(samples)))
     helpers.assert_same_records(samples, as_samples(records))
@@ -87,7 +96,7 @@ def test_one_mebibyte_message(broker, unique_topic: str) -> None:
     big = Sample(b"big", bytes(range(256)) * 4096, (("h", b"1"),), int(time.time() * 1000))
     assert len(big.value or b"") == 1 << 20
 
-    offsets = produce(broker.bootstrap, unique_topic, [big], acks="all", max_request_size=3 << 20)
+    offsets = produce(broker.bootstrap, unique_topic, [big], acks=1, max_request_size=3 << 20)
     records = consume(
         broker.bootstrap, unique_topic, 1, max_partition_fetch_bytes=3 << 20, fetch_max_bytes=4 << 20
     )
