@@ -24,6 +24,7 @@ OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_VERSION = 35
+INVALID_REQUIRED_ACKS = 21
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's default socket.request.max.bytes
 
 
@@ -163,6 +164,77 @@ def test_batch_larger_than_max_message_bytes_is_message_too_large(broker, canary
 
     assert result.error_code == MESSAGE_TOO_LARGE
     assert latest == (0, len(canary.records))
+    assert_healthy(broker.bootstrap, canary)
+
+
+def test_acks_0_produce_gets_no_response(broker, canary: Canary, unique_topic: str) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic)
+    batch = wire.record_batch([(b"fire", b"and forget")])
+    sock = wire.connect(broker.bootstrap)
+    try:
+        sock.sendall(
+            wire.request_frame(wire.API_PRODUCE, 3, 40, wire.produce_v3_body(unique_topic, 0, batch, 0))
+        )
+        sock.sendall(wire.request_frame(wire.API_API_VERSIONS, 0, 41, b""))
+        correlation_id, _ = wire.recv_response(sock)
+    finally:
+        sock.close()
+
+    assert correlation_id == 41  # the next answer on the connection is the ApiVersions one
+    with wire.Connection(broker.bootstrap) as conn:
+        assert [(r.offset, r.value) for r in conn.read_all(unique_topic)] == [(0, b"and forget")]
+    assert_healthy(broker.bootstrap, canary)
+
+
+def test_acks_0_produce_that_fails_closes_the_connection(broker, canary: Canary) -> None:
+    bad = wire.corrupt_crc(wire.record_batch([(b"evil", b"unanswered")]))
+    frame = wire.request_frame(wire.API_PRODUCE, 3, 1, wire.produce_v3_body(canary.topic, 0, bad, 0))
+
+    assert send_raw(broker.bootstrap, frame)
+    assert_healthy(broker.bootstrap, canary)
+
+
+def test_invalid_required_acks(broker, canary: Canary) -> None:
+    with wire.Connection(broker.bootstrap) as conn:
+        result = conn.produce(canary.topic, 0, wire.record_batch([(b"k", b"v")]), acks=2)
+
+    assert result.error_code == INVALID_REQUIRED_ACKS
+    assert_healthy(broker.bootstrap, canary)
+
+
+def test_client_base_offset_is_replaced_by_the_broker(broker, unique_topic: str) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic)
+    with wire.Connection(broker.bootstrap) as conn:
+        first = conn.produce(
+            unique_topic, 0, wire.record_batch([(b"a", b"1"), (b"b", b"2")], base_offset=9000)
+        )
+        second = conn.produce(unique_topic, 0, wire.record_batch([(b"c", b"3")], base_offset=-77))
+        records = conn.read_all(unique_topic)
+
+    assert (first.error_code, first.base_offset, second.error_code, second.base_offset) == (0, 0, 0, 2)
+    assert [(r.offset, r.value) for r in records] == [(0, b"1"), (1, b"2"), (2, b"3")]
+
+
+@pytest.mark.parametrize(
+    ("body", "count", "attributes"),
+    [
+        (b"\x1f\x8b not really gzip" * 4, 3, 1),  # gzip attribute over garbage, CRC correct
+        (b"\x00" * 3, 3, 0),  # three records announced, three bytes of body
+        (b"", 1, 0),  # one record announced, none there
+    ],
+    ids=["garbage-gzip", "short-records", "empty-body"],
+)
+def test_well_checksummed_malformed_batch_appends_nothing(
+    broker, canary: Canary, unique_topic: str, body: bytes, count: int, attributes: int
+) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic)  # its own topic: a failure must not spread
+    with wire.Connection(broker.bootstrap) as conn:
+        assert conn.produce(unique_topic, 0, wire.record_batch([(b"good", b"before")])).error_code == 0
+        result = conn.produce(unique_topic, 0, wire.raw_batch(body, count, attributes))
+        latest = conn.list_offsets(unique_topic, 0, -1)
+
+    assert result.error_code != 0  # Kafka: CORRUPT_MESSAGE or INVALID_RECORD depending on the flaw
+    assert latest == (0, 1)
     assert_healthy(broker.bootstrap, canary)
 
 

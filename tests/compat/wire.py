@@ -422,10 +422,17 @@ def record_batch(
 ) -> bytes:
     """An uncompressed RecordBatch v2 (no producer id) holding (key, value) pairs."""
     body = b"".join(_record(i, 0, k, v) for i, (k, v) in enumerate(records))
+    return raw_batch(body, len(records), timestamp=timestamp, base_offset=base_offset)
+
+
+def raw_batch(
+    body: bytes, count: int, attributes: int = 0, timestamp: int = 1_700_000_000_000, base_offset: int = 0
+) -> bytes:
+    """A RecordBatch v2 around `body` with a correct CRC32C, whatever `body`, `count` and
+    `attributes` claim (tests use it to build well-checksummed lies)."""
     batch_length = BATCH_OVERHEAD - 12 + len(body)
-    count = len(records)
     header = _BATCH_HEADER.pack(
-        base_offset, batch_length, -1, 2, 0, 0, count - 1, timestamp, timestamp, -1, -1, -1, count
+        base_offset, batch_length, -1, 2, 0, attributes, count - 1, timestamp, timestamp, -1, -1, -1, count
     )
     unsigned = header + body
     crc = crc32c.crc32c(unsigned[_CRC_OFFSET + 4 :])
