@@ -19,6 +19,13 @@ Contracts:
   file.delete.delay.ms (through the `FdReaper`), so a `FileSlice` handed out stays valid while it is
   sent. Truncating the active segment does shorten its file in place (as in Kafka).
 - Retention never deletes the active segment.
+- Idempotent producers (see `producer_state`): a client's batch carrying a producer id is checked
+  against the partition's producer state before anything is written; a retry of one of a producer's
+  last 5 batches is not appended and `append_as_leader` answers with the original batch's offsets
+  (`LogAppendInfo.duplicate` is True, `record_count` 0). The state is rebuilt on open from the newest
+  `<offset>.snapshot` plus the batch headers after it; snapshots are written when a segment rolls
+  (if any producer is known) and on `close` (if the log is not empty), and deleted with retention
+  (below the first segment) and truncation (past the new log end offset).
 
 Thread safety: mutations (append, roll, flush, retention, truncation, close) hold the log's lock;
 `read` works on a snapshot of the segment list and needs no lock.
@@ -51,6 +58,7 @@ from odradek.protocol.records.record import RecordColumns, decode_batch_into
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.loader import load_segments
+from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
 from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import LogSegment
 
@@ -58,6 +66,8 @@ from odradek.storage.segment import LogSegment
 class LogAppendInfo(NamedTuple):
     """What an append did. `log_append_time` is -1 for CreateTime topics; `offset_of_max_timestamp`
     is the last offset of the batch with the largest timestamp (the first offset for LogAppendTime).
+    `duplicate`: nothing was appended, the batch repeats an idempotent producer's earlier one, whose
+    offsets (and, for LogAppendTime, append time) these are.
     A NamedTuple, not a frozen dataclass: one is built per append and it costs a third as much."""
 
     first_offset: int
@@ -68,6 +78,7 @@ class LogAppendInfo(NamedTuple):
     log_start_offset: int
     record_count: int
     valid_bytes: int
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +114,7 @@ class Log:
         *,
         clean_shutdown: bool = False,
         reaper: FdReaper | None = None,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.dir = Path(directory)
         self.topic, self.partition = parse_dir_name(self.dir.name)
@@ -123,6 +135,8 @@ class Log:
         self._unflushed_messages = 0
         self.last_flush_ms = now
         self._dir_dirty = True
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
+        self.producer_state.load(segments, self.log_end_offset, now)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -167,11 +181,21 @@ class Log:
                 validated, now, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
             )
         buf = bytearray(records)
+        idempotent = any(header.producer_id >= 0 for header in validated.headers)
         with self._lock:
             first_offset = self.log_end_offset
+            prepared = (
+                self.producer_state.prepare_append(validated.headers, first_offset, log_append_time)
+                if idempotent
+                else None
+            )
+            if isinstance(prepared, BatchMetadata):
+                return self._duplicate_info(prepared)
             next_offset = assign_offsets(buf, validated, first_offset, leader_epoch, log_append_time)
             max_timestamp = validated.max_timestamp if log_append_time < 0 else log_append_time
             self._append(buf, validated, first_offset, next_offset, max_timestamp, log_append_time, now)
+            if prepared is not None:
+                self.producer_state.commit(prepared, next_offset)
             return LogAppendInfo(
                 first_offset=first_offset,
                 last_offset=next_offset - 1,
@@ -182,6 +206,20 @@ class Log:
                 record_count=validated.record_count,
                 valid_bytes=validated.size_in_bytes,
             )
+
+    def _duplicate_info(self, original: BatchMetadata) -> LogAppendInfo:
+        log_append_time = original.timestamp if self.config.log_append_time else NO_TIMESTAMP
+        return LogAppendInfo(
+            first_offset=original.first_offset,
+            last_offset=original.last_offset,
+            max_timestamp=original.timestamp,
+            offset_of_max_timestamp=original.last_offset,
+            log_append_time=log_append_time,
+            log_start_offset=self.log_start_offset,
+            record_count=0,
+            valid_bytes=0,
+            duplicate=True,
+        )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (a replica copying its leader)."""
@@ -197,6 +235,8 @@ class Log:
             self._append(
                 bytearray(records), validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now
             )
+            for header in headers:
+                self.producer_state.replay(header)
             return LogAppendInfo(
                 first_offset=headers[0].base_offset,
                 last_offset=expected - 1,
@@ -241,6 +281,9 @@ class Log:
 
     def _roll(self, base_offset: int) -> LogSegment:
         self.active_segment.on_become_inactive()
+        if self.producer_state.producer_count:
+            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.take_snapshot()
         segment = LogSegment.create(self.dir, base_offset, self.config, self._clock.time_ms())
         self._dir_dirty = True
         self._set_segments([*self._segments, segment])
@@ -367,7 +410,14 @@ class Log:
                 self._delete_segments(self._segments[:deletable], now_ms)
                 self._set_segments(self._segments[deletable:])
                 self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+                first_base = self._segments[0].base_offset
+                self.producer_state.delete_snapshots(lambda offset: offset < first_base)
             return deletable
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget producers idle for producer.id.expiration.ms; return how many went."""
+        with self._lock:
+            return self.producer_state.remove_expired_producers(now_ms)
 
     def _delete_segments(self, segments: list[LogSegment], now_ms: int) -> None:
         deadline = now_ms + self.config.file_delete_delay_ms
@@ -400,6 +450,7 @@ class Log:
             self.log_end_offset = self.active_segment.next_offset
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+            self.producer_state.load(self._segments, self.log_end_offset, now)
             return True
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
@@ -408,6 +459,7 @@ class Log:
         self._dir_dirty = True
         self._set_segments([segment])
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+        self.producer_state.truncate_fully_and_start_at(offset)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -417,6 +469,9 @@ class Log:
         with self._lock:
             self.active_segment.on_become_inactive()
             self.flush()
+            if self.producer_state.producer_count or self.log_end_offset > self._segments[0].base_offset:
+                self.producer_state.map_end_offset = self.log_end_offset
+                self.producer_state.take_snapshot()
             for segment in self._segments:
                 segment.close()
             self._set_segments([])
@@ -428,6 +483,7 @@ class Log:
         with self._lock:
             os.rename(self.dir, directory)
             self.dir = directory
+            self.producer_state.directory = directory
             for segment in self._segments:
                 segment.directory = directory
                 segment.offset_index.path = directory / segment.offset_index.path.name

@@ -14,6 +14,8 @@ Behaviour:
 - `delete_log` renames the directory to `<topic>-<partition>.<uuid>-delete`, then removes its files;
   open fds close after file.delete.delay.ms (see `FdReaper`).
 - `run_retention` / `flush_dirty` are driven by the server's scheduler with the injected clock;
+  `run_retention` also forgets idempotent producers idle for producer.id.expiration.ms (Kafka checks
+  every producer.id.expiration.check.interval.ms; here it is the retention check interval);
   `flush_dirty` also flushes segments that were rolled since the last flush (as Kafka does on roll),
   which keeps recovery short without fsyncing on the append path.
 - `shutdown` flushes and closes every log, writes the checkpoints, then the clean shutdown marker.
@@ -45,6 +47,7 @@ from odradek.storage.checkpoint import (
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError
 from odradek.storage.log import Log, dir_name, parse_dir_name
+from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
 from odradek.storage.reaper import FdReaper
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -60,8 +63,11 @@ class LogManager:
         default_config: LogConfig,
         clock: Clock,
         topic_configs: Mapping[str, LogConfig] | None = None,
+        *,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.default_config = default_config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._clock = clock
         self._topic_configs = dict(topic_configs or {})
         self._dirs = [Path(directory) for directory in log_dirs]
@@ -107,6 +113,7 @@ class LogManager:
                 log_start_offsets.get(key, 0),
                 clean_shutdown=clean,
                 reaper=self._reaper,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
         marker.unlink(missing_ok=True)
 
@@ -142,6 +149,7 @@ class LogManager:
                 self.config_for(topic),
                 self._clock,
                 reaper=self._reaper,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             self._logs[(topic, partition)] = log
             return log
@@ -167,8 +175,11 @@ class LogManager:
     # -- periodic work -------------------------------------------------------------------------
 
     def run_retention(self, now_ms: int) -> int:
-        """Apply retention to every log; return the number of segments deleted."""
-        deleted = sum(log.delete_retention_segments(now_ms) for log in self.all_logs())
+        """Apply retention to every log and expire idle producers; return the number of segments deleted."""
+        deleted = 0
+        for log in self.all_logs():
+            deleted += log.delete_retention_segments(now_ms)
+            log.remove_expired_producers(now_ms)
         self._reaper.reap(now_ms)
         return deleted
 
