@@ -1,8 +1,9 @@
 """Protocol fuzzing against a live broker process.
 
 Hypothesis sends random bytes and mutated valid frames (bit flips, truncations, length lies, spliced
-garbage) of ApiVersions v0, Metadata v4, Produce v3 and Fetch v4, each on a fresh connection that the
-client half-closes afterwards. Whatever the broker answers per frame (a response, an error code or a
+garbage) of ApiVersions v0, Metadata v4, Produce v3 and Fetch v4, and Produce requests whose record
+batch is bit-flipped then re-checksummed, each on a fresh connection that the client half-closes
+afterwards. Whatever the broker answers per frame (a response, an error code or a
 closed connection) is Kafka's choice to make; what must hold is invariant 6 of the design: the process
 stays up, a new connection still gets ApiVersions answered, and the data acknowledged before the
 fuzzing reads back byte for byte.
@@ -65,8 +66,20 @@ def mutated_frame(draw: st.DrawFn) -> bytes:
     return bytes(frame)
 
 
+@st.composite
+def produce_with_mutated_batch(draw: st.DrawFn) -> bytes:
+    """A well-formed Produce whose batch is mutated after the CRC field and then re-checksummed,
+    so the mutation reaches record validation instead of stopping at the CRC check."""
+    batch = bytearray(wire.record_batch([(b"key", b"value"), (None, b"\x00" * 40), (b"k", None)]))
+    for position in draw(st.lists(st.integers(21 * 8, len(batch) * 8 - 1), min_size=1, max_size=6)):
+        batch[position // 8] ^= 1 << (position % 8)
+    body = wire.produce_v3_body(FUZZ_TOPIC, 0, wire.with_valid_crc(bytes(batch)), 1)
+    return wire.request_frame(wire.API_PRODUCE, 3, 6, body)
+
+
 fuzz_input = st.one_of(
     mutated_frame(),
+    produce_with_mutated_batch(),
     st.binary(max_size=256),
     st.lists(mutated_frame(), min_size=2, max_size=4).map(b"".join),
 )

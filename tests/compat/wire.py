@@ -439,6 +439,12 @@ def raw_batch(
     return unsigned[:_CRC_OFFSET] + struct.pack(">I", crc) + unsigned[_CRC_OFFSET + 4 :]
 
 
+def with_valid_crc(batch: bytes) -> bytes:
+    """`batch` with its CRC32C recomputed over whatever its bytes now are."""
+    crc = crc32c.crc32c(batch[_CRC_OFFSET + 4 :])
+    return batch[:_CRC_OFFSET] + struct.pack(">I", crc) + batch[_CRC_OFFSET + 4 :]
+
+
 def corrupt_crc(batch: bytes) -> bytes:
     """The same batch with one bit of its CRC flipped."""
     mutable = bytearray(batch)
