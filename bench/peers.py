@@ -87,12 +87,11 @@ class TansuBroker:
 
 def main() -> None:
     port = int(sys.argv[1]) if len(sys.argv) > 1 else None
+    for signum in (signal.SIGINT, signal.SIGTERM):  # background shells start us with SIGINT ignored
+        signal.signal(signum, lambda *_: sys.exit(0))
     with TansuBroker(port) as broker:
-        print(f"tansu listening on {broker.bootstrap}; Ctrl-C to stop", flush=True)
-        try:
-            signal.pause()
-        except KeyboardInterrupt:
-            pass
+        print(f"tansu listening on {broker.bootstrap}; SIGINT or SIGTERM stops it", flush=True)
+        signal.pause()
 
 
 if __name__ == "__main__":
