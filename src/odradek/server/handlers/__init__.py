@@ -34,6 +34,7 @@ HANDLER_MODULES: list[str] = [
     "produce",
     "fetch",
     "list_offsets",
+    "init_producer_id",
     # consumer groups
     "find_coordinator",
     "join_group",

@@ -1,0 +1,85 @@
+"""InitProducerId handler.
+
+API: v0-v5.
+
+Behaviour (Kafka 3.9's, for idempotent producers):
+- producer_id and producer_epoch (v3+) must be both -1 or both set: INVALID_REQUEST otherwise;
+- transactional_id null: a new producer id, epoch 0. A producer id and epoch given with it (KIP-360)
+  change nothing: as in Kafka, a producer without a transactional id always gets a fresh id (the
+  Java client bumps an idempotent producer's epoch on its own and only asks for a new id when the
+  epoch is exhausted or its sequences cannot be repaired);
+- transactional_id "": INVALID_REQUEST; transaction_timeout_ms outside (0, transaction.max.timeout.ms]:
+  INVALID_TRANSACTION_TIMEOUT (Kafka checks both before consulting the transaction state);
+- any other transactional_id: COORDINATOR_NOT_AVAILABLE (see the deviations).
+An error answers producer_id -1 and producer_epoch -1. Producer ids come from the broker's
+`ProducerIdManager` (blocks of 1000 recorded in `<first log dir>/producer-id-block`), so they are
+never reused across restarts; reserving a block fsyncs one small file on the event loop, once per
+1000 ids.
+
+Deliberate deviations: odradek has no transaction coordinator (FindCoordinator answers key type
+TRANSACTION with COORDINATOR_NOT_AVAILABLE), so a transactional producer gets COORDINATOR_NOT_AVAILABLE:
+a retriable error, so the producer retries until its own timeout instead of failing as if it were
+not authorized. Kafka 3.9 always has a coordinator and would initialize the transactional id. The
+id manager is created by this module on first use, one per broker (keyed weakly by the broker),
+because the broker does not own one. Producer ids are unique per broker, not cluster-wide.
+throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, NoReturn
+
+from odradek.controller.producer_ids import ProducerIdManager
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from odradek.server.context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+
+API_KEY = ApiKey.INIT_PRODUCER_ID
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+_MANAGERS: weakref.WeakKeyDictionary[Broker, ProducerIdManager] = weakref.WeakKeyDictionary()
+
+
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
+        pair = f"producer id {request.producer_id} and epoch {request.producer_epoch}"
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{pair} must be both set or both -1")
+    if request.transactional_id is not None:
+        _refuse_transactional(ctx, request)
+    producer_id = producer_id_manager(ctx.broker).generate_producer_id()
+    return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
+
+
+def _refuse_transactional(ctx: RequestContext, request: InitProducerIdRequest) -> NoReturn:
+    if request.transactional_id == "":
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id is empty")
+    max_timeout_ms = ctx.broker.config["transaction.max.timeout.ms"]
+    if not 0 < request.transaction_timeout_ms <= max_timeout_ms:
+        raise KafkaError(
+            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+            f"transaction timeout {request.transaction_timeout_ms} ms is outside (0, {max_timeout_ms}]",
+        )
+    raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "odradek has no transaction coordinator")
+
+
+def producer_id_manager(broker: Broker) -> ProducerIdManager:
+    """The broker's producer id manager, created on first use over its first log dir."""
+    manager = _MANAGERS.get(broker)
+    if manager is None:
+        manager = _MANAGERS[broker] = ProducerIdManager(broker.config.log_dirs[0], broker.broker_id)
+    return manager
+
+
+def error_response(request: InitProducerIdRequest, version: int, code: int) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
+    )
