@@ -103,12 +103,14 @@ def consume_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
         consumer.close()
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition") -> None:
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition", poll_s: float = 0.2
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(poll_s)
 
 
 def wait_for_log_start(client: KafkaClient, tp: TopicPartition) -> int:
