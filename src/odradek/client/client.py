@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from odradek.client.connection import BrokerConnection, ConnectionClosed
 from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
@@ -365,7 +365,7 @@ def _cluster_from(response: Any) -> ClusterMetadata:
     return ClusterMetadata(brokers, {t: p for t, p in topics.items() if p}, errors, frozenset(internal))
 
 
-def _raise_for_missing(cluster: ClusterMetadata, tp: TopicPartition) -> None:
+def _raise_for_missing(cluster: ClusterMetadata, tp: TopicPartition) -> NoReturn:
     known = cluster.partitions_of(tp.topic)
     if not known or all(p.partition != tp.partition for p in known):
         code = cluster.topic_errors.get(tp.topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -90,5 +90,5 @@ def run_feed(
     progress = [p for p in query.recentProgress if p["sources"]]
     with_input = [p for p in progress if p["numInputRows"]]
     end_offsets = json.loads(progress[-1]["sources"][0]["endOffset"] or "{}") if progress else {}
-    watermark = progress[-1]["eventTime"].get("watermark") if progress else None
-    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets, watermark)
+    reached = progress[-1]["eventTime"].get("watermark") if progress else None
+    return FeedResult(len(with_input), sum(p["numInputRows"] for p in progress), end_offsets, reached)
