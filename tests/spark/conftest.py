@@ -8,7 +8,8 @@
   ODRADEK_SPARK_BOOTSTRAP=host:port points the tests at an already running broker instead.
 - `client`: a blocking odradek client on that broker; `make_topic(partitions)` creates a fresh topic.
 
-Tests under tests/spark that use `spark` carry the `spark` marker.
+Tests under tests/spark that use `spark` carry the `spark` marker (tests that start their own Spark
+driver process mark themselves).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ def _per_partition(bootstrap: str, topic: str) -> dict[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_pipeline_runs_in_one_command_and_resumes(bootstrap, tmp_path) -> None:
     activity, feed = topic_name("cli-activity"), topic_name("cli-feed")
 
