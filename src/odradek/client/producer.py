@@ -3,8 +3,8 @@
 Owns:
 - Kafka's default partitioning of keyed records: murmur2 of the key bytes (the Java client's
   variant: seed 0x9747b28c, signed 32-bit result), made positive with `& 0x7fffffff`, modulo the
-  partition count; records without key or partition stick to one partition per topic until the
-  next flush (the sticky partitioner), moving round-robin after each flush;
+  partition count; records without key or partition stick to one partition per topic (first
+  chosen at random) until the next flush (the sticky partitioner), moving round-robin after each flush;
 - `Producer`: `send` buffers records per partition; `flush` builds one RecordBatch v2 per partition
   (Produce v3+ takes exactly one batch per partition) of at most `batch_bytes`, sends them with
   acks -1 by default, repeats until nothing is buffered, and returns the last offset written per
@@ -17,6 +17,7 @@ Callers: odradek.spark (sink tasks), odradek.pipeline (data generator), tests, b
 
 from __future__ import annotations
 
+import random
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -112,7 +113,7 @@ class Producer:
             count = self._wait_for_partitions(topic)
         if key is not None:
             return partition_for_key(key, count)
-        return self._sticky.setdefault(topic, 0) % count
+        return self._sticky.setdefault(topic, random.randrange(count)) % count
 
     def _wait_for_partitions(self, topic: str) -> int:
         deadline = time.monotonic() + self._client.timeout_s
