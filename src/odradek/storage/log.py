@@ -48,6 +48,7 @@ from odradek.clock import Clock
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import (
     NO_TIMESTAMP,
+    BatchHeader,
     ValidatedRecords,
     assign_offsets,
     check_create_timestamps,
@@ -181,7 +182,7 @@ class Log:
                 validated, now, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
             )
         buf = bytearray(records)
-        idempotent = any(header.producer_id >= 0 for header in validated.headers)
+        idempotent = _has_producer_id(validated.headers)
         with self._lock:
             first_offset = self.log_end_offset
             prepared = (
@@ -497,6 +498,14 @@ class Log:
             for leftover in self.dir.iterdir():
                 leftover.unlink()
             self.dir.rmdir()
+
+
+def _has_producer_id(headers: tuple[BatchHeader, ...]) -> bool:
+    """Whether any batch comes from an idempotent producer (clients send one batch per partition, so
+    the first header settles it without a generator)."""
+    if headers[0].producer_id >= 0:
+        return True
+    return len(headers) > 1 and any(header.producer_id >= 0 for header in headers[1:])
 
 
 def _offset_of_max_timestamp(
