@@ -12,7 +12,9 @@ from odradek.protocol.records.batch import BatchHeader
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.errors import InvalidRecordError
 from odradek.storage.config import INT_MAX, LogConfig
+from odradek.storage.errors import KafkaStorageError
 from odradek.storage.log import Log
+from odradek.storage.manager import LogManager
 from odradek.storage.producer_state import (
     BatchMetadata,
     InvalidProducerEpochError,
@@ -288,3 +290,21 @@ def test_log_expires_idle_producers(tmp_path: Path) -> None:
     clock.advance(1000)
     assert log.remove_expired_producers(clock.time_ms()) == 1
     assert log.append_as_leader(idempotent(seq=77), 0).first_offset == 1  # unknown again: accepted
+
+
+def test_log_manager_retention_run_expires_idle_producers(tmp_path: Path) -> None:
+    clock = ManualClock(NOW)
+    manager = LogManager([tmp_path], LogConfig(), clock, producer_id_expiration_ms=1000)
+    log = manager.get_or_create_log("t", 0)
+    log.append_as_leader(idempotent(seq=0), 0)
+    manager.run_retention(clock.time_ms() + 999)
+    assert log.producer_state.last_entry(7) is not None
+    manager.run_retention(clock.time_ms() + 1000)
+    assert log.producer_state.last_entry(7) is None
+    manager.shutdown()
+
+
+def test_unwritable_snapshot_is_a_storage_error(tmp_path: Path) -> None:
+    state = ProducerStateManager(tmp_path / "missing-dir")
+    with pytest.raises(KafkaStorageError):
+        state.take_snapshot()

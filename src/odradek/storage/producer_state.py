@@ -54,7 +54,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.batch import BatchHeader
 from odradek.protocol.records.errors import InvalidRecordError
 from odradek.storage.config import INT_MAX
-from odradek.storage.errors import StorageError
+from odradek.storage.errors import KafkaStorageError, StorageError
 from odradek.storage.segment import LogSegment, iter_file_batches
 
 log = logging.getLogger(__name__)
@@ -276,8 +276,11 @@ class ProducerStateManager:
         struct.pack_into(">I", body, 2, crc32c(memoryview(body)[_CRC_START:]))
         path = self.directory / snapshot_file_name(self.map_end_offset)
         temporary = path.with_name(path.name + ".tmp")
-        temporary.write_bytes(body)
-        os.replace(temporary, path)
+        try:
+            temporary.write_bytes(body)
+            os.replace(temporary, path)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot write the producer snapshot {path}: {exc}") from exc
         return path
 
     def delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
