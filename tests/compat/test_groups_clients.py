@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable, Sequence, Set
 
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import ConsumerGroupTopicPartitions
@@ -45,7 +47,7 @@ def produce_everywhere(bootstrap: str, topic: str, per_partition: int) -> set[tu
     return produced
 
 
-def split_between_two(assignments: list[set[int]]) -> bool:
+def split_between_two(assignments: Sequence[Set[int]]) -> bool:
     first, second = assignments
     return bool(first) and bool(second) and not first & second and first | second == set(range(PARTITIONS))
 
@@ -64,6 +66,7 @@ def test_aiokafka_group_members_split_partitions_and_commit(broker, unique_topic
                 auto_offset_reset="earliest",
                 session_timeout_ms=6000,
                 heartbeat_interval_ms=300,
+                metadata_max_age_ms=500,  # a leader that joined before it knew the partitions rejoins soon
             )
             for _ in range(2)
         ]
@@ -93,38 +96,70 @@ def test_aiokafka_group_members_split_partitions_and_commit(broker, unique_topic
     assert committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
 
 
-def test_kafka_python_group_members_split_partitions_and_commit(broker, unique_topic: str) -> None:
-    helpers.create_topic(broker.bootstrap, unique_topic, PARTITIONS)
-    group = f"group-{unique_topic}"
-    members = [
-        KafkaConsumer(
-            unique_topic,
-            bootstrap_servers=broker.bootstrap,
+class KafkaPythonMember:
+    """A kafka-python group consumer polled from its own thread, as an application runs it:
+    kafka-python joins inside poll(), so one thread polling two members deadlocks a rebalance
+    (the second member's JoinGroup waits for the first, which waits to be polled)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
             group_id=group,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             session_timeout_ms=6000,
             heartbeat_interval_ms=300,
+            metadata_max_age_ms=500,  # a leader that joined before it knew the partitions rejoins soon
         )
-        for _ in range(2)
-    ]
+        self.assigned: frozenset[int] = frozenset()
+        self.consumed: list[tuple[int, int]] = []
+        self.failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batches = self.consumer.poll(timeout_ms=100)
+                records = [(r.partition, r.offset) for batch in batches.values() for r in batch]
+                if records:
+                    self.consumer.commit()
+                    self.consumed += records
+                self.assigned = frozenset(tp.partition for tp in self.consumer.assignment())
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            self.consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(TIMEOUT_S)
+
+
+def wait_for(members: list[KafkaPythonMember], done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not done():
+        assert all(m.failure is None for m in members), [m.failure for m in members]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_kafka_python_group_members_split_partitions_and_commit(broker, unique_topic: str) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic, PARTITIONS)
+    group = f"group-{unique_topic}"
+    members = [KafkaPythonMember(broker.bootstrap, group, unique_topic) for _ in range(2)]
     try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not split_between_two([{tp.partition for tp in m.assignment()} for m in members]):
-            assert time.monotonic() < deadline, "the two members never split the partitions"
-            for member in members:
-                member.poll(timeout_ms=100)
+        wait_for(
+            members, lambda: split_between_two([m.assigned for m in members]), "the partitions to be split"
+        )
         produced = produce_everywhere(broker.bootstrap, unique_topic, 25)
-        consumed: list[tuple[int, int]] = []
-        while len(consumed) < len(produced):
-            assert time.monotonic() < deadline + TIMEOUT_S, f"read {len(consumed)} of {len(produced)}"
-            for member in members:
-                batches = member.poll(timeout_ms=100)
-                consumed += [(r.partition, r.offset) for records in batches.values() for r in records]
-                member.commit()
+        wait_for(members, lambda: sum(len(m.consumed) for m in members) >= len(produced), "every record")
     finally:
         for member in members:
-            member.close()
+            member.stop()
+    consumed = [record for member in members for record in member.consumed]
     assert not [r for r, n in Counter(consumed).items() if n > 1]
     assert set(consumed) == produced
     assert committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS

@@ -9,6 +9,7 @@ reads the offsets of and deletes groups.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,14 +31,20 @@ PARTITIONS = 6
 
 
 class GroupMember:
-    """One consumer of the group, polled from the test's thread; it records (partition, offset) of a
-    record only once that record's offset is committed."""
+    """One consumer of the group. It records (partition, offset) of a record only once that record's
+    offset is committed. `start()` polls it from its own thread, as an application does: one thread
+    polling several consumers that commit synchronously can stall a rebalance (a commit waits on the
+    coordinator connection behind its member's parked JoinGroup while another member's revocation
+    waits for that same thread to poll)."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, strategy: str, name: str) -> None:
         self.name = name
-        self.assigned: set[int] = set()
+        self.assigned: frozenset[int] = frozenset()
         self.consumed: list[tuple[int, int]] = []
         self.failed_commits = 0
+        self.failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -54,10 +61,10 @@ class GroupMember:
         self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.assigned |= {p.partition for p in partitions}
+        self.assigned = self.assigned | {p.partition for p in partitions}
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.assigned -= {p.partition for p in partitions}
+        self.assigned = self.assigned - {p.partition for p in partitions}
 
     def poll_once(self) -> None:
         message = self.consumer.poll(0.05)
@@ -78,16 +85,42 @@ class GroupMember:
             return
         self.consumed.append((message.partition(), message.offset()))
 
+    def start(self) -> GroupMember:
+        self._thread = threading.Thread(target=self._run, name=f"member-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.poll_once()
+        except BaseException as exc:
+            self.failure = exc
+
     def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(TIMEOUT_S)
         self.consumer.close()
 
 
 def poll_until(members: list[GroupMember], done: Callable[[], bool], what: str) -> None:
+    """Poll the members from this thread until `done()`."""
     deadline = time.monotonic() + TIMEOUT_S
     while not done():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         for member in members:
             member.poll_once()
+
+
+def wait_until(members: list[GroupMember], done: Callable[[], bool], what: str) -> None:
+    """Wait for `done()` while the members poll from their own threads."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not done():
+        for member in members:
+            assert member.failure is None, f"{member.name} failed: {member.failure!r}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 def produce_round_robin(bootstrap: str, topic: str, count: int, tag: str) -> set[tuple[int, int]]:
@@ -100,7 +133,7 @@ def produce_round_robin(bootstrap: str, topic: str, count: int, tag: str) -> set
 
 
 def total(members: list[GroupMember]) -> list[tuple[int, int]]:
-    return [record for member in members for record in member.consumed]
+    return [record for member in members for record in list(member.consumed)]
 
 
 def covers_all_partitions(members: list[GroupMember]) -> bool:
@@ -115,33 +148,33 @@ def test_member_joining_and_leaving_mid_stream_consumes_every_record_once(
     helpers.create_topic(broker.bootstrap, unique_topic, PARTITIONS)
     group = f"group-{unique_topic}"
     produced = produce_round_robin(broker.bootstrap, unique_topic, 120, "first")
-    first = GroupMember(broker.bootstrap, group, unique_topic, strategy, "first")
-    second = GroupMember(broker.bootstrap, group, unique_topic, strategy, "second")
+    first = GroupMember(broker.bootstrap, group, unique_topic, strategy, "first").start()
+    second = GroupMember(broker.bootstrap, group, unique_topic, strategy, "second").start()
     members = [first, second]
     everyone = [first, second]
     try:
-        poll_until(members, lambda: len(total(everyone)) >= 40, "the first records")
-        third = GroupMember(broker.bootstrap, group, unique_topic, strategy, "third")
+        wait_until(members, lambda: len(total(everyone)) >= 40, "the first records")
+        third = GroupMember(broker.bootstrap, group, unique_topic, strategy, "third").start()
         members.append(third)
         everyone.append(third)
-        poll_until(members, lambda: len(set(total(everyone))) == len(produced), "the first batch")
-        poll_until(
+        wait_until(members, lambda: len(set(total(everyone))) == len(produced), "the first batch")
+        wait_until(
             members,
             lambda: covers_all_partitions(members) and all(m.assigned for m in members),
             "3-way split",
         )
 
         produced |= produce_round_robin(broker.bootstrap, unique_topic, 120, "second")
-        poll_until(
+        wait_until(
             members, lambda: len(set(total(everyone))) >= len(produced) - 60, "part of the second batch"
         )
         first.close()
         members.remove(first)
-        poll_until(members, lambda: len(set(total(everyone))) == len(produced), "the second batch")
-        poll_until(members, lambda: covers_all_partitions(members), "the survivors to own every partition")
+        wait_until(members, lambda: len(set(total(everyone))) == len(produced), "the second batch")
+        wait_until(members, lambda: covers_all_partitions(members), "the survivors to own every partition")
 
         produced |= produce_round_robin(broker.bootstrap, unique_topic, 60, "third")
-        poll_until(members, lambda: len(set(total(everyone))) == len(produced), "the third batch")
+        wait_until(members, lambda: len(set(total(everyone))) == len(produced), "the third batch")
     finally:
         for member in members:
             member.close()

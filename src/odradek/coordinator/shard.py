@@ -253,6 +253,7 @@ class CoordinatorShard:
         else:
             self.groups[group_id] = decision.group
             self._schedule(group_id, decision.group)
+        _log_transition(group_id, before, decision.group)
         self._deliver(decision)
 
     def _deliver(self, decision: classic.Decision) -> None:
@@ -340,6 +341,20 @@ class CoordinatorShard:
 
     def _now(self) -> Now:
         return Now(self._clock.time_ms(), self._clock.monotonic_ms())
+
+
+def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    was, now = _summary(before), _summary(after)
+    if was != now:
+        log.debug("Group %s: %s -> %s", group_id, was, now)
+
+
+def _summary(group: Group | None) -> str:
+    if group is None:
+        return "absent"
+    return f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}"
 
 
 def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
