@@ -1,18 +1,25 @@
 """Idempotent producers against a real broker: real clients, and Kafka's answers over raw frames.
 
-Apache Kafka's behaviour is the oracle: kafka-python 3.x (idempotent by default with acks=all) and
-librdkafka with enable.idempotence=true obtain a producer id and write batches carrying it, and a
-consumer reads every record exactly once at dense offsets. A batch re-sent with the same producer id,
-epoch and sequences is not appended again and is answered with the original base offset, also after
-a clean or a hard restart; an older epoch is answered INVALID_PRODUCER_EPOCH (47) and a sequence gap
-OUT_OF_ORDER_SEQUENCE_NUMBER (45), with nothing appended.
+Apache Kafka's behaviour is the oracle: kafka-python 3.x (idempotent by default with acks=all),
+librdkafka with enable.idempotence=true and aiokafka with enable_idempotence=True obtain a producer
+id and write batches carrying it, and a consumer reads every record exactly once at dense offsets.
+A batch re-sent with the same producer id, epoch and sequences is not appended again and is answered
+with the original base offset, also after a clean or a hard restart; an older epoch is answered
+INVALID_PRODUCER_EPOCH (47) and a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER (45), with nothing
+appended.
 """
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import struct
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
+from aiokafka import AIOKafkaProducer
 from confluent_kafka import Producer
 from kafka import KafkaProducer
 
@@ -24,6 +31,7 @@ from odradek.protocol.messages.produce import ProduceRequest
 from odradek.protocol.records.batch import iter_batches
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.record import decode_records
+from odradek.testing.broker import free_port
 from tests.compat import helpers
 from tests.server.raw_client import RawClient
 
@@ -103,6 +111,23 @@ def test_confluent_kafka_enable_idempotence_is_exactly_once(broker, unique_topic
     assert [r.offset for r in records] == list(range(COUNT))
     assert [r.value for r in records] == values()
     producer_ids = {header.producer_id for _, header in iter_batches(data)}
+    assert len(producer_ids) == 1 and min(producer_ids) >= 0
+
+
+def test_aiokafka_enable_idempotence_is_exactly_once(broker, unique_topic: str) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic)
+
+    async def produce() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, linger_ms=2)
+        await producer.start()
+        try:
+            futures = [await producer.send(unique_topic, value, partition=0) for value in values()]
+            return [(await future).offset for future in futures]
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(produce()) == list(range(COUNT))
+    producer_ids = assert_exactly_once(broker.bootstrap, unique_topic, values())
     assert len(producer_ids) == 1 and min(producer_ids) >= 0
 
 
@@ -204,3 +229,120 @@ def test_duplicates_are_detected_after_a_restart(make_broker, unique_topic: str,
     assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert (following.error_code, following.base_offset) == (ErrorCode.NONE, 4)
     assert_exactly_once(broker.bootstrap, unique_topic, [b"v%d" % i for i in range(5)])
+
+
+# -- a retry forced by a lost response -------------------------------------------------------------
+
+
+class ResponseDroppingProxy:
+    """A TCP proxy in front of the broker that, once, drops the connection instead of forwarding the
+    response to the `drop_after`-th Produce request, after the broker has appended its batch."""
+
+    def __init__(self, port: int, broker_port: int, drop_after: int) -> None:
+        self.broker_port = broker_port
+        self.produce_requests = 0
+        self.drop_after = drop_after
+        self.dropped = threading.Event()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", port))
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._sockets: list[socket.socket] = []
+        self._threads[0].start()
+
+    def close(self) -> None:
+        _shut(self._listener)
+        for sock in self._sockets:
+            _shut(sock)
+        for thread in self._threads:
+            thread.join(5)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.broker_port))
+            self._sockets += [client, upstream]
+            doomed: set[int] = set()
+            for target, args in (
+                (self._requests, (client, upstream, doomed)),
+                (self._responses, (upstream, client, doomed)),
+            ):
+                thread = threading.Thread(target=target, args=args, daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _requests(self, source: socket.socket, sink: socket.socket, doomed: set[int]) -> None:
+        for frame in _frames(source):
+            api_key, _, correlation_id = struct.unpack_from(">hhi", frame, 4)
+            if api_key == ApiKey.PRODUCE:
+                with self._lock:
+                    self.produce_requests += 1
+                    if self.produce_requests == self.drop_after:
+                        doomed.add(correlation_id)
+            if not _send(sink, frame):
+                return
+
+    def _responses(self, source: socket.socket, sink: socket.socket, doomed: set[int]) -> None:
+        for frame in _frames(source):
+            (correlation_id,) = struct.unpack_from(">i", frame, 4)
+            if correlation_id in doomed:
+                self.dropped.set()
+                for sock in (sink, source):
+                    _shut(sock)
+                return
+            if not _send(sink, frame):
+                return
+
+
+def _frames(sock: socket.socket) -> Iterator[bytes]:
+    """Whole size-prefixed frames from `sock` until it closes."""
+    buffer = b""
+    while True:
+        try:
+            chunk = sock.recv(1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        buffer += chunk
+        while len(buffer) >= 4 and len(buffer) >= 4 + struct.unpack_from(">i", buffer)[0]:
+            size = 4 + struct.unpack_from(">i", buffer)[0]
+            yield buffer[:size]
+            buffer = buffer[size:]
+
+
+def _shut(sock: socket.socket) -> None:
+    """Close `sock` so that a thread blocked on it wakes up and the peer sees the end of the stream."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # not connected, or already shut
+    sock.close()
+
+
+def _send(sock: socket.socket, frame: bytes) -> bool:
+    try:
+        sock.sendall(frame)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_batches_resent_after_a_lost_response_are_stored_once(make_broker, unique_topic: str) -> None:
+    proxy_port = free_port()
+    broker = make_broker({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})
+    proxy = ResponseDroppingProxy(proxy_port, broker.port, drop_after=3)
+    bootstrap = f"127.0.0.1:{proxy_port}"
+    try:
+        helpers.create_topic(bootstrap, unique_topic)
+        conf = {"enable.idempotence": True, "linger.ms": 1, "batch.num.messages": 50}
+        offsets = helpers.produce(bootstrap, unique_topic, values(1000), **conf)
+        assert proxy.dropped.is_set()
+        assert sorted(offsets) == list(range(1000))
+        producer_ids = assert_exactly_once(broker.bootstrap, unique_topic, values(1000))
+        assert len(producer_ids) == 1
+    finally:
+        proxy.close()
