@@ -5,7 +5,7 @@ set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
 
-"$PYTHON" -m pip install -q -e '.[test]'
+"$PYTHON" -m pip install -q -e '.[test,spark]'
 "$PYTHON" -m pip install -q python-snappy lz4 zstandard
 
 if ! command -v kcat >/dev/null 2>&1; then
