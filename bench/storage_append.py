@@ -24,8 +24,8 @@ from pathlib import Path
 
 from odradek.clock import SYSTEM_CLOCK
 from odradek.protocol.records.batch import assign_offsets
-from odradek.protocol.records.validation import validate_records
 from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.protocol.records.validation import validate_records
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 

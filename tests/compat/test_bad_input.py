@@ -25,6 +25,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_VERSION = 35
 INVALID_REQUIRED_ACKS = 21
+INVALID_RECORD = 87
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's default socket.request.max.bytes
 
 
@@ -216,21 +217,16 @@ def test_client_base_offset_is_replaced_by_the_broker(broker, unique_topic: str)
 
 
 @pytest.mark.parametrize(
-    ("body", "count", "attributes"),
+    ("body", "count", "attributes", "expected"),
     [
-        (b"\x1f\x8b not really gzip" * 4, 3, 1),  # gzip attribute over garbage, CRC correct
-        (b"\x00" * 3, 3, 0),  # three records announced, three bytes of body
-        (b"", 1, 0),  # one record announced, none there
+        (b"\x1f\x8b not really gzip" * 4, 3, 1, CORRUPT_MESSAGE),  # gzip attribute over garbage, CRC correct
+        (b"\x00" * 3, 3, 0, INVALID_RECORD),  # three records announced, three bytes of body
+        (b"", 1, 0, INVALID_RECORD),  # one record announced, none there
     ],
     ids=["garbage-gzip", "short-records", "empty-body"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: batches are validated by header and CRC only; record-level validation "
-    "(walking uncompressed records, decompressing compressed ones) is not built yet",
-)
 def test_well_checksummed_malformed_batch_appends_nothing(
-    broker, canary: Canary, unique_topic: str, body: bytes, count: int, attributes: int
+    broker, canary: Canary, unique_topic: str, body: bytes, count: int, attributes: int, expected: int
 ) -> None:
     helpers.create_topic(broker.bootstrap, unique_topic)  # its own topic: a failure must not spread
     with wire.Connection(broker.bootstrap) as conn:
@@ -238,8 +234,9 @@ def test_well_checksummed_malformed_batch_appends_nothing(
         result = conn.produce(unique_topic, 0, wire.raw_batch(body, count, attributes))
         latest = conn.list_offsets(unique_topic, 0, -1)
 
-    assert result.error_code != 0  # Kafka: CORRUPT_MESSAGE or INVALID_RECORD depending on the flaw
+    assert result.error_code == expected
     assert latest == (0, 1)
+    assert f"Refused an append to {unique_topic}-0" in broker.output_tail()
     assert_healthy(broker.bootstrap, canary)
 
 

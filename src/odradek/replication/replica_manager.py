@@ -319,6 +319,7 @@ class ReplicaManager:
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
         except KafkaError as exc:  # storage and batch validation errors are KafkaErrors too
+            log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
             return PartitionResponse(exc.code, error_message=exc.message), -1
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)

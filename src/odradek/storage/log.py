@@ -6,10 +6,11 @@ client may read), the recovery point (everything below it is fsynced) and the fl
 
 Contracts:
 - `append_as_leader(records, leader_epoch)` validates every batch first (all-or-nothing: size
-  against max.message.bytes, magic, CRC32C, counts, CreateTime bounds), copies the request bytes
-  once, assigns dense offsets from the LEO and the leader epoch (plus maxTimestamp for
-  LogAppendTime), rolls if needed, and writes with one positional write. Compressed batches are never
-  decompressed. A failed write (ENOSPC...) raises KafkaStorageError with the log unchanged.
+  against max.message.bytes, magic, CRC32C, counts, every record's structure and CreateTime bounds:
+  `records.validation`), copies the request bytes once, assigns dense offsets from the LEO and the
+  leader epoch (plus maxTimestamp for LogAppendTime), rolls if needed, and writes with one positional
+  write. Compressed batches are decompressed to be checked and stored as they came. A failed write
+  (ENOSPC...) raises KafkaStorageError with the log unchanged.
 - `read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)` returns at most one
   `FileSlice` of whole batches from one segment: starting at the batch holding `fetch_offset`, ending
   at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
@@ -46,16 +47,10 @@ from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.protocol.primitives import FileSlice
-from odradek.protocol.records.batch import (
-    NO_TIMESTAMP,
-    BatchHeader,
-    ValidatedRecords,
-    assign_offsets,
-    check_create_timestamps,
-    validate_records,
-)
+from odradek.protocol.records.batch import NO_TIMESTAMP, BatchHeader, ValidatedRecords, assign_offsets
 from odradek.protocol.records.errors import InvalidRecordError
 from odradek.protocol.records.record import RecordColumns, decode_batch_into
+from odradek.protocol.records.validation import validate_records
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.loader import load_segments
@@ -171,16 +166,11 @@ class Log:
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         """Assign offsets to the batches in `records` and append them (see the module docstring)."""
         config = self.config
-        validated = validate_records(records, config.max_message_bytes)
         now = self._clock.time_ms()
         log_append_time = now if config.log_append_time else NO_TIMESTAMP
-        if log_append_time < 0 and (
-            config.message_timestamp_before_max_ms < LONG_MAX
-            or config.message_timestamp_after_max_ms < LONG_MAX
-        ):
-            check_create_timestamps(
-                validated, now, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
-            )
+        validated = validate_records(
+            records, config.max_message_bytes, timestamp_bounds=_create_time_bounds(config, now)
+        )
         buf = bytearray(records)
         idempotent = _has_producer_id(validated.headers)
         with self._lock:
@@ -543,3 +533,11 @@ def parse_dir_name(name: str) -> tuple[str, int]:
 
 def dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def _create_time_bounds(config: LogConfig, now: int) -> tuple[int, int] | None:
+    """(lowest, highest) CreateTime a record may carry, or None when unbounded or LogAppendTime."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    if config.log_append_time or (before >= LONG_MAX and after >= LONG_MAX):
+        return None
+    return now - before, now + after

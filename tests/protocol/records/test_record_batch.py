@@ -1,4 +1,4 @@
-"""RecordBatch v2 header, validation and patching, checked against kafka-python's encoder/decoder."""
+"""RecordBatch v2 header, batch-level validation and patching, checked against kafka-python."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from odradek.protocol.records.batch import (
     BatchHeader,
     TimestampType,
     assign_offsets,
-    check_create_timestamps,
     iter_batches,
-    validate_records,
 )
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType
@@ -30,6 +28,7 @@ from odradek.protocol.records.errors import (
     UnsupportedForMessageFormatError,
 )
 from odradek.protocol.records.record import decode_records
+from odradek.protocol.records.validation import validate_records
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -196,13 +195,13 @@ def test_follower_rules_accept_compacted_counts_and_control_batches() -> None:
     assert validate_records(sparse, MAX, from_client=False).record_count == 1
 
 
-def test_create_timestamp_bounds() -> None:
-    validated = validate_records(build_batch(records(3, 10_000)), MAX)
-    check_create_timestamps(validated, 10_001, before_max_ms=1_000, after_max_ms=1_000)
+def test_create_timestamp_bounds_apply_to_every_record() -> None:
+    data = build_batch(records(3, 10_000))  # timestamps 10_000, 10_001, 10_002
+    validate_records(data, MAX, timestamp_bounds=(10_000, 10_002))
     with pytest.raises(InvalidTimestampError):
-        check_create_timestamps(validated, 5_000, before_max_ms=1_000, after_max_ms=1_000)
+        validate_records(data, MAX, timestamp_bounds=(10_001, 20_000))  # the first record is too old
     with pytest.raises(InvalidTimestampError) as caught:
-        check_create_timestamps(validated, 20_000, before_max_ms=1_000, after_max_ms=1_000)
+        validate_records(data, MAX, timestamp_bounds=(0, 10_001))  # the last record is too new
     assert caught.value.error_code == 32
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records.batch import BatchHeader, assign_offsets, validate_records
+from odradek.protocol.records.batch import BatchHeader, assign_offsets
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType
 from odradek.protocol.records.record import decode_records
+from odradek.protocol.records.validation import validate_records
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,7 +1,8 @@
 """RecordBatch v2: header view, validation, patching, compression, record encoding and decoding.
 
-Stored batches stay opaque: the broker only validates headers and CRCs and patches base offsets
-(`batch`); `builder`, `record` and `compression` serve clients, tests, internal topics and Spark.
+Stored batches stay opaque: the broker validates them (`validation`: headers, CRCs and a walk of
+every record) and patches base offsets (`batch`), but never rewrites records; `builder`, `record`
+and `compression` serve validation, clients, tests, internal topics and Spark.
 """
 
 from odradek.protocol.records.batch import (
@@ -10,7 +11,6 @@ from odradek.protocol.records.batch import (
     ValidatedRecords,
     assign_offsets,
     iter_batches,
-    validate_records,
 )
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType
@@ -23,6 +23,7 @@ from odradek.protocol.records.errors import (
     UnsupportedForMessageFormatError,
 )
 from odradek.protocol.records.record import Record, RecordColumns, decode_columns, decode_records
+from odradek.protocol.records.validation import validate_records
 
 __all__ = [
     "BatchHeader",

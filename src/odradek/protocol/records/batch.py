@@ -1,4 +1,4 @@
-"""RecordBatch v2 (magic 2): the header view, produce-side validation and in-place patching.
+"""RecordBatch v2 (magic 2): the header view and in-place patching.
 
 Owns the 61-byte batch header layout (all big-endian):
 
@@ -12,13 +12,13 @@ attributes to the end of the batch; baseOffset and partitionLeaderEpoch are outs
 assigns them without recomputing the CRC. Switching a batch to LogAppendTime changes attributes and
 maxTimestamp, which are inside it, so that patch recomputes the CRC.
 
-Invariants: batches stay opaque. Validation reads headers and runs one CRC32C per batch; it never
-decompresses and never walks records. `validate_records` raises (a `RecordsError` carrying the Kafka
-code) before anything is patched, so an append is all-or-nothing. `BatchHeader` is a NamedTuple
-rather than a frozen dataclass because it is built once per batch on the produce path, where a
-dataclass costs five times as much; it is just as immutable.
+Invariants: patching touches only baseOffset and partitionLeaderEpoch (outside the CRC), or, for
+LogAppendTime, attributes and maxTimestamp with a recomputed CRC; record bytes are never rewritten.
+`BatchHeader` is a NamedTuple rather than a frozen dataclass because it is built once per batch on
+the produce path, where a dataclass costs five times as much; it is just as immutable. What a
+produce request must satisfy before it is patched is `records.validation`'s.
 
-Callers: storage (append, recovery, reads), the produce handler (through storage), `records.record`.
+Callers: storage (append, recovery, reads), `records.validation`, `records.record`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from odradek.protocol.records.errors import (
-    CorruptRecordError,
-    InvalidRecordError,
-    InvalidTimestampError,
-    RecordTooLargeError,
-    UnsupportedForMessageFormatError,
-)
+from odradek.protocol.records.errors import CorruptRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
@@ -167,97 +161,6 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
             return
         yield position, header
         position += size
-
-
-def validate_records(
-    records: bytes | bytearray | memoryview, max_batch_size: int, from_client: bool = True
-) -> ValidatedRecords:
-    """Check every batch of a produce `records` field; raise the first problem found.
-
-    `max_batch_size` is max.message.bytes (the whole batch, log overhead included). `from_client`
-    applies the rules Kafka applies to producers: at least one record, recordsCount equal to
-    lastOffsetDelta + 1, no control batches.
-    """
-    end = len(records)
-    if end == 0:
-        raise InvalidRecordError("no record batches")
-    positions: list[int] = []
-    headers: list[BatchHeader] = []
-    position = offset_count = record_count = 0
-    max_timestamp, max_timestamp_index = NO_TIMESTAMP, -1
-    view = memoryview(records)
-    try:
-        while position < end:
-            header = _check_batch(view, position, end, max_batch_size, from_client)
-            positions.append(position)
-            headers.append(header)
-            offset_count += header.last_offset_delta + 1
-            record_count += header.records_count
-            if header.max_timestamp > max_timestamp:
-                max_timestamp, max_timestamp_index = header.max_timestamp, len(headers) - 1
-            position += header.batch_length + LOG_OVERHEAD
-    finally:
-        view.release()
-    return ValidatedRecords(
-        tuple(positions), tuple(headers), end, record_count, offset_count, max_timestamp, max_timestamp_index
-    )
-
-
-def _check_batch(
-    view: memoryview, position: int, end: int, max_batch_size: int, from_client: bool
-) -> BatchHeader:
-    if end - position < RECORD_BATCH_OVERHEAD:
-        raise CorruptRecordError(f"{end - position} trailing bytes at position {position}: not a batch")
-    header = _new_header(BatchHeader, HEADER.unpack_from(view, position))
-    size = header.batch_length + LOG_OVERHEAD
-    if header.magic != CURRENT_MAGIC:
-        if header.magic in (0, 1):
-            raise UnsupportedForMessageFormatError(f"message format v{header.magic} is not supported")
-        raise CorruptRecordError(f"invalid magic {header.magic} at position {position}")
-    if header.batch_length < MIN_BATCH_LENGTH:
-        raise CorruptRecordError(f"batch length {header.batch_length} below the header size")
-    if size > max_batch_size:
-        raise RecordTooLargeError(f"batch of {size} bytes exceeds max.message.bytes {max_batch_size}")
-    if position + size > end:
-        raise CorruptRecordError(f"batch of {size} bytes at position {position} is truncated")
-    if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != header.crc:
-        raise CorruptRecordError(f"CRC mismatch for the batch at position {position}")
-    _check_counts(header, from_client)
-    return header
-
-
-def _check_counts(header: BatchHeader, from_client: bool) -> None:
-    if header.attributes & COMPRESSION_MASK > MAX_COMPRESSION_ID:
-        raise CorruptRecordError(f"unknown compression id {header.attributes & COMPRESSION_MASK}")
-    if header.last_offset_delta < 0 or header.records_count < 0:
-        raise InvalidRecordError("negative lastOffsetDelta or recordsCount")
-    if from_client:
-        if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:
-            raise InvalidRecordError(
-                f"recordsCount {header.records_count} does not match lastOffsetDelta "
-                f"{header.last_offset_delta}"
-            )
-        if header.attributes & CONTROL_MASK:
-            raise InvalidRecordError("clients may not write control batches")
-        if header.attributes & TRANSACTIONAL_MASK and header.producer_id < 0:
-            raise InvalidRecordError("transactional batch without a producer id")
-    elif header.records_count > header.last_offset_delta + 1:
-        raise InvalidRecordError("more records than offsets in the batch")
-
-
-def check_create_timestamps(
-    validated: ValidatedRecords, now_ms: int, before_max_ms: int, after_max_ms: int
-) -> None:
-    """Refuse CreateTime batches whose first or max timestamp is too far from `now_ms`.
-
-    Kafka checks every record; batches stay opaque here, so the bounds apply to baseTimestamp
-    (the first record's) and maxTimestamp.
-    """
-    for header in validated.headers:
-        if header.max_timestamp - now_ms > after_max_ms:
-            raise InvalidTimestampError(f"timestamp {header.max_timestamp} is too far in the future")
-        if now_ms - header.base_timestamp > before_max_ms:
-            raise InvalidTimestampError(f"timestamp {header.base_timestamp} is too far in the past")
 
 
 def assign_offsets(

@@ -5,7 +5,7 @@ which lays out the records, compresses the records section with the chosen codec
 (baseTimestamp = first record's timestamp, maxTimestamp = the largest, lastOffsetDelta = count - 1)
 and computes the CRC32C.
 
-Invariants: the output passes `batch.validate_records(..., from_client=True)` unless it is a control
+Invariants: the output passes `validation.validate_records(..., from_client=True)` unless it is a control
 batch; offsets inside are 0..count-1 relative to `base_offset`.
 
 Callers: clients, tests, the internal __consumer_offsets writer, the Spark sink.

@@ -33,7 +33,8 @@ from odradek.protocol.records.batch import (
     iter_batches,
 )
 from odradek.protocol.records.compression import CompressionType, decompress
-from odradek.protocol.records.errors import CorruptRecordError
+from odradek.protocol.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.protocol.records.record_walk import walk_records
 
 Header = tuple[str, bytes | None]
 _ZIGZAG = [(byte >> 1) ^ -(byte & 1) for byte in range(0x80)]
@@ -222,6 +223,25 @@ def _decode_section(
         keys.append(key)
         values.append(value)
         headers_out.append(record_headers)
+
+
+def check_records(
+    data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int
+) -> None:
+    """Walk a batch's (decompressed) records section without building anything; raise on the first flaw.
+
+    Each of the `records_count` records must fill exactly its length prefix, carry offsetDelta equal
+    to its index and a timestampDelta within [min_timestamp_delta, max_timestamp_delta]; key and
+    value lengths are >= -1, header counts >= 0, header keys not null; no bytes follow the last record.
+    A structural flaw raises InvalidRecordError, a timestamp out of bounds InvalidTimestampError.
+    The loop itself is `record_walk.walk_records` (compiled with mypyc where a compiler is present).
+    """
+    try:
+        end = walk_records(data, records_count, min_timestamp_delta, max_timestamp_delta)
+    except IndexError:
+        raise InvalidRecordError("a record runs past the end of its batch") from None
+    if end != len(data):
+        raise InvalidRecordError(f"{len(data) - end} bytes follow the last record of the batch")
 
 
 def _read_bytes(data: bytes, position: int, limit: int) -> tuple[bytes | None, int]:
