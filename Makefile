@@ -7,7 +7,8 @@ ARGS ?=
 .PHONY: install serve test bench bench-quick lint
 
 install:
-	@$(PYTHON) -c "import odradek.cli.main" 2>/dev/null || $(PYTHON) -m pip install -e .
+	@$(PYTHON) -c "import odradek.cli.main, mypyc" 2>/dev/null || $(PYTHON) -m pip install -e '.[native]'
+	@$(PYTHON) tools/build_native.py
 
 serve: install
 	$(PYTHON) -m odradek serve $(ARGS)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs on a fresh Debian machine: the package with its test extra,
-# the compression libraries kafka-python uses for snappy/lz4/zstd, and kcat (root only, via apt).
+# Installs what the test suite needs on a fresh Debian machine: the package with its test and spark
+# extras, the mypyc-compiled hot loops (tools/build_native.py), and kcat (root only, via apt).
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
 
 "$PYTHON" -m pip install -q -e '.[test,spark]'
-"$PYTHON" -m pip install -q python-snappy lz4 zstandard
+"$PYTHON" tools/build_native.py
 
 if ! command -v kcat >/dev/null 2>&1; then
     if [ "$(id -u)" -ne 0 ]; then
