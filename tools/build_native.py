@@ -1,7 +1,7 @@
 """Compile odradek's per-record hot loops with mypyc, in place next to their sources.
 
 The modules in NATIVE_MODULES are plain, fully typed Python. Compiled, the extension module sits
-beside the source (`record_walk.cpython-311-x86_64-linux-gnu.so` next to `record_walk.py`) and Python
+beside the source (`record_loops.cpython-311-x86_64-linux-gnu.so` next to `record_loops.py`) and Python
 imports it in preference to the source; without it the source runs as it is, just slower. A module is
 rebuilt when its extension is missing or older than its source. Best effort: when mypyc or a C
 compiler is missing, this says so and exits 0, and odradek runs the pure-Python loops.
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
-NATIVE_MODULES = ["odradek/protocol/records/record_walk.py"]
+NATIVE_MODULES = ["odradek/protocol/records/record_loops.py"]
 
 
 def compiled_files(source: Path) -> list[Path]:

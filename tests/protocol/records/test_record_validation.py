@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import record, record_walk
+from odradek.protocol.records import record_loops
 from odradek.protocol.records.batch import HEADER, RECORD_BATCH_OVERHEAD
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType, compress
@@ -22,30 +20,6 @@ from odradek.protocol.records.validation import validate_records
 
 MAX = 1 << 20
 TIMESTAMP = 1_700_000_000_000
-WALK_SOURCE = Path(record_walk.__file__).with_name("record_walk.py")
-
-
-def load_walk_source() -> ModuleType:
-    """`record_walk` run from its Python source, even where the compiled module is what imports."""
-    spec = importlib.util.spec_from_file_location("record_walk_source", WALK_SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(autouse=True, params=["imported", "source"])
-def walk_implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs against the module Python imports (compiled by `make test`) and the source."""
-    if request.param == "source":
-        monkeypatch.setattr(record, "walk_records", load_walk_source().walk_records)
-
-
-def test_the_compiled_walk_is_built_from_the_current_source() -> None:
-    """`make test` compiles `record_walk` (tools/build_native.py); a stale build would shadow edits."""
-    compiled = Path(record_walk.__file__)
-    assert compiled.suffix == ".so", "record_walk is not compiled: run python tools/build_native.py"
-    assert compiled.stat().st_mtime >= WALK_SOURCE.stat().st_mtime, "run python tools/build_native.py"
 
 
 def batch_around(
@@ -182,3 +156,10 @@ def test_mutated_records_raise_only_kafka_errors(position: int, garbage: bytes, 
         validate_records(batch_around(bytes(body), count), MAX)
     except RecordsError as error:
         assert error.error_code in (2, 32, 87)
+
+
+def test_the_compiled_loops_are_built_from_the_current_source() -> None:
+    """`make test` compiles `record_loops` (tools/build_native.py); a stale build would shadow edits."""
+    compiled, source = Path(record_loops.__file__), Path(record_loops.__file__).with_name("record_loops.py")
+    assert compiled.suffix == ".so", "record_loops is not compiled: run python tools/build_native.py"
+    assert compiled.stat().st_mtime >= source.stat().st_mtime, "stale: run python tools/build_native.py"

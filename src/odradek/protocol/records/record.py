@@ -34,10 +34,7 @@ from odradek.protocol.records.batch import (
 )
 from odradek.protocol.records.compression import CompressionType, decompress
 from odradek.protocol.records.errors import CorruptRecordError, InvalidRecordError
-from odradek.protocol.records.record_walk import walk_records
-
-Header = tuple[str, bytes | None]
-_ZIGZAG = [(byte >> 1) ^ -(byte & 1) for byte in range(0x80)]
+from odradek.protocol.records.record_loops import Header, decode_records_into, walk_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,26 +75,6 @@ def encode_varint(value: int) -> bytes:
         zigzag >>= 7
     out.append(zigzag)
     return bytes(out)
-
-
-def read_varint(data: bytes, position: int) -> tuple[int, int]:
-    """(value, next position) of the zigzag varint at `position`."""
-    try:
-        byte = data[position]
-        if byte < 0x80:
-            return _ZIGZAG[byte], position + 1
-        result, shift = byte & 0x7F, 7
-        while True:
-            position += 1
-            byte = data[position]
-            result |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return (result >> 1) ^ -(result & 1), position + 1
-            shift += 7
-            if shift > 63:
-                raise CorruptRecordError("varint longer than 10 bytes")
-    except IndexError:
-        raise CorruptRecordError("varint runs past the end of the records") from None
 
 
 def encode_record(
@@ -183,46 +160,20 @@ def decode_batch_into(
         codec = header.attributes & COMPRESSION_MASK
         data = bytes(section) if codec == CompressionType.NONE else decompress(codec, section)
         section.release()
-    log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
+    log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else -1
+    lists = (columns.offsets, columns.timestamps, columns.timestamp_types, columns.keys, columns.values)
     try:
-        _decode_section(data, header, log_append_time, columns)
+        decode_records_into(
+            data,
+            header.records_count,
+            header.base_offset,
+            header.base_timestamp,
+            log_append_time,
+            (*lists, columns.headers),
+        )
     except IndexError:
         raise CorruptRecordError("record runs past the end of its batch") from None
     return columns
-
-
-def _decode_section(
-    data: bytes, header: BatchHeader, log_append_time: int | None, columns: RecordColumns
-) -> None:
-    """The hot loop of decoding: single-byte varints (lengths, deltas) are read inline."""
-    base_offset, base_timestamp = header.base_offset, header.base_timestamp
-    timestamp_type = 0 if log_append_time is None else 1
-    offsets, timestamps, keys, values = columns.offsets, columns.timestamps, columns.keys, columns.values
-    headers_out, types, zigzag = columns.headers, columns.timestamp_types, _ZIGZAG
-    position, end = 0, len(data)
-    for _ in range(header.records_count):
-        length, position = read_varint(data, position)
-        record_end = position + length
-        if length < 0 or record_end > end:
-            raise CorruptRecordError("record runs past the end of its batch")
-        timestamp_delta, position = read_varint(data, position + 1)
-        byte = data[position]
-        offset_delta, position = (zigzag[byte], position + 1) if byte < 0x80 else read_varint(data, position)
-        key, position = _read_bytes(data, position, record_end)
-        value, position = _read_bytes(data, position, record_end)
-        if data[position] == 0:
-            record_headers: tuple[Header, ...] = ()
-            position += 1
-        else:
-            record_headers, position = _read_headers(data, position, record_end)
-        if position != record_end:
-            raise CorruptRecordError("record length does not match its fields")
-        offsets.append(base_offset + offset_delta)
-        timestamps.append(base_timestamp + timestamp_delta if log_append_time is None else log_append_time)
-        types.append(timestamp_type)
-        keys.append(key)
-        values.append(value)
-        headers_out.append(record_headers)
 
 
 def check_records(
@@ -234,7 +185,7 @@ def check_records(
     to its index and a timestampDelta within [min_timestamp_delta, max_timestamp_delta]; key and
     value lengths are >= -1, header counts >= 0, header keys not null; no bytes follow the last record.
     A structural flaw raises InvalidRecordError, a timestamp out of bounds InvalidTimestampError.
-    The loop itself is `record_walk.walk_records` (compiled with mypyc where a compiler is present).
+    The loop itself is `record_loops.walk_records` (compiled with mypyc where a compiler is present).
     """
     try:
         end = walk_records(data, records_count, min_timestamp_delta, max_timestamp_delta)
@@ -242,33 +193,3 @@ def check_records(
         raise InvalidRecordError("a record runs past the end of its batch") from None
     if end != len(data):
         raise InvalidRecordError(f"{len(data) - end} bytes follow the last record of the batch")
-
-
-def _read_bytes(data: bytes, position: int, limit: int) -> tuple[bytes | None, int]:
-    byte = data[position]
-    length, position = (_ZIGZAG[byte], position + 1) if byte < 0x80 else read_varint(data, position)
-    if length < 0:
-        return None, position
-    end = position + length
-    if end > limit:
-        raise CorruptRecordError("record field runs past the end of its record")
-    return data[position:end], end
-
-
-def _read_headers(data: bytes, position: int, limit: int) -> tuple[tuple[Header, ...], int]:
-    count, position = read_varint(data, position)
-    if count == 0:
-        return (), position
-    if count < 0:
-        raise CorruptRecordError("negative header count")
-    headers = []
-    for _ in range(count):
-        key, position = _read_bytes(data, position, limit)
-        if key is None:
-            raise CorruptRecordError("null header key")
-        value, position = _read_bytes(data, position, limit)
-        try:
-            headers.append((key.decode(), value))
-        except UnicodeDecodeError as exc:
-            raise CorruptRecordError("header key is not UTF-8") from exc
-    return tuple(headers), position

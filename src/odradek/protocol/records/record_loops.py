@@ -1,0 +1,176 @@
+"""The loops that visit every record: the produce-side walk and the columnar decode.
+
+Owns the two per-record hot loops over the varint record layout of `records.record`:
+- `walk_records` checks records field by field without building anything: each record fills exactly
+  its length prefix, its offsetDelta is its index, its timestampDelta lies within the given bounds,
+  key and value lengths are >= -1, the header count is >= 0 and header keys are not null
+  (InvalidRecordError, Kafka's INVALID_RECORD; a timestamp out of bounds is InvalidTimestampError).
+- `decode_records_into` appends each record's offset, timestamp, timestamp type, key, value and
+  headers to parallel lists (the Spark source, clients, internal topics).
+
+Invariants: plain, fully typed Python, so that `tools/build_native.py` can compile this module with
+mypyc (the walk then costs ~0.1 us per record instead of ~1.8 us); the compiled module and this
+source behave the same, and the tests run both. Only the standard library and `records.errors` are
+imported, which keeps the compiled unit small. A varint longer than 10 bytes is CorruptRecordError;
+a read past the end of `data` raises IndexError, which the callers in `records.record` turn into
+the Kafka error of their context.
+
+Callers: `records.record` (`check_records`, `decode_batch_into`).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.records.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
+
+Header = tuple[str, bytes | None]
+# offsets, timestamps, timestamp types, keys, values, headers: one entry per record in each
+Columns = tuple[
+    list[int], list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]
+]
+
+
+def walk_records(data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int) -> int:
+    """Check `records_count` records from the start of `data`; return the position after the last.
+
+    Single-byte varints (most lengths and deltas) are decoded inline, which helps the uncompiled
+    source and costs the compiled module nothing.
+    """
+    position = 0
+    for index in range(records_count):
+        byte = data[position]
+        if byte < 0x80:
+            length = (byte >> 1) ^ -(byte & 1)
+            position += 1
+        else:
+            length, position = read_varint(data, position)
+        record_end = position + length
+        byte = data[position + 1]  # past the attributes byte
+        if byte < 0x80:
+            timestamp_delta = (byte >> 1) ^ -(byte & 1)
+            position += 2
+        else:
+            timestamp_delta, position = read_varint(data, position + 1)
+        if timestamp_delta < min_timestamp_delta or timestamp_delta > max_timestamp_delta:
+            raise InvalidTimestampError(f"record {index} has a timestamp outside the allowed bounds")
+        byte = data[position]
+        if byte < 0x80 and byte == index << 1:  # a one-byte offsetDelta equal to the index
+            position += 1
+        else:
+            offset_delta, position = read_varint(data, position)
+            if offset_delta != index:
+                raise InvalidRecordError(f"record {index} has offsetDelta {offset_delta}")
+        position = skip_bytes(data, skip_bytes(data, position))  # key, value
+        if data[position] == 0:  # no headers
+            position += 1
+        else:
+            position = skip_headers(data, position, record_end)
+        if position != record_end:
+            raise InvalidRecordError(f"record {index} does not fill its length of {length} bytes")
+    return position
+
+
+def skip_headers(data: bytes, position: int, record_end: int) -> int:
+    count, position = read_varint(data, position)
+    if count < 0 or count > record_end - position:
+        raise InvalidRecordError(f"impossible header count {count}")
+    for _ in range(count):
+        key_length, position = read_varint(data, position)
+        if key_length < 0:
+            raise InvalidRecordError("null or negative-length header key")
+        position = skip_bytes(data, position + key_length)
+    return position
+
+
+def skip_bytes(data: bytes, position: int) -> int:
+    """The position after a varint-length-prefixed field (length -1: null)."""
+    byte = data[position]
+    if byte < 0x80:
+        length = (byte >> 1) ^ -(byte & 1)
+        position += 1
+    else:
+        length, position = read_varint(data, position)
+    if length < -1:
+        raise InvalidRecordError(f"negative length {length}")
+    return position + length if length > 0 else position
+
+
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """(value, next position) of the zigzag varint at `position`."""
+    result = 0
+    shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (result >> 1) ^ -(result & 1), position
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def decode_records_into(
+    data: bytes,
+    records_count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int,
+    columns: tuple[
+        list[int], list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]
+    ],
+) -> None:
+    """Append the `records_count` records of `data` to `columns`: (offsets, timestamps, timestamp
+    types, keys, values, headers). `log_append_time` >= 0 replaces every record's timestamp."""
+    offsets, timestamps, types, keys, values, headers_out = columns
+    timestamp_type = 0 if log_append_time < 0 else 1
+    position, end = 0, len(data)
+    for _ in range(records_count):
+        length, position = read_varint(data, position)
+        record_end = position + length
+        if length < 0 or record_end > end:
+            raise CorruptRecordError("record runs past the end of its batch")
+        timestamp_delta, position = read_varint(data, position + 1)
+        offset_delta, position = read_varint(data, position)
+        key, position = read_bytes(data, position, record_end)
+        value, position = read_bytes(data, position, record_end)
+        if data[position] == 0:
+            record_headers: tuple[Header, ...] = ()
+            position += 1
+        else:
+            record_headers, position = read_headers(data, position, record_end)
+        if position != record_end:
+            raise CorruptRecordError("record length does not match its fields")
+        offsets.append(base_offset + offset_delta)
+        timestamps.append(base_timestamp + timestamp_delta if log_append_time < 0 else log_append_time)
+        types.append(timestamp_type)
+        keys.append(key)
+        values.append(value)
+        headers_out.append(record_headers)
+
+
+def read_bytes(data: bytes, position: int, limit: int) -> tuple[bytes | None, int]:
+    """A varint-length-prefixed field ending at or before `limit`; length -1 is None."""
+    length, position = read_varint(data, position)
+    if length < 0:
+        return None, position
+    end = position + length
+    if end > limit:
+        raise CorruptRecordError("record field runs past the end of its record")
+    return data[position:end], end
+
+
+def read_headers(data: bytes, position: int, limit: int) -> tuple[tuple[Header, ...], int]:
+    count, position = read_varint(data, position)
+    if count < 0:
+        raise CorruptRecordError("negative header count")
+    headers: list[Header] = []
+    for _ in range(count):
+        key, position = read_bytes(data, position, limit)
+        if key is None:
+            raise CorruptRecordError("null header key")
+        value, position = read_bytes(data, position, limit)
+        try:
+            headers.append((key.decode(), value))
+        except UnicodeDecodeError as exc:
+            raise CorruptRecordError("header key is not UTF-8") from exc
+    return tuple(headers), position
