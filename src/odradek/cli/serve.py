@@ -14,6 +14,7 @@ import sys
 
 from odradek.controller.meta_properties import MetaPropertiesError
 from odradek.log_setup import configure_logging
+from odradek.protocol.records import record_loops
 from odradek.server.broker import run_broker
 from odradek.server.config import ConfigError, KafkaConfig
 from odradek.storage.errors import StorageError
@@ -38,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
+    if record_loops.__file__ is None or record_loops.__file__.endswith(".py"):
+        log.warning("The per-record loops run uncompiled, 10-18x slower: run python tools/build_native.py")
     try:
         config = KafkaConfig.from_sources(args.config, args.override)
     except (ConfigError, OSError) as exc:
