@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     if record_loops.__file__ is None or record_loops.__file__.endswith(".py"):
-        log.warning("The per-record loops run uncompiled, 10-18x slower: run python tools/build_native.py")
+        log.warning("The per-record loops run uncompiled, 10-25x slower: run python tools/build_native.py")
     try:
         config = KafkaConfig.from_sources(args.config, args.override)
     except (ConfigError, OSError) as exc:
