@@ -281,6 +281,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("controller.socket.timeout.ms", _I, 30000),
         ConfigKey("auto.leader.rebalance.enable", _B, True),
         ConfigKey("fetch.max.bytes", _I, 57671680, at_least(1024)),
+        ConfigKey("max.incremental.fetch.session.cache.slots", _I, 1000, at_least(0)),
         # group coordinator and offsets
         ConfigKey("offsets.topic.num.partitions", _I, 50, at_least(1)),
         ConfigKey("offsets.topic.replication.factor", _SH, 1, at_least(1)),
@@ -332,7 +333,6 @@ IGNORED_KEYS = frozenset(
         "fetch.purgatory.purge.interval.requests",
         "producer.purgatory.purge.interval.requests",
         "delete.records.purgatory.purge.interval.requests",
-        "max.incremental.fetch.session.cache.slots",
         "leader.imbalance.check.interval.seconds",
         "leader.imbalance.per.broker.percentage",
         "zookeeper.max.in.flight.requests",
