@@ -1,4 +1,5 @@
-"""Fetch end to end over raw frames: versions 4-17, topic ids, long poll, limits, sessions, errors."""
+"""Fetch end to end over raw frames: versions 4-17, topic ids, long poll, limits, errors (sessions:
+test_fetch_sessions.py)."""
 
 from __future__ import annotations
 
@@ -165,17 +166,6 @@ def test_read_committed_reads_to_the_last_stable_offset(client: RawClient) -> No
     partition = only_partition(fetch(client, name, isolation_level=1))
     assert partition.aborted_transactions == [] and partition.last_stable_offset == 1
     assert [r.value for r in decode_records(bytes(partition.records))] == [b"a"]
-
-
-def test_sessions_are_never_created(client: RawClient) -> None:
-    name, _ = create_topic(client)
-    produce(client, name, records(b"a"))
-    initial = fetch(client, name, session_id=0, session_epoch=0)
-    assert initial.session_id == 0 and bytes(only_partition(initial).records)
-    incremental = fetch(client, name, session_id=1234, session_epoch=1)
-    assert (incremental.error_code, incremental.responses) == (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, [])
-    closing = fetch(client, name, session_id=1234, session_epoch=-1)
-    assert closing.error_code == ErrorCode.NONE and bytes(only_partition(closing).records)
 
 
 def test_version_three_is_unsupported(client: RawClient) -> None:

@@ -21,8 +21,8 @@ Deliberate deviations: only the first entry of `listeners` (and of `advertised.l
 `zookeeper.connect` is ignored with a warning (the metadata is always the local single-node backend).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`, `metadata`,
-`log_manager`, `replica_manager`, `group_coordinator`, `cluster_id`, `advertised_endpoint()`, and
-`auto_create_topic()` (Kafka's auto topic creation).
+`log_manager`, `replica_manager`, `group_coordinator`, `fetch_sessions` (the FetchSessionCache),
+`cluster_id`, `advertised_endpoint()`, and `auto_create_topic()` (Kafka's auto topic creation).
 
 Callers: `odradek serve` (cli/serve.py) through `run_broker`, and in-process tests.
 """
@@ -43,6 +43,7 @@ from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.network import KafkaServer
 from odradek.storage.manager import LogManager
 
@@ -66,6 +67,7 @@ class Broker:
         self.clock = clock
         self.cluster_id = ""
         self.metadata = LocalMetadata(config.log_dirs[0], config.broker_id)
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         self._bound: tuple[str, int] | None = None
         self._server = KafkaServer(Dispatcher(self), config.socket_request_max_bytes)
         self._tasks: list[asyncio.Task[None]] = []

@@ -21,19 +21,22 @@ UNKNOWN_TOPIC_ID for its partitions) and read by the ReplicaManager in request o
   UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
   for a current_leader_epoch (v9+) older / newer than the partition's.
 
-Deliberate deviations: the broker keeps no incremental fetch sessions (KIP-227). Every request with
-session_epoch 0 or -1 is served as a full, sessionless fetch and answered with session_id 0, which
-tells Java clients no session was created (they keep sending full fetches; librdkafka never uses
-sessions); forgotten_topics_data is therefore moot. Incremental requests (another epoch) get
-FETCH_SESSION_ID_NOT_FOUND, as Kafka answers for a session it does not know, and clients fall back
-to a full fetch. v0-v3 are not served (they need message format v0/v1 down-conversion). No
+Fetch sessions (KIP-227, v7+; see server/fetch_session.py): session_epoch 0 makes a full fetch that
+creates a session when the cache has a slot (its id is in the response), -1 a sessionless one (a
+session_id given with either is closed first). Another epoch is an incremental fetch: a session
+error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) is the
+top-level error code with session id 0 and no partitions; otherwise the session is updated, all its
+partitions are read in its order, and only the partitions that changed are answered, grouped into
+consecutive topics as Kafka does.
+
+Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion). No
 last_fetched_epoch divergence check (no leader epoch cache), so diverging_epoch is never set.
 throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
 
-import uuid
+from collections.abc import Iterable, Sequence
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
@@ -41,66 +44,114 @@ from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from odradek.server.context import RequestContext
+from odradek.server.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, CachedPartition
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 
 TOPIC_IDS_VERSION = 13
-FULL_FETCH_EPOCHS = (0, -1)  # INITIAL_EPOCH, FINAL_EPOCH
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
-    if request.session_epoch not in FULL_FETCH_EPOCHS:
-        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+    if request.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        return await _full_fetch(ctx, request)
+    return await _incremental_fetch(ctx, request)
+
+
+async def _full_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    sessions = ctx.broker.fetch_sessions
+    if request.session_id != INVALID_SESSION_ID:
+        sessions.remove(request.session_id)
+    partitions = [CachedPartition.from_request(t, p) for t in request.topics for p in t.partitions]
+    answers = await _read(ctx, request, partitions)
+    for partition, data in zip(partitions, answers, strict=True):
+        partition.must_respond(data)  # remember what the client is told, for a new session
+    session_id = INVALID_SESSION_ID
+    if request.session_epoch == INITIAL_EPOCH:
+        session_id = sessions.maybe_create(
+            partitions, _replica_id(request) >= 0, ctx.api_version >= TOPIC_IDS_VERSION
+        )
+    return FetchResponse(session_id=session_id, responses=_group(zip(partitions, answers, strict=True)))
+
+
+async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    session = ctx.broker.fetch_sessions.incremental(
+        request.session_id,
+        request.session_epoch,
+        ctx.api_version >= TOPIC_IDS_VERSION,
+        request.topics,
+        request.forgotten_topics_data,
+    )
+    if isinstance(session, int):
+        return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
+    partitions = list(session.partitions.values())
+    answers = await _read(ctx, request, partitions)
+    changed = [(p, data) for p, data in zip(partitions, answers, strict=True) if p.must_respond(data)]
+    for partition, data in changed:
+        if data.records:
+            session.move_to_end(partition)
+    return FetchResponse(session_id=session.session_id, responses=_group(changed))
+
+
+def _replica_id(request: FetchRequest) -> int:
+    return request.replica_state.replica_id if request.replica_state is not None else request.replica_id
+
+
+async def _read(
+    ctx: RequestContext, request: FetchRequest, partitions: Sequence[CachedPartition]
+) -> list[PartitionData]:
+    """Read `partitions` in order through the ReplicaManager (long poll included); one answer each.
+    Partitions of unknown topic ids are answered UNKNOWN_TOPIC_ID without a read."""
     broker = ctx.broker
-    by_id = ctx.api_version >= TOPIC_IDS_VERSION
-    replica_id = request.replica_state.replica_id if request.replica_state is not None else request.replica_id
+    replica_id = _replica_id(request)
     max_bytes = (
         request.max_bytes if replica_id >= 0 else min(request.max_bytes, broker.config["fetch.max.bytes"])
     )
-    reads: list[FetchPartitionRequest] = []
-    unknown_ids: set[uuid.UUID] = set()
-    for topic in request.topics:
-        name = broker.replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
-        if name is None:
-            unknown_ids.add(topic.topic_id)
-            continue
-        reads.extend(
-            FetchPartitionRequest(
-                name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch
-            )
-            for p in topic.partitions
+    names = _topic_names(ctx, partitions)
+    reads = [
+        FetchPartitionRequest(
+            name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch
         )
-    results = await broker.replica_manager.fetch_messages(
-        reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
+        for p, name in zip(partitions, names, strict=True)
+        if name is not None
+    ]
+    results = iter(
+        await broker.replica_manager.fetch_messages(
+            reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
+        )
     )
     aborted: list[FetchResponse.AbortedTransaction] | None = (
         [] if request.isolation_level == READ_COMMITTED else None
     )
-    return FetchResponse(session_id=0, responses=_responses(request, results, unknown_ids, aborted))
+    return [
+        _partition(next(results), aborted)
+        if name is not None
+        else _failed(p.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        for p, name in zip(partitions, names, strict=True)
+    ]
 
 
-def _responses(
-    request: FetchRequest,
-    results: list[FetchPartitionResult],
-    unknown_ids: set[uuid.UUID],
-    aborted: list[FetchResponse.AbortedTransaction] | None,
-) -> list[TopicResponse]:
-    """One response topic per request topic, partitions in request order."""
-    responses = []
-    position = 0
-    for topic in request.topics:
-        if topic.topic_id in unknown_ids:
-            partitions = [_failed(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
-        else:
-            count = len(topic.partitions)
-            partitions = [_partition(result, aborted) for result in results[position : position + count]]
-            position += count
-        responses.append(TopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=partitions))
+def _topic_names(ctx: RequestContext, partitions: Iterable[CachedPartition]) -> list[str | None]:
+    """Each partition's topic name: from v13 looked up by topic id (None for an unknown id)."""
+    if ctx.api_version < TOPIC_IDS_VERSION:
+        return [p.topic for p in partitions]
+    return [ctx.broker.replica_manager.topic_name(p.topic_id) for p in partitions]
+
+
+def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[TopicResponse]:
+    """Response topics: consecutive partitions of one topic share an entry, in the given order."""
+    responses: list[TopicResponse] = []
+    for partition, data in answers:
+        if not responses or (responses[-1].topic_id, responses[-1].topic) != (
+            partition.topic_id,
+            partition.topic,
+        ):
+            responses.append(TopicResponse(topic=partition.topic, topic_id=partition.topic_id))
+        responses[-1].partitions.append(data)
     return responses
 
 
