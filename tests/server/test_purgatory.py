@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from odradek.clock import SYSTEM_CLOCK, ManualClock
-from odradek.server.purgatory import DelayedOperation, DelayedOperationPurgatory
+from odradek.purgatory import DelayedOperation, DelayedOperationPurgatory
 
 
 class Counter(DelayedOperation):

@@ -14,7 +14,7 @@ returning whatever is there. It re-estimates a partition only when its fetchable
 with min_bytes <= 1 any data at all is enough, so a retry reads no log unless min_bytes is larger.
 Completing re-reads every partition with the response limits.
 
-Invariants: both complete exactly once (see server.purgatory). Neither copies record bytes.
+Invariants: both complete exactly once (see odradek.purgatory). Neither copies record bytes.
 
 Callers: `ReplicaManager` only.
 """
@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.purgatory import DelayedOperation
+from odradek.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
     from odradek.replication.partition import Partition

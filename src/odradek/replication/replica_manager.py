@@ -39,9 +39,9 @@ from odradek.clock import Clock
 from odradek.controller.metadata import MetadataBackend, PartitionState, TopicChange, TopicMetadata
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
+from odradek.purgatory import DelayedOperationPurgatory
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.partition import NO_LEADER_EPOCH, UNKNOWN_OFFSET, Partition, TimestampAndOffset
-from odradek.server.purgatory import DelayedOperationPurgatory
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError

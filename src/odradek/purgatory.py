@@ -20,7 +20,8 @@ timed; everything runs on one asyncio loop, so there is no locking and no second
 pass (nothing can change a key between the first try and the watch).
 
 Callers: the ReplicaManager (DelayedProduce, DelayedFetch) and any later coordinator that parks
-requests. This module imports nothing but the clock, so layers below `server/` may use it.
+requests. Like `odradek.clock` it sits below every layer and imports nothing but the clock, so
+`server/`, `coordinator/`, `replication/` and `controller/` may all use it.
 """
 
 from __future__ import annotations
