@@ -71,6 +71,10 @@ class LogConfig:
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
 
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
     @classmethod
     def from_topic_configs(cls, configs: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:
         """`defaults` with the Kafka-named overrides in `configs` applied; unknown names are refused."""
