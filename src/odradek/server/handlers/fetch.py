@@ -3,7 +3,9 @@
 API: v4-v17.
 
 Behaviour: partitions are named by topic (v4-v12) or topic id (v13+; an unknown id answers
-UNKNOWN_TOPIC_ID for its partitions) and read by the ReplicaManager in request order:
+UNKNOWN_TOPIC_ID for its partitions) and read by the ReplicaManager in request order (in an
+incremental fetch, in the session's order); the response lists them in that order, consecutive
+partitions of one topic sharing a topic entry (as Kafka groups them):
 - consumers (replica id -1) read below the high watermark (isolation_level 0) or the last stable
   offset (1); a broker replica (replica id >= 0, from ReplicaState in v15+) reads to the log end
   offset and its fetch offset advances its LEO as the leader tracks it (a broker that is not a
@@ -26,8 +28,7 @@ creates a session when the cache has a slot (its id is in the response), -1 a se
 session_id given with either is closed first). Another epoch is an incremental fetch: a session
 error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) is the
 top-level error code with session id 0 and no partitions; otherwise the session is updated, all its
-partitions are read in its order, and only the partitions that changed are answered, grouped into
-consecutive topics as Kafka does.
+partitions are read in its order, and only the partitions that changed are answered.
 
 Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion). No
 last_fetched_epoch divergence check (no leader epoch cache), so diverging_epoch is never set.
@@ -68,10 +69,10 @@ async def _full_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespon
         sessions.remove(request.session_id)
     partitions = [CachedPartition.from_request(t, p) for t in request.topics for p in t.partitions]
     answers = await _read(ctx, request, partitions)
-    for partition, data in zip(partitions, answers, strict=True):
-        partition.must_respond(data)  # remember what the client is told, for a new session
     session_id = INVALID_SESSION_ID
     if request.session_epoch == INITIAL_EPOCH:
+        for partition, data in zip(partitions, answers, strict=True):
+            partition.must_respond(data)  # what the client is told now is the new session's baseline
         session_id = sessions.maybe_create(
             partitions, _replica_id(request) >= 0, ctx.api_version >= TOPIC_IDS_VERSION
         )
