@@ -240,6 +240,21 @@ def test_well_checksummed_malformed_batch_appends_nothing(
     assert_healthy(broker.bootstrap, canary)
 
 
+def test_keyless_record_to_a_compacted_topic_is_invalid_record(
+    broker, canary: Canary, unique_topic: str
+) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic, config={"cleanup.policy": "compact"})
+    with wire.Connection(broker.bootstrap) as conn:
+        keyed = conn.produce(unique_topic, 0, wire.record_batch([(b"k", b"kept")]))
+        keyless = conn.produce(unique_topic, 0, wire.record_batch([(b"k2", b"v"), (None, b"no key")]))
+        latest = conn.list_offsets(unique_topic, 0, -1)
+
+    assert (keyed.error_code, keyless.error_code) == (0, INVALID_RECORD)
+    assert latest == (0, 1)
+    assert f"Refused an append to {unique_topic}-0" in broker.output_tail()
+    assert_healthy(broker.bootstrap, canary)
+
+
 @pytest.mark.parametrize("offset", [10_000, -5], ids=["past-end", "negative"])
 def test_fetch_out_of_range(broker, canary: Canary, offset: int) -> None:
     with wire.Connection(broker.bootstrap) as conn:

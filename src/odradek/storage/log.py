@@ -6,11 +6,11 @@ client may read), the recovery point (everything below it is fsynced) and the fl
 
 Contracts:
 - `append_as_leader(records, leader_epoch)` validates every batch first (all-or-nothing: size
-  against max.message.bytes, magic, CRC32C, counts, every record's structure and CreateTime bounds:
-  `records.validation`), copies the request bytes once, assigns dense offsets from the LEO and the
-  leader epoch (plus maxTimestamp for LogAppendTime), rolls if needed, and writes with one positional
-  write. Compressed batches are decompressed to be checked and stored as they came. A failed write
-  (ENOSPC...) raises KafkaStorageError with the log unchanged.
+  against max.message.bytes, magic, CRC32C, counts, every record's structure, CreateTime bounds and,
+  on compacted topics, keys: `records.validation`), copies the request bytes once, assigns dense
+  offsets from the LEO and the leader epoch (plus maxTimestamp for LogAppendTime), rolls if needed,
+  and writes with one positional write. Compressed batches are decompressed to be checked and
+  stored as they came. A failed write (ENOSPC...) raises KafkaStorageError with the log unchanged.
 - `read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)` returns at most one
   `FileSlice` of whole batches from one segment: starting at the batch holding `fetch_offset`, ending
   at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
@@ -169,7 +169,10 @@ class Log:
         now = self._clock.time_ms()
         log_append_time = now if config.log_append_time else NO_TIMESTAMP
         validated = validate_records(
-            records, config.max_message_bytes, timestamp_bounds=_create_time_bounds(config, now)
+            records,
+            config.max_message_bytes,
+            timestamp_bounds=_create_time_bounds(config, now),
+            require_key=config.compact_enabled,
         )
         buf = bytearray(records)
         idempotent = _has_producer_id(validated.headers)

@@ -131,6 +131,15 @@ def test_a_section_that_does_not_decompress_is_corrupt_message(codec: Compressio
     assert caught.value.error_code == 2
 
 
+def test_a_compacted_topic_requires_keys() -> None:
+    keyless = build_batch([SimpleRecord(b"v", b"k"), SimpleRecord(b"v", None)])
+    assert validate_records(keyless, MAX).record_count == 2
+    with pytest.raises(InvalidRecordError, match="no key"):
+        validate_records(keyless, MAX, require_key=True)
+    empty_key = build_batch([SimpleRecord(b"v", b"")])  # an empty key is a key
+    assert validate_records(empty_key, MAX, require_key=True).record_count == 1
+
+
 def test_the_second_batch_s_bad_records_refuse_the_whole_request() -> None:
     good = build_batch([SimpleRecord(b"v", b"k")])
     with pytest.raises(InvalidRecordError):

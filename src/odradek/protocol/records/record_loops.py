@@ -3,8 +3,9 @@
 Owns the two per-record hot loops over the varint record layout of `records.record`:
 - `walk_records` checks records field by field without building anything: each record fills exactly
   its length prefix, its offsetDelta is its index, its timestampDelta lies within the given bounds,
-  key and value lengths are >= -1, the header count is >= 0 and header keys are not null
-  (InvalidRecordError, Kafka's INVALID_RECORD; a timestamp out of bounds is InvalidTimestampError).
+  key and value lengths are >= -1, the header count is >= 0, header keys are not null and, for a
+  compacted topic, the key is not null (InvalidRecordError, Kafka's INVALID_RECORD; a timestamp out
+  of bounds is InvalidTimestampError).
 - `decode_records_into` appends each record's offset, timestamp, timestamp type, key, value and
   headers to parallel lists (the Spark source, clients, internal topics).
 
@@ -29,8 +30,11 @@ Columns = tuple[
 ]
 
 
-def walk_records(data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int) -> int:
-    """Check `records_count` records from the start of `data`; return the position after the last."""
+def walk_records(
+    data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int, require_key: bool
+) -> int:
+    """Check `records_count` records from the start of `data`; return the position after the last.
+    `require_key`: a record with a null key is refused (a compacted topic's rule)."""
     position = 0
     for index in range(records_count):
         length, position = read_varint(data, position)
@@ -41,7 +45,11 @@ def walk_records(data: bytes, records_count: int, min_timestamp_delta: int, max_
         offset_delta, position = read_varint(data, position)
         if offset_delta != index:
             raise InvalidRecordError(f"record {index} has offsetDelta {offset_delta}")
-        position = skip_bytes(data, skip_bytes(data, position))  # key, value
+        key_position = position
+        position = skip_bytes(data, position)
+        if require_key and position == key_position + 1 and data[key_position] == 1:  # zigzag -1
+            raise InvalidRecordError(f"record {index} has no key, which a compacted topic requires")
+        position = skip_bytes(data, position)  # the value
         if data[position] == 0:  # no headers
             position += 1
         else:

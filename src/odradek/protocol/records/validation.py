@@ -9,10 +9,11 @@ written (an append is all-or-nothing):
   transactional batches (INVALID_RECORD);
 - records, for clients: the records section is decompressed when compressed (a section that does not
   decompress is CORRUPT_MESSAGE) and walked record by record (`record.check_records`): every record
-  fills exactly its length, offsetDeltas run 0..n-1, lengths are >= -1, header keys are not null and
-  nothing follows the last record (INVALID_RECORD, as Kafka's InvalidRecordException); CreateTime
-  timestamps of every record are checked against message.timestamp.{before,after}.max.ms when the
-  caller passes bounds (INVALID_TIMESTAMP).
+  fills exactly its length, offsetDeltas run 0..n-1, lengths are >= -1, header keys are not null,
+  keys are not null for a compacted topic (`require_key`) and nothing follows the last record
+  (INVALID_RECORD, as Kafka's InvalidRecordException); CreateTime timestamps of every record are
+  checked against message.timestamp.{before,after}.max.ms when the caller passes bounds
+  (INVALID_TIMESTAMP).
 
 Invariants: the request bytes are never modified here; compressed batches are decompressed only to
 be checked and are stored as they came. Batches from a leader (`from_client=False`, a replica's
@@ -64,12 +65,14 @@ def validate_records(
     max_batch_size: int,
     from_client: bool = True,
     timestamp_bounds: tuple[int, int] | None = None,
+    require_key: bool = False,
 ) -> ValidatedRecords:
     """Check every batch of a produce `records` field; raise the first problem found.
 
     `max_batch_size` is max.message.bytes (the whole batch, log overhead included). `from_client`
     applies the rules Kafka applies to producers (counts, control batches, the record walk).
     `timestamp_bounds` (lowest, highest), in ms, bounds every record's CreateTime timestamp.
+    `require_key` refuses records with a null key (Kafka's rule for compacted topics).
     """
     end = len(records)
     if end == 0:
@@ -83,7 +86,7 @@ def validate_records(
         while position < end:
             header = _check_batch(view, position, end, max_batch_size, from_client)
             if from_client:
-                _check_batch_records(view, position, header, timestamp_bounds or _UNBOUNDED)
+                _check_batch_records(view, position, header, timestamp_bounds or _UNBOUNDED, require_key)
             positions.append(position)
             headers.append(header)
             offset_count += header.last_offset_delta + 1
@@ -141,7 +144,7 @@ def _check_counts(header: BatchHeader, from_client: bool) -> None:
 
 
 def _check_batch_records(
-    view: memoryview, position: int, header: BatchHeader, timestamp_bounds: tuple[int, int]
+    view: memoryview, position: int, header: BatchHeader, timestamp_bounds: tuple[int, int], require_key: bool
 ) -> None:
     section = view[position + RECORD_BATCH_OVERHEAD : position + header.batch_length + LOG_OVERHEAD]
     try:
@@ -151,4 +154,4 @@ def _check_batch_records(
         section.release()
     lowest, highest = timestamp_bounds
     base = header.base_timestamp
-    check_records(data, header.records_count, lowest - base, highest - base)
+    check_records(data, header.records_count, lowest - base, highest - base, require_key)
