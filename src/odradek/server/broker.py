@@ -13,9 +13,12 @@ Owns the broker's life cycle.
   start offset checkpoints every log.flush.offset.checkpoint.interval.ms. The high watermark
   checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
 - Topic config changes reach existing logs through a metadata listener (LogManager.update_topic_config).
-- Shutdown (SIGTERM / SIGINT, or `shutdown()`): stop accepting, let connections answer what they have
-  already received, stop the coordinator and the ReplicaManager (final high watermark checkpoint),
-  stop the periodic tasks, then LogManager.shutdown (flush, checkpoints, clean shutdown marker).
+- Shutdown (SIGTERM / SIGINT, or `shutdown()`): stop accepting; stop the group coordinator, which
+  answers every JoinGroup / SyncGroup parked in a rebalance (and any group request still queued)
+  with NOT_COORDINATOR, as Kafka does when a coordinator unloads its groups, so the drain never waits
+  out a rebalance or session timeout; let connections answer what they have already received; stop
+  the ReplicaManager (final high watermark checkpoint) and the periodic tasks; then
+  LogManager.shutdown (flush, checkpoints, clean shutdown marker).
 
 Deliberate deviations: only the first entry of `listeners` (and of `advertised.listeners`) is served;
 `zookeeper.connect` is ignored with a warning (the metadata is always the local single-node backend).
@@ -154,9 +157,10 @@ class Broker:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
         log.info("odradek broker %d shutting down", self.broker_id)
         self._server.close()
-        await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
             await self.group_coordinator.shutdown()
+        await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
+        if self._started:
             await self.replica_manager.shutdown()
         for task in self._tasks:
             task.cancel()
