@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from odradek.clock import ManualClock
+from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.server.broker import Broker
 from odradek.server.config import KafkaConfig
 
@@ -104,3 +105,27 @@ def test_periodic_tasks_checkpoint_the_logs(tmp_path):
             await broker.shutdown()
 
     assert run(scenario)
+
+
+def test_producer_id_expiration_ms_reaches_the_logs(tmp_path):
+    """An idempotent producer idle for producer.id.expiration.ms is forgotten by the retention run;
+    with Kafka's default (a day) it would still be known."""
+    clock = ManualClock()
+    idle_ms = 5000
+
+    async def scenario():
+        broker = Broker(make_config(tmp_path, **{"producer.id.expiration.ms": str(idle_ms)}), clock)
+        await broker.start()
+        try:
+            broker.metadata.create_topic("idempotent", 1, 1, {})
+            log = broker.log_manager.get_log("idempotent", 0)
+            record = SimpleRecord(b"v", timestamp=clock.time_ms())
+            log.append_as_leader(build_batch([record], producer_id=7, base_sequence=0), 0)
+            broker.log_manager.run_retention(clock.time_ms() + idle_ms - 1)
+            known_before = log.producer_state.last_entry(7) is not None
+            broker.log_manager.run_retention(clock.time_ms() + idle_ms)
+            return known_before, log.producer_state.last_entry(7) is not None
+        finally:
+            await broker.shutdown()
+
+    assert run(scenario) == (True, False)

@@ -2,11 +2,11 @@
 
 Owns the broker's life cycle.
 - Startup: read the metadata file; lock and load the log dirs (LogManager: recovery, per-topic log
-  configs); check or write meta.properties (broker.id, cluster.id); bind the listener; elect this
-  broker controller and leader of its partitions (leader epochs move on); start the ReplicaManager
-  (it takes up every partition in metadata and follows metadata changes from then on) and the group
-  coordinator; start the periodic tasks; only then accept connections, so an open port means a
-  broker that can serve.
+  configs, producer.id.expiration.ms); check or write meta.properties (broker.id, cluster.id); bind
+  the listener; elect this broker controller and leader of its partitions (leader epochs move on);
+  start the ReplicaManager (it takes up every partition in metadata and follows metadata changes
+  from then on) and the group coordinator; start the periodic tasks; only then accept connections,
+  so an open port means a broker that can serve.
 - Periodic tasks, off the event loop: retention every log.retention.check.interval.ms; flush by
   flush.ms / flush.messages checked every log.flush.scheduler.interval.ms but at least every second
   (rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point and log
@@ -97,7 +97,13 @@ class Broker:
             log.warning("Only the first listener is served: %s", config.listeners[0])
         self.metadata.load()
         topic_configs = {name: config.log_config(t.configs) for name, t in self.metadata.topics().items()}
-        self.log_manager = LogManager(config.log_dirs, config.log_config(), self.clock, topic_configs)
+        self.log_manager = LogManager(
+            config.log_dirs,
+            config.log_config(),
+            self.clock,
+            topic_configs,
+            producer_id_expiration_ms=config["producer.id.expiration.ms"],
+        )
         self.cluster_id = ensure_meta_properties(config.log_dirs, self.broker_id, config.cluster_id)
         listener = config.listeners[0]
         self._bound = await self._server.bind(listener.host, listener.port)
