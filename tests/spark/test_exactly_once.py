@@ -43,7 +43,9 @@ def _in_flight_batch(checkpoint: Path) -> int:
     return max(pending, default=-1)
 
 
-def _to_parquet(spark, bootstrap: str, topic: str, output: Path, checkpoint: Path, **extra: str):
+def _to_parquet(
+    spark, bootstrap: str, topic: str, output: Path, checkpoint: Path, transform=None, **extra: str
+):
     reader = (
         spark.readStream.format("odradek")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -52,15 +54,37 @@ def _to_parquet(spark, bootstrap: str, topic: str, output: Path, checkpoint: Pat
     )
     for key, value in extra.items():
         reader = reader.option(key, value)
+    rows = reader.load().select("partition", "offset", "value")
     return (
-        reader.load()
-        .select("partition", "offset", "value")
+        (transform(rows) if transform else rows)
         .writeStream.format("parquet")
         .option("path", str(output))
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
     )
+
+
+def _fail_once_at(marker: Path, fail_at_offset: int):
+    """A transform passing rows through unchanged, except that the first task (across all Python
+    workers) to reach a record at `fail_at_offset` creates `marker` and fails, so Spark retries the
+    task after it has already handed earlier rows of its range to the file sink."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType
+
+    path = str(marker)
+
+    def pass_through(offset: int, value: bytes) -> bytes:
+        if offset == fail_at_offset:
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return value
+            raise RuntimeError(f"injected task failure at offset {offset}")
+        return value
+
+    udf = F.udf(pass_through, BinaryType(), useArrow=False)
+    return lambda rows: rows.withColumn("value", udf("offset", "value"))
 
 
 def test_injected_task_failure_is_retried_without_duplicates(spark, bootstrap, make_topic, tmp_path) -> None:
@@ -73,8 +97,8 @@ def test_injected_task_failure_is_retried_without_duplicates(spark, bootstrap, m
         topic,
         tmp_path / "out",
         tmp_path / "ck",
+        transform=_fail_once_at(marker, fail_at_offset=200),
         maxOffsetsPerTrigger="1000",
-        failTaskOnceMarker=str(marker),
     )
     query.awaitTermination(180)
     assert query.exception() is None

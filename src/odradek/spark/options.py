@@ -9,8 +9,6 @@ existing Spark code ports by renaming the format: `kafka.bootstrap.servers`, exa
 `startingOffsetsByTimestampStrategy` ("error" or "latest"), `maxOffsetsPerTrigger`, `minPartitions`,
 `failOnDataLoss`, `includeHeaders`, `kafkaConsumer.pollTimeoutMs`, and for the sink `topic` and
 `kafka.compression.type`.
-One option is odradek's own, for fault-injection tests: `failTaskOnceMarker`, a file path; the first
-reader task that manages to create that file fails once after creating it, so Spark retries it.
 
 Other `kafka.*` options are accepted and ignored, except those this client cannot honour (TLS/SASL
 settings, consumer groups, (de)serializers, `auto.offset.reset`), which are refused, as Spark refuses
@@ -124,7 +122,6 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     timestamp_not_found_latest: bool = False
     poll_timeout_ms: int = _DEFAULT_POLL_TIMEOUT_MS
-    fail_task_once_marker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +322,6 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
         timestamp_not_found_latest=_timestamp_strategy(opts),
         poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or _DEFAULT_POLL_TIMEOUT_MS,
-        fail_task_once_marker=opts.get("failtaskoncemarker"),
     )
 
 

@@ -23,7 +23,6 @@ Callers: PySpark, through odradek.spark.source.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -52,10 +51,6 @@ from odradek.spark.planner import report_data_loss, resolve_offsets, subscribed_
 from odradek.spark.schema import to_record_batch
 
 
-class InjectedTaskFailure(RuntimeError):
-    """The failure `failTaskOnceMarker` asks for (fault-injection tests only)."""
-
-
 @dataclass(frozen=True, slots=True)
 class OffsetRangePartition(InputPartition):
     """Everything one read task needs, picklable."""
@@ -68,7 +63,6 @@ class OffsetRangePartition(InputPartition):
     include_headers: bool
     fail_on_data_loss: bool
     poll_timeout_ms: int
-    fail_task_once_marker: str | None = None
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -86,7 +80,6 @@ def to_input_partitions(ranges: Sequence[OffsetRange], options: SourceOptions) -
             include_headers=options.include_headers,
             fail_on_data_loss=options.fail_on_data_loss,
             poll_timeout_ms=options.poll_timeout_ms,
-            fail_task_once_marker=options.fail_task_once_marker,
         )
         for r in split_ranges(ranges, options.min_partitions)
     ]
@@ -112,19 +105,6 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         )
         for columns in chunks:
             yield to_record_batch(columns, tp, partition.include_headers)
-            _maybe_fail_once(partition.fail_task_once_marker)
-
-
-def _maybe_fail_once(marker: str | None) -> None:
-    """Fail the first task (across all executors) that manages to create the marker file."""
-    if marker is None:
-        return
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    raise InjectedTaskFailure(f"injected task failure (failTaskOnceMarker {marker})")
 
 
 class BatchReader(DataSourceReader):
