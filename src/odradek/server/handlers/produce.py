@@ -14,6 +14,11 @@ topics) and log_start_offset (v5+), or an error code (with error_message, v8+):
 - CORRUPT_MESSAGE (bad CRC, truncated or unknown compression), INVALID_RECORD (no batches, bad
   counts, control batches), MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, UNSUPPORTED_FOR_MESSAGE_FORMAT
   (magic 0/1 batches);
+- idempotent batches (producer_id >= 0), checked against the partition's producer state:
+  INVALID_PRODUCER_EPOCH (47) for an epoch older than the known one, OUT_OF_ORDER_SEQUENCE_NUMBER
+  (45) for a sequence that does not follow the last one (or a new epoch not starting at 0); a
+  re-sent batch still among the producer's last five is answered with its original base offset and
+  NONE, and stored once;
 - acks=-1: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas (nothing appended),
   otherwise the answer waits (produce purgatory) until the high watermark covers the append:
   NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum, REQUEST_TIMED_OUT after
@@ -26,7 +31,8 @@ answer to a transactional write it does not authorize).
 Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
 RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. There
 are no transactions, so no transactional producer is ever authorized. record_errors is always
-empty: validation is per batch (batches stay opaque), never per record. current_leader and
+empty: a record that fails validation fails its whole partition, and error_message names the
+problem; no batch_index is reported. current_leader and
 node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
 led here. throttle_time_ms is always 0.
 """
