@@ -15,10 +15,10 @@ from odradek.controller.meta_properties import (
     new_cluster_id,
     read_meta_properties,
 )
-from odradek.controller.metadata import BrokerInfo, TopicChange, validate_topic_name
+from odradek.controller.metadata import BrokerInfo, Endpoint, TopicChange, validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError
 
-BROKER = BrokerInfo(0, "127.0.0.1", 9092)
+BROKER = BrokerInfo(0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),))
 
 
 def open_backend(tmp_path):

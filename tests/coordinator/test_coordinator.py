@@ -13,7 +13,7 @@ import pytest
 
 from odradek.clock import ManualClock
 from odradek.controller.local import LocalMetadata
-from odradek.controller.metadata import BrokerInfo
+from odradek.controller.metadata import BrokerInfo, Endpoint
 from odradek.coordinator.classic import (
     CommitArgs,
     HeartbeatArgs,
@@ -78,7 +78,9 @@ class MemoryOffsetsLog:
 class FakeBroker:
     def __init__(self, data_dir: Path) -> None:
         self.broker_id = 0
-        self.metadata = LocalMetadata.open(data_dir, BrokerInfo(0, "127.0.0.1", 9092), "cluster")
+        self.metadata = LocalMetadata.open(
+            data_dir, BrokerInfo(0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)), "cluster"
+        )
 
 
 class Harness:
@@ -147,7 +149,9 @@ def test_find_coordinator_creates_compacted_internal_topic(tmp_path: Path) -> No
         h = Harness(tmp_path)
         await h.coordinator.startup()
         location = await h.coordinator.find_coordinator("g")
-        assert location.error_code == ErrorCode.NONE and location.node == BrokerInfo(0, "127.0.0.1", 9092)
+        assert location.error_code == ErrorCode.NONE and location.node == BrokerInfo(
+            0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
+        )
         topic = h.broker.metadata.topic(OFFSETS_TOPIC)
         assert topic is not None and topic.is_internal and len(topic.partitions) == 4
         assert topic.configs["cleanup.policy"] == "compact"

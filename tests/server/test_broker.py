@@ -27,9 +27,9 @@ def test_topic_lifecycle_reaches_partitions_and_logs(tmp_path):
         broker = Broker(make_config(tmp_path), ManualClock())
         await broker.start()
         try:
-            host, port = broker.advertised_endpoint()
-            assert (host, port) != ("127.0.0.1", 0) and port > 0
-            assert broker.metadata.brokers()[0].port == port
+            (endpoint,) = broker.advertised_endpoints()
+            assert endpoint.listener == "PLAINTEXT" and endpoint.host == "127.0.0.1" and endpoint.port > 0
+            assert broker.metadata.brokers()[0].endpoints == (endpoint,)
             broker.metadata.create_topic("orders", 2, 1, {"retention.ms": "1000"})
             partition = broker.replica_manager.partition("orders", 1)
             assert partition is not None and partition.is_leader

@@ -109,6 +109,7 @@ def test_flush_interval_falls_back_to_scheduler_interval():
         ("listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2"),
         ("listeners", "SSL://127.0.0.1:9093"),
         ("advertised.listeners", "PLAINTEXT://0.0.0.0:9092"),
+        ("advertised.listeners", "OTHER://127.0.0.1:9092"),
         ("log.retention.ms", "0"),
         ("log.cleaner.min.cleanable.ratio", "1.5"),
         ("offsets.topic.replication.factor", "40000"),
@@ -119,6 +120,32 @@ def test_bad_values_name_the_key(key, value):
         KafkaConfig({key: value})
     assert info.value.key == key
     assert key in str(info.value)
+
+
+def test_named_listeners_take_their_protocol_from_the_map():
+    config = KafkaConfig(
+        {
+            "listeners": "INTERNAL://127.0.0.1:9092,EXTERNAL://0.0.0.0:9093",
+            "advertised.listeners": "EXTERNAL://broker.example:9093",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        }
+    )
+    assert config.listeners == [
+        Listener("INTERNAL", "127.0.0.1", 9092, "PLAINTEXT"),
+        Listener("EXTERNAL", "0.0.0.0", 9093, "PLAINTEXT"),
+    ]
+    assert config.advertised_listeners == [Listener("EXTERNAL", "broker.example", 9093, "PLAINTEXT")]
+
+
+def test_listeners_must_not_share_a_port():
+    with pytest.raises(ConfigError, match="different port") as info:
+        KafkaConfig(
+            {
+                "listeners": "A://127.0.0.1:9092,B://127.0.0.2:9092",
+                "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+            }
+        )
+    assert info.value.key == "listeners"
 
 
 def test_malformed_override():

@@ -25,7 +25,7 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
 
 async def serve(handler, **kwargs) -> tuple[KafkaServer, int]:
     server = KafkaServer(handler, max_request_size=kwargs.pop("max_request_size", 64 << 20), **kwargs)
-    _, port = await server.bind("127.0.0.1", 0)
+    _, port = await server.bind("PLAINTEXT", "127.0.0.1", 0)
     server.listen()
     return server, port
 

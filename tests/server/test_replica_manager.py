@@ -10,7 +10,7 @@ from typing import Any
 
 from odradek.clock import ManualClock
 from odradek.controller.local import LocalMetadata
-from odradek.controller.metadata import BrokerInfo, PartitionState
+from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication.partition import READ_UNCOMMITTED
@@ -39,7 +39,7 @@ class Harness:
         self.clock = ManualClock()
         self.metadata = LocalMetadata(tmp_path, 0)
         self.metadata.load()
-        self.metadata.elect(BrokerInfo(0, "localhost", 9092), "cluster")
+        self.metadata.elect(BrokerInfo(0, (Endpoint("PLAINTEXT", "localhost", 9092),)), "cluster")
         self.log_manager = LogManager([tmp_path], LogConfig(), self.clock)
         self.rm = ReplicaManager(
             0, self.log_manager, self.metadata, self.clock, log_dirs=[tmp_path], checkpoint_interval_ms=0

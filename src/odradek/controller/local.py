@@ -51,7 +51,7 @@ class LocalMetadata(MetadataBackend):
     def __init__(self, log_dir: Path, broker_id: int) -> None:
         super().__init__()
         self._path = Path(log_dir) / METADATA_FILE
-        self._broker = BrokerInfo(broker_id, "", -1)
+        self._broker = BrokerInfo(broker_id, ())
         self._cluster_id = ""
         self._controller_epoch = 0
         self._topics: dict[str, TopicMetadata] = {}

@@ -33,13 +33,25 @@ _LEGAL_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    """A live broker as clients see it in Metadata: id and advertised endpoint."""
+class Endpoint:
+    """One advertised listener of a broker: listener name, host and port."""
 
-    broker_id: int
+    listener: str
     host: str
     port: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A live broker as clients see it in Metadata: id, advertised endpoints (one per listener), rack."""
+
+    broker_id: int
+    endpoints: tuple[Endpoint, ...]
     rack: str | None = None
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        """The endpoint advertised for `listener` (the listener a request arrived on), if any."""
+        return next((e for e in self.endpoints if e.listener == listener), None)
 
 
 @dataclass(frozen=True, slots=True)

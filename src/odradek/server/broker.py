@@ -3,7 +3,7 @@
 Owns the broker's life cycle.
 - Startup: read the metadata file; lock and load the log dirs (LogManager: recovery, per-topic log
   configs, producer.id.expiration.ms); check or write meta.properties (broker.id, cluster.id); bind
-  the listener; elect this broker controller and leader of its partitions (leader epochs move on);
+  every listener; elect this broker controller and leader of its partitions (leader epochs move on);
   start the ReplicaManager (it takes up every partition in metadata and follows metadata changes
   from then on) and the group coordinator; start the periodic tasks; only then accept connections,
   so an open port means a broker that can serve.
@@ -20,12 +20,17 @@ Owns the broker's life cycle.
   the ReplicaManager (final high watermark checkpoint) and the periodic tasks; then
   LogManager.shutdown (flush, checkpoints, clean shutdown marker).
 
-Deliberate deviations: only the first entry of `listeners` (and of `advertised.listeners`) is served;
-`zookeeper.connect` is ignored with a warning (the metadata is always the local single-node backend).
+Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
+listener.security.protocol.map). The broker registers one advertised endpoint per entry of
+`advertised.listeners` (else of `listeners`; a port 0 listener advertises the port it was bound to),
+and handlers answer with the endpoints of the listener the request arrived on.
+
+Deliberate deviations: `zookeeper.connect` is ignored with a warning (the metadata is always the
+local single-node backend).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`, `metadata`,
 `log_manager`, `replica_manager`, `group_coordinator`, `fetch_sessions` (the FetchSessionCache),
-`cluster_id`, `advertised_endpoint()`, and `auto_create_topic()` (Kafka's auto topic creation).
+`cluster_id`, `advertised_endpoints()`, and `auto_create_topic()` (Kafka's auto topic creation).
 
 Callers: `odradek serve` (cli/serve.py) through `run_broker`, and in-process tests.
 """
@@ -41,7 +46,7 @@ from collections.abc import Callable
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.controller.local import LocalMetadata
 from odradek.controller.meta_properties import ensure_meta_properties
-from odradek.controller.metadata import BrokerInfo, TopicChange, TopicMetadata
+from odradek.controller.metadata import BrokerInfo, Endpoint, TopicChange, TopicMetadata
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.config import KafkaConfig
@@ -71,20 +76,23 @@ class Broker:
         self.cluster_id = ""
         self.metadata = LocalMetadata(config.log_dirs[0], config.broker_id)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
-        self._bound: tuple[str, int] | None = None
+        self._bound: dict[str, tuple[str, int]] = {}
         self._server = KafkaServer(Dispatcher(self), config.socket_request_max_bytes)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
 
-    def advertised_endpoint(self) -> tuple[str, int]:
-        """Host and port clients are told to connect to (advertised.listeners, else listeners)."""
-        listener = self.config.advertised_listeners[0]
-        host = listener.host or socket.getfqdn()
-        port = listener.port
-        if port == 0 and self._bound is not None:
-            port = self._bound[1]
-        return host, port
+    def advertised_endpoints(self) -> tuple[Endpoint, ...]:
+        """Where clients are told to connect, per listener (advertised.listeners, else listeners): an
+        empty host is this machine's name, port 0 the port the listener was bound to."""
+        return tuple(
+            Endpoint(
+                listener.name,
+                listener.host or socket.getfqdn(),
+                listener.port or self._bound.get(listener.name, ("", 0))[1],
+            )
+            for listener in self.config.advertised_listeners
+        )
 
     # -- life cycle -----------------------------------------------------------------------------------
 
@@ -93,8 +101,6 @@ class Broker:
         config = self.config
         if config.zookeeper_connect is not None:
             log.warning("zookeeper.connect is set, but only single-node local metadata exists: ignoring it")
-        if len(config.listeners) > 1:
-            log.warning("Only the first listener is served: %s", config.listeners[0])
         self.metadata.load()
         topic_configs = {name: config.log_config(t.configs) for name, t in self.metadata.topics().items()}
         self.log_manager = LogManager(
@@ -105,10 +111,10 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         self.cluster_id = ensure_meta_properties(config.log_dirs, self.broker_id, config.cluster_id)
-        listener = config.listeners[0]
-        self._bound = await self._server.bind(listener.host, listener.port)
-        host, port = self.advertised_endpoint()
-        self.metadata.elect(BrokerInfo(self.broker_id, host, port, config["broker.rack"]), self.cluster_id)
+        for listener in config.listeners:
+            self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+        broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
+        self.metadata.elect(broker_info, self.cluster_id)
         self.metadata.add_listener(self._on_topic_change)
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -125,11 +131,9 @@ class Broker:
         self._started = True
         self._server.listen()
         log.info(
-            "odradek broker %d started, listening on %s://%s:%d (cluster id %s)",
+            "odradek broker %d started, listening on %s (cluster id %s)",
             self.broker_id,
-            listener.name,
-            self._bound[0],
-            self._bound[1],
+            ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()),
             self.cluster_id,
         )
 

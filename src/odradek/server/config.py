@@ -170,7 +170,7 @@ def each_of(*allowed: str) -> Validator:
 
 def _listeners_validator(key: str, value: Any) -> None:
     if value is not None:
-        parse_listeners(key, value)
+        _parse_endpoints(key, value)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -490,22 +490,30 @@ def parse_listeners(key: str, value: str, protocol_map: Mapping[str, str] | None
     """Parse `NAME://host:port,...`; names must be unique and mapped to a security protocol."""
     protocol_map = protocol_map or parse_protocol_map(CONFIG_KEYS["listener.security.protocol.map"].default)
     listeners: list[Listener] = []
+    for name, host, port in _parse_endpoints(key, value):
+        if name not in protocol_map:
+            raise ConfigError(key, value, f"no security protocol defined for listener {name}")
+        listeners.append(Listener(name, host, port, protocol_map[name]))
+    return listeners
+
+
+def _parse_endpoints(key: str, value: str) -> list[tuple[str, str, int]]:
+    """The syntax of a listener list: unique names, valid ports (the protocol map is checked later,
+    once every key is known)."""
+    endpoints: list[tuple[str, str, int]] = []
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
         match = _LISTENER_RE.match(item)
         if match is None:
             raise ConfigError(key, value, f"malformed listener {item!r}, expected NAME://host:port")
-        name, host, port_text = match.group(1).upper(), match.group(2).strip("[]"), match.group(3)
-        port = int(port_text)
+        name, host, port = match.group(1).upper(), match.group(2).strip("[]"), int(match.group(3))
         if not 0 <= port <= 65535:
             raise ConfigError(key, value, f"port {port} of listener {item!r} is out of range 0-65535")
-        if name not in protocol_map:
-            raise ConfigError(key, value, f"no security protocol defined for listener {name}")
-        if any(existing.name == name for existing in listeners):
+        if any(existing[0] == name for existing in endpoints):
             raise ConfigError(key, value, f"each listener must have a different name, {name} repeats")
-        listeners.append(Listener(name, host, port, protocol_map[name]))
-    return listeners
+        endpoints.append((name, host, port))
+    return endpoints
 
 
 def parse_protocol_map(value: object) -> dict[str, str]:
@@ -621,16 +629,27 @@ class KafkaConfig:
                 raise ConfigError(
                     key, self._values[key], f"security protocol {listener.security_protocol} is not supported"
                 )
+        ports = [listener.port for listener in listeners if listener.port != 0]
+        if key == "listeners" and len(ports) != len(set(ports)):
+            raise ConfigError(key, self._values[key], "each listener must have a different port")
         return listeners
 
     def _advertised(self) -> list[Listener]:
         if self._values["advertised.listeners"] is None:
             return list(self.listeners)
         advertised = self._listeners("advertised.listeners")
+        names = {listener.name for listener in self.listeners}
         for listener in advertised:
             if listener.host in ("0.0.0.0", "::"):
                 raise ConfigError(
                     "advertised.listeners", str(listener), "0.0.0.0 / :: is not a valid advertised host"
+                )
+            if listener.name not in names:
+                raise ConfigError(
+                    "advertised.listeners",
+                    str(listener),
+                    "advertised.listeners listener names must be equal to or a subset of the ones defined "
+                    "in listeners",
                 )
         return advertised
 

@@ -2,7 +2,8 @@
 
 Owns the `RequestContext` value handed to every `handle(ctx, request)`: the parsed request header
 (api key, api version, correlation id, client id), the broker (config, metadata, log manager,
-replica manager, purgatory, cluster id, advertised endpoint) and the client's host.
+replica manager, purgatory, cluster id, advertised endpoints), the client's host and the name of the
+listener its connection arrived on (answers name that listener's endpoints).
 
 Callers: the dispatcher builds one per request; handlers read it and never keep it.
 """
@@ -23,6 +24,7 @@ class RequestContext:
     header: RequestHeader
     broker: Broker
     client_host: str
+    listener: str
 
     @property
     def api_version(self) -> int:

@@ -83,7 +83,9 @@ class Dispatcher:
             return self._unsupported_version(module, frame, client, api_key, api_version)
         header, request = self._decode(frame, client)
         try:
-            response = await module.handle(RequestContext(header, self._broker, client.host), request)
+            response = await module.handle(
+                RequestContext(header, self._broker, client.host, client.listener), request
+            )
         except CloseConnection:
             raise
         except KafkaError as exc:

@@ -25,8 +25,12 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
   request); any other exception is logged with the client address and closes the connection.
   A connection's failure never affects another one.
 
-Shutdown: `close()` stops accepting, then `drain()` lets each connection finish the frames already
-received (bounded by a timeout) before the sockets close.
+Listeners: `bind(listener_name, host, port)` once per entry of `listeners`; every connection knows
+the listener it arrived on (`ClientInfo.listener`), so handlers answer with that listener's
+advertised endpoints, as Kafka does.
+
+Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
+the frames already received (bounded by a timeout) before the sockets close.
 
 Callers: the broker (creates `KafkaServer` with the dispatcher as its request handler).
 """
@@ -60,11 +64,13 @@ ResponseChunk = bytes | bytearray | memoryview | FileSlice
 
 @dataclass(frozen=True, slots=True)
 class ClientInfo:
-    """Who sent a request: the peer address, and a connection id unique within the server."""
+    """Who sent a request: the peer address, a connection id unique within the server, and the name
+    of the listener the connection arrived on."""
 
     host: str
     port: int
     connection_id: int
+    listener: str = "PLAINTEXT"
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
@@ -323,7 +329,7 @@ def _set_result_once(waiter: asyncio.Future[None]) -> None:
 
 
 class KafkaServer:
-    """Accepts connections on one listener and runs a `Connection` for each."""
+    """Accepts connections on its listeners and runs a `Connection` for each."""
 
     def __init__(
         self,
@@ -334,8 +340,8 @@ class KafkaServer:
         self._handler = handler
         self._max_request_size = max_request_size
         self._max_queued = max_queued_requests
-        self._listen_sock: socket.socket | None = None
-        self._accept_task: asyncio.Task[None] | None = None
+        self._listen_socks: dict[str, socket.socket] = {}
+        self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: set[Connection] = set()
         self._next_connection_id = 0
 
@@ -343,8 +349,9 @@ class KafkaServer:
     def connections(self) -> int:
         return len(self._connections)
 
-    async def bind(self, host: str, port: int) -> tuple[str, int]:
-        """Bind (empty host = every interface) without accepting yet; returns the bound address."""
+    async def bind(self, listener: str, host: str, port: int) -> tuple[str, int]:
+        """Bind a listener (empty host = every interface) without accepting yet; returns the bound
+        address."""
         infos = await asyncio.get_running_loop().getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
@@ -353,18 +360,21 @@ class KafkaServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.setblocking(False)
-        self._listen_sock = sock
+        self._listen_socks[listener] = sock
         bound = sock.getsockname()
         return bound[0], bound[1]
 
     def listen(self) -> None:
-        """Start accepting connections on the bound socket."""
-        assert self._listen_sock is not None, "bind() first"
-        self._listen_sock.listen(socket.SOMAXCONN)
+        """Start accepting connections on every bound listener."""
+        assert self._listen_socks, "bind() first"
         loop = asyncio.get_running_loop()
-        self._accept_task = loop.create_task(self._accept_loop(self._listen_sock), name="accept")
+        for listener, sock in self._listen_socks.items():
+            sock.listen(socket.SOMAXCONN)
+            self._accept_tasks.append(
+                loop.create_task(self._accept_loop(listener, sock), name=f"accept-{listener}")
+            )
 
-    async def _accept_loop(self, listen_sock: socket.socket) -> None:
+    async def _accept_loop(self, listener: str, listen_sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -373,14 +383,14 @@ class KafkaServer:
                 log.warning("Accept failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            self._open_connection(sock, address)
+            self._open_connection(sock, address, listener)
 
-    def _open_connection(self, sock: socket.socket, address: tuple) -> None:
+    def _open_connection(self, sock: socket.socket, address: tuple, listener: str) -> None:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_connection_id += 1
-        client = ClientInfo(str(address[0]), int(address[1]), self._next_connection_id)
+        client = ClientInfo(str(address[0]), int(address[1]), self._next_connection_id, listener)
         connection = Connection(
             sock, client, self._handler, self._max_request_size, self._max_queued, self._connections.discard
         )
@@ -388,11 +398,12 @@ class KafkaServer:
 
     def close(self) -> None:
         """Stop accepting new connections."""
-        if self._accept_task is not None:
-            self._accept_task.cancel()
-        if self._listen_sock is not None:
-            self._listen_sock.close()
-            self._listen_sock = None
+        for task in self._accept_tasks:
+            task.cancel()
+        self._accept_tasks.clear()
+        for sock in self._listen_socks.values():
+            sock.close()
+        self._listen_socks.clear()
 
     async def drain(self, timeout_s: float) -> None:
         """Let every connection answer what it has received, then close them all."""

@@ -2,9 +2,10 @@
 
 API: v0-v1.
 
-Behaviour: cluster id, controller id and the live brokers with their advertised endpoints. Only the
-brokers endpoint type (1) is served; asking for controllers (2) answers UNSUPPORTED_ENDPOINT_TYPE,
-as a broker does. Cluster authorized operations are reported when asked for (no authorizer: all).
+Behaviour: cluster id, controller id and the live brokers with their endpoints advertised on the
+listener the request arrived on. Only the brokers endpoint type (1) is served; asking for
+controllers (2) answers UNSUPPORTED_ENDPOINT_TYPE, as a broker does. Cluster authorized operations
+are reported when asked for (no authorizer: all).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
         controller_id=metadata.controller_id(),
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+                broker_id=b.broker_id, host=endpoint.host, port=endpoint.port, rack=b.rack
             )
             for b in metadata.brokers()
+            if (endpoint := b.endpoint(ctx.listener)) is not None
         ],
         cluster_authorized_operations=operations,
     )

@@ -5,7 +5,8 @@ API: v0-v5.
 Behaviour: for key type GROUP (0) the coordinator is the leader of the group's `__consumer_offsets`
 partition (`abs(hashCode(group id)) % partitions`, Kafka's hash); the topic is created on first use.
 v0-v3 look up one `key`, v4+ every `coordinator_keys` entry, each answered on its own. A partition
-without a live leader answers COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST.
+without a live leader, or whose leader has no endpoint on the listener the request arrived on, answers
+COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST.
 
 Deliberate deviations: odradek has no transaction coordinator, so key type TRANSACTION (1) answers
 COORDINATOR_NOT_AVAILABLE with a message saying so. Creating `__consumer_offsets` is synchronous:
@@ -54,8 +55,10 @@ async def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     location: CoordinatorLocation = await ctx.broker.group_coordinator.find_coordinator(key)
     if location.node is None:
         return _failed(key, location.error_code, None)
-    node = location.node
-    return Coordinator(key=key, node_id=node.broker_id, host=node.host, port=node.port)
+    endpoint = location.node.endpoint(ctx.listener)
+    if endpoint is None:
+        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"No endpoint on listener {ctx.listener}.")
+    return Coordinator(key=key, node_id=location.node.broker_id, host=endpoint.host, port=endpoint.port)
 
 
 def _failed(key: str, code: int, message: str | None) -> Coordinator:

@@ -2,15 +2,18 @@
 
 API: v0-v12.
 
-Behaviour: brokers (advertised host and port, rack), cluster id (v2+), controller id (v1+), and the
-requested topics — all topics when the list is null (v1+) or empty (v0). Topics are looked up by
-name, or by topic id in v12 (an unknown id answers UNKNOWN_TOPIC_ID with a null name); v10-v11
+Behaviour: brokers (the advertised host and port of the listener the request arrived on, rack;
+brokers without an endpoint on that listener are left out), cluster id (v2+), controller id (v1+),
+and the requested topics — all topics when the list is null (v1+) or empty (v0). Topics are looked
+up by name, or by topic id in v12 (an unknown id answers UNKNOWN_TOPIC_ID with a null name); v10-v11
 requests naming a topic id or a null name are refused (INVALID_REQUEST), as Kafka does. Per
-partition: leader, leader epoch (v7+), replicas, ISR, offline replicas (v5+; replicas on brokers that
-are not live). A missing topic is created when the request allows it (always before v4) and
-`auto.create.topics.enable` is true; an illegal name answers INVALID_TOPIC_EXCEPTION, a missing topic
-that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported only
-when asked for: with no authorizer every operation on the resource is allowed.
+partition: leader, leader epoch (v7+), replicas, ISR, offline replicas (v5+; replicas on brokers
+that are not live); a leader that is not live answers LEADER_NOT_AVAILABLE, a live leader without an
+endpoint on the request's listener LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before), as Kafka.
+A missing topic is created when the request allows it (always before v4) and
+`auto.create.topics.enable` is true; an illegal name answers INVALID_TOPIC_EXCEPTION, a missing
+topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported
+only when asked for: with no authorizer every operation on the resource is allowed.
 
 Deliberate deviations: an auto-created topic is returned at once with NONE and its partitions (Kafka
 answers LEADER_NOT_AVAILABLE until the controller has elected leaders; here creation is synchronous
@@ -46,15 +49,17 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     _check_topic_ids_allowed(request, version)
     broker = ctx.broker
     live = {b.broker_id for b in broker.metadata.brokers()}
+    brokers = [
+        Broker(node_id=b.broker_id, host=endpoint.host, port=endpoint.port, rack=b.rack)
+        for b in broker.metadata.brokers()
+        if (endpoint := b.endpoint(ctx.listener)) is not None
+    ]
+    reachable = {b.node_id for b in brokers}
+    no_listener = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
     operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
-    topics = [_describe(t, live, operations) for t in _requested_topics(ctx, request)]
+    topics = [_describe(t, live, reachable, no_listener, operations) for t in _requested_topics(ctx, request)]
     return MetadataResponse(
-        brokers=[
-            MetadataResponse.MetadataResponseBroker(
-                node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
-            )
-            for b in broker.metadata.brokers()
-        ],
+        brokers=brokers,
         cluster_id=broker.cluster_id,
         controller_id=broker.metadata.controller_id(),
         topics=topics,
@@ -105,12 +110,18 @@ def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadat
         return Topic(error_code=exc.code, name=name)
 
 
-def _describe(topic: TopicMetadata | Topic, live: set[int], operations: int | None) -> Topic:
+def _describe(
+    topic: TopicMetadata | Topic,
+    live: set[int],
+    reachable: set[int],
+    no_listener: int,
+    operations: int | None,
+) -> Topic:
     if isinstance(topic, Topic):
         return topic
     partitions = [
         Partition(
-            error_code=ErrorCode.NONE if state.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
+            error_code=_leader_error(state.leader, live, reachable, no_listener),
             partition_index=index,
             leader_id=state.leader,
             leader_epoch=state.leader_epoch,
@@ -128,6 +139,12 @@ def _describe(topic: TopicMetadata | Topic, live: set[int], operations: int | No
         partitions=partitions,
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED if operations is None else operations,
     )
+
+
+def _leader_error(leader: int, live: set[int], reachable: set[int], no_listener: int) -> int:
+    if leader not in live:
+        return ErrorCode.LEADER_NOT_AVAILABLE
+    return ErrorCode.NONE if leader in reachable else no_listener
 
 
 def error_response(request: MetadataRequest, version: int, code: int) -> MetadataResponse:
