@@ -226,6 +226,7 @@ def test_retention_by_time_never_deletes_the_active_segment(tmp_path: Path) -> N
         "00000000000000000004.index",
         "00000000000000000004.log",
         "00000000000000000004.timeindex",
+        "leader-epoch-checkpoint",
     ]
 
 

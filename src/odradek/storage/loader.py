@@ -11,11 +11,14 @@ Owns the start-up procedure for one log directory:
    its indexes rebuilt, and every later segment deleted, so offsets stay dense. A segment whose base
    offset overlaps the previous one's data is treated the same way.
 4. Recovered segments are fsynced, so the recovery point can move to the log end offset.
+5. The leader epoch cache (`leader_epoch`) is read from `leader-epoch-checkpoint` and trimmed to the
+   recovered log; after a crash the batch headers of the rescanned segments add any newer epoch; a
+   missing or damaged file is rebuilt from the headers of every batch and written again.
 
 Invariants: the result is a non-empty list of segments sorted by base offset whose offsets do not
 overlap; everything on disk past the returned log end offset has been removed.
 
-Callers: `Log.__init__` only.
+Callers: `Log.__init__` only (`load_segments`, then `load_leader_epoch_cache`).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ from pathlib import Path
 
 from odradek.storage.config import LogConfig
 from odradek.storage.index import IndexCorruptError
+from odradek.storage.leader_epoch import LeaderEpochFileCache
 from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    RECOVERY_CHUNK,
     TIME_INDEX_SUFFIX,
     LogSegment,
     file_name,
@@ -69,6 +74,39 @@ def load_segments(
             _drop(segments[position + 1 :])
             break
     return kept
+
+
+def load_leader_epoch_cache(
+    directory: Path,
+    segments: list[LogSegment],
+    recovery_point: int,
+    clean_shutdown: bool,
+    log_start_offset: int,
+    log_end_offset: int,
+) -> LeaderEpochFileCache:
+    """The partition's leader epoch cache, made consistent with the loaded `segments` (step 5)."""
+    cache = LeaderEpochFileCache.read(directory)
+    rebuild = cache is None
+    if cache is None:
+        cache = LeaderEpochFileCache(directory)
+    cache.truncate_from_end(log_end_offset)
+    if rebuild or not clean_shutdown:
+        _assign_batch_epochs(cache, segments, 0 if rebuild else recovery_point)
+    cache.truncate_from_start(log_start_offset)
+    if rebuild:
+        cache.write()
+    return cache
+
+
+def _assign_batch_epochs(cache: LeaderEpochFileCache, segments: list[LogSegment], from_offset: int) -> None:
+    """Assign the epoch of every batch that opens a newer one, in the segments holding offsets from
+    `from_offset` on."""
+    for segment in segments:
+        if segment.next_offset <= from_offset:
+            continue
+        for _, header in iter_file_batches(segment.fd, 0, segment.size, chunk_size=RECOVERY_CHUNK):
+            if header.partition_leader_epoch > cache.latest_epoch:
+                cache.assign(header.partition_leader_epoch, header.base_offset)
 
 
 def _recover(segment: LogSegment) -> int:

@@ -27,6 +27,10 @@ Contracts:
   `<offset>.snapshot` plus the batch headers after it; snapshots are written when a segment rolls
   (if any producer is known) and on `close` (if the log is not empty), and deleted with retention
   (below the first segment) and truncation (past the new log end offset).
+- Leader epochs (see `leader_epoch`): an append whose leader epoch (the leader's, or a follower's
+  batch's partitionLeaderEpoch) is newer than the cache's latest assigns it at the batch's base offset
+  before the batch is written; truncation trims the cache from the end, retention from the start;
+  `maybe_assign_epoch_start_offset` starts a new leader's epoch at the log end offset.
 
 Thread safety: mutations (append, roll, flush, retention, truncation, close) hold the log's lock;
 `read` works on a snapshot of the segment list and needs no lock.
@@ -53,7 +57,8 @@ from odradek.protocol.records.record import RecordColumns, decode_batch_into
 from odradek.protocol.records.validation import validate_records
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
-from odradek.storage.loader import load_segments
+from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT
+from odradek.storage.loader import load_leader_epoch_cache, load_segments
 from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
 from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import LogSegment
@@ -128,6 +133,9 @@ class Log:
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), self.log_end_offset)
         self.recovery_point = self.log_end_offset
+        self.leader_epoch_cache = load_leader_epoch_cache(
+            self.dir, segments, recovery_point, clean_shutdown, self.log_start_offset, self.log_end_offset
+        )
         self._unflushed_messages = 0
         self.last_flush_ms = now
         self._dir_dirty = True
@@ -185,6 +193,8 @@ class Log:
             )
             if isinstance(prepared, BatchMetadata):
                 return self._duplicate_info(prepared)
+            if leader_epoch > self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
             next_offset = assign_offsets(buf, validated, first_offset, leader_epoch, log_append_time)
             max_timestamp = validated.max_timestamp if log_append_time < 0 else log_append_time
             self._append(buf, validated, first_offset, next_offset, max_timestamp, log_append_time, now)
@@ -225,6 +235,9 @@ class Log:
                 if header.base_offset < expected:
                     raise InvalidRecordError(f"batch offset {header.base_offset} is below {expected}")
                 expected = header.next_offset
+            for header in headers:
+                if header.partition_leader_epoch > self.leader_epoch_cache.latest_epoch:
+                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             now = self._clock.time_ms()
             self._append(
                 bytearray(records), validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now
@@ -263,6 +276,11 @@ class Log:
             or now - self.last_flush_ms >= self.config.flush_ms
         ):
             self.flush()
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at `start_offset` (this broker became leader at that LEO)."""
+        with self._lock:
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
 
     # -- segments ------------------------------------------------------------------------------
 
@@ -404,6 +422,7 @@ class Log:
                 self._delete_segments(self._segments[:deletable], now_ms)
                 self._set_segments(self._segments[deletable:])
                 self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+                self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
                 first_base = self._segments[0].base_offset
                 self.producer_state.delete_snapshots(lambda offset: offset < first_base)
             return deletable
@@ -444,6 +463,7 @@ class Log:
             self.log_end_offset = self.active_segment.next_offset
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             self.producer_state.load(self._segments, self.log_end_offset, now)
             return True
 
@@ -454,6 +474,7 @@ class Log:
         self._set_segments([segment])
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.producer_state.truncate_fully_and_start_at(offset)
+        self.leader_epoch_cache.clear()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -478,6 +499,7 @@ class Log:
             os.rename(self.dir, directory)
             self.dir = directory
             self.producer_state.directory = directory
+            self.leader_epoch_cache.path = directory / LEADER_EPOCH_CHECKPOINT
             for segment in self._segments:
                 segment.directory = directory
                 segment.offset_index.path = directory / segment.offset_index.path.name

@@ -1,0 +1,218 @@
+"""The leader epoch cache of one partition: which leader epoch wrote which offsets.
+
+Owns `<topic>-<partition>/leader-epoch-checkpoint`, Kafka's text format:
+
+    0          <- format version
+    2          <- number of entries
+    0 0        <- leader epoch, start offset (the first offset written in that epoch)
+    3 1200
+
+Entry `(epoch, start_offset)` covers the offsets from its start offset up to the next entry's start
+offset; the last entry covers everything up to the log end offset.
+
+Invariants:
+- Entries strictly increase in epoch and in start offset. `assign` of an epoch that is not newer, or
+  of a start offset not past the last one, drops the entries it would contradict first (as Kafka's
+  cache does), so the list stays monotonic.
+- Every change is on disk before the method returns: written to `leader-epoch-checkpoint.tmp`,
+  fsynced, renamed over the file, directory fsynced. Changes are rare (a leader change, a truncation,
+  a retention pass), so the cost stays off the append path. The log assigns an epoch before writing
+  the batch that opens it, so after a crash the file holds at least what the log holds; the loader
+  trims it to the recovered log (`truncate_from_end`, `truncate_from_start`).
+- Lookups take no lock: the entries are one tuple replaced by one assignment. Mutations are made
+  under the owning `Log`'s lock.
+
+Callers: `Log` (append, truncation, retention), `loader.load_leader_epoch_cache` (start-up, rebuild
+from the batches when the file is missing or damaged), `Partition` (a new leader epoch starts at the
+log end offset; ListOffsets epochs; OffsetForLeaderEpoch end offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+log = logging.getLogger(__name__)
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+CHECKPOINT_VERSION = 0
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+class EpochEndOffset(NamedTuple):
+    """An OffsetForLeaderEpoch answer: the epoch found and the offset where it ended."""
+
+    leader_epoch: int
+    end_offset: int
+
+
+UNDEFINED_END_OFFSET = EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+
+
+class LeaderEpochFileCache:
+    """Leader epoch -> start offset entries of one partition, mirrored to its checkpoint file."""
+
+    def __init__(self, directory: Path, entries: Iterable[EpochEntry] = ()) -> None:
+        self.path = directory / LEADER_EPOCH_CHECKPOINT
+        self._entries: tuple[EpochEntry, ...] = tuple(entries)
+
+    @classmethod
+    def read(cls, directory: Path) -> LeaderEpochFileCache | None:
+        """The cache stored in `directory`; None when the file is missing or damaged."""
+        path = directory / LEADER_EPOCH_CHECKPOINT
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            return cls(directory, _parse(text))
+        except ValueError as exc:
+            log.warning("%s is damaged (%s); rebuilding it from the log", path, exc)
+            return None
+
+    # -- lookups (no lock) -----------------------------------------------------------------------
+
+    @property
+    def entries(self) -> tuple[EpochEntry, ...]:
+        return self._entries
+
+    @property
+    def latest_epoch(self) -> int:
+        entries = self._entries
+        return entries[-1].epoch if entries else UNDEFINED_EPOCH
+
+    def earliest_entry(self) -> EpochEntry | None:
+        entries = self._entries
+        return entries[0] if entries else None
+
+    def epoch_for(self, offset: int) -> int:
+        """The epoch that wrote `offset` (the entry starting at or before it), or UNDEFINED_EPOCH."""
+        entries = self._entries
+        index = bisect_right(entries, offset, key=_start_offset) - 1
+        return entries[index].epoch if index >= 0 else UNDEFINED_EPOCH
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> EpochEndOffset:
+        """Kafka's OffsetForLeaderEpoch answer for `epoch`.
+
+        The latest epoch ends at the log end offset. An older epoch ends where the first newer epoch
+        starts, answered with the newest known epoch at or below the one asked for (or the one asked
+        for when every known epoch is newer: its data is gone). Undefined for UNDEFINED_EPOCH and for
+        an epoch newer than every entry.
+        """
+        entries = self._entries
+        if epoch == UNDEFINED_EPOCH or not entries:
+            return UNDEFINED_END_OFFSET
+        if epoch == entries[-1].epoch:
+            return EpochEndOffset(epoch, log_end_offset)
+        higher = bisect_right(entries, epoch, key=_epoch)
+        if higher == len(entries):
+            return UNDEFINED_END_OFFSET
+        found = entries[higher - 1].epoch if higher > 0 else epoch
+        return EpochEndOffset(found, entries[higher].start_offset)
+
+    # -- changes (under the log's lock) ----------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that `epoch` starts at `start_offset`; True if the cache changed (and was written)."""
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        entries = self._entries
+        if entries and entries[-1].epoch == epoch and entries[-1].start_offset <= start_offset:
+            return False
+        kept = list(entries)
+        dropped = []
+        while kept and (kept[-1].epoch >= epoch or kept[-1].start_offset >= start_offset):
+            dropped.append(kept.pop())
+        if len(dropped) > 1 or (dropped and dropped[0].start_offset != start_offset):
+            log.warning("%s: epoch %d at %d drops the entries %s", self.path, epoch, start_offset, dropped)
+        kept.append(EpochEntry(epoch, start_offset))
+        self._replace(kept)
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """Forget the epochs starting at or after `end_offset` (the log was cut there)."""
+        kept = [entry for entry in self._entries if entry.start_offset < end_offset]
+        return self._replace(kept)
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """Forget what lies below `start_offset` (the log start offset moved): the epoch holding it
+        now starts there."""
+        entries = self._entries
+        first_kept = bisect_right(entries, start_offset, key=_start_offset) - 1
+        if first_kept < 0:
+            return False
+        kept = [EpochEntry(entries[first_kept].epoch, start_offset), *entries[first_kept + 1 :]]
+        return self._replace(kept)
+
+    def clear(self) -> bool:
+        """Forget every entry (the log was emptied)."""
+        return self._replace([])
+
+    def _replace(self, entries: list[EpochEntry]) -> bool:
+        new = tuple(entries)
+        if new == self._entries:
+            return False
+        self._entries = new
+        self.write()
+        return True
+
+    def write(self) -> None:
+        """Replace the checkpoint file atomically with the current entries."""
+        entries = self._entries
+        lines = [str(CHECKPOINT_VERSION), str(len(entries))]
+        lines += [f"{epoch} {start_offset}" for epoch, start_offset in entries]
+        _write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+
+
+def _epoch(entry: EpochEntry) -> int:
+    return entry.epoch
+
+
+def _start_offset(entry: EpochEntry) -> int:
+    return entry.start_offset
+
+
+def _parse(text: str) -> list[EpochEntry]:
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[0] != str(CHECKPOINT_VERSION):
+        raise ValueError("missing or unknown version line")
+    count = int(lines[1])
+    if len(lines) - 2 != count:
+        raise ValueError(f"expected {count} entries, found {len(lines) - 2}")
+    entries: list[EpochEntry] = []
+    for line in lines[2:]:
+        epoch, start_offset = (int(field) for field in line.split(" "))
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"negative entry {line!r}")
+        if entries and (epoch <= entries[-1].epoch or start_offset <= entries[-1].start_offset):
+            raise ValueError(
+                f"entry {line!r} does not follow ({entries[-1].epoch}, {entries[-1].start_offset})"
+            )
+        entries.append(EpochEntry(epoch, start_offset))
+    return entries
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
