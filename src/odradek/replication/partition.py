@@ -13,6 +13,9 @@ Invariants:
 - Consumers read below the HW (read_uncommitted) or the LSO (read_committed); replicas read to the LEO.
 - A client that names a leader epoch (>= 0) older than ours is fenced (FENCED_LEADER_EPOCH), newer
   than ours is ahead of this broker (UNKNOWN_LEADER_EPOCH); -1 skips the check.
+- Becoming leader starts the leader epoch at the log end offset in the log's leader epoch cache
+  (as Kafka's makeLeader does), so OffsetForLeaderEpoch answers for the new epoch before anything
+  is written in it.
 - acks=-1 appends are refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
   min.insync.replicas, before anything is written.
 
@@ -32,6 +35,7 @@ from odradek.controller.metadata import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP
+from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log, LogAppendInfo
 
 NO_LEADER_EPOCH = -1
@@ -127,6 +131,8 @@ class Partition:
         if state.leader_epoch != self.leader_epoch or not self.is_leader:
             self._follower_leos = {}
         self._apply(state)
+        if state.leader_epoch >= 0:
+            self.log.maybe_assign_epoch_start_offset(state.leader_epoch, self.log_end_offset)
         self._follower_leos = {r: self._follower_leos.get(r, UNKNOWN_OFFSET) for r in self._followers()}
         return self.maybe_increment_high_watermark()
 
@@ -269,8 +275,10 @@ class Partition:
             last_fetchable = self.fetchable_end(-1, isolation_level)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, last_fetchable, self.leader_epoch)
+        epochs = self.log.leader_epoch_cache
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, NO_LEADER_EPOCH)
+            start = self.log_start_offset
+            return TimestampAndOffset(NO_TIMESTAMP, start, epochs.epoch_for(start))
         if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: nothing is remote
             return TimestampAndOffset(NO_TIMESTAMP, UNKNOWN_OFFSET, NO_LEADER_EPOCH)
         if timestamp == MAX_TIMESTAMP:
@@ -279,4 +287,12 @@ class Partition:
             found = self.log.offset_for_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:
             return None
-        return TimestampAndOffset(found.timestamp, found.offset, NO_LEADER_EPOCH)
+        return TimestampAndOffset(found.timestamp, found.offset, epochs.epoch_for(found.offset))
+
+    # -- leader epochs ---------------------------------------------------------------------------
+
+    def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> EpochEndOffset:
+        """OffsetForLeaderEpoch for one partition (the leader answers): the newest epoch at or below
+        `leader_epoch` in this log and the offset where it ended (see `LeaderEpochFileCache`)."""
+        self.check_leader(current_leader_epoch)
+        return self.log.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)

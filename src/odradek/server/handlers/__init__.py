@@ -34,6 +34,7 @@ HANDLER_MODULES: list[str] = [
     "produce",
     "fetch",
     "list_offsets",
+    "offset_for_leader_epoch",
     "init_producer_id",
     # consumer groups
     "find_coordinator",

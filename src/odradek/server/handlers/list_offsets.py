@@ -2,7 +2,8 @@
 
 API: v1-v9.
 
-Behaviour, per partition (offset, timestamp, and leader_epoch in v4+):
+Behaviour, per partition (offset, timestamp, and leader_epoch in v4+: the epoch that wrote the
+offset, from the partition's leader epoch cache, or -1 when the cache does not cover it):
 - timestamp -1 (LATEST): the high watermark for read_uncommitted consumers, the last stable offset
   for read_committed ones (isolation_level, v2+), the log end offset for a broker replica
   (replica_id >= 0); answered with the partition's current leader epoch;
@@ -17,8 +18,7 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current_leader_epoch (v4+) olde
 partition's, INVALID_REQUEST for a partition named twice.
 
 Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
-served. Without a leader epoch cache, answers other than LATEST carry leader_epoch -1.
-throttle_time_ms is always 0.
+served. throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
