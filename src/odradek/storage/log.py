@@ -32,8 +32,9 @@ Contracts:
   before the batch is written; truncation trims the cache from the end, retention from the start;
   `maybe_assign_epoch_start_offset` starts a new leader's epoch at the log end offset.
 
-Thread safety: mutations (append, roll, flush, retention, truncation, close) hold the log's lock;
-`read` works on a snapshot of the segment list and needs no lock.
+Thread safety: mutations (append, roll, flush, retention, truncation, close, the cleaner's
+`replace_segments`) hold the log's lock; `read` works on a snapshot of the segment list and needs
+no lock.
 
 Callers: `LogManager` creates logs; replication (`Partition`) appends and reads; the ListOffsets
 handler uses the offset lookups.
@@ -300,6 +301,34 @@ class Log:
         self._dir_dirty = True
         self._set_segments([*self._segments, segment])
         return segment
+
+    def dup_inactive_segments(self) -> list[tuple[LogSegment, int]]:
+        """The inactive segments, each with a duplicate of its fd for the caller to close: a reader
+        that may outlive file.delete.delay.ms (the log cleaner) keeps the files open with it."""
+        with self._lock:
+            return [(segment, os.dup(segment.fd)) for segment in self._segments[:-1]]
+
+    def replace_segments(
+        self, old: list[LogSegment], prepare: Callable[[Path], None], install: Callable[[Path], LogSegment]
+    ) -> bool:
+        """Replace `old`, consecutive inactive segments, by one segment (the log cleaner's swap).
+
+        Under the lock: unless `old` is still a run of inactive segments of this log (retention,
+        truncation or deletion may have taken some), nothing happens and the answer is False; else
+        `prepare(dir)` makes the new files durable as `.swap`, `old` is deleted (fds closed after
+        file.delete.delay.ms), `install(dir)` moves the new files into place and returns their
+        segment, and the segment list changes in one assignment (readers see old or new).
+        """
+        with self._lock:
+            segments = self._segments
+            start = next((i for i, segment in enumerate(segments) if segment is old[0]), -1)
+            end = start + len(old)
+            if start < 0 or end >= len(segments) or segments[start:end] != old:
+                return False
+            prepare(self.dir)
+            self._delete_segments(old, self._clock.time_ms())
+            self._set_segments([*segments[:start], install(self.dir), *segments[end:]])
+            return True
 
     # -- read ----------------------------------------------------------------------------------
 
