@@ -27,6 +27,7 @@ CLEANUP_POLICIES = ("delete", "compact")
 
 TOPIC_CONFIG_NAMES: dict[str, str] = {
     "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
@@ -35,6 +36,9 @@ TOPIC_CONFIG_NAMES: dict[str, str] = {
     "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
     "message.timestamp.type": "log.message.timestamp.type",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "min.insync.replicas": "min.insync.replicas",
     "retention.bytes": "log.retention.bytes",
     "retention.ms": "log.retention.ms",
@@ -62,6 +66,10 @@ class LogConfig:
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60000
     min_insync_replicas: int = 1
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     @property
     def log_append_time(self) -> bool:
@@ -105,6 +113,16 @@ def _long(low: int, high: int = LONG_MAX) -> Callable[[str, str], int]:
     return parse
 
 
+def _ratio(key: str, raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"{key}: {raw!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{key}: {value} is outside [0, 1]")
+    return value
+
+
 def _timestamp_type(key: str, raw: str) -> str:
     if raw.strip() not in TIMESTAMP_TYPES:
         raise ValueError(f"{key}: {raw!r} is not one of {', '.join(TIMESTAMP_TYPES)}")
@@ -118,16 +136,20 @@ def _cleanup_policy(key: str, raw: str) -> str:
     return ",".join(policies)
 
 
-_PARSERS: dict[str, Callable[[str, str], int | str]] = {
+_PARSERS: dict[str, Callable[[str, str], int | float | str]] = {
     "cleanup.policy": _cleanup_policy,
+    "delete.retention.ms": _long(0),
     "file.delete.delay.ms": _long(0),
     "flush.messages": _long(1),
     "flush.ms": _long(0),
     "index.interval.bytes": _long(0, INT_MAX),
+    "max.compaction.lag.ms": _long(1),
     "max.message.bytes": _long(0, INT_MAX),
     "message.timestamp.after.max.ms": _long(0),
     "message.timestamp.before.max.ms": _long(0),
     "message.timestamp.type": _timestamp_type,
+    "min.cleanable.dirty.ratio": _ratio,
+    "min.compaction.lag.ms": _long(0),
     "min.insync.replicas": _long(1, INT_MAX),
     "retention.bytes": _long(-(2**63)),
     "retention.ms": _long(-1),

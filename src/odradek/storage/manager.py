@@ -18,7 +18,11 @@ Behaviour:
   every producer.id.expiration.check.interval.ms; here it is the retention check interval);
   `flush_dirty` also flushes segments that were rolled since the last flush (as Kafka does on roll),
   which keeps recovery short without fsyncing on the append path.
-- `shutdown` flushes and closes every log, writes the checkpoints, then the clean shutdown marker.
+- `run_cleaner` compacts the logs whose cleanup.policy contains `compact` (see `cleaner`); the broker
+  calls it every log.cleaner.backoff.ms in a worker thread, like retention, with the injected clock.
+  `cleaner-offset-checkpoint` in each log dir is the cleaner's.
+- `shutdown` stops the cleaner (a pass in progress is abandoned), flushes and closes every log,
+  writes the checkpoints, then the clean shutdown marker.
 
 Thread safety: the log map is guarded by a lock; each `Log` guards itself.
 
@@ -44,6 +48,7 @@ from odradek.storage.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
+from odradek.storage.cleaner import CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError
 from odradek.storage.log import Log, dir_name, parse_dir_name
@@ -65,6 +70,7 @@ class LogManager:
         topic_configs: Mapping[str, LogConfig] | None = None,
         *,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -83,6 +89,7 @@ class LogManager:
         for directory in self._dirs:
             self._load_dir(directory)
         self.checkpoint()
+        self.cleaner = LogCleaner(self._dirs, self.all_logs, cleaner_config or CleanerConfig())
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -168,6 +175,7 @@ class LogManager:
             log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
+        self.cleaner.forget(topic, partition)
         log.rename_dir(log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
         log.delete()
         return True
@@ -192,6 +200,12 @@ class LogManager:
                 log.flush(log.active_segment.base_offset)
         self._reaper.reap(now_ms)
 
+    def run_cleaner(self, now_ms: int) -> int:
+        """Compact the compacted logs that need it; return how many were cleaned."""
+        cleaned = self.cleaner.clean_logs(now_ms)
+        self._reaper.reap(now_ms)
+        return cleaned
+
     def checkpoint(self) -> None:
         """Write every log dir's recovery point and log start offset checkpoints."""
         with self._lock:
@@ -204,6 +218,7 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, checkpoint, mark the shutdown clean, release the dir locks."""
+        self.cleaner.shutdown()
         with self._lock:
             for log in self._logs.values():
                 log.close()

@@ -1,0 +1,600 @@
+"""The log cleaner: compaction of the logs whose cleanup.policy contains `compact` (Kafka's LogCleaner).
+
+Owns `cleaner-offset-checkpoint` at the root of each log dir (Kafka's format, see `checkpoint`): per
+partition the first dirty offset, below which the log is clean (no key appears twice). One pass of
+`LogCleaner.clean_logs(now)` repeats, until no log qualifies (or `shutdown`):
+1. Choice: of the compacted logs, the one with the largest dirty ratio (dirty bytes / inactive bytes)
+   above min.cleanable.dirty.ratio; a log whose first dirty segment is older than
+   max.compaction.lag.ms, or whose retained tombstones' delete horizon has passed, qualifies at any
+   ratio. The dirty section runs from the checkpoint (reset to the log start offset when outside the
+   log) to the first uncleanable offset: the active segment's base offset, or the base offset of the
+   first dirty segment holding a timestamp newer than min.compaction.lag.ms. The active segment is
+   never touched.
+2. Offset map: key -> offset of its latest record over the dirty section. It holds at most
+   log.cleaner.dedupe.buffer.size / log.cleaner.threads / 24 * log.cleaner.io.buffer.load.factor
+   entries (Kafka's 24-byte entries: a 16-byte key hash and an 8-byte offset); when a batch would not
+   fit, the map ends before it and that offset becomes the next first dirty offset.
+3. Copy: the inactive segments below the map's end, in groups of consecutive segments whose sizes add
+   up to at most segment.bytes (merged as Kafka does), are copied batch by batch into
+   `<base>.log.cleaned` (plus `.index.cleaned` / `.timeindex.cleaned`, rebuilt from the copy), keeping
+   a record when it has a key, no later offset for that key is in the map, and it is not a tombstone
+   whose batch's delete horizon has passed. Offsets never change: a rewritten batch keeps its base
+   offset, lastOffsetDelta, partitionLeaderEpoch, producer id/epoch/base sequence and attributes
+   (the compression codec included: the kept records are compressed again with it); records keep
+   their offsets, so gaps appear. A batch that keeps every record is copied byte for byte; control
+   batches are always kept as they are (odradek has no transactions, so there is nothing to abort).
+   A batch that keeps nothing is dropped, except one of its producer's last batches (the ones the
+   producer state retains), which stays as an empty batch so the producer's sequence survives a
+   reload, as in Kafka.
+4. Tombstones (KIP-534): a batch holding a tombstone is rewritten the first time it is cleaned with
+   the delete horizon flag (attribute bit 6) and baseTimestamp = now + delete.retention.ms (record
+   timestamps stay exact: their deltas are relative to it); a later pass after that horizon drops
+   the tombstones. The earliest retained horizon per log brings the log back to step 1.
+5. Swap, crash-safe and atomic for readers: the copy and its indexes are fsynced, then under the
+   log's lock (`Log.replace_segments`) renamed to `.swap`, the old segments deleted (their fds stay
+   open for file.delete.delay.ms, so FileSlices handed out stay valid), the `.swap` files renamed
+   into place and the segment list replaced in one assignment. A crash before the `.swap` rename
+   leaves `.cleaned` leftovers that the loader deletes; after it, the loader finishes the swap.
+   The checkpoint moves to the map's end once every group is swapped.
+
+The cleaner reads segments through duplicated fds (`Log.dup_inactive_segments`), so retention,
+truncation or deletion may run meanwhile; a group whose segments are no longer in the log is
+dropped and the checkpoint left alone. Appends and fetches never wait for cleaning, only for the
+renames of a swap.
+
+Callers: `LogManager` (the broker runs `clean_logs` every log.cleaner.backoff.ms in a worker thread).
+One pass at a time: log.cleaner.threads > 1 runs one thread all the same (the map budget is still
+divided by it, as Kafka divides the dedupe buffer between threads); 0 disables cleaning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from crc32c import crc32c
+
+from odradek.protocol.records.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    HEADER,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+)
+from odradek.protocol.records.compression import CompressionType, compress
+from odradek.protocol.records.record import RecordColumns, decode_batch_into, encode_record
+from odradek.storage.checkpoint import TopicPartition, read_checkpoint, write_checkpoint
+from odradek.storage.config import INT_MAX, LONG_MAX, LogConfig
+from odradek.storage.loader import CLEANED_SUFFIX, SWAP_SUFFIX
+from odradek.storage.log import Log
+from odradek.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    RECOVERY_CHUNK,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    file_name,
+    iter_file_batches,
+)
+
+log = logging.getLogger(__name__)
+
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+DELETE_HORIZON_MASK = 0x40
+OFFSET_MAP_ENTRY_BYTES = 24
+WRITE_BUFFER_BYTES = 1024 * 1024
+_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The broker's log.cleaner.* settings (topic-level ones live in `LogConfig`)."""
+
+    enable: bool = True
+    threads: int = 1
+    dedupe_buffer_size: int = 134_217_728
+    io_buffer_load_factor: float = 0.9
+    backoff_ms: int = 15_000
+
+    @property
+    def enabled(self) -> bool:
+        return self.enable and self.threads > 0
+
+    @property
+    def max_map_entries(self) -> int:
+        per_thread = self.dedupe_buffer_size // max(self.threads, 1)
+        return max(int(per_thread // OFFSET_MAP_ENTRY_BYTES * self.io_buffer_load_factor), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class LogToClean:
+    """A compacted log's dirty section as of one choice."""
+
+    log: Log
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    cleanable_bytes: int
+    need_compaction_now: bool
+
+    @property
+    def cleanable_ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """What one log's cleaning did."""
+
+    end_offset: int = 0
+    map_entries: int = 0
+    segments_read: int = 0
+    segments_written: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_retained: int = 0
+    swapped: bool = True
+
+
+class OffsetMap:
+    """Key -> offset of its latest record, bounded to `capacity` keys. Keys are held as given (a
+    dict), not as hashes: no collisions, and the bound counts entries like Kafka's map does."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.entries: dict[bytes, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def has_room_for(self, count: int) -> bool:
+        return len(self.entries) + count <= self.capacity
+
+    def latest(self, key: bytes) -> int:
+        return self.entries.get(key, -1)
+
+
+class CleanerAbortedError(Exception):
+    """The cleaner was shut down in the middle of a log; nothing was swapped in."""
+
+
+class UncleanableLogError(Exception):
+    """A log the cleaner cannot compact (a batch holds more keys than the offset map)."""
+
+
+class LogCleaner:
+    """Compacts the logs `logs()` returns, one at a time (see the module docstring)."""
+
+    def __init__(self, log_dirs: list[Path], logs: Callable[[], list[Log]], config: CleanerConfig) -> None:
+        self.config = config
+        self._log_dirs = log_dirs
+        self._logs = logs
+        self._run_lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._checkpoints: dict[TopicPartition, int] = {}
+        for directory in log_dirs:
+            self._checkpoints.update(read_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT))
+        self._delete_horizons: dict[TopicPartition, int] = {}
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def clean_logs(self, now_ms: int) -> int:
+        """Clean the filthiest log until none qualifies (each at most once); return how many."""
+        if not self.config.enabled:
+            return 0
+        cleaned = 0
+        with self._run_lock:
+            done: set[TopicPartition] = set()
+            while not self._stopped.is_set():
+                chosen = self.grab_filthiest_log(now_ms, done)
+                if chosen is None:
+                    break
+                done.add(_key(chosen.log))
+                try:
+                    cleaned += self.clean(chosen, now_ms).swapped
+                except CleanerAbortedError:
+                    break
+                except (OSError, UncleanableLogError) as exc:
+                    log.warning("Cannot clean %s: %s", chosen.log.dir.name, exc)
+        return cleaned
+
+    def shutdown(self) -> None:
+        """Stop: a pass in progress is abandoned at the next batch (its `.cleaned` files removed)."""
+        self._stopped.set()
+        with self._run_lock:
+            pass
+
+    def forget(self, topic: str, partition: int) -> None:
+        """A deleted log: drop its checkpoint entry (written with the next cleaning of its dir)."""
+        self._checkpoints.pop((topic, partition), None)
+        self._delete_horizons.pop((topic, partition), None)
+
+    # -- choosing ------------------------------------------------------------------------------
+
+    def grab_filthiest_log(
+        self, now_ms: int, skip: set[TopicPartition] | frozenset = frozenset()
+    ) -> LogToClean | None:
+        best: LogToClean | None = None
+        for candidate in self._logs():
+            if not candidate.config.compact_enabled or _key(candidate) in skip:
+                continue
+            to_clean = self.log_to_clean(candidate, now_ms)
+            if not self._qualifies(to_clean, now_ms):
+                continue
+            if best is None or to_clean.cleanable_ratio > best.cleanable_ratio:
+                best = to_clean
+        return best
+
+    def _qualifies(self, to_clean: LogToClean, now_ms: int) -> bool:
+        horizon = self._delete_horizons.get(_key(to_clean.log))
+        if horizon is not None and horizon <= now_ms:
+            return True
+        if to_clean.cleanable_bytes <= 0:
+            return False
+        return (
+            to_clean.need_compaction_now
+            or to_clean.cleanable_ratio > to_clean.log.config.min_cleanable_dirty_ratio
+        )
+
+    def log_to_clean(self, target: Log, now_ms: int) -> LogToClean:
+        config, segments = target.config, target.segments
+        inactive, active = segments[:-1], segments[-1]
+        first_dirty = self._checkpoints.get(_key(target), target.log_start_offset)
+        if not target.log_start_offset <= first_dirty <= target.log_end_offset:
+            first_dirty = target.log_start_offset
+        first_uncleanable = active.base_offset
+        dirty = [segment for segment in inactive if segment.next_offset > first_dirty]
+        if config.min_compaction_lag_ms > 0:
+            for segment in dirty:
+                if segment.largest_timestamp > now_ms - config.min_compaction_lag_ms:
+                    first_uncleanable = segment.base_offset
+                    break
+        first_uncleanable = max(first_uncleanable, first_dirty)
+        dirty = [segment for segment in dirty if segment.base_offset < first_uncleanable]
+        clean_bytes = sum(segment.size for segment in inactive if segment.next_offset <= first_dirty)
+        cleanable_bytes = sum(segment.size for segment in dirty)
+        need_now = False
+        if dirty and config.max_compaction_lag_ms < LONG_MAX:
+            first_timestamp = dirty[0].rolling_timestamp
+            if first_timestamp < 0:
+                first_timestamp = dirty[0].largest_timestamp
+            need_now = now_ms - first_timestamp > config.max_compaction_lag_ms
+        return LogToClean(target, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, need_now)
+
+    # -- cleaning one log ----------------------------------------------------------------------
+
+    def clean(self, to_clean: LogToClean, now_ms: int) -> CleanerStats:
+        """Compact one log's inactive segments below the map's end (steps 2-5)."""
+        target = to_clean.log
+        pinned = target.dup_inactive_segments()
+        fds = {id(segment): fd for segment, fd in pinned}
+        try:
+            segments = [segment for segment, _ in pinned]
+            offset_map = OffsetMap(self.config.max_map_entries)
+            end = self._build_offset_map(to_clean, segments, fds, offset_map)
+            stats = CleanerStats(end_offset=end, map_entries=len(offset_map))
+            retained_producer_batches = _retained_producer_batches(target)
+            horizon = LONG_MAX
+            for group in _group_by_size(
+                [segment for segment in segments if segment.base_offset < end], target.config
+            ):
+                copier = _GroupCopier(
+                    target, group, fds, offset_map, now_ms, retained_producer_batches, self._stopped
+                )
+                stats.swapped &= copier.copy_and_swap(stats)
+                horizon = min(horizon, copier.earliest_delete_horizon)
+        finally:
+            for _, fd in pinned:
+                os.close(fd)
+        self._after_clean(target, stats, horizon)
+        return stats
+
+    def _build_offset_map(
+        self, to_clean: LogToClean, segments: list[LogSegment], fds: dict[int, int], offset_map: OffsetMap
+    ) -> int:
+        """Fill `offset_map` from the dirty section; return where it ends (the next first dirty offset)."""
+        first_dirty, end = to_clean.first_dirty_offset, to_clean.first_uncleanable_offset
+        for segment in segments:
+            if segment.next_offset <= first_dirty or segment.base_offset >= end:
+                continue
+            for header, columns in _batches(fds[id(segment)], segment.size, self._stopped):
+                if header.last_offset < first_dirty or header.is_control:
+                    continue
+                if not offset_map.has_room_for(header.records_count):
+                    if header.base_offset <= first_dirty:
+                        raise UncleanableLogError(
+                            f"a batch of {header.records_count} records exceeds the offset map"
+                        )
+                    return header.base_offset
+                entries = offset_map.entries
+                for offset, key in zip(columns.offsets, columns.keys, strict=True):
+                    if key is not None and offset >= first_dirty:
+                        entries[key] = offset
+        return end
+
+    def _after_clean(self, target: Log, stats: CleanerStats, horizon: int) -> None:
+        key = _key(target)
+        if horizon < LONG_MAX:
+            self._delete_horizons[key] = horizon
+        else:
+            self._delete_horizons.pop(key, None)
+        if stats.swapped:
+            self._checkpoints[key] = stats.end_offset
+            self._write_checkpoint(target.dir.parent)
+        log.info(
+            "Cleaned %s up to offset %d: %d segments (%d bytes) into %d (%d bytes), %d of %d records kept",
+            target.dir.name,
+            stats.end_offset,
+            stats.segments_read,
+            stats.bytes_read,
+            stats.segments_written,
+            stats.bytes_written,
+            stats.records_retained,
+            stats.records_read,
+        )
+
+    def _write_checkpoint(self, directory: Path) -> None:
+        live = {_key(candidate) for candidate in self._logs() if candidate.dir.parent == directory}
+        entries = {key: offset for key, offset in self._checkpoints.items() if key in live}
+        write_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT, entries)
+
+
+class _GroupCopier:
+    """Copies one group of segments into a `.cleaned` segment and swaps it in."""
+
+    def __init__(
+        self,
+        target: Log,
+        group: list[LogSegment],
+        fds: dict[int, int],
+        offset_map: OffsetMap,
+        now_ms: int,
+        retained_producer_batches: set[tuple[int, int]],
+        stopped: threading.Event,
+    ) -> None:
+        self.target = target
+        self.group = group
+        self.fds = fds
+        self.offset_map = offset_map
+        self.now_ms = now_ms
+        self.new_horizon = now_ms + target.config.delete_retention_ms
+        self.retained_producer_batches = retained_producer_batches
+        self.stopped = stopped
+        self.base_offset = group[0].base_offset
+        self.earliest_delete_horizon = LONG_MAX
+
+    def copy_and_swap(self, stats: CleanerStats) -> bool:
+        directory = self.target.dir
+        fd = os.open(
+            directory / _cleaned(self.base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644
+        )
+        try:
+            self._copy(fd, stats)
+            segment = LogSegment(directory, self.base_offset, fd, self.target.config, self.now_ms)
+            segment.offset_index.path = directory / _cleaned(self.base_offset, INDEX_SUFFIX)
+            segment.time_index.path = directory / _cleaned(self.base_offset, TIME_INDEX_SUFFIX)
+            segment.recover()
+            segment.on_become_inactive()
+            segment.flush()
+        except BaseException:
+            os.close(fd)
+            _remove_cleaned(directory, self.base_offset)
+            raise
+        if self.target.replace_segments(self.group, _prepare_swap(self.base_offset), _install(segment)):
+            stats.segments_written += 1
+            stats.bytes_written += segment.size
+            return True
+        os.close(fd)
+        _remove_cleaned(self.target.dir, self.base_offset)
+        return False
+
+    def _copy(self, fd: int, stats: CleanerStats) -> None:
+        out, position = bytearray(), 0
+        for segment in self.group:
+            stats.segments_read += 1
+            stats.bytes_read += segment.size
+            for header, data in _raw_batches(self.fds[id(segment)], segment.size, self.stopped):
+                kept = self._filter(header, data, stats)
+                if kept is not None:
+                    out += kept
+                if len(out) >= WRITE_BUFFER_BYTES:
+                    position += _write_all(fd, out, position)
+                    out.clear()
+        _write_all(fd, out, position)
+
+    def _filter(self, header: BatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
+        """The batch as it stays in the log: unchanged, rewritten with fewer records, empty, or gone."""
+        if header.is_control:
+            return data
+        columns = decode_batch_into(data, 0, header, RecordColumns())
+        horizon = header.base_timestamp if header.attributes & DELETE_HORIZON_MASK else None
+        latest = self.offset_map.entries.get
+        kept = [
+            index
+            for index, (offset, key, value) in enumerate(
+                zip(columns.offsets, columns.keys, columns.values, strict=True)
+            )
+            if key is not None
+            and latest(key, -1) <= offset
+            and not (value is None and horizon is not None and horizon <= self.now_ms)
+        ]
+        stats.records_read += len(columns.offsets)
+        stats.records_retained += len(kept)
+        has_tombstone = any(columns.values[index] is None for index in kept)
+        if has_tombstone:
+            horizon = self.new_horizon if horizon is None else horizon
+            self.earliest_delete_horizon = min(self.earliest_delete_horizon, horizon)
+        if len(kept) == len(columns.offsets) and (
+            not has_tombstone or header.attributes & DELETE_HORIZON_MASK
+        ):
+            return data
+        if kept:
+            return _rebuild_batch(header, columns, kept, horizon if has_tombstone else None)
+        if (header.producer_id, header.last_offset) in self.retained_producer_batches:
+            return _empty_batch(header)
+        return None
+
+
+# -- batches ---------------------------------------------------------------------------------------
+
+
+def _raw_batches(fd: int, size: int, stopped: threading.Event) -> Iterator[tuple[BatchHeader, bytes]]:
+    for position, header in iter_file_batches(fd, 0, size, chunk_size=RECOVERY_CHUNK):
+        if stopped.is_set():
+            raise CleanerAbortedError("the log cleaner is shutting down")
+        yield header, os.pread(fd, header.size_in_bytes, position)
+
+
+def _batches(fd: int, size: int, stopped: threading.Event) -> Iterator[tuple[BatchHeader, RecordColumns]]:
+    for header, data in _raw_batches(fd, size, stopped):
+        yield header, decode_batch_into(data, 0, header, RecordColumns())
+
+
+def _rebuild_batch(
+    header: BatchHeader, columns: RecordColumns, kept: list[int], horizon: int | None
+) -> bytes:
+    """A batch with only the records at `kept`, offsets, producer fields and codec unchanged."""
+    timestamps = columns.timestamps
+    base_timestamp = timestamps[kept[0]] if horizon is None else horizon
+    base_offset = header.base_offset
+    section = b"".join(
+        encode_record(
+            columns.offsets[index] - base_offset,
+            timestamps[index] - base_timestamp,
+            columns.keys[index],
+            columns.values[index],
+            columns.headers[index],
+        )
+        for index in kept
+    )
+    codec = header.attributes & COMPRESSION_MASK
+    if codec != CompressionType.NONE:
+        section = compress(CompressionType(codec), section)
+    if header.attributes & TIMESTAMP_TYPE_MASK:
+        max_timestamp = header.max_timestamp
+    else:
+        max_timestamp = max(timestamps[index] for index in kept)
+    attributes = header.attributes | (DELETE_HORIZON_MASK if horizon is not None else 0)
+    return _pack(header, attributes, base_timestamp, max_timestamp, len(kept), section)
+
+
+def _empty_batch(header: BatchHeader) -> bytes:
+    """The header of a batch whose records all went: it keeps the producer's sequence (Kafka's rule)."""
+    attributes = header.attributes & ~COMPRESSION_MASK
+    return _pack(header, attributes, header.base_timestamp, header.max_timestamp, 0, b"")
+
+
+def _pack(
+    header: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int, section: bytes
+) -> bytes:
+    buf = bytearray(HEADER.size + len(section))
+    HEADER.pack_into(
+        buf,
+        0,
+        header.base_offset,
+        len(buf) - LOG_OVERHEAD,
+        header.partition_leader_epoch,
+        CURRENT_MAGIC,
+        0,
+        attributes,
+        header.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        count,
+    )
+    buf[HEADER.size :] = section
+    crc = crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:])
+    buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+    return bytes(buf)
+
+
+# -- segments and files ----------------------------------------------------------------------------
+
+
+def _group_by_size(segments: list[LogSegment], config: LogConfig) -> list[list[LogSegment]]:
+    """Consecutive segments merged while their sizes add up to at most segment.bytes and their
+    offsets stay within 2**31 - 1 of the group's base offset."""
+    groups: list[list[LogSegment]] = []
+    for segment in segments:
+        if groups:
+            group = groups[-1]
+            size = sum(member.size for member in group) + segment.size
+            if size <= config.segment_bytes and segment.next_offset - 1 - group[0].base_offset <= INT_MAX:
+                group.append(segment)
+                continue
+        groups.append([segment])
+    return groups
+
+
+def _retained_producer_batches(target: Log) -> set[tuple[int, int]]:
+    """(producer id, last offset) of every batch the producer state retains."""
+    return {
+        (producer_id, batch.last_offset)
+        for producer_id, entry in target.producer_state.producers.items()
+        for batch in entry.batches
+    }
+
+
+def _cleaned(base_offset: int, suffix: str) -> str:
+    return file_name(base_offset, suffix) + CLEANED_SUFFIX
+
+
+def _prepare_swap(base_offset: int) -> Callable[[Path], None]:
+    def prepare(directory: Path) -> None:
+        for suffix in _SUFFIXES:
+            name = file_name(base_offset, suffix)
+            os.rename(directory / (name + CLEANED_SUFFIX), directory / (name + SWAP_SUFFIX))
+        _fsync_dir(directory)
+
+    return prepare
+
+
+def _install(segment: LogSegment) -> Callable[[Path], LogSegment]:
+    def install(directory: Path) -> LogSegment:
+        for suffix in _SUFFIXES:
+            name = file_name(segment.base_offset, suffix)
+            os.rename(directory / (name + SWAP_SUFFIX), directory / name)
+        _fsync_dir(directory)
+        segment.directory = directory
+        segment.offset_index.path = directory / file_name(segment.base_offset, INDEX_SUFFIX)
+        segment.time_index.path = directory / file_name(segment.base_offset, TIME_INDEX_SUFFIX)
+        return segment
+
+    return install
+
+
+def _remove_cleaned(directory: Path, base_offset: int) -> None:
+    for suffix in _SUFFIXES:
+        (directory / _cleaned(base_offset, suffix)).unlink(missing_ok=True)
+
+
+def _write_all(fd: int, data: bytearray, position: int) -> int:
+    with memoryview(data) as view:
+        written = 0
+        while written < len(view):
+            written += os.pwrite(fd, view[written:], position + written)
+    return written
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _key(target: Log) -> TopicPartition:
+    return target.topic, target.partition

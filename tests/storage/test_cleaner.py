@@ -1,0 +1,344 @@
+"""The log cleaner (storage.cleaner): dedupe, tombstones, compaction lag, offset map bound, swap and
+crash recovery, indexes, producer state, compression, and the LogManager hook."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from odradek.clock import ManualClock
+from odradek.protocol.records.batch import BatchHeader, iter_batches
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.protocol.records.compression import CompressionType
+from odradek.protocol.records.record import Record, decode_records
+from odradek.storage.checkpoint import read_checkpoint
+from odradek.storage.cleaner import (
+    CLEANER_OFFSET_CHECKPOINT,
+    DELETE_HORIZON_MASK,
+    CleanerConfig,
+    LogCleaner,
+)
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
+from odradek.storage.manager import LogManager
+from tests.storage.storage_helpers import slice_bytes
+
+SEGMENT_BYTES = 400
+
+
+def compacted_log(path: Path, clock: ManualClock, **config: int | float | str) -> Log:
+    settings: dict[str, int | float | str] = {"cleanup_policy": "compact", "segment_bytes": SEGMENT_BYTES}
+    settings.update(config)
+    return Log(path / "topic-0", LogConfig(**settings), clock)  # type: ignore[arg-type]
+
+
+def put(log: Log, clock: ManualClock, key: bytes, value: bytes | None, **producer: int) -> int:
+    batch = build_batch([SimpleRecord(value, key, (), clock.time_ms())], **producer)
+    return log.append_as_leader(batch, 0).first_offset
+
+
+def cleaner_for(log: Log, **config: int | float) -> LogCleaner:
+    return LogCleaner([log.dir.parent], lambda: [log], CleanerConfig(**config))  # type: ignore[arg-type]
+
+
+def all_batches(log: Log) -> list[tuple[BatchHeader, bytes]]:
+    out = []
+    for segment in log.segments:
+        data = os.pread(segment.fd, segment.size, 0)
+        out += [(header, data[p : p + header.size_in_bytes]) for p, header in iter_batches(data)]
+    return out
+
+
+def all_records(log: Log) -> list[Record]:
+    return [record for _, data in all_batches(log) for record in decode_records(data)]
+
+
+def latest_values(records: list[Record]) -> dict[bytes | None, bytes | None]:
+    return {record.key: record.value for record in records}
+
+
+def write_updates(log: Log, clock: ManualClock, rounds: int, keys: int = 3) -> dict[bytes, int]:
+    """`rounds` updates of each key; returns each key's last offset."""
+    last: dict[bytes, int] = {}
+    for round_ in range(rounds):
+        for index in range(keys):
+            key = b"key-%d" % index
+            last[key] = put(log, clock, key, b"value-%d-%d" % (index, round_))
+            clock.advance(1)
+    return last
+
+
+def test_dedupe_keeps_latest_value_per_key_at_its_offset(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    write_updates(log, clock, rounds=20)
+    before = all_records(log)
+    active_base = log.active_segment.base_offset
+    assert len(log.segments) > 5
+
+    assert cleaner_for(log).clean_logs(clock.time_ms()) == 1
+
+    after = all_records(log)
+    cleaned = [record for record in after if record.offset < active_base]
+    assert len({record.key for record in cleaned}) == len(cleaned)
+    superseded = {r.key for r in before if r.offset >= active_base}
+    for record in cleaned:
+        last_below = max(r.offset for r in before if r.key == record.key and r.offset < active_base)
+        assert record.offset == last_below
+        assert record.key not in superseded or record.offset == last_below
+    assert [r for r in after if r.offset >= active_base] == [r for r in before if r.offset >= active_base]
+    assert latest_values(after) == latest_values(before)
+    assert log.log_end_offset == before[-1].offset + 1
+
+
+def test_small_cleaned_segments_merge_up_to_segment_bytes(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, min_cleanable_dirty_ratio=0.0)
+    write_updates(log, clock, rounds=20)
+    cleaner = cleaner_for(log)
+    cleaner.clean_logs(clock.time_ms())
+    segments = len(log.segments)
+    write_updates(log, clock, rounds=1)
+    log.roll()
+
+    cleaner.clean_logs(clock.time_ms())
+    assert len(log.segments) < segments / 2
+    assert all(segment.size <= SEGMENT_BYTES for segment in log.segments)
+    cleaned = [r for r in all_records(log) if r.offset < log.active_segment.base_offset]
+    assert len({r.key for r in cleaned}) == len(cleaned) == 3
+
+
+def test_fetch_from_a_compacted_away_offset_returns_the_next_batch(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    write_updates(log, clock, rounds=20)
+    cleaner_for(log).clean_logs(clock.time_ms())
+    kept = [record.offset for record in all_records(log)]
+    gaps = [offset for offset in range(kept[-1]) if offset not in kept]
+    assert gaps
+
+    for offset in gaps:
+        records = decode_records(slice_bytes(log.read(offset, 1 << 20)))
+        assert records[0].offset == min(o for o in kept if o > offset)
+
+    offset, seen = 0, []
+    while offset < log.log_end_offset:
+        data = slice_bytes(log.read(offset, 100))
+        headers = [header for _, header in iter_batches(data)]
+        seen += [record.offset for record in decode_records(data)]
+        offset = headers[-1].next_offset
+    assert seen == kept
+
+
+def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, delete_retention_ms=10_000)
+    write_updates(log, clock, rounds=5)
+    tombstone = put(log, clock, b"key-1", None)
+    write_updates(log, clock, rounds=1, keys=1)
+    write_updates(log, clock, rounds=10, keys=1)
+    cleaner = cleaner_for(log, backoff_ms=1)
+
+    cleaner.clean_logs(clock.time_ms())
+    records = all_records(log)
+    assert [r.offset for r in records if r.key == b"key-1"] == [tombstone]
+    header = next(h for h, _ in all_batches(log) if h.base_offset == tombstone)
+    assert header.attributes & DELETE_HORIZON_MASK
+    assert header.base_timestamp == clock.time_ms() + 10_000
+    assert next(r for r in records if r.key == b"key-1").timestamp < clock.time_ms()
+
+    clock.advance(9_999)
+    cleaner.clean_logs(clock.time_ms())
+    assert [r.offset for r in all_records(log) if r.key == b"key-1"] == [tombstone]
+
+    clock.advance(1)
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert [r for r in all_records(log) if r.key == b"key-1"] == []
+    assert {r.key for r in all_records(log)} == {b"key-0", b"key-2"}
+
+
+def test_min_compaction_lag_keeps_recent_segments_dirty(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, min_compaction_lag_ms=60_000)
+    write_updates(log, clock, rounds=20)
+    cleaner = cleaner_for(log)
+    before = all_records(log)
+
+    assert cleaner.clean_logs(clock.time_ms()) == 0
+    assert all_records(log) == before
+
+    clock.advance(60_000)
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert len(all_records(log)) < len(before)
+
+
+def test_min_cleanable_dirty_ratio_and_checkpoint(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, min_cleanable_dirty_ratio=0.9)
+    write_updates(log, clock, rounds=20)
+    cleaner = cleaner_for(log)
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    checkpoint = read_checkpoint(tmp_path / CLEANER_OFFSET_CHECKPOINT)
+    assert checkpoint == {("topic", 0): log.active_segment.base_offset}
+
+    write_updates(log, clock, rounds=3)
+    assert cleaner.clean_logs(clock.time_ms()) == 0  # a little dirt on a clean log: below 0.9
+    assert (
+        LogCleaner([tmp_path], lambda: [log], CleanerConfig())
+        .log_to_clean(log, clock.time_ms())
+        .first_dirty_offset
+        == checkpoint[("topic", 0)]
+    )
+
+
+def test_a_small_offset_map_cleans_in_several_passes(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, min_cleanable_dirty_ratio=0.0)
+    write_updates(log, clock, rounds=10, keys=60)
+    before = latest_values(all_records(log))
+    config = CleanerConfig(dedupe_buffer_size=40 * 24, io_buffer_load_factor=1.0)
+    assert config.max_map_entries == 40
+    cleaner = cleaner_for(log, dedupe_buffer_size=40 * 24, io_buffer_load_factor=1.0)
+    to_clean = cleaner.log_to_clean(log, clock.time_ms())
+    stats = cleaner.clean(to_clean, clock.time_ms())
+    assert stats.map_entries <= 40
+    assert stats.end_offset < to_clean.first_uncleanable_offset
+
+    passes = 1
+    while cleaner.clean_logs(clock.time_ms()):
+        passes += 1
+    assert passes > 2
+    assert latest_values(all_records(log)) == before
+    cleaned = [r for r in all_records(log) if r.offset < log.active_segment.base_offset]
+    assert len({r.key for r in cleaned}) == len(cleaned)
+
+
+def test_indexes_of_cleaned_segments_are_rebuilt(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, segment_bytes=4000, index_interval_bytes=100)
+    write_updates(log, clock, rounds=60, keys=40)
+    cleaner_for(log).clean_logs(clock.time_ms())
+    cleaned = max(log.segments[:-1], key=lambda segment: segment.size)
+    assert len(cleaned.offset_index) > 2
+    for relative, position in zip(cleaned.offset_index.keys, cleaned.offset_index.values, strict=True):
+        header = BatchHeader.unpack_from(os.pread(cleaned.fd, 61, position))
+        assert header.base_offset == cleaned.base_offset + relative
+    assert cleaned.time_index.last_timestamp == cleaned.max_timestamp
+    assert cleaned.offset_index.path.name == f"{cleaned.base_offset:020d}.index"
+    assert len(cleaned.offset_index.path.read_bytes()) == 8 * len(cleaned.offset_index)
+    log.close()
+
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=True)
+    first = next(s for s in reopened.segments if s.base_offset == cleaned.base_offset)
+    assert list(first.offset_index.keys) == list(cleaned.offset_index.keys)
+    assert list(first.time_index.keys) == list(cleaned.time_index.keys)
+    records = all_records(reopened)
+    for record in records[:50]:
+        found = reopened.offset_for_timestamp(record.timestamp)
+        assert found is not None and found.offset == record.offset
+
+
+def test_crash_before_the_swap_keeps_the_old_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    write_updates(log, clock, rounds=20)
+    before = all_records(log)
+
+    def crash(*args: object) -> bool:
+        raise SystemExit("crash")
+
+    monkeypatch.setattr(Log, "replace_segments", crash)
+    with pytest.raises(SystemExit):
+        cleaner_for(log).clean_logs(clock.time_ms())
+    monkeypatch.undo()
+    directory = tmp_path / "topic-0"
+    assert len(list(directory.glob("*.cleaned"))) == 3
+    reopened = Log(directory, log.config, clock)
+    assert not list(directory.glob("*.cleaned"))
+    assert all_records(reopened) == before
+
+
+def test_crash_during_the_swap_is_finished_by_the_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    write_updates(log, clock, rounds=20)
+    before = all_records(log)
+
+    def crash(*args: object) -> None:
+        raise SystemExit("crash")
+
+    monkeypatch.setattr(Log, "_delete_segments", crash)
+    with pytest.raises(SystemExit):
+        cleaner_for(log).clean_logs(clock.time_ms())
+    monkeypatch.undo()
+    directory = tmp_path / "topic-0"
+    assert list(directory.glob("*.log.swap"))
+
+    reopened = Log(directory, log.config, clock)
+    after = all_records(reopened)
+    assert not list(directory.glob("*.swap"))
+    assert len(after) < len(before)
+    assert latest_values(after) == latest_values(before)
+    offsets = [record.offset for record in after]
+    assert offsets == sorted(set(offsets))
+
+
+def test_idempotent_producer_keeps_its_last_batch_as_an_empty_batch(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    for sequence in range(12):
+        put(log, clock, b"key-0", b"v%d" % sequence, producer_id=7, producer_epoch=0, base_sequence=sequence)
+    last_producer_offset = log.log_end_offset - 1
+    write_updates(log, clock, rounds=20, keys=1)
+    cleaner_for(log).clean_logs(clock.time_ms())
+
+    producer_batches = [(h, d) for h, d in all_batches(log) if h.producer_id == 7]
+    assert [h.base_sequence for h, _ in producer_batches] == [7, 8, 9, 10, 11]
+    assert all(h.records_count == 0 for h, _ in producer_batches)
+    assert producer_batches[-1][0].last_offset == last_producer_offset
+    log.close()
+
+    reopened = Log(tmp_path / "topic-0", log.config, clock)
+    reopened.producer_state.load(reopened.segments, reopened.log_end_offset, clock.time_ms())
+    entry = reopened.producer_state.last_entry(7)
+    assert entry is not None and entry.last_seq == 11
+
+
+def test_compressed_batches_keep_their_codec(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, segment_bytes=600)
+    for round_ in range(10):
+        records = [
+            SimpleRecord(b"v%d-%d" % (round_, i), b"k%d" % (i % 3 + round_ % 2), (), 5) for i in range(4)
+        ]
+        log.append_as_leader(build_batch(records, CompressionType.GZIP), 0)
+    before = all_records(log)
+    cleaner_for(log).clean_logs(clock.time_ms())
+    headers = [header for header, _ in all_batches(log)]
+    assert all(header.compression == CompressionType.GZIP for header in headers)
+    assert any(header.records_count < 4 for header in headers)
+    assert latest_values(all_records(log)) == latest_values(before)
+
+
+def test_log_manager_runs_the_cleaner_on_compacted_logs_only(tmp_path: Path) -> None:
+    clock = ManualClock()
+    compact = LogConfig(cleanup_policy="compact,delete", segment_bytes=SEGMENT_BYTES)
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=SEGMENT_BYTES), clock, {"compacted": compact})
+    try:
+        for topic in ("compacted", "plain"):
+            log = manager.get_or_create_log(topic, 0)
+            write_updates(log, clock, rounds=20)
+        sizes = {log.topic: len(all_records(log)) for log in manager.all_logs()}
+        assert manager.run_cleaner(clock.time_ms()) == 1
+        after = {log.topic: len(all_records(log)) for log in manager.all_logs()}
+        assert after["plain"] == sizes["plain"]
+        assert after["compacted"] < sizes["compacted"]
+        assert ("compacted", 0) in read_checkpoint(tmp_path / CLEANER_OFFSET_CHECKPOINT)
+    finally:
+        manager.shutdown()
