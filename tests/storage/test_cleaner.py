@@ -342,3 +342,33 @@ def test_log_manager_runs_the_cleaner_on_compacted_logs_only(tmp_path: Path) -> 
         assert ("compacted", 0) in read_checkpoint(tmp_path / CLEANER_OFFSET_CHECKPOINT)
     finally:
         manager.shutdown()
+
+
+def test_broker_cleaner_configs_are_typed_and_validated() -> None:
+    from odradek.server.config import ConfigError, KafkaConfig
+
+    config = KafkaConfig(
+        {
+            "log.cleaner.threads": "2",
+            "log.cleaner.dedupe.buffer.size": "48000",
+            "log.cleaner.io.buffer.load.factor": "0.5",
+            "log.cleaner.backoff.ms": "100",
+            "log.cleaner.min.compaction.lag.ms": "7",
+            "log.cleaner.delete.retention.ms": "9",
+        }
+    )
+    cleaner = config.cleaner_config()
+    assert (cleaner.threads, cleaner.backoff_ms, cleaner.max_map_entries) == (2, 100, 500)
+    topic = config.log_config({"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.25"})
+    assert (topic.min_compaction_lag_ms, topic.delete_retention_ms, topic.min_cleanable_dirty_ratio) == (
+        7,
+        9,
+        0.25,
+    )
+    assert not KafkaConfig({"log.cleaner.enable": "false"}).cleaner_config().enabled
+    with pytest.raises(ConfigError, match="log.cleaner.io.buffer.load.factor"):
+        KafkaConfig({"log.cleaner.io.buffer.load.factor": "1.5"})
+    with pytest.raises(ConfigError, match="min.cleanable.dirty.ratio"):
+        config.log_config({"min.cleanable.dirty.ratio": "2"})
+    with pytest.raises(ConfigError, match="delete.retention.ms"):
+        config.log_config({"delete.retention.ms": "-1"})

@@ -7,7 +7,8 @@ Owns the broker's life cycle.
   start the ReplicaManager (it takes up every partition in metadata and follows metadata changes
   from then on) and the group coordinator; start the periodic tasks; only then accept connections,
   so an open port means a broker that can serve.
-- Periodic tasks, off the event loop: retention every log.retention.check.interval.ms; flush by
+- Periodic tasks, off the event loop: retention every log.retention.check.interval.ms; the log
+  cleaner every log.cleaner.backoff.ms (each run cleans until no log qualifies); flush by
   flush.ms / flush.messages checked every log.flush.scheduler.interval.ms but at least every second
   (rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point and log
   start offset checkpoints every log.flush.offset.checkpoint.interval.ms. The high watermark
@@ -109,6 +110,7 @@ class Broker:
             self.clock,
             topic_configs,
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
+            cleaner_config=config.cleaner_config(),
         )
         self.cluster_id = ensure_meta_properties(config.log_dirs, self.broker_id, config.cluster_id)
         for listener in config.listeners:
@@ -142,6 +144,7 @@ class Broker:
         schedule: list[tuple[str, int, Callable[[int], object]]] = [
             ("log-retention", config["log.retention.check.interval.ms"], log_manager.run_retention),
             ("log-flusher", self._flush_interval_ms(), log_manager.flush_dirty),
+            ("log-cleaner", max(config["log.cleaner.backoff.ms"], 1), log_manager.run_cleaner),
             ("log-checkpoint", config["log.flush.offset.checkpoint.interval.ms"], self._checkpoint),
         ]
         for name, interval_ms, job in schedule:

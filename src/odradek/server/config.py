@@ -36,6 +36,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from odradek.storage.cleaner import CleanerConfig
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("log.cleanup.policy", _LS, ["delete"], each_of("delete", "compact")),
         ConfigKey("log.cleaner.enable", _B, True),
         ConfigKey("log.cleaner.threads", _I, 1, at_least(0)),
-        ConfigKey("log.cleaner.dedupe.buffer.size", _L, 134217728),
+        ConfigKey("log.cleaner.dedupe.buffer.size", _L, 134217728, at_least(0)),
+        ConfigKey("log.cleaner.io.buffer.load.factor", _D, 0.9, between(0.0, 1.0)),
         ConfigKey("log.cleaner.io.buffer.size", _I, 524288, at_least(0)),
         ConfigKey("log.cleaner.backoff.ms", _L, 15000, at_least(0)),
         ConfigKey("log.cleaner.min.cleanable.ratio", _D, 0.5, between(0.0, 1.0)),
@@ -736,6 +738,16 @@ class KafkaConfig:
         if topic_name in ("segment.ms", "segment.jitter.ms"):
             return str(self._ms_of(*synonyms))
         return format_value(self._values[synonyms[0]]) or ""
+
+    def cleaner_config(self) -> CleanerConfig:
+        """The log cleaner's settings (log.cleaner.*; the topic-level ones are in `log_config`)."""
+        return CleanerConfig(
+            enable=self["log.cleaner.enable"],
+            threads=self["log.cleaner.threads"],
+            dedupe_buffer_size=self["log.cleaner.dedupe.buffer.size"],
+            io_buffer_load_factor=self["log.cleaner.io.buffer.load.factor"],
+            backoff_ms=self["log.cleaner.backoff.ms"],
+        )
 
     def log_config(self, overrides: Mapping[str, str] | None = None) -> LogConfig:
         """The LogConfig of a topic: the broker's topic defaults with `overrides` validated and applied."""
