@@ -65,6 +65,8 @@ class LeaderEpochFileCache:
     def __init__(self, directory: Path, entries: Iterable[EpochEntry] = ()) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT
         self._entries: tuple[EpochEntry, ...] = tuple(entries)
+        # A plain attribute, not a property: the append path compares against it per batch.
+        self.latest_epoch = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     @classmethod
     def read(cls, directory: Path) -> LeaderEpochFileCache | None:
@@ -85,11 +87,6 @@ class LeaderEpochFileCache:
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
         return self._entries
-
-    @property
-    def latest_epoch(self) -> int:
-        entries = self._entries
-        return entries[-1].epoch if entries else UNDEFINED_EPOCH
 
     def earliest_entry(self) -> EpochEntry | None:
         entries = self._entries
@@ -163,6 +160,7 @@ class LeaderEpochFileCache:
         if new == self._entries:
             return False
         self._entries = new
+        self.latest_epoch = new[-1].epoch if new else UNDEFINED_EPOCH
         self.write()
         return True
 
