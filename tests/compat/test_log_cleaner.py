@@ -49,7 +49,7 @@ def read_from(bootstrap: str, topic: str, start: int = 0) -> list[tuple[int, byt
         while (not records or records[-1][0] < high - 1) and time.monotonic() < deadline:
             for message in consumer.consume(500, timeout=0.5):
                 assert message.error() is None, message.error()
-                records.append((message.offset(), message.key(), message.value()))
+                records.append((message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
         return records
     finally:
         consumer.close()
