@@ -5,7 +5,12 @@ Measures (median of 3 runs each, MB/s = 10^6 bytes/s):
 - os.sendfile from a page-cache-hot file to a loopback socket (the broker's fetch path);
 - sequential file write in 1 MiB chunks, without and with one fdatasync at the end;
 - the Python receive path: an asyncio BufferedProtocol with a reused buffer splitting 1 KiB
-  size-prefixed frames (the broker's network layer shape), in frames/s and MB/s.
+  size-prefixed frames (the broker's network layer shape), in frames/s and MB/s;
+- the Python receive-and-write path: the same protocol receiving 1 MiB size-prefixed frames (a large
+  produce request) into a reused 4 MiB buffer and appending each frame's body to a fresh file with
+  one os.write: what the broker's produce path must do at minimum, without parsing, validation, CRC
+  or a response. MB/s counts the bytes written. The file lives in the same directory as the file
+  tests and is deleted after each run.
 
 Run `python bench/machine_limits.py [--quick]`; bench/throughput.py imports `measure_all` and prints
 the same table in its run. Never used by tests: numbers, not assertions.
@@ -27,6 +32,9 @@ from dataclasses import dataclass
 
 CHUNK = 1 << 20
 FRAME_PAYLOAD = 1024
+WRITE_FRAME_PAYLOAD = 1 << 20
+WRITE_RECEIVE_BUFFER = 4 << 20
+RECEIVE_AND_WRITE = "Python receive-and-write: asyncio receive + append to file, 1 MiB frames"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +118,19 @@ def sequential_write(directory: str, total_bytes: int, fdatasync: bool) -> float
 
 
 class _FrameCounter(asyncio.BufferedProtocol):
-    """Splits size-prefixed frames out of one reused buffer, counting them."""
+    """Splits size-prefixed frames out of one reused buffer, counting them; with a `sink` file
+    descriptor, appends each frame's body to it as soon as the frame is complete."""
 
-    def __init__(self, expected: int, done: asyncio.Future[None]) -> None:
-        self.buffer = bytearray(1 << 20)
+    def __init__(
+        self, expected: int, done: asyncio.Future[None], buffer_size: int = 1 << 20, sink: int | None = None
+    ) -> None:
+        self.buffer = bytearray(buffer_size)
         self.view = memoryview(self.buffer)
         self.start = self.end = 0
         self.frames = 0
         self.expected = expected
         self.done = done
+        self.sink = sink
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self.start and len(self.buffer) - self.end < 65536:
@@ -133,6 +145,8 @@ class _FrameCounter(asyncio.BufferedProtocol):
             (size,) = struct.unpack_from(">i", self.buffer, self.start)
             if self.end - self.start < 4 + size:
                 break
+            if self.sink is not None:
+                os.write(self.sink, self.view[self.start + 4 : self.start + 4 + size])
             self.start += 4 + size
             self.frames += 1
         if self.start == self.end:
@@ -141,20 +155,23 @@ class _FrameCounter(asyncio.BufferedProtocol):
             self.done.set_result(None)
 
 
-def _send_frames(port: int, frames: int) -> None:
-    frame = struct.pack(">i", FRAME_PAYLOAD) + bytes(FRAME_PAYLOAD)
-    burst = frame * 1024
+def _send_frames(port: int, frames: int, payload: int) -> None:
+    """Send `frames` size-prefixed frames of `payload` bytes, in bursts of about 1 MiB."""
+    frame = struct.pack(">i", payload) + bytes(payload)
+    per_burst = max(1, CHUNK // len(frame))
+    burst = frame * per_burst
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        for _ in range(frames // 1024):
+        for _ in range(frames // per_burst):
             sock.sendall(burst)
+        sock.sendall(frame * (frames % per_burst))
 
 
-async def _receive_frames(frames: int) -> float:
+async def _receive_frames(frames: int, payload: int, buffer_size: int, sink: int | None) -> float:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    server = await loop.create_server(lambda: _FrameCounter(frames, done), "127.0.0.1", 0)
+    server = await loop.create_server(lambda: _FrameCounter(frames, done, buffer_size, sink), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    sender = multiprocessing.Process(target=_send_frames, args=(port, frames))
+    sender = multiprocessing.Process(target=_send_frames, args=(port, frames, payload))
     start = time.perf_counter()
     sender.start()
     await done
@@ -167,7 +184,19 @@ async def _receive_frames(frames: int) -> float:
 
 def buffered_protocol_receive(frames: int) -> float:
     """Frames per second received and split by one Python process."""
-    return asyncio.run(_receive_frames(frames // 1024 * 1024))
+    return asyncio.run(_receive_frames(frames, FRAME_PAYLOAD, 1 << 20, None))
+
+
+def receive_and_write(directory: str, total_bytes: int) -> float:
+    """MB/s of 1 MiB frames received by one Python process and appended to a fresh file."""
+    fd, path = tempfile.mkstemp(dir=directory)
+    try:
+        frames = total_bytes // WRITE_FRAME_PAYLOAD
+        per_s = asyncio.run(_receive_frames(frames, WRITE_FRAME_PAYLOAD, WRITE_RECEIVE_BUFFER, fd))
+        return per_s * WRITE_FRAME_PAYLOAD / 1e6
+    finally:
+        os.close(fd)
+        os.unlink(path)
 
 
 def measure_all(quick: bool = False, directory: str | None = None) -> list[Limit]:
@@ -198,6 +227,7 @@ def measure_all(quick: bool = False, directory: str | None = None) -> list[Limit
                 frames_per_s * (FRAME_PAYLOAD + 4) / 1e6,
                 f"{frames_per_s / 1e6:.2f} M frames/s",
             ),
+            Limit(RECEIVE_AND_WRITE, median_of_3(lambda: receive_and_write(workdir, tcp_bytes))),
         ]
 
 
