@@ -1,7 +1,9 @@
-"""Durable small-file writes for metadata: temp file, fsync, rename, fsync of the directory.
+"""Durable small-file writes: temp file, fsync, rename, fsync of the directory.
 
 Invariant: after `write_atomically` returns, the file holds either its old or its new content in full,
-across a crash at any point. Callers: controller (metadata JSON, meta.properties).
+across a crash at any point. A leaf module (imports nothing of odradek), so every layer may use it.
+Callers: controller (metadata JSON, meta.properties, producer id blocks), storage (offset
+checkpoints, leader-epoch checkpoints).
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from odradek.controller.files import write_atomically
 from odradek.controller.metadata import (
     INTERNAL_TOPICS,
     Assignments,
@@ -39,6 +38,7 @@ from odradek.controller.metadata import (
     collision_key,
     validate_topic_name,
 )
+from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 METADATA_FILE = "__cluster_metadata.json"

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from odradek.controller.files import write_atomically
+from odradek.durable_file import write_atomically
 
 META_PROPERTIES = "meta.properties"
 META_VERSION = "1"

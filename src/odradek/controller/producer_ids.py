@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.controller.files import write_atomically
+from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 PRODUCER_ID_BLOCK_FILE = "producer-id-block"

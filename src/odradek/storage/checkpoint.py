@@ -18,9 +18,10 @@ Callers: `LogManager`; replication for `replication-offset-checkpoint`.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from odradek.durable_file import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +36,7 @@ TopicPartition = tuple[str, int]
 def write_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     lines = [str(CHECKPOINT_VERSION), str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, ("\n".join(lines) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, ("\n".join(lines) + "\n").encode())
 
 
 def read_checkpoint(path: Path) -> dict[TopicPartition, int]:

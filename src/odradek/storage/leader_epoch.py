@@ -30,11 +30,12 @@ log end offset; ListOffsets epochs; OffsetForLeaderEpoch end offsets).
 from __future__ import annotations
 
 import logging
-import os
 from bisect import bisect_right
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
+
+from odradek.durable_file import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class LeaderEpochFileCache:
         entries = self._entries
         lines = [str(CHECKPOINT_VERSION), str(len(entries))]
         lines += [f"{epoch} {start_offset}" for epoch, start_offset in entries]
-        _write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+        write_atomically(self.path, ("\n".join(lines) + "\n").encode())
 
 
 def _epoch(entry: EpochEntry) -> int:
@@ -198,19 +199,3 @@ def _parse(text: str) -> list[EpochEntry]:
             )
         entries.append(EpochEntry(epoch, start_offset))
     return entries
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
