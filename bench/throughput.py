@@ -1,65 +1,128 @@
 """Produce and consume throughput of odradek against a peer broker (Tansu 0.6, Rust, in-memory).
 
-For each record size (100 B, 1 KiB) and each broker (a real process on a free loopback port, odradek
-with a temporary log dir): a confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1, no
-compression) sends N records to a fresh one-partition topic, timed from the first produce() to the end
-of flush(); then a Consumer (assign, from the beginning) reads all N back, timed from assign() to the
-last record, checking each value's size. A warm-up of N/10 records to another topic precedes the
-measurements; each figure is the median of 3 runs. MB/s counts value bytes (10^6 bytes/s). The
-machine limits (bench/machine_limits.py) are measured in the same run.
+Two workloads, each against each broker (a real process on a free loopback port; odradek with a
+temporary log dir and message.max.bytes 2 MiB):
+- small: 100 B and 1 KiB records. A confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1,
+  no compression) sends N records to a fresh one-partition topic, timed from the first produce() to
+  the end of flush(); then a Consumer (assign, from the beginning) reads all N back, timed from
+  assign() to the last record, checking each value's size.
+- large: 16 KiB records, 512 MiB per run, with batches of about 1 MiB: linger.ms=100,
+  batch.size=1 MiB and the client's message.max.bytes 2 MiB (librdkafka caps a batch at both), acks=1;
+  the Consumer fetches up to 8 MiB per partition. The mean Produce request size librdkafka reports
+  for the warm-up is printed, and produce MB/s is set against the Python receive-and-write limit of
+  bench/machine_limits.py (consume against the os.sendfile limit).
+A warm-up of a tenth of the records to another topic precedes each measurement; each figure is the
+median of 3 runs. MB/s counts value bytes (10^6 bytes/s). The machine limits are measured in the same
+run, first.
 
-Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,tansu]`. Not a test:
-numbers, not assertions. A broker that fails is reported in the table and the run goes on.
+Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,tansu]
+[--workloads small,large]`. Not a test: numbers, not assertions. A broker that fails is reported in
+the table and the run goes on.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from machine_limits import format_limits, measure_all
+from machine_limits import RECEIVE_AND_WRITE, SENDFILE, Limit, format_limits, measure_all
 from peers import TansuBroker
 
 from odradek.testing.broker import BrokerProcess
 
-RECORD_SIZES = (100, 1024)
 RUNS = 3  # each figure is the median of this many runs on fresh topics
 TIMEOUT_S = 120.0
 QUIET = {"log_level": 0}  # librdkafka's own log lines would drown the table; failures still surface
+MIB = 1 << 20
+MESSAGE_MAX_BYTES = 2 * MIB  # broker and client: room for a whole 1 MiB batch in one Produce request
+LARGE_RECORD = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Records of one size, and the client settings they are moved with."""
+
+    label: str
+    record_size: int
+    records: int
+    producer: Mapping[str, object] = field(default_factory=dict)
+    consumer: Mapping[str, object] = field(default_factory=dict)
+    large: bool = False
+
+
+def small_workloads(records: int) -> list[Workload]:
+    producer = {"linger.ms": 5, "batch.size": MIB}
+    return [Workload(f"{size} B", size, records, producer) for size in (100, 1024)]
+
+
+def large_workload(total_bytes: int) -> Workload:
+    return Workload(
+        "16 KiB, ~1 MiB batches",
+        LARGE_RECORD,
+        total_bytes // LARGE_RECORD,
+        {"linger.ms": 100, "batch.size": MIB, "message.max.bytes": MESSAGE_MAX_BYTES},
+        {"max.partition.fetch.bytes": 8 * MIB},
+        large=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
     broker: str
-    record_size: int
-    records: int
+    workload: Workload
     produce_s: float
     consume_s: float
+    request_bytes: float  # mean Produce request size in the warm-up, as librdkafka counts it
+
+    @property
+    def produce_mb_s(self) -> float:
+        return self.workload.records * self.workload.record_size / 1e6 / self.produce_s
+
+    @property
+    def consume_mb_s(self) -> float:
+        return self.workload.records * self.workload.record_size / 1e6 / self.consume_s
 
     def row(self) -> str:
-        payload_mb = self.records * self.record_size / 1e6
+        records = self.workload.records
         return (
-            f"| {self.broker} | {self.record_size} B | {self.records:,} "
-            f"| {payload_mb / self.produce_s:,.1f} | {self.records / self.produce_s:,.0f} "
-            f"| {payload_mb / self.consume_s:,.1f} | {self.records / self.consume_s:,.0f} |"
+            f"| {self.broker} | {self.workload.label} | {records:,} "
+            f"| {self.produce_mb_s:,.1f} | {records / self.produce_s:,.0f} "
+            f"| {self.consume_mb_s:,.1f} | {records / self.consume_s:,.0f} "
+            f"| {self.request_bytes / 1024:,.0f} KiB |"
+        )
+
+    def against(self, limits: list[Limit]) -> str:
+        """The large-batch figures as shares of the machine's Python receive-and-write and sendfile."""
+        by_name = {limit.name: limit.mb_per_s for limit in limits}
+        write, sendfile = by_name[RECEIVE_AND_WRITE], by_name[SENDFILE]
+        return (
+            f"{self.broker}, {self.workload.label}: produce {self.produce_mb_s:,.0f} MB/s = "
+            f"{self.produce_mb_s / write:.0%} of the Python receive-and-write limit ({write:,.0f} MB/s); "
+            f"consume {self.consume_mb_s:,.0f} MB/s = {self.consume_mb_s / sendfile:.0%} of the "
+            f"os.sendfile limit ({sendfile:,.0f} MB/s)"
         )
 
 
 @contextmanager
 def odradek_broker() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="odradek-bench-") as root:
-        process = BrokerProcess(Path(root) / "data", output_path=Path(root) / "broker.out")
+        process = BrokerProcess(
+            Path(root) / "data",
+            output_path=Path(root) / "broker.out",
+            overrides={"message.max.bytes": MESSAGE_MAX_BYTES},
+        )
         process.start()
         try:
             yield process.bootstrap
@@ -92,26 +155,38 @@ def create_topic(bootstrap: str) -> str:
     raise RuntimeError(f"topic {name} has no leader")
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 5,
-            "batch.size": 1 << 20,
-            "acks": 1,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1 << 20,
-            **QUIET,
-        }
-    )
+def mean_request_bytes(stats: str) -> float:
+    """Bytes sent per Produce request, over the brokers a librdkafka statistics document lists."""
+    brokers = json.loads(stats)["brokers"].values()
+    requests = sum(broker["req"].get("Produce", 0) for broker in brokers)
+    sent = sum(broker["txbytes"] for broker in brokers if broker["req"].get("Produce", 0))
+    return sent / requests if requests else 0.0
+
+
+def produce(
+    bootstrap: str, topic: str, workload: Workload, records: int, stats: list[str] | None = None
+) -> float:
+    """Seconds to produce `records` values; with `stats`, also collects librdkafka statistics and
+    waits (untimed) for one emitted after the flush, so the last one covers every request."""
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "acks": 1,
+        "compression.type": "none",
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1 << 20,
+        **workload.producer,
+        **QUIET,
+    }
+    if stats is not None:
+        config.update({"statistics.interval.ms": 1000, "stats_cb": stats.append})
+    producer = Producer(config)
     failures: list[object] = []
 
     def on_delivery(err: object, msg: object) -> None:
         if err is not None:
             failures.append(err)
 
-    value = bytes(size)
+    value = bytes(workload.record_size)
     start = time.perf_counter()
     for _ in range(records):
         while True:
@@ -122,21 +197,29 @@ def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
                 producer.poll(0.001)
     if producer.flush(TIMEOUT_S) or failures:
         raise RuntimeError(f"produce failed: {failures[:3]}")
-    return time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    if stats is not None:
+        emitted, deadline = len(stats), time.monotonic() + 5
+        while len(stats) == emitted and time.monotonic() < deadline:
+            producer.poll(0.1)
+    return elapsed
 
 
-def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
-    """Seconds to read `records` values of `size` bytes back. librdkafka's default fetch sizes, but a
-    10 ms instead of 1 s fetch backoff when its local queue is full: that pause is a client artifact."""
+def consume(bootstrap: str, topic: str, workload: Workload, records: int) -> float:
+    """Seconds to read `records` values back, checking each one's size. librdkafka's default fetch
+    sizes unless the workload sets them, but a 10 ms instead of 1 s fetch backoff when its local queue
+    is full: that pause is a client artifact."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "odradek-bench",
             "enable.auto.commit": False,
             "fetch.queue.backoff.ms": 10,
+            **workload.consumer,
             **QUIET,
         }
     )
+    size = workload.record_size
     try:
         start = time.perf_counter()
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -145,36 +228,45 @@ def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
         while seen < records:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"consumed {seen} of {records} records in {TIMEOUT_S}s")
-            for message in consumer.consume(10_000, timeout=1.0):
+            for message in consumer.consume(min(10_000, records - seen), timeout=1.0):
                 if message.error() is not None:
                     raise KafkaException(message.error())
-                if len(message.value()) != size:
-                    raise RuntimeError(f"offset {message.offset()} holds {len(message.value())} bytes")
+                value = message.value()
+                if value is None or len(value) != size:
+                    raise RuntimeError(f"offset {message.offset()} holds {value and len(value)} bytes")
                 seen += 1
         return time.perf_counter() - start
     finally:
         consumer.close()
 
 
-def produce_then_consume(bootstrap: str, records: int, size: int) -> tuple[float, float]:
+def produce_then_consume(bootstrap: str, workload: Workload) -> tuple[float, float]:
     topic = create_topic(bootstrap)
-    return produce(bootstrap, topic, records, size), consume(bootstrap, topic, records, size)
+    produced = produce(bootstrap, topic, workload, workload.records)
+    return produced, consume(bootstrap, topic, workload, workload.records)
 
 
-def measure(name: str, records: int) -> list[Result | str]:
+def measure_workload(name: str, bootstrap: str, workload: Workload) -> Result:
+    warm, warm_records = create_topic(bootstrap), max(workload.records // 10, 1000)
+    stats: list[str] = []
+    produce(bootstrap, warm, workload, warm_records, stats)
+    consume(bootstrap, warm, workload, warm_records)
+    runs = [produce_then_consume(bootstrap, workload) for _ in range(RUNS)]
+    produce_s = statistics.median(p for p, _ in runs)
+    consume_s = statistics.median(c for _, c in runs)
+    return Result(name, workload, produce_s, consume_s, mean_request_bytes(stats[-1]) if stats else 0.0)
+
+
+def measure(name: str, workloads: list[Workload]) -> list[Result | str]:
     rows: list[Result | str] = []
     try:
         with BROKERS[name]() as bootstrap:
-            for size in RECORD_SIZES:
-                warm = create_topic(bootstrap)
-                produce(bootstrap, warm, max(records // 10, 1000), size)
-                consume(bootstrap, warm, max(records // 10, 1000), size)
-                runs = [produce_then_consume(bootstrap, records, size) for _ in range(RUNS)]
-                produce_s = statistics.median(p for p, _ in runs)
-                consume_s = statistics.median(c for _, c in runs)
-                rows.append(Result(name, size, records, produce_s, consume_s))
+            for workload in workloads:
+                rows.append(measure_workload(name, bootstrap, workload))
     except Exception as exc:  # a failing broker is a result too; the run reports it and goes on
-        rows.append(f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | | | | |")
+        rows.append(
+            f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | | | | | |"
+        )
     return rows
 
 
@@ -188,20 +280,34 @@ def machine_description() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000, help="records per size (default 200k)")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 20k records, short limits")
+    parser.add_argument("--records", type=int, default=200_000, help="small records per size (default 200k)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 20k small records, 64 MiB large")
     parser.add_argument("--brokers", default="odradek,tansu", help="comma-separated: odradek,tansu")
+    parser.add_argument("--workloads", default="small,large", help="comma-separated: small,large")
     args = parser.parse_args()
-    records = 20_000 if args.quick else args.records
+    chosen = {name.strip() for name in args.workloads.split(",")}
+    workloads = small_workloads(20_000 if args.quick else args.records) if "small" in chosen else []
+    if "large" in chosen:
+        workloads.append(large_workload((64 if args.quick else 512) * MIB))
 
     print(machine_description(), flush=True)
-    print(format_limits(measure_all(quick=args.quick)), flush=True)
+    limits = measure_all(quick=args.quick)
+    print(format_limits(limits), flush=True)
     print()
-    print("| broker | record | records | produce MB/s | produce rec/s | consume MB/s | consume rec/s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| broker | record | records | produce MB/s | produce rec/s | consume MB/s | consume rec/s "
+        "| mean Produce request |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    results: list[Result] = []
     for name in args.brokers.split(","):
-        for row in measure(name.strip(), records):
+        for row in measure(name.strip(), workloads):
             print(row if isinstance(row, str) else row.row(), flush=True)
+            results += [row] if isinstance(row, Result) else []
+    print()
+    for result in results:
+        if result.workload.large:
+            print(result.against(limits))
 
 
 if __name__ == "__main__":
