@@ -3,9 +3,10 @@
 Two workloads, each against each broker (a real process on a free loopback port; odradek with a
 temporary log dir and message.max.bytes 2 MiB):
 - small: 100 B and 1 KiB records. A confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1,
-  no compression) sends N records to a fresh one-partition topic, timed from the first produce() to
-  the end of flush(); then a Consumer (assign, from the beginning) reads all N back, timed from
-  assign() to the last record, checking each value's size.
+  no compression, a 32 MiB local queue as Java's buffer.memory) sends N records to a fresh
+  one-partition topic, timed from the first produce() to the end of flush(); then a Consumer
+  (assign, from the beginning) reads all N back, timed from assign() to the last record, checking
+  each value's size.
 - large: 16 KiB records, 512 MiB per run, with batches of about 1 MiB: linger.ms=100,
   batch.size=1 MiB and the client's message.max.bytes 2 MiB (librdkafka caps a batch at both), acks=1;
   the Consumer fetches up to 8 MiB per partition. The mean Produce request size librdkafka reports
@@ -48,6 +49,10 @@ QUIET = {"log_level": 0}  # librdkafka's own log lines would drown the table; fa
 MIB = 1 << 20
 MESSAGE_MAX_BYTES = 2 * MIB  # broker and client: room for a whole 1 MiB batch in one Produce request
 LARGE_RECORD = 16 * 1024
+# The producer's local queue, capped as the Java producer's buffer.memory default (32 MiB) caps it:
+# librdkafka's 1 GiB default lets the produce loop queue every record up front, and first-touching
+# that much fresh memory cost the client more CPU than sending it (140k page faults per 512 MiB).
+PRODUCER_BUFFER_KIB = 32 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +178,7 @@ def produce(
         "acks": 1,
         "compression.type": "none",
         "queue.buffering.max.messages": 1_000_000,
-        "queue.buffering.max.kbytes": 1 << 20,
+        "queue.buffering.max.kbytes": PRODUCER_BUFFER_KIB,
         **workload.producer,
         **QUIET,
     }
