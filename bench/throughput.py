@@ -280,7 +280,11 @@ def machine_description() -> str:
         (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
         "unknown CPU",
     )
-    return f"{os.cpu_count()} CPUs ({cpu}), Linux {platform.release()}, Python {platform.python_version()}"
+    ram_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {ram_kib / 2**20:.1f} GiB RAM, Linux {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def main() -> None:
