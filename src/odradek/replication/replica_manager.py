@@ -32,8 +32,9 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.controller.metadata import MetadataBackend, PartitionState, TopicChange, TopicMetadata
@@ -64,8 +65,11 @@ class PartitionResponse:
     error_message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPartitionRequest:
+class FetchPartitionRequest(NamedTuple):
+    """One partition of a fetch as the ReplicaManager reads it. This and `FetchPartitionResult` are
+    NamedTuples, not frozen dataclasses: one of each is built per partition per Fetch, and a
+    NamedTuple costs a third as much to build."""
+
     topic: str
     partition: int
     fetch_offset: int
@@ -82,8 +86,7 @@ class FetchParams:
     isolation_level: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPartitionResult:
+class FetchPartitionResult(NamedTuple):
     """One partition of a fetch: error code, offsets, and the records (zero or one FileSlice)."""
 
     topic: str
@@ -430,7 +433,7 @@ class ReplicaManager:
                         self._complete_delayed(request.topic, request.partition, hw_moved=True)
                 except KafkaError as exc:
                     log.warning("Ignoring the fetch position of broker %d: %s", replica_id, exc.message)
-                    result = replace(result, records=(), size=0)
+                    result = result._replace(records=(), size=0)
             updated.append(result)
         return updated
 
