@@ -258,22 +258,32 @@ class Connection:
             await self._send_buffers(pending, more=False)
 
     async def _send_buffers(self, buffers: list[bytes | bytearray | memoryview], more: bool) -> None:
-        views = [memoryview(b).cast("B") for b in buffers if len(b)]
+        """Send `buffers` in order. The first `sendmsg` takes them as they are, which is all a response
+        needs when the socket buffer has room; only a short write builds views to resume from."""
+        if not buffers:
+            return
         flags = _MSG_MORE if more else 0
+        sent = 0
+        if len(buffers) <= _SENDMSG_MAX_BUFFERS:
+            try:
+                sent = self._sock.sendmsg(buffers, [], flags)
+            except (BlockingIOError, InterruptedError):
+                pass
+            if sent == sum(map(len, buffers)):
+                return
+        views = [memoryview(b).cast("B") for b in buffers if len(b)]
+        await self._send_views(views, sent, flags)
+
+    async def _send_views(self, views: list[memoryview], sent: int, flags: int) -> None:
+        """Send what is left of `views` after the first `sent` bytes, waiting for writability."""
+        _skip_sent(views, sent)
         while views:
             try:
                 sent = self._sock.sendmsg(views[:_SENDMSG_MAX_BUFFERS], [], flags)
             except (BlockingIOError, InterruptedError):
                 await self._writable()
                 continue
-            while sent and views:
-                head = views[0]
-                if sent >= len(head):
-                    sent -= len(head)
-                    views.pop(0)
-                else:
-                    views[0] = head[sent:]
-                    sent = 0
+            _skip_sent(views, sent)
 
     async def _send_file(self, chunk: FileSlice) -> None:
         offset, remaining = chunk.offset, chunk.length
@@ -321,6 +331,18 @@ class Connection:
             self._worker.cancel()
         self._sock.close()
         self._on_closed(self)
+
+
+def _skip_sent(views: list[memoryview], sent: int) -> None:
+    """Drop the first `sent` bytes from `views` (whole views, then the front of a partly sent one)."""
+    while sent and views:
+        head = views[0]
+        if sent >= len(head):
+            sent -= len(head)
+            views.pop(0)
+        else:
+            views[0] = head[sent:]
+            sent = 0
 
 
 def _set_result_once(waiter: asyncio.Future[None]) -> None:
