@@ -83,6 +83,30 @@ def test_file_slices_are_sent_in_place_between_bytes(tmp_path):
         os.close(fd)
 
 
+@pytest.mark.parametrize("pieces", [3, 600])
+def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(pieces):
+    """A response of byte chunks the socket buffer cannot take at once (few chunks: the first sendmsg
+    takes them as they are and stops short; more than one sendmsg can take: straight to the views)."""
+    rng = random.Random(pieces)
+    chunks = [os.urandom(rng.randrange(1, (12 << 20) // pieces)) for _ in range(pieces)]
+
+    async def handler(frame_bytes, client):
+        return chunks
+
+    async def scenario():
+        server, port = await serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+        writer.write(frame(b"go") * 2)
+        await asyncio.sleep(0.2)  # let the socket buffer fill before anything is read
+        for _ in range(2):
+            assert await read_frame(reader) == b"".join(chunks)
+        writer.close()
+        server.close()
+        await server.drain(1)
+
+    run(scenario())
+
+
 def test_responses_keep_request_order_with_uneven_handler_latency():
     async def handler(frame_bytes, client):
         await asyncio.sleep(random.random() / 200)
