@@ -7,10 +7,12 @@ client may read), the recovery point (everything below it is fsynced) and the fl
 Contracts:
 - `append_as_leader(records, leader_epoch)` validates every batch first (all-or-nothing: size
   against max.message.bytes, magic, CRC32C, counts, every record's structure, CreateTime bounds and,
-  on compacted topics, keys: `records.validation`), copies the request bytes once, assigns dense
-  offsets from the LEO and the leader epoch (plus maxTimestamp for LogAppendTime), rolls if needed,
-  and writes with one positional write. Compressed batches are decompressed to be checked and
-  stored as they came. A failed write (ENOSPC...) raises KafkaStorageError with the log unchanged.
+  on compacted topics, keys: `records.validation`), assigns dense offsets from the LEO and the
+  leader epoch (plus maxTimestamp for LogAppendTime) by patching the request's own bytes when they
+  are writable (the network layer hands over a view of its frame buffer; other callers' bytes are
+  copied once), rolls if needed, and writes with one positional write. Compressed batches are
+  decompressed to be checked and stored as they came. A failed write (ENOSPC...) raises
+  KafkaStorageError with the log unchanged.
 - `read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)` returns at most one
   `FileSlice` of whole batches from one segment: starting at the batch holding `fetch_offset`, ending
   at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
@@ -48,7 +50,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from odradek.clock import Clock
 from odradek.protocol.primitives import FileSlice
@@ -183,7 +185,7 @@ class Log:
             timestamp_bounds=_create_time_bounds(config, now),
             require_key=config.compact_enabled,
         )
-        buf = bytearray(records)
+        buf = records if _writable(records) else bytearray(records)
         idempotent = _has_producer_id(validated.headers)
         with self._lock:
             first_offset = self.log_end_offset
@@ -240,9 +242,7 @@ class Log:
                 if header.partition_leader_epoch > self.leader_epoch_cache.latest_epoch:
                     self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             now = self._clock.time_ms()
-            self._append(
-                bytearray(records), validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now
-            )
+            self._append(records, validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now)
             for header in headers:
                 self.producer_state.replay(header)
             return LogAppendInfo(
@@ -258,7 +258,7 @@ class Log:
 
     def _append(
         self,
-        buf: bytearray,
+        buf: bytes | bytearray | memoryview,
         validated: ValidatedRecords,
         first_offset: int | None,
         next_offset: int,
@@ -595,3 +595,10 @@ def _create_time_bounds(config: LogConfig, now: int) -> tuple[int, int] | None:
     if config.log_append_time or (before >= LONG_MAX and after >= LONG_MAX):
         return None
     return now - before, now + after
+
+
+def _writable(records: bytes | bytearray | memoryview) -> TypeGuard[bytearray | memoryview]:
+    """Whether `records` may be patched in place: a bytearray, or a writable byte view of one."""
+    if isinstance(records, memoryview):
+        return not records.readonly and records.c_contiguous and records.itemsize == 1
+    return isinstance(records, bytearray)

@@ -187,7 +187,11 @@ class LogSegment:
     # -- appending -----------------------------------------------------------------------------
 
     def append(
-        self, buf: bytearray, validated: ValidatedRecords, first_offset: int | None, log_append_time: int
+        self,
+        buf: bytes | bytearray | memoryview,
+        validated: ValidatedRecords,
+        first_offset: int | None,
+        log_append_time: int,
     ) -> None:
         """Write the patched batches in `buf` at the end of the file and index them.
 
@@ -218,7 +222,7 @@ class LogSegment:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
 
-    def _write(self, buf: bytearray, position: int) -> None:
+    def _write(self, buf: bytes | bytearray | memoryview, position: int) -> None:
         try:
             written = os.pwrite(self.fd, buf, position)
             if written < len(buf):

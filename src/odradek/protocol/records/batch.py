@@ -164,7 +164,7 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
 
 
 def assign_offsets(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     validated: ValidatedRecords,
     base_offset: int,
     leader_epoch: int,
@@ -184,7 +184,9 @@ def assign_offsets(
     return offset
 
 
-def _set_log_append_time(buf: bytearray, position: int, header: BatchHeader, log_append_time: int) -> None:
+def _set_log_append_time(
+    buf: bytearray | memoryview, position: int, header: BatchHeader, log_append_time: int
+) -> None:
     _ATTRS.pack_into(buf, position + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, log_append_time)
     with memoryview(buf) as view:
