@@ -13,8 +13,8 @@ temporary log dir and message.max.bytes 2 MiB):
   for the warm-up is printed, and produce MB/s is set against the Python receive-and-write limits of
   bench/machine_limits.py, page cache absorbing and sustained (consume against the os.sendfile limit).
 A warm-up of a tenth of the records to another topic precedes each measurement; each figure is the
-median of 3 runs. MB/s counts value bytes (10^6 bytes/s). The machine limits are measured in the same
-run, first.
+median of 3 runs, each started after os.sync() so that no run pays for an earlier one's dirty
+pages. MB/s counts value bytes (10^6 bytes/s). The machine limits are measured in the same run, first.
 
 Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,tansu]
 [--workloads small,large]`. Not a test: numbers, not assertions. A broker that fails is reported in
@@ -256,6 +256,7 @@ def consume(bootstrap: str, topic: str, workload: Workload, records: int) -> flo
 
 def produce_then_consume(bootstrap: str, workload: Workload) -> tuple[float, float]:
     topic = create_topic(bootstrap)
+    os.sync()  # start from drained writeback, as each receive-and-write limit run does
     produced = produce(bootstrap, topic, workload, workload.records)
     return produced, consume(bootstrap, topic, workload, workload.records)
 
