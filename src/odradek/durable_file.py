@@ -1,9 +1,10 @@
-"""Durable small-file writes: temp file, fsync, rename, fsync of the directory.
+"""Durable small-file writes (temp file, fsync, rename, fsync of the directory) and directory fsyncs.
 
 Invariant: after `write_atomically` returns, the file holds either its old or its new content in full,
 across a crash at any point. A leaf module (imports nothing of odradek), so every layer may use it.
 Callers: controller (metadata JSON, meta.properties, producer id blocks), storage (offset
-checkpoints, leader-epoch checkpoints).
+checkpoints, leader-epoch checkpoints, the clean shutdown marker; `fsync_dir` after segment renames
+and the cleaner's swaps), the Spark pipeline's table loads.
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the directory's entries (files created, renamed or deleted in it) durable."""
+    fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
+        os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        os.close(fd)

@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from odradek.client import KafkaClient, TopicPartition
+from odradek.durable_file import fsync_dir
 from odradek.spark.offsets import PartitionOffsets, from_offset_json, to_offset_json
 from odradek.spark.options import EARLIEST, LATEST
 
@@ -136,7 +137,7 @@ def run_load(
     if before_commit is not None:
         before_commit(staging)
     os.rename(staging, table / _batch_name(batch_id))
-    _fsync_dir(table)
+    fsync_dir(table)
     return LoadResult(batch_id, start, end, sum(rows_by_date.values()), dict(sorted(rows_by_date.items())))
 
 
@@ -168,12 +169,4 @@ def _write_offsets(
         json.dump(document, out, indent=2)
         out.flush()
         os.fsync(out.fileno())
-    _fsync_dir(staging)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(staging)

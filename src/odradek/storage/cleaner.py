@@ -58,6 +58,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from odradek.durable_file import fsync_dir
 from odradek.protocol.records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -556,7 +557,7 @@ def _prepare_swap(base_offset: int) -> Callable[[Path], None]:
         for suffix in _SUFFIXES:
             name = file_name(base_offset, suffix)
             os.rename(directory / (name + CLEANED_SUFFIX), directory / (name + SWAP_SUFFIX))
-        _fsync_dir(directory)
+        fsync_dir(directory)
 
     return prepare
 
@@ -566,7 +567,7 @@ def _install(segment: LogSegment) -> Callable[[Path], LogSegment]:
         for suffix in _SUFFIXES:
             name = file_name(segment.base_offset, suffix)
             os.rename(directory / (name + SWAP_SUFFIX), directory / name)
-        _fsync_dir(directory)
+        fsync_dir(directory)
         segment.directory = directory
         segment.offset_index.path = directory / file_name(segment.base_offset, INDEX_SUFFIX)
         segment.time_index.path = directory / file_name(segment.base_offset, TIME_INDEX_SUFFIX)
@@ -586,14 +587,6 @@ def _write_all(fd: int, data: bytearray, position: int) -> int:
         while written < len(view):
             written += os.pwrite(fd, view[written:], position + written)
     return written
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _key(target: Log) -> TopicPartition:

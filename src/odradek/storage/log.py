@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeGuard
 
 from odradek.clock import Clock
+from odradek.durable_file import fsync_dir
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP, BatchHeader, ValidatedRecords, assign_offsets
 from odradek.protocol.records.errors import InvalidRecordError
@@ -418,7 +419,7 @@ class Log:
                     break
                 segment.flush()
             if self._dir_dirty:
-                _fsync_dir(self.dir)
+                fsync_dir(self.dir)
                 self._dir_dirty = False
             self.recovery_point = max(self.recovery_point, target)
             if target == self.log_end_offset:
@@ -567,14 +568,6 @@ def _offset_of_max_timestamp(
         if offset is not None:
             offset += header.last_offset_delta + 1
     return -1
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def parse_dir_name(name: str) -> tuple[str, int]:

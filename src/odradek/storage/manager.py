@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from odradek.clock import Clock
+from odradek.durable_file import write_atomically
 from odradek.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -243,13 +244,4 @@ def _lock_dir(directory: Path) -> int:
 
 
 def _write_marker(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, b"")
