@@ -240,21 +240,30 @@ def test_indexes_of_cleaned_segments_are_rebuilt(tmp_path: Path) -> None:
         assert found is not None and found.offset == record.offset
 
 
-def test_crash_before_the_swap_keeps_the_old_segments(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def clean_until_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> tuple[Log, ManualClock, list[Record]]:
+    """A compacted log whose cleaning dies in `Log.<method>`; returns it, its clock and its records
+    from before the cleaning."""
     clock = ManualClock()
     log = compacted_log(tmp_path, clock)
     write_updates(log, clock, rounds=20)
     before = all_records(log)
 
-    def crash(*args: object) -> bool:
+    def crash(*args: object) -> None:
         raise SystemExit("crash")
 
-    monkeypatch.setattr(Log, "replace_segments", crash)
+    monkeypatch.setattr(Log, method, crash)
     with pytest.raises(SystemExit):
         cleaner_for(log).clean_logs(clock.time_ms())
     monkeypatch.undo()
+    return log, clock, before
+
+
+def test_crash_before_the_swap_keeps_the_old_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, clock, before = clean_until_crash(tmp_path, monkeypatch, "replace_segments")
     directory = tmp_path / "topic-0"
     assert len(list(directory.glob("*.cleaned"))) == 3
     reopened = Log(directory, log.config, clock)
@@ -265,18 +274,7 @@ def test_crash_before_the_swap_keeps_the_old_segments(
 def test_crash_during_the_swap_is_finished_by_the_loader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = ManualClock()
-    log = compacted_log(tmp_path, clock)
-    write_updates(log, clock, rounds=20)
-    before = all_records(log)
-
-    def crash(*args: object) -> None:
-        raise SystemExit("crash")
-
-    monkeypatch.setattr(Log, "_delete_segments", crash)
-    with pytest.raises(SystemExit):
-        cleaner_for(log).clean_logs(clock.time_ms())
-    monkeypatch.undo()
+    log, clock, before = clean_until_crash(tmp_path, monkeypatch, "_delete_segments")
     directory = tmp_path / "topic-0"
     assert list(directory.glob("*.log.swap"))
 
