@@ -35,12 +35,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.durable_file import write_atomically
+from odradek.storage.checkpoint import entry_lines, write_entries
 
 log = logging.getLogger(__name__)
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-CHECKPOINT_VERSION = 0
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
@@ -89,10 +88,6 @@ class LeaderEpochFileCache:
     def entries(self) -> tuple[EpochEntry, ...]:
         return self._entries
 
-    def earliest_entry(self) -> EpochEntry | None:
-        entries = self._entries
-        return entries[0] if entries else None
-
     def epoch_for(self, offset: int) -> int:
         """The epoch that wrote `offset` (the entry starting at or before it), or UNDEFINED_EPOCH."""
         entries = self._entries
@@ -137,6 +132,12 @@ class LeaderEpochFileCache:
         self._replace(kept)
         return True
 
+    def assign_if_newer(self, epoch: int, start_offset: int) -> None:
+        """`assign` when `epoch` is newer than the latest: a batch opening a new epoch (appends and
+        rescans meet every batch, and only the first of an epoch changes the cache)."""
+        if epoch > self.latest_epoch:
+            self.assign(epoch, start_offset)
+
     def truncate_from_end(self, end_offset: int) -> bool:
         """Forget the epochs starting at or after `end_offset` (the log was cut there)."""
         kept = [entry for entry in self._entries if entry.start_offset < end_offset]
@@ -167,10 +168,7 @@ class LeaderEpochFileCache:
 
     def write(self) -> None:
         """Replace the checkpoint file atomically with the current entries."""
-        entries = self._entries
-        lines = [str(CHECKPOINT_VERSION), str(len(entries))]
-        lines += [f"{epoch} {start_offset}" for epoch, start_offset in entries]
-        write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+        write_entries(self.path, [f"{epoch} {start_offset}" for epoch, start_offset in self._entries])
 
 
 def _epoch(entry: EpochEntry) -> int:
@@ -182,14 +180,8 @@ def _start_offset(entry: EpochEntry) -> int:
 
 
 def _parse(text: str) -> list[EpochEntry]:
-    lines = text.splitlines()
-    if len(lines) < 2 or lines[0] != str(CHECKPOINT_VERSION):
-        raise ValueError("missing or unknown version line")
-    count = int(lines[1])
-    if len(lines) - 2 != count:
-        raise ValueError(f"expected {count} entries, found {len(lines) - 2}")
     entries: list[EpochEntry] = []
-    for line in lines[2:]:
+    for line in entry_lines(text):
         epoch, start_offset = (int(field) for field in line.split(" "))
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"negative entry {line!r}")

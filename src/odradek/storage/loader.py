@@ -105,8 +105,7 @@ def _assign_batch_epochs(cache: LeaderEpochFileCache, segments: list[LogSegment]
         if segment.next_offset <= from_offset:
             continue
         for _, header in iter_file_batches(segment.fd, 0, segment.size, chunk_size=RECOVERY_CHUNK):
-            if header.partition_leader_epoch > cache.latest_epoch:
-                cache.assign(header.partition_leader_epoch, header.base_offset)
+            cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
 
 
 def _recover(segment: LogSegment) -> int:

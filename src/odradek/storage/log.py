@@ -197,8 +197,7 @@ class Log:
             )
             if isinstance(prepared, BatchMetadata):
                 return self._duplicate_info(prepared)
-            if leader_epoch > self.leader_epoch_cache.latest_epoch:
-                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            self.leader_epoch_cache.assign_if_newer(leader_epoch, first_offset)
             next_offset = assign_offsets(buf, validated, first_offset, leader_epoch, log_append_time)
             max_timestamp = validated.max_timestamp if log_append_time < 0 else log_append_time
             self._append(buf, validated, first_offset, next_offset, max_timestamp, log_append_time, now)
@@ -240,8 +239,7 @@ class Log:
                     raise InvalidRecordError(f"batch offset {header.base_offset} is below {expected}")
                 expected = header.next_offset
             for header in headers:
-                if header.partition_leader_epoch > self.leader_epoch_cache.latest_epoch:
-                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+                self.leader_epoch_cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
             now = self._clock.time_ms()
             self._append(records, validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now)
             for header in headers:
