@@ -56,19 +56,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crc32c import crc32c
-
 from odradek.durable_file import fsync_dir
 from odradek.protocol.records.batch import (
-    ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
-    CRC_OFFSET,
-    CURRENT_MAGIC,
-    HEADER,
-    LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
 )
+from odradek.protocol.records.builder import pack_batch
 from odradek.protocol.records.compression import CompressionType, compress
 from odradek.protocol.records.record import RecordColumns, decode_batch_into, encode_record
 from odradek.storage.checkpoint import TopicPartition, read_checkpoint, write_checkpoint
@@ -83,6 +77,7 @@ from odradek.storage.segment import (
     LogSegment,
     file_name,
     iter_file_batches,
+    pwrite_all,
 )
 
 log = logging.getLogger(__name__)
@@ -159,9 +154,6 @@ class OffsetMap:
 
     def has_room_for(self, count: int) -> bool:
         return len(self.entries) + count <= self.capacity
-
-    def latest(self, key: bytes) -> int:
-        return self.entries.get(key, -1)
 
 
 class CleanerAbortedError(Exception):
@@ -408,9 +400,9 @@ class _GroupCopier:
                 if kept is not None:
                     out += kept
                 if len(out) >= WRITE_BUFFER_BYTES:
-                    position += _write_all(fd, out, position)
+                    position += pwrite_all(fd, out, position)
                     out.clear()
-        _write_all(fd, out, position)
+        pwrite_all(fd, out, position)
 
     def _filter(self, header: BatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
         """The batch as it stays in the log: unchanged, rewritten with fewer records, empty, or gone."""
@@ -485,40 +477,21 @@ def _rebuild_batch(
     else:
         max_timestamp = max(timestamps[index] for index in kept)
     attributes = header.attributes | (DELETE_HORIZON_MASK if horizon is not None else 0)
-    return _pack(header, attributes, base_timestamp, max_timestamp, len(kept), section)
+    return pack_batch(
+        header._replace(
+            attributes=attributes,
+            base_timestamp=base_timestamp,
+            max_timestamp=max_timestamp,
+            records_count=len(kept),
+        ),
+        section,
+    )
 
 
 def _empty_batch(header: BatchHeader) -> bytes:
     """The header of a batch whose records all went: it keeps the producer's sequence (Kafka's rule)."""
-    attributes = header.attributes & ~COMPRESSION_MASK
-    return _pack(header, attributes, header.base_timestamp, header.max_timestamp, 0, b"")
-
-
-def _pack(
-    header: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int, section: bytes
-) -> bytes:
-    buf = bytearray(HEADER.size + len(section))
-    HEADER.pack_into(
-        buf,
-        0,
-        header.base_offset,
-        len(buf) - LOG_OVERHEAD,
-        header.partition_leader_epoch,
-        CURRENT_MAGIC,
-        0,
-        attributes,
-        header.last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        header.producer_id,
-        header.producer_epoch,
-        header.base_sequence,
-        count,
-    )
-    buf[HEADER.size :] = section
-    crc = crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:])
-    buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
-    return bytes(buf)
+    emptied = header._replace(attributes=header.attributes & ~COMPRESSION_MASK, records_count=0)
+    return pack_batch(emptied, b"")
 
 
 # -- segments and files ----------------------------------------------------------------------------
@@ -579,14 +552,6 @@ def _install(segment: LogSegment) -> Callable[[Path], LogSegment]:
 def _remove_cleaned(directory: Path, base_offset: int) -> None:
     for suffix in _SUFFIXES:
         (directory / _cleaned(base_offset, suffix)).unlink(missing_ok=True)
-
-
-def _write_all(fd: int, data: bytearray, position: int) -> int:
-    with memoryview(data) as view:
-        written = 0
-        while written < len(view):
-            written += os.pwrite(fd, view[written:], position + written)
-    return written
 
 
 def _key(target: Log) -> TopicPartition:

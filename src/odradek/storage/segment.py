@@ -15,7 +15,9 @@ Invariants:
 - An index entry is added before a batch once more than index.interval.bytes were written since the
   previous entry (Kafka's rule), so the first batch of a segment is never indexed (position 0).
 
-Callers: `storage.log` and `storage.loader` only. Not thread-safe: `Log` serialises mutations.
+Callers: `storage.log` and `storage.loader`; the log cleaner reads segment files through
+`iter_file_batches` and writes its copies with `pwrite_all`. Not thread-safe: `Log` serialises
+mutations.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ RECOVERY_CHUNK = 1024 * 1024
 
 def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def pwrite_all(fd: int, buf: bytes | bytearray | memoryview, position: int) -> int:
+    """Write all of `buf` at `position` (pwrite may write less than asked); return its length."""
+    written = os.pwrite(fd, buf, position)
+    if written < len(buf):
+        with memoryview(buf) as view:
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], position + written)
+    return written
 
 
 def iter_file_batches(
@@ -224,11 +236,7 @@ class LogSegment:
 
     def _write(self, buf: bytes | bytearray | memoryview, position: int) -> None:
         try:
-            written = os.pwrite(self.fd, buf, position)
-            if written < len(buf):
-                with memoryview(buf) as view:
-                    while written < len(view):
-                        written += os.pwrite(self.fd, view[written:], position + written)
+            pwrite_all(self.fd, buf, position)
         except OSError as exc:
             self._truncate_file(position)
             raise KafkaStorageError(f"write to {self.path(LOG_SUFFIX)} failed: {exc}") from exc

@@ -3,12 +3,13 @@
 Owns: `SimpleRecord` (what a producer hands over: timestamp, key, value, headers) and `build_batch`,
 which lays out the records, compresses the records section with the chosen codec, fills the header
 (baseTimestamp = first record's timestamp, maxTimestamp = the largest, lastOffsetDelta = count - 1)
-and computes the CRC32C.
+and computes the CRC32C; `pack_batch`, the last step alone (a header around an encoded section),
+which the log cleaner also uses for the batches it rewrites.
 
 Invariants: the output passes `validation.validate_records(..., from_client=True)` unless it is a control
 batch; offsets inside are 0..count-1 relative to `base_offset`.
 
-Callers: clients, tests, the internal __consumer_offsets writer, the Spark sink.
+Callers: clients, tests, the internal __consumer_offsets writer, the Spark sink, the log cleaner.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from odradek.protocol.records.batch import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    BatchHeader,
     TimestampType,
     batch_crc,
 )
@@ -77,12 +79,9 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
-    buf = bytearray(HEADER.size + len(section))
-    HEADER.pack_into(
-        buf,
-        0,
+    header = BatchHeader(
         base_offset,
-        len(buf) - LOG_OVERHEAD,
+        0,
         partition_leader_epoch,
         CURRENT_MAGIC,
         0,
@@ -94,6 +93,16 @@ def build_batch(
         producer_epoch,
         base_sequence,
         len(records),
+    )
+    return pack_batch(header, section)
+
+
+def pack_batch(header: BatchHeader, section: bytes) -> bytes:
+    """A complete batch: `header`'s fields around the encoded (and compressed) records `section`,
+    with the batch length, magic 2 and the CRC32C computed (those fields of `header` are ignored)."""
+    buf = bytearray(HEADER.size + len(section))
+    HEADER.pack_into(
+        buf, 0, *header._replace(batch_length=len(buf) - LOG_OVERHEAD, magic=CURRENT_MAGIC, crc=0)
     )
     buf[HEADER.size :] = section
     crc = batch_crc(buf, 0, len(buf))
