@@ -597,7 +597,7 @@ class KafkaConfig:
                 self.unknown_keys.append(name)
                 log.warning("Unknown configuration %r was supplied and is ignored", name)
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
-        self.listeners = self._listeners("listeners")
+        self.listeners = self._bound_listeners()
         self.advertised_listeners = self._advertised()
         self._validate_cross_key()
 
@@ -631,9 +631,16 @@ class KafkaConfig:
                 raise ConfigError(
                     key, self._values[key], f"security protocol {listener.security_protocol} is not supported"
                 )
+        return listeners
+
+    def _bound_listeners(self) -> list[Listener]:
+        """`listeners`, each on a port of its own (port 0: any free port)."""
+        listeners = self._listeners("listeners")
         ports = [listener.port for listener in listeners if listener.port != 0]
-        if key == "listeners" and len(ports) != len(set(ports)):
-            raise ConfigError(key, self._values[key], "each listener must have a different port")
+        if len(ports) != len(set(ports)):
+            raise ConfigError(
+                "listeners", self._values["listeners"], "each listener must have a different port"
+            )
         return listeners
 
     def _advertised(self) -> list[Listener]:
