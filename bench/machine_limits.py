@@ -204,30 +204,29 @@ def receive_and_write(directory: str, total_bytes: int) -> float:
     """MB/s of 1 MiB frames received by one Python process and appended to a fresh file, starting
     from drained writeback (os.sync), as the broker benchmark's runs do."""
     os.sync()
-    fd, path = tempfile.mkstemp(dir=directory)
-    try:
-        frames = total_bytes // WRITE_FRAME_PAYLOAD
-        per_s = asyncio.run(_receive_frames(frames, WRITE_FRAME_PAYLOAD, WRITE_RECEIVE_BUFFER, fd))
-        return per_s * WRITE_FRAME_PAYLOAD / 1e6
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    mb_per_s, path = _receive_into_new_file(directory, total_bytes)
+    os.unlink(path)
+    return mb_per_s
 
 
 def receive_and_write_sustained(directory: str, total_bytes: int, runs: int) -> Limit:
     """`receive_and_write` runs whose files stay until the last run ends; runs 2.. are reported."""
-    frames, results = total_bytes // WRITE_FRAME_PAYLOAD, []
     with tempfile.TemporaryDirectory(dir=directory) as keep:
-        for _ in range(runs):
-            fd, _path = tempfile.mkstemp(dir=keep)
-            try:
-                per_s = asyncio.run(_receive_frames(frames, WRITE_FRAME_PAYLOAD, WRITE_RECEIVE_BUFFER, fd))
-            finally:
-                os.close(fd)
-            results.append(per_s * WRITE_FRAME_PAYLOAD / 1e6)
+        results = [_receive_into_new_file(keep, total_bytes)[0] for _ in range(runs)]
     later = sorted(results[1:])
     extra = f"runs 2-{runs} of {runs}: {later[0]:,.0f}-{later[-1]:,.0f} MB/s"
     return Limit(RECEIVE_AND_WRITE_SUSTAINED, statistics.median(later), extra)
+
+
+def _receive_into_new_file(directory: str, total_bytes: int) -> tuple[float, str]:
+    """(MB/s, path) of `total_bytes` in 1 MiB frames received and appended to a new file in `directory`."""
+    fd, path = tempfile.mkstemp(dir=directory)
+    try:
+        frames = total_bytes // WRITE_FRAME_PAYLOAD
+        per_s = asyncio.run(_receive_frames(frames, WRITE_FRAME_PAYLOAD, WRITE_RECEIVE_BUFFER, fd))
+    finally:
+        os.close(fd)
+    return per_s * WRITE_FRAME_PAYLOAD / 1e6, path
 
 
 def measure_all(quick: bool = False, directory: str | None = None) -> list[Limit]:
