@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: the package with its test and spark
-# extras, the mypyc-compiled hot loops (tools/build_native.py), and kcat (root only, via apt).
+# extras, the mypyc-compiled hot loops (tools/build_native.py), and from Debian (root only, via apt)
+# kcat and the ZooKeeper server the cluster tests run (Java 17 is expected to be there).
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
@@ -8,12 +9,15 @@ PYTHON="${PYTHON:-python3}"
 "$PYTHON" -m pip install -q -e '.[test,spark]'
 "$PYTHON" tools/build_native.py
 
-if ! command -v kcat >/dev/null 2>&1; then
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+[ -e /usr/share/java/zookeeper.jar ] || [ -n "${ODRADEK_ZOOKEEPER_CLASSPATH:-}" ] || missing+=(zookeeper)
+if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
-        echo "kcat is missing: run 'apt-get install -y kcat' as root (the kcat tests need it)" >&2
+        echo "missing ${missing[*]}: run 'apt-get install -y ${missing[*]}' as root (the tests need them)" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update
-    apt-get install -y kcat
+    apt-get update -q
+    apt-get install -y -q "${missing[@]}"
 fi

@@ -1,0 +1,1 @@
+"""ZooKeeper mode: Kafka's znode layout and the ZooKeeper-backed controller and broker registration."""
