@@ -1,0 +1,351 @@
+"""KafkaZkClient: Kafka's ZooKeeper operations over one kazoo session, as coroutines on the event loop.
+
+Owns the broker's ZooKeeper session and the bridge between kazoo's threads and asyncio. Every operation
+is issued with kazoo's `*_async` call and awaited as an asyncio future, so the event loop never blocks
+on ZooKeeper; watch callbacks and session-state changes fire on kazoo's threads and are handed to the
+loop with `call_soon_threadsafe`, so listeners run on the loop like everything else (DESIGN.md, one
+writer per state).
+
+Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znodes and JSON
+(`znodes.py`):
+- the chroot of `zookeeper.connect` is created if missing, then Kafka's persistent paths;
+- `register_broker` creates the ephemeral `/brokers/ids/<id>` and returns the **broker epoch**, the
+  znode's czxid; NodeExists means another live broker has the id (`BrokerIdInUseError`);
+- `elect_controller` creates the ephemeral `/controller` and bumps `/controller_epoch` in one `multi`
+  conditional on the epoch's zkVersion, returning the new epoch and its zkVersion;
+  `ControllerMovedError` when another broker holds the seat or the epoch moved meanwhile;
+- controller writes (`create_partition_states`, `update_partition_states`, `delete_topic_znodes`)
+  are `multi`s that start with a check of `/controller_epoch`'s zkVersion, so a controller that lost
+  its seat cannot write (Kafka 2.2+); a partition state update is also conditional on the state
+  znode's zkVersion (the partition epoch) and reports per partition whether it applied;
+- reads return decoded values with the zkVersion where a later conditional write needs it.
+
+Session: `on_session_state(callback)` hears "connected", "suspended" (connection lost, session may
+survive) and "expired" (ephemeral znodes gone: the broker must re-register and, if it was controller,
+resign). Kazoo reconnects by itself within the session timeout.
+
+Callers: the ZooKeeper-mode controller and broker start-up; tests against a real ZooKeeper server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from odradek.controller.zk import znodes
+from odradek.controller.zk.znodes import (
+    BrokerRegistration,
+    LeaderAndIsrZNode,
+    TopicAssignment,
+    ZooKeeperConnect,
+)
+
+log = logging.getLogger(__name__)
+
+SessionListener = Callable[[str], None]
+Watcher = Callable[[], None]
+TopicPartitionKey = tuple[str, int]
+
+
+class BrokerIdInUseError(Exception):
+    """Another live broker is registered with this broker id."""
+
+
+class ControllerMovedError(Exception):
+    """This broker is not (or no longer) the controller: the epoch check of a controller write failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSeat:
+    """What winning the election gives: the controller epoch and the zkVersion of `/controller_epoch`
+    that every later controller write is conditional on."""
+
+    epoch: int
+    epoch_zk_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedState:
+    """A partition state as read, with its zkVersion (the partition epoch)."""
+
+    state: LeaderAndIsrZNode
+    zk_version: int
+
+
+class KafkaZkClient:
+    """One ZooKeeper session of a broker; create with `connect()`."""
+
+    def __init__(self, connect: ZooKeeperConnect, session_timeout_ms: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._connect = connect
+        self._session_timeout_s = session_timeout_ms / 1000
+        self._kazoo = KazooClient(hosts=connect.hosts + connect.chroot, timeout=self._session_timeout_s)
+        self._session_listeners: list[SessionListener] = []
+        self._kazoo.add_listener(self._on_kazoo_state)
+
+    @classmethod
+    async def connect(
+        cls, connect: ZooKeeperConnect, session_timeout_ms: int, connection_timeout_ms: int
+    ) -> KafkaZkClient:
+        """Open the session (waiting at most `connection_timeout_ms`), create the chroot and Kafka's
+        persistent paths."""
+        client = cls(connect, session_timeout_ms)
+        await client._start(connection_timeout_ms, connect.chroot)
+        return client
+
+    async def _start(self, connection_timeout_ms: int, chroot: str) -> None:
+        if chroot:
+            bootstrap = KazooClient(hosts=self._connect.hosts, timeout=self._session_timeout_s)
+            await self._wait_started(bootstrap, connection_timeout_ms)
+            try:
+                await self._bridge(bootstrap.ensure_path_async(chroot))
+            finally:
+                await asyncio.to_thread(_stop_and_close, bootstrap)
+        await self._wait_started(self._kazoo, connection_timeout_ms)
+        for path in znodes.PERSISTENT_PATHS:
+            await self._bridge(self._kazoo.ensure_path_async(path))
+
+    async def _wait_started(self, kazoo: KazooClient, connection_timeout_ms: int) -> None:
+        event = kazoo.start_async()
+        if not await asyncio.to_thread(event.wait, connection_timeout_ms / 1000):
+            await asyncio.to_thread(_stop_and_close, kazoo)
+            raise TimeoutError(
+                f"could not connect to ZooKeeper at {self._connect.hosts} within {connection_timeout_ms} ms"
+            )
+
+    async def close(self) -> None:
+        """End the session: this broker's ephemeral znodes (registration, controller seat) go at once."""
+        await asyncio.to_thread(_stop_and_close, self._kazoo)
+
+    # -- the thread bridge ------------------------------------------------------------------------------
+
+    def _bridge(self, result: Any) -> asyncio.Future[Any]:
+        """An asyncio future completed (on the loop) by a kazoo IAsyncResult."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+
+        def settle(done: Any) -> None:
+            try:
+                value = done.get_nowait()
+            except Exception as exc:  # noqa: BLE001 - handed to the awaiting coroutine as is
+                self._loop.call_soon_threadsafe(_fail, future, exc)
+            else:
+                self._loop.call_soon_threadsafe(_succeed, future, value)
+
+        result.rawlink(settle)
+        return future
+
+    def _watch(self, watcher: Watcher) -> Callable[[WatchedEvent], None]:
+        return lambda _event: self._loop.call_soon_threadsafe(watcher)
+
+    def on_session_state(self, listener: SessionListener) -> None:
+        self._session_listeners.append(listener)
+
+    def _on_kazoo_state(self, state: str) -> None:
+        name = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended"}.get(state, "expired")
+        for listener in self._session_listeners:
+            self._loop.call_soon_threadsafe(listener, name)
+
+    # -- generic reads ----------------------------------------------------------------------------------
+
+    async def get(self, path: str, watcher: Watcher | None = None) -> tuple[bytes, Any] | None:
+        """Data and stat of `path`, or None when it does not exist (a watcher then fires on creation)."""
+        try:
+            return await self._bridge(self._kazoo.get_async(path, self._watch(watcher) if watcher else None))
+        except NoNodeError:
+            if watcher is not None:
+                await self._bridge(self._kazoo.exists_async(path, self._watch(watcher)))
+            return None
+
+    async def children(self, path: str, watcher: Watcher | None = None) -> list[str]:
+        try:
+            found = await self._bridge(
+                self._kazoo.get_children_async(path, self._watch(watcher) if watcher else None)
+            )
+        except NoNodeError:
+            return []
+        return sorted(found)
+
+    # -- cluster id and brokers -------------------------------------------------------------------------
+
+    async def get_or_create_cluster_id(self, proposed: str) -> str:
+        """The cluster's id: the existing one, or `proposed` written first (Kafka's /cluster/id)."""
+        try:
+            await self._bridge(
+                self._kazoo.create_async(
+                    znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(proposed), makepath=True
+                )
+            )
+        except NodeExistsError:
+            pass
+        found = await self.get(znodes.CLUSTER_ID_PATH)
+        assert found is not None
+        return znodes.decode_cluster_id(found[0])
+
+    async def register_broker(self, registration: BrokerRegistration) -> int:
+        """Create this broker's ephemeral registration; returns the broker epoch (its czxid)."""
+        path = znodes.broker_path(registration.broker_id)
+        data = znodes.encode_broker_registration(registration)
+        try:
+            _, stat = await self._bridge(
+                self._kazoo.create_async(path, data, ephemeral=True, include_data=True)
+            )
+        except NodeExistsError:
+            raise BrokerIdInUseError(
+                f"broker id {registration.broker_id} is already registered in ZooKeeper by a live broker"
+            ) from None
+        return int(stat.czxid)
+
+    async def live_brokers(self, watcher: Watcher | None = None) -> dict[int, tuple[BrokerRegistration, int]]:
+        """Every registered broker with its broker epoch; `watcher` fires when the set changes."""
+        brokers: dict[int, tuple[BrokerRegistration, int]] = {}
+        for child in await self.children(znodes.BROKER_IDS_PATH, watcher):
+            found = await self.get(znodes.broker_path(int(child)))
+            if found is not None:
+                brokers[int(child)] = (
+                    znodes.decode_broker_registration(int(child), found[0]),
+                    found[1].czxid,
+                )
+        return brokers
+
+    # -- controller -------------------------------------------------------------------------------------
+
+    async def controller_id(self, watcher: Watcher | None = None) -> int | None:
+        found = await self.get(znodes.CONTROLLER_PATH, watcher)
+        return znodes.decode_controller(found[0]) if found is not None else None
+
+    async def elect_controller(self, broker_id: int, now_ms: int) -> ControllerSeat:
+        """Take the controller seat and bump the controller epoch in one conditional multi."""
+        epoch, version = await self._controller_epoch()
+        transaction = self._kazoo.transaction()
+        transaction.create(
+            znodes.CONTROLLER_PATH, znodes.encode_controller(broker_id, now_ms), ephemeral=True
+        )
+        transaction.set_data(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(epoch + 1), version)
+        results = await self._bridge(transaction.commit_async())
+        if any(isinstance(result, Exception) for result in results):
+            raise ControllerMovedError(f"broker {broker_id} lost the controller election: {results}")
+        return ControllerSeat(epoch + 1, version + 1)
+
+    async def _controller_epoch(self) -> tuple[int, int]:
+        found = await self.get(znodes.CONTROLLER_EPOCH_PATH)
+        if found is None:
+            try:
+                await self._bridge(
+                    self._kazoo.create_async(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(0))
+                )
+            except NodeExistsError:
+                pass
+            found = await self.get(znodes.CONTROLLER_EPOCH_PATH)
+            assert found is not None
+        return znodes.decode_controller_epoch(found[0]), found[1].version
+
+    async def _fenced_multi(self, seat: ControllerSeat, build: Callable[[Any], None]) -> list[Any]:
+        """Commit a multi that first checks the controller epoch's zkVersion; ControllerMovedError when
+        that check fails (another controller was elected since)."""
+        transaction = self._kazoo.transaction()
+        transaction.check(znodes.CONTROLLER_EPOCH_PATH, seat.epoch_zk_version)
+        build(transaction)
+        results = await self._bridge(transaction.commit_async())
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(f"controller epoch {seat.epoch} is no longer current")
+        return list(results[1:])
+
+    # -- topics -----------------------------------------------------------------------------------------
+
+    async def create_topic(self, name: str, assignment: TopicAssignment, configs: Mapping[str, str]) -> None:
+        """Kafka's topic creation by any broker: the config znode, then the assignment the controller
+        watches for. TOPIC_ALREADY_EXISTS is the caller's to map from NodeExistsError."""
+        await self._bridge(
+            self._kazoo.create_async(
+                znodes.entity_config_path("topics", name), znodes.encode_entity_config(configs), makepath=True
+            )
+        )
+        await self._bridge(
+            self._kazoo.create_async(znodes.topic_path(name), znodes.encode_topic_assignment(assignment))
+        )
+
+    async def topics(self, watcher: Watcher | None = None) -> list[str]:
+        return await self.children(znodes.TOPICS_PATH, watcher)
+
+    async def topic_assignment(self, name: str, watcher: Watcher | None = None) -> TopicAssignment | None:
+        found = await self.get(znodes.topic_path(name), watcher)
+        return znodes.decode_topic_assignment(found[0]) if found is not None else None
+
+    async def topic_configs(self, name: str) -> dict[str, str]:
+        found = await self.get(znodes.entity_config_path("topics", name))
+        return znodes.decode_entity_config(found[0]) if found is not None else {}
+
+    async def partition_state(self, topic: str, partition: int) -> VersionedState | None:
+        found = await self.get(znodes.partition_state_path(topic, partition))
+        if found is None:
+            return None
+        return VersionedState(znodes.decode_partition_state(found[0]), found[1].version)
+
+    async def create_partition_states(
+        self, seat: ControllerSeat, states: Mapping[TopicPartitionKey, LeaderAndIsrZNode]
+    ) -> dict[TopicPartitionKey, int | None]:
+        """Create new partitions' state znodes (controller only), pipelined; per partition the zkVersion
+        (0), or None when it already existed."""
+
+        async def create(topic: str, partition: int, state: LeaderAndIsrZNode) -> int | None:
+            await self._bridge(self._kazoo.ensure_path_async(znodes.partition_path(topic, partition)))
+            data = znodes.encode_partition_state(state)
+            path = znodes.partition_state_path(topic, partition)
+            results = await self._fenced_multi(seat, lambda t: t.create(path, data))
+            return None if isinstance(results[0], Exception) else 0
+
+        keys = list(states)
+        created = await asyncio.gather(*(create(t, p, states[(t, p)]) for t, p in keys))
+        return dict(zip(keys, created, strict=True))
+
+    async def update_partition_states(
+        self, seat: ControllerSeat, updates: Mapping[TopicPartitionKey, tuple[LeaderAndIsrZNode, int]]
+    ) -> dict[TopicPartitionKey, int | None]:
+        """Write each partition's new state conditionally on its zkVersion (controller only); per
+        partition the new zkVersion (partition epoch), or None when the version moved (stale)."""
+
+        async def update(topic: str, partition: int, state: LeaderAndIsrZNode, expected: int) -> int | None:
+            data = znodes.encode_partition_state(state)
+            path = znodes.partition_state_path(topic, partition)
+            results = await self._fenced_multi(seat, lambda t: t.set_data(path, data, expected))
+            return None if isinstance(results[0], Exception) else results[0].version
+
+        keys = list(updates)
+        written = await asyncio.gather(*(update(t, p, *updates[(t, p)]) for t, p in keys))
+        return dict(zip(keys, written, strict=True))
+
+    async def delete_topic_znodes(self, seat: ControllerSeat, name: str, partitions: Iterable[int]) -> None:
+        """Remove a deleted topic's znodes (controller only): states, the assignment, its config and the
+        deletion marker."""
+        paths = [znodes.partition_state_path(name, p) for p in partitions]
+        paths += [znodes.partition_path(name, p) for p in partitions]
+        paths += [znodes.partitions_path(name), znodes.topic_path(name)]
+        for path in paths:
+            await self._fenced_multi(seat, lambda t, p=path: t.delete(p))
+        for path in (znodes.entity_config_path("topics", name), znodes.delete_topic_path(name)):
+            try:
+                await self._bridge(self._kazoo.delete_async(path))
+            except NoNodeError:
+                pass
+
+
+def _succeed(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _stop_and_close(kazoo: KazooClient) -> None:
+    kazoo.stop()
+    kazoo.close()

@@ -1,0 +1,153 @@
+"""KafkaZkClient against a real ZooKeeper server: registration and broker epochs, the controller
+election and its fencing, topic creation, conditional partition state writes, watches on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from odradek.controller.zk import znodes
+from odradek.controller.zk.client import BrokerIdInUseError, ControllerMovedError, KafkaZkClient
+from odradek.controller.zk.znodes import (
+    BrokerRegistration,
+    LeaderAndIsrZNode,
+    TopicAssignment,
+    ZooKeeperConnect,
+)
+from odradek.testing.zookeeper import ZooKeeperServer
+
+
+def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test body in a fresh event loop (the suite has no asyncio plugin)."""
+
+    @functools.wraps(test)
+    def run(*args: object, **kwargs: object) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
+        yield server
+
+
+@pytest.fixture
+def chroot(zookeeper):
+    """A fresh chroot per test, so tests share the server but not the state."""
+    return ZooKeeperConnect.parse(f"{zookeeper.connect_string}/t-{uuid.uuid4().hex[:8]}")
+
+
+async def _client(connect: ZooKeeperConnect) -> KafkaZkClient:
+    return await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+
+
+def _registration(broker_id: int) -> BrokerRegistration:
+    return BrokerRegistration(
+        broker_id, (("PLAINTEXT", "127.0.0.1", 9000 + broker_id),), {"PLAINTEXT": "PLAINTEXT"}
+    )
+
+
+@on_loop
+async def test_registration_gives_a_broker_epoch_and_refuses_a_live_duplicate(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        epoch = await first.register_broker(_registration(1))
+        with pytest.raises(BrokerIdInUseError):
+            await second.register_broker(_registration(1))
+        brokers = await second.live_brokers()
+        assert list(brokers) == [1] and brokers[1] == (_registration(1), epoch)
+        await first.close()
+        assert await second.register_broker(_registration(1)) > epoch
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
+async def test_election_is_won_once_and_a_deposed_controller_cannot_write(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        seat = await first.elect_controller(1, now_ms=1)
+        assert seat.epoch == 1
+        with pytest.raises(ControllerMovedError):
+            await second.elect_controller(2, now_ms=2)
+        assert await second.controller_id() == 1
+        await first.close()
+        new_seat = await second.elect_controller(2, now_ms=3)
+        assert new_seat.epoch == 2
+        state = LeaderAndIsrZNode(leader=2, leader_epoch=0, isr=(2,), controller_epoch=2)
+        with pytest.raises(ControllerMovedError):
+            await second.create_partition_states(seat, {("t", 0): state})
+        assert await second.create_partition_states(new_seat, {("t", 0): state}) == {("t", 0): 0}
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
+async def test_topic_creation_and_conditional_state_updates(chroot):
+    client = await _client(chroot)
+    try:
+        seat = await client.elect_controller(1, now_ms=1)
+        topic_id = uuid.uuid4()
+        assignment = TopicAssignment({0: (1, 2), 1: (2, 1)}, topic_id)
+        await client.create_topic("events", assignment, {"retention.ms": "1000"})
+        assert await client.topics() == ["events"]
+        assert await client.topic_assignment("events") == assignment
+        assert await client.topic_configs("events") == {"retention.ms": "1000"}
+        states = {
+            ("events", p): LeaderAndIsrZNode(r[0], 0, r, seat.epoch) for p, r in assignment.partitions.items()
+        }
+        assert await client.create_partition_states(seat, states) == {("events", 0): 0, ("events", 1): 0}
+        assert await client.create_partition_states(seat, states) == {
+            ("events", 0): None,
+            ("events", 1): None,
+        }
+        shrunk = LeaderAndIsrZNode(1, 1, (1,), seat.epoch)
+        assert await client.update_partition_states(seat, {("events", 0): (shrunk, 0)}) == {("events", 0): 1}
+        assert await client.update_partition_states(seat, {("events", 0): (shrunk, 0)}) == {
+            ("events", 0): None
+        }
+        read = await client.partition_state("events", 0)
+        assert read is not None and read.state == shrunk and read.zk_version == 1
+        await client.delete_topic_znodes(seat, "events", assignment.partitions)
+        assert await client.topics() == [] and await client.partition_state("events", 0) is None
+    finally:
+        await client.close()
+
+
+@on_loop
+async def test_watches_fire_on_the_event_loop(chroot):
+    watcher_client, broker = await _client(chroot), await _client(chroot)
+    loop = asyncio.get_running_loop()
+    fired: asyncio.Future[bool] = loop.create_future()
+
+    def on_change() -> None:
+        asyncio.get_running_loop()  # raises unless called on the loop
+        fired.set_result(True)
+
+    try:
+        assert await watcher_client.live_brokers(on_change) == {}
+        await broker.register_broker(_registration(3))
+        assert await asyncio.wait_for(fired, 10)
+        assert list(await watcher_client.live_brokers()) == [3]
+    finally:
+        await watcher_client.close()
+        await broker.close()
+
+
+@on_loop
+async def test_cluster_id_is_written_once(chroot):
+    client = await _client(chroot)
+    try:
+        assert await client.get_or_create_cluster_id("first") == "first"
+        assert await client.get_or_create_cluster_id("second") == "first"
+        assert znodes.decode_cluster_id((await client.get(znodes.CLUSTER_ID_PATH))[0]) == "first"
+    finally:
+        await client.close()
