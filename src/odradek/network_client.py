@@ -1,0 +1,169 @@
+"""NodeConnection: the broker's own asyncio connection to another broker (Kafka's NetworkClient, one node).
+
+Owns the client side of Kafka's framing for inter-broker traffic: the controller's channel to each
+broker (LeaderAndIsr, UpdateMetadata, StopReplica), a follower's fetcher to its leader (Fetch,
+OffsetForLeaderEpoch), a leader's requests to the controller (AlterPartition, ControlledShutdown).
+All brokers of a cluster run the same code, so requests go at the version the caller names; there is
+no version negotiation.
+
+Behaviour:
+- `connect()` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable` otherwise).
+- `send()` writes a request and awaits its response. Requests may be pipelined: they are written in
+  call order and their responses, which a broker returns in order, are matched by correlation id by
+  one reader task. A response that does not come within `request_timeout_ms` (Kafka's
+  `request.timeout.ms`) fails with `RequestTimedOut` and, as in Kafka, the connection is closed (a
+  late answer could otherwise be taken for the next request's), failing every other pending request
+  with `NodeDisconnected`; callers reconnect.
+- A response's `records` fields alias the frame's own bytes (one allocation per response), so a
+  follower appends fetched batches without copying them again.
+
+Invariants: never blocks the event loop; once closed, a connection stays closed.
+Callers: the controller channel, replica fetchers, the AlterPartition / ControlledShutdown senders.
+Depends only on protocol/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import struct
+from typing import Any
+
+from odradek.protocol.codec import decode_response, encode_request
+from odradek.protocol.headers import (
+    RequestHeader,
+    encode_request_header,
+    parse_response_header,
+    response_header_version,
+)
+
+_SIZE = struct.Struct(">i")
+
+
+class NodeUnreachable(ConnectionError):
+    """The connection to the node could not be opened."""
+
+
+class NodeDisconnected(ConnectionError):
+    """The connection closed (by the peer, a timeout or `close()`) before the response came."""
+
+
+class RequestTimedOut(TimeoutError):
+    """No response within request.timeout.ms."""
+
+
+class NodeConnection:
+    """One connection to broker `node_id` at `host:port`."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = 10_000,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self._client_id = client_id
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._connect_timeout_s = connect_timeout_ms / 1000
+        self._correlation_ids = itertools.count(1)
+        self._pending: collections.deque[tuple[int, int, int, asyncio.Future[bytes]]] = collections.deque()
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"NodeConnection(node {self.node_id} at {self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._closed
+
+    async def connect(self) -> None:
+        try:
+            reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
+            )
+        except (OSError, TimeoutError) as exc:
+            self._closed = True
+            raise NodeUnreachable(
+                f"cannot connect to broker {self.node_id} at {self.host}:{self.port}: {exc}"
+            ) from None
+        self._reader_task = asyncio.get_running_loop().create_task(
+            self._read_responses(reader), name=f"responses-from-broker-{self.node_id}"
+        )
+
+    async def send(self, api_key: int, api_version: int, request: Any) -> Any:
+        """Send `request` and return the decoded response."""
+        if not self.connected:
+            raise NodeDisconnected(f"connection to broker {self.node_id} is closed")
+        correlation_id = next(self._correlation_ids)
+        header = RequestHeader(api_key, api_version, correlation_id, self._client_id)
+        body = encode_request_header(header) + encode_request(api_key, api_version, request)
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending.append((correlation_id, api_key, api_version, future))
+        assert self._writer is not None
+        self._writer.write(_SIZE.pack(len(body)) + body)
+        try:
+            frame = await asyncio.wait_for(asyncio.shield(future), self._request_timeout_s)
+        except TimeoutError:
+            self._close(NodeDisconnected(f"broker {self.node_id}: an earlier request timed out"))
+            raise RequestTimedOut(
+                f"broker {self.node_id} did not answer {api_key} v{api_version} within "
+                f"{self._request_timeout_s * 1000:.0f} ms"
+            ) from None
+        _, offset = parse_response_header(frame, response_header_version(api_key, api_version))
+        return decode_response(api_key, api_version, memoryview(frame)[offset:])
+
+    async def _read_responses(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+                frame = await reader.readexactly(size)
+                self._deliver(frame)
+        except (asyncio.IncompleteReadError, OSError):
+            self._close(NodeDisconnected(f"broker {self.node_id} closed the connection"))
+        except NodeDisconnected as exc:
+            self._close(exc)
+
+    def _deliver(self, frame: bytes) -> None:
+        if not self._pending:
+            raise NodeDisconnected(f"broker {self.node_id} sent a response nobody asked for")
+        correlation_id, _, _, future = self._pending.popleft()
+        (answered,) = _SIZE.unpack_from(frame, 0)
+        if answered != correlation_id:
+            raise NodeDisconnected(
+                f"broker {self.node_id} answered correlation id {answered}, expected {correlation_id}"
+            )
+        if not future.done():
+            future.set_result(frame)
+
+    def _close(self, reason: BaseException) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        while self._pending:
+            future = self._pending.popleft()[3]
+            if not future.done():
+                future.set_exception(reason)
+                future.exception()  # a caller that timed out no longer awaits it
+        if self._writer is not None:
+            self._writer.close()
+        if self._reader_task is not None and self._reader_task is not asyncio.current_task():
+            self._reader_task.cancel()
+
+    async def close(self) -> None:
+        self._close(NodeDisconnected(f"connection to broker {self.node_id} closed"))
+        if self._writer is not None:
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
+        if self._reader_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader_task
