@@ -1,10 +1,11 @@
-"""Every version of every admin API this module serves answers a well-formed request."""
+"""Every version of every admin API this module serves answers a well-formed request, and ApiVersions
+advertises exactly the APIs and version ranges the broker serves."""
 
 from __future__ import annotations
 
 import pytest
 
-from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.api_keys import API_SPECS, ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_configs import AlterConfigsRequest
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
@@ -15,7 +16,38 @@ from odradek.protocol.messages.describe_cluster import DescribeClusterRequest
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
+from odradek.server.handlers import registry
 from tests.conftest import topic_name
+
+# The APIs a client may rely on, with their ranges: dropping an API or narrowing a range fails here,
+# and so does adding one without writing it down.
+EXPECTED_RANGES: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 11),
+    ApiKey.FETCH: (4, 17),
+    ApiKey.LIST_OFFSETS: (1, 9),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (0, 9),
+    ApiKey.OFFSET_FETCH: (0, 9),
+    ApiKey.FIND_COORDINATOR: (0, 5),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
 
 
 def topic_for(client, version: int) -> str:
@@ -40,10 +72,21 @@ def errors_of(response) -> list[int]:
     return codes
 
 
+def test_expected_ranges_are_the_registry_and_within_kafka():
+    registered = {key: (m.MIN_VERSION, m.MAX_VERSION) for key, m in registry().items()}
+    assert registered == EXPECTED_RANGES
+    for key, (low, high) in EXPECTED_RANGES.items():
+        kafka = API_SPECS[key].request_versions
+        assert low <= high and low in kafka and high in kafka, ApiKey(key).name
+
+
 @pytest.mark.parametrize("version", range(0, 5))
 def test_api_versions(connect, version):
     request = ApiVersionsRequest(client_software_name="matrix", client_software_version="1")
-    assert errors_of(connect().call(ApiKey.API_VERSIONS, version, request)) == [0]
+    response = connect().call(ApiKey.API_VERSIONS, version, request)
+    assert errors_of(response) == [0]
+    advertised = [(k.api_key, k.min_version, k.max_version) for k in response.api_keys]
+    assert advertised == sorted((key, low, high) for key, (low, high) in EXPECTED_RANGES.items())
 
 
 @pytest.mark.parametrize("version", range(0, 13))
