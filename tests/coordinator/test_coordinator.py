@@ -232,7 +232,9 @@ def test_parked_join_is_answered_not_coordinator_on_unload(tmp_path: Path) -> No
         member = await h.stable_member()
         newcomer = await h.join()
         parked = asyncio.ensure_future(h.join(newcomer.member_id))  # waits for `member` to rejoin
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # the join is queued; the describe behind it sees the rebalance it began
+        rebalancing = await h.coordinator.describe_group("g")
+        assert rebalancing.state == "PreparingRebalance" and len(rebalancing.members) == 2
         assert not parked.done()
         partition = h.coordinator.partition_for("g")
         assert partition is not None and member
@@ -274,33 +276,52 @@ def test_failed_append_changes_nothing(tmp_path: Path, append_error: ErrorCode, 
 
 
 def test_session_timeout_on_the_injected_clock(tmp_path: Path) -> None:
+    """wake() queues a timer tick ahead of the next request, so the request sees the tick's effect."""
+
     async def scenario() -> None:
         h = Harness(tmp_path)
         await h.start()
-        await h.stable_member()
-        h.clock.advance(5999)
+        member = await h.stable_member()  # session.timeout.ms 6000, counted from the SyncGroup
+        h.clock.advance(3000)
+        assert await h.coordinator.heartbeat(HeartbeatArgs("g", 1, member, None)) == ErrorCode.NONE
+        h.clock.advance(5999)  # past the first deadline, 1 ms before the one the heartbeat set
         h.coordinator.wake()
-        await asyncio.sleep(0.01)
-        assert (await h.coordinator.describe_group("g")).state == "Stable"
+        alive = await h.coordinator.describe_group("g")
+        assert alive.state == "Stable" and [m.member_id for m in alive.members] == [member]
         h.clock.advance(1)
         h.coordinator.wake()
-        await asyncio.sleep(0.01)
-        description = await h.coordinator.describe_group("g")
-        assert description.state == "Empty" and description.members == ()
+        expired = await h.coordinator.describe_group("g")
+        assert expired.state == "Empty" and expired.members == ()
+        heartbeat = await h.coordinator.heartbeat(HeartbeatArgs("g", 1, member, None))
+        assert heartbeat == ErrorCode.UNKNOWN_MEMBER_ID
         await h.coordinator.shutdown()
 
     run(scenario)
 
 
 def test_offset_expiration_runs_on_its_interval(tmp_path: Path) -> None:
+    """offsets.retention.minutes = 10, offsets.retention.check.interval.ms = 60 s: an offset past its
+    retention stays until the next check, and the check runs again one interval after the last."""
+
     async def scenario() -> None:
         h = Harness(tmp_path)
         await h.start()
         assert await h.commit(9) == {TP: ErrorCode.NONE}
-        h.clock.advance(10 * 60_000)  # offsets.retention.minutes = 10, check interval 60 s
+
+        async def committed() -> list[int]:
+            error, offsets = await h.coordinator.fetch_offsets("g", None)
+            assert error == ErrorCode.NONE
+            return [offset.offset for offset in offsets.values() if offset is not None]
+
+        h.clock.advance(10 * 60_000 - 1)  # a check runs, 1 ms before the retention: it keeps the offset
         h.coordinator.wake()
-        await asyncio.sleep(0.01)
-        assert await h.coordinator.fetch_offsets("g", None) == (ErrorCode.NONE, {})
+        assert await committed() == [9]
+        h.clock.advance(1)  # retention reached, but the next check is due one interval after the last
+        h.coordinator.wake()
+        assert await committed() == [9]
+        h.clock.advance(60_000 - 1)
+        h.coordinator.wake()
+        assert await committed() == []
         assert h.coordinator.list_groups() == (ErrorCode.NONE, [])
         await h.coordinator.shutdown()
 
