@@ -98,18 +98,46 @@ def test_loop_timer_expires_operation_on_system_clock() -> None:
     asyncio.run(scenario())
 
 
+class SteppedLoop(asyncio.SelectorEventLoop):
+    """An event loop whose own time moves only by `step`, so its timers fire when a test says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._now_s = 0.0
+
+    def time(self) -> float:
+        return self._now_s
+
+    def step(self, seconds: float) -> None:
+        self._now_s += seconds
+
+
 def test_loop_timer_waits_for_manual_clock() -> None:
+    """The loop timer fires at the deadline by the loop's time; it expires the operation only once the
+    injected clock reached the deadline too, and re-arms for the rest until then."""
+    clock = ManualClock()
+    loop = SteppedLoop()
+
     async def scenario() -> None:
-        clock = ManualClock()
         purgatory = DelayedOperationPurgatory("test", clock)
         op = Counter(10, target=1)
         task = asyncio.create_task(purgatory.try_complete_else_watch(op, ["k"]))
-        await asyncio.sleep(0.05)  # the loop timer fired, but the injected clock has not moved
-        assert not task.done() and len(purgatory) == 1
-        clock.advance(10)
-        assert await asyncio.wait_for(task, 5) == (0, False)
+        await _settle()
+        loop.step(0.010)  # the loop timer is due; the injected clock has not moved
+        await _settle()
+        assert not task.done() and len(purgatory) == 1 and op.expirations == 0
+        clock.advance(10)  # the injected deadline passes; the re-armed loop timer is 10 ms away
+        await _settle()
+        assert not task.done()
+        loop.step(0.010)
+        await _settle()
+        assert task.done() and task.result() == (0, False)
+        assert (op.completions, op.expirations) == (1, 1) and len(purgatory) == 0
 
-    asyncio.run(scenario())
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.close()
 
 
 def test_cancelled_waiter_leaves_no_watchers() -> None:
