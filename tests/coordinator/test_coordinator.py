@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -339,6 +340,57 @@ def test_list_and_leave(tmp_path: Path) -> None:
         result = await h.coordinator.leave_group("g", (LeavingMember(member, None),))
         assert result.members[0][1] == ErrorCode.NONE
         assert [g.state for g in h.coordinator.list_groups()[1]] == ["Empty"]
+        await h.coordinator.shutdown()
+
+    run(scenario)
+
+
+def info_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("odradek.coordinator") and r.levelno == logging.INFO
+    ]
+
+
+def test_loading_every_partition_logs_one_summary_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="odradek.coordinator")
+
+    async def scenario() -> None:
+        h = Harness(tmp_path)
+        await h.start()
+        assert await h.commit(7) == {TP: ErrorCode.NONE}
+        await h.coordinator.shutdown()
+        caplog.clear()
+        again = Harness(tmp_path, h.log)
+        await again.coordinator.startup()
+        await again.loaded()
+        assert info_lines(caplog) == ["Loaded 1 groups from 4 partitions of __consumer_offsets in 0 ms"]
+        await again.coordinator.shutdown()
+
+    run(scenario)
+
+
+def test_group_changes_log_one_info_line_each(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="odradek.coordinator")
+
+    async def scenario() -> None:
+        h = Harness(tmp_path)
+        await h.start()
+        caplog.clear()
+        member = await h.stable_member()
+        assert await h.coordinator.heartbeat(HeartbeatArgs("g", 1, member, None)) == ErrorCode.NONE
+        assert await h.commit(5, 1, member) == {TP: ErrorCode.NONE}
+        assert info_lines(caplog) == [
+            "Group g created",
+            f"Group g rebalanced: generation 1 with 1 members, protocol range, leader {member}",
+        ]
+        caplog.clear()
+        await h.coordinator.leave_group("g", (LeavingMember(member, None),))
+        assert await h.coordinator.delete_group("g") == ErrorCode.NONE
+        assert info_lines(caplog) == ["Group g is now empty (generation 2)", "Group g deleted (generation 2)"]
         await h.coordinator.shutdown()
 
     run(scenario)

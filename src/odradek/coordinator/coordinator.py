@@ -11,6 +11,9 @@ metadata changes, so a partition becoming led here is loaded and one led elsewhe
 for a caller that learns it first (replication). A request for a group whose partition is not led
 here answers NOT_COORDINATOR; while its partition loads, COORDINATOR_LOAD_IN_PROGRESS.
 
+Logging: the shards that start loading together (all of them at startup or on the first
+FindCoordinator) are reported by one INFO line when the last of them is loaded, not one per partition.
+
 Every method returns the API's result value (error codes inside) and never raises for Kafka errors.
 Callers: the group API handlers (through `broker.group_coordinator`), tests.
 """
@@ -109,6 +112,10 @@ class GroupCoordinator:
         self._log: OffsetsLog = offsets_log or ReplicaManagerOffsetsLog(broker)
         self._shards: dict[int, CoordinatorShard] = {}
         self._running = False
+        self._loading: set[int] = set()  # partitions the next load summary waits for
+        self._loaded_partitions = 0
+        self._loaded_groups = 0
+        self._load_started_ms = 0
 
     # -- life cycle and leadership ----------------------------------------------------------------
 
@@ -136,8 +143,13 @@ class GroupCoordinator:
             return
         if current is not None:
             self._close_later(current)
-        shard = CoordinatorShard(partition, leader_epoch, self._log, self.config, self._clock)
+        shard = CoordinatorShard(
+            partition, leader_epoch, self._log, self.config, self._clock, self._on_shard_loaded
+        )
         self._shards[partition] = shard
+        if not self._loading:
+            self._load_started_ms = self._clock.monotonic_ms()
+        self._loading.add(partition)
         shard.start()
 
     def on_partition_unloaded(self, partition: int) -> None:
@@ -145,6 +157,26 @@ class GroupCoordinator:
         shard = self._shards.pop(partition, None)
         if shard is not None:
             self._close_later(shard)
+            self._on_shard_loaded(shard)
+
+    def _on_shard_loaded(self, shard: CoordinatorShard) -> None:
+        """A shard finished loading (or failed, or went): the summary line once no shard is loading."""
+        if shard.partition not in self._loading or self._shards.get(shard.partition) not in (shard, None):
+            return
+        self._loading.discard(shard.partition)
+        if shard.state is ShardState.ACTIVE:
+            self._loaded_partitions += 1
+            self._loaded_groups += len(shard.groups)
+        if self._loading or not self._loaded_partitions:
+            return
+        log.info(
+            "Loaded %d groups from %d partitions of %s in %d ms",
+            self._loaded_groups,
+            self._loaded_partitions,
+            OFFSETS_TOPIC,
+            self._clock.monotonic_ms() - self._load_started_ms,
+        )
+        self._loaded_partitions = self._loaded_groups = 0
 
     def _close_later(self, shard: CoordinatorShard) -> None:
         asyncio.get_running_loop().create_task(shard.close())

@@ -17,6 +17,10 @@ Requests wait on futures keyed by ticket; a JoinGroup or SyncGroup parked in a r
 future until a later event answers it. Closing the shard (leadership moved, broker shutdown)
 answers everything still waiting with NOT_COORDINATOR.
 
+Logging: a group's changes an operator follows get one INFO line each (created, rebalanced with its
+generation and member count, emptied, deleted); the load of the partition is one DEBUG line, and the
+coordinator sums the loads up in one INFO line through `on_loaded`.
+
 Callers: `GroupCoordinator` only.
 """
 
@@ -33,7 +37,7 @@ from typing import Protocol
 from odradek.clock import Clock
 from odradek.coordinator import classic
 from odradek.coordinator.config import GroupConfig
-from odradek.coordinator.group import Group, Now
+from odradek.coordinator.group import Group, GroupState, Now
 from odradek.coordinator.loader import GroupLoader
 from odradek.coordinator.records import (
     GroupMetadataValue,
@@ -102,12 +106,19 @@ _TICK = object()
 
 class CoordinatorShard:
     def __init__(
-        self, partition: int, leader_epoch: int, offsets_log: OffsetsLog, config: GroupConfig, clock: Clock
+        self,
+        partition: int,
+        leader_epoch: int,
+        offsets_log: OffsetsLog,
+        config: GroupConfig,
+        clock: Clock,
+        on_loaded: Callable[[CoordinatorShard], None] | None = None,
     ) -> None:
         self.partition = partition
         self.leader_epoch = leader_epoch
         self.state = ShardState.LOADING
         self.groups: dict[str, Group] = {}
+        self._on_loaded = on_loaded
         self._log = offsets_log
         self._config = config
         self._clock = clock
@@ -178,6 +189,9 @@ class CoordinatorShard:
         except Exception:
             log.exception("Loading __consumer_offsets-%d failed", self.partition)
             await self.close()
+        if self._on_loaded is not None:
+            self._on_loaded(self)
+        if self.state is ShardState.CLOSED:
             return
         self._arm(self._clock.monotonic_ms() + self._config.offsets_retention_check_interval_ms, _EXPIRATION)
         while True:
@@ -212,7 +226,7 @@ class CoordinatorShard:
         for group_id, group in self.groups.items():
             self._schedule(group_id, group)
         self.state = ShardState.ACTIVE
-        log.info(
+        log.debug(
             "Loaded %d groups from __consumer_offsets-%d up to offset %d in %d ms (%d records skipped)",
             len(self.groups),
             self.partition,
@@ -325,8 +339,16 @@ class CoordinatorShard:
             self._arm_wakeup(self._timers[0][0])
 
     async def _expire_offsets(self) -> None:
+        expired = 0
         for group_id in list(self.groups):
+            before = self.groups[group_id]
             await self._apply(group_id, self._expire_decision)
+            if self.state is ShardState.CLOSED:
+                return
+            after = self.groups.get(group_id)
+            expired += len(before.offsets) - (len(after.offsets) if after is not None else 0)
+        if expired:
+            log.info("Removed %d expired offsets from __consumer_offsets-%d", expired, self.partition)
         self._arm(self._clock.monotonic_ms() + self._config.offsets_retention_check_interval_ms, _EXPIRATION)
 
     def _advance_decision(self, group: Group | None, now: Now) -> classic.Decision:
@@ -344,17 +366,27 @@ class CoordinatorShard:
 
 
 def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:
-    if not log.isEnabledFor(logging.DEBUG):
+    """One INFO line per change an operator follows; every other state change at DEBUG."""
+    if after is None:
+        if before is not None:
+            log.info("Group %s deleted (generation %d)", group_id, before.generation_id)
         return
-    was, now = _summary(before), _summary(after)
-    if was != now:
-        log.debug("Group %s: %s -> %s", group_id, was, now)
-
-
-def _summary(group: Group | None) -> str:
-    if group is None:
-        return "absent"
-    return f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}"
+    if before is None:
+        log.info("Group %s created", group_id)
+    if after.state is GroupState.EMPTY:
+        if before is not None and before.state is not GroupState.EMPTY:
+            log.info("Group %s is now empty (generation %d)", group_id, after.generation_id)
+    elif after.generation_id != (before.generation_id if before is not None else 0):
+        log.info(
+            "Group %s rebalanced: generation %d with %d members, protocol %s, leader %s",
+            group_id,
+            after.generation_id,
+            len(after.members),
+            after.protocol_name,
+            after.leader_id,
+        )
+    elif before is not None and before.state is not after.state:
+        log.debug("Group %s: %s -> %s", group_id, before.state.value, after.state.value)
 
 
 def _encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
