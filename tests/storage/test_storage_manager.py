@@ -139,8 +139,25 @@ def test_retention_and_topic_config_updates(tmp_path: Path) -> None:
     assert logs.run_retention(clock.time_ms()) == 0
     logs.update_topic_config("t", LogConfig(segment_bytes=SIZE, retention_bytes=SIZE, file_delete_delay_ms=0))
     assert logs.run_retention(clock.time_ms()) == 3
-    assert log.log_start_offset == 3 and len(logs._reaper) == 0
+    assert log.log_start_offset == 3
+    segment_files = sorted(p.name for p in (tmp_path / "d1" / "t-0").glob("0*"))
+    assert segment_files == [f"00000000000000000003{suffix}" for suffix in (".index", ".log", ".timeindex")]
+    # file.delete.delay.ms=0: the descriptors of the deleted segments are closed too
+    assert open_files_under(tmp_path / "d1" / "t-0") == [str(tmp_path / "d1" / "t-0" / segment_files[1])]
     logs.shutdown()
+
+
+def open_files_under(directory: Path) -> list[str]:
+    """What this process's open file descriptors point at inside `directory` (Linux /proc)."""
+    targets = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # the descriptor iterdir itself used, closed by now
+            continue
+        if target.startswith(f"{directory}/"):
+            targets.append(target)
+    return sorted(targets)
 
 
 def test_flush_dirty_honours_flush_ms(tmp_path: Path) -> None:
