@@ -138,7 +138,7 @@ def test_long_poll_expires_with_what_is_there(client: RawClient) -> None:
     partition = only_partition(fetch(client, name, 0, min_bytes=1 << 20, max_wait_ms=50))
     assert [r.value for r in decode_records(bytes(partition.records))] == [b"small"]
     empty = only_partition(fetch(client, name, 1, min_bytes=1, max_wait_ms=50))
-    assert empty.error_code == ErrorCode.NONE and bytes(empty.records) == b""
+    assert (empty.error_code, empty.high_watermark, bytes(empty.records)) == (ErrorCode.NONE, 1, b"")
 
 
 def test_response_and_partition_limits(client: RawClient) -> None:
