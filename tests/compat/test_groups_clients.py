@@ -96,6 +96,23 @@ def test_aiokafka_group_members_split_partitions_and_commit(broker, unique_topic
     assert committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
 
 
+def wait_until_known(consumer: KafkaConsumer, topic: str) -> None:
+    """Until the consumer's metadata holds every partition of `topic`, before its first poll().
+
+    kafka-python 3.0.12 joins the group in its first poll() without waiting for the metadata of the
+    topics it subscribed to (its first Metadata request naming them leaves ~100 ms after the
+    bootstrap one). A leader that assigned without the partitions ("No partition metadata for topic")
+    rejoins when its metadata shows them, and such a rejoin is dropped half-way when a poll() returns
+    between the leader's assignment and its SyncGroup answer: `join_group_async` loops only while
+    `need_rejoin()`, which the assignment itself made false, so the member never applies its
+    assignment nor heartbeats again, and its session expires. `topics()` is a blocking Metadata round
+    trip; the coordinator sees its answer before it returns, so the first join assigns every partition.
+    """
+    deadline = time.monotonic() + TIMEOUT_S
+    while topic not in consumer.topics() or consumer.partitions_for_topic(topic) != set(range(PARTITIONS)):
+        assert time.monotonic() < deadline, f"kafka-python never saw the partitions of {topic}"
+
+
 class KafkaPythonMember:
     """A kafka-python group consumer polled from its own thread, as an application runs it:
     kafka-python joins inside poll(), so one thread polling two members deadlocks a rebalance
@@ -110,8 +127,8 @@ class KafkaPythonMember:
             auto_offset_reset="earliest",
             session_timeout_ms=6000,
             heartbeat_interval_ms=300,
-            metadata_max_age_ms=500,  # a leader that joined before it knew the partitions rejoins soon
         )
+        wait_until_known(self.consumer, topic)
         self.assigned: frozenset[int] = frozenset()
         self.consumed: list[tuple[int, int]] = []
         self.failure: BaseException | None = None
