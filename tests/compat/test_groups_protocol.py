@@ -335,7 +335,7 @@ def test_member_that_stops_heartbeating_is_removed_after_session_timeout(
     alive, generation = stable_group(wire, group)
     other = Wire(broker.bootstrap)
     try:
-        silent = join_as_new_member_later(other, group)
+        silent = join_as_new_member_later(other, group, watcher=wire)
         rejoined = join(wire, group, alive)  # completes the rebalance the newcomer started
         assert rejoined.generation_id == generation + 1
         parked = silent.result()
@@ -375,8 +375,9 @@ class _Pending:
         return decode_response(ApiKey.JOIN_GROUP, 9, payload[start:])
 
 
-def join_as_new_member_later(wire: Wire, group: str) -> _Pending:
-    """Get a member id, then send the JoinGroup that parks until the rebalance completes."""
+def join_as_new_member_later(wire: Wire, group: str, watcher: Wire) -> _Pending:
+    """Get a member id, then send the JoinGroup that parks until the rebalance completes; returns
+    once `watcher` sees the newcomer among the group's members (the broker has parked it)."""
     required = join(wire, group)
     request = JoinGroupRequest(
         group_id=group,
@@ -390,7 +391,9 @@ def join_as_new_member_later(wire: Wire, group: str) -> _Pending:
     header = encode_request_header(RequestHeader(ApiKey.JOIN_GROUP, 9, wire.correlation_id, "wire-test"))
     body = encode_request(ApiKey.JOIN_GROUP, 9, request)
     wire.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
-    time.sleep(0.2)  # let the broker park it
+    deadline = time.monotonic() + helpers.TIMEOUT_S
+    while required.member_id not in [m.member_id for m in describe(watcher, group).members]:
+        assert time.monotonic() < deadline, "the broker never took the newcomer's JoinGroup"
     return _Pending(wire, wire.correlation_id)
 
 
