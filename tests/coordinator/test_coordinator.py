@@ -300,7 +300,7 @@ def test_session_timeout_on_the_injected_clock(tmp_path: Path) -> None:
     run(scenario)
 
 
-def test_offset_expiration_runs_on_its_interval(tmp_path: Path) -> None:
+def test_offset_expiration_runs_on_its_interval(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """offsets.retention.minutes = 10, offsets.retention.check.interval.ms = 60 s: an offset past its
     retention stays until the next check, and the check runs again one interval after the last."""
 
@@ -320,10 +320,16 @@ def test_offset_expiration_runs_on_its_interval(tmp_path: Path) -> None:
         h.clock.advance(1)  # retention reached, but the next check is due one interval after the last
         h.coordinator.wake()
         assert await committed() == [9]
+        caplog.set_level(logging.INFO, logger="odradek.coordinator")
         h.clock.advance(60_000 - 1)
         h.coordinator.wake()
         assert await committed() == []
         assert h.coordinator.list_groups() == (ErrorCode.NONE, [])
+        partition = h.coordinator.partition_for("g")
+        assert info_lines(caplog) == [
+            "Group g deleted (generation 0)",
+            f"Removed 1 expired offsets from __consumer_offsets-{partition}",
+        ]
         await h.coordinator.shutdown()
 
     run(scenario)
