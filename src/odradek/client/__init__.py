@@ -1,22 +1,34 @@
 """odradek.client: a small blocking Kafka client (no threads, no consumer groups).
 
 `KafkaClient` talks to a cluster (metadata, list offsets, fetch, produce, topic administration);
+`bootstrap` parses bootstrap strings and reaches a cluster with bounded, announced retries;
 `read_range` reads one offset range of one partition as `RecordColumns`; `Producer` batches records
 per partition and produces them. Used by the Spark source and sink, the pipeline, tests and
 benchmarks; the broker never imports it.
 """
 
-from odradek.client.client import FetchResult, KafkaClient, parse_bootstrap
+from odradek.client.bootstrap import (
+    BootstrapSyntaxError,
+    BrokerUnreachable,
+    bootstrap_option,
+    parse_bootstrap,
+)
+from odradek.client.client import FetchResult, KafkaClient
+from odradek.client.connection import ConnectFailed
 from odradek.client.consumer import decode_range, read_range
 from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
 
 __all__ = [
+    "BootstrapSyntaxError",
     "BrokerAddress",
+    "BrokerUnreachable",
+    "ConnectFailed",
     "ClusterMetadata",
     "FetchResult",
     "KafkaClient",
     "PartitionMetadata",
     "TopicPartition",
+    "bootstrap_option",
     "decode_range",
     "parse_bootstrap",
     "read_range",

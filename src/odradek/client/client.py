@@ -15,8 +15,13 @@ Behaviour:
   raising, so callers decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
 - `produce` sends pre-built RecordBatch bytes with acks 1 or -1 (all) and returns base offsets.
 
+- Opening a connection is bounded by `connect_timeout_s` (Kafka's socket.connection.setup.timeout.ms,
+  default 10 s). `KafkaClient.connect` builds a client and first reaches one bootstrap server with
+  bounded, announced retries (odradek.client.bootstrap), for tools that face a person; a client built
+  directly connects lazily. A host that does not resolve is not retried.
+
 Invariants: no background threads; every call blocks and is bounded by `timeout_s`. Not thread-safe:
-one client per thread. Callers: odradek.spark, odradek.pipeline, tests, benchmarks.
+one client per thread. Callers: odradek.spark, odradek.pipeline, odradek.cli, tests, benchmarks.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar
 
-from odradek.client.connection import BrokerConnection, ConnectionClosed
+from odradek.client.bootstrap import BrokerUnreachable, parse_bootstrap, reach_cluster
+from odradek.client.connection import BrokerConnection, ConnectFailed
 from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import RETRIABLE, ErrorCode, KafkaError
@@ -69,26 +75,48 @@ class _Retry(Exception):
         self.cause = cause
 
 
-def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
-    """`host1:port1,host2:port2` into (host, port) pairs."""
-    pairs = []
-    for entry in servers.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"bad bootstrap server {entry!r}; expected host:port")
-        pairs.append((host.strip("[]"), int(port)))
-    return pairs
-
-
 class KafkaClient:
     """Blocking client of one Kafka cluster."""
 
-    def __init__(self, bootstrap_servers: str, *, client_id: str = "odradek-client", timeout_s: float = 30.0):
-        self._bootstrap = parse_bootstrap(bootstrap_servers)
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str = "odradek-client",
+        timeout_s: float = 30.0,
+        connect_timeout_s: float = 10.0,
+    ):
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
         self._client_id = client_id
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self._by_address: dict[tuple[str, int], BrokerConnection] = {}
         self._cluster: ClusterMetadata | None = None
+
+    @classmethod
+    def connect(
+        cls,
+        bootstrap_servers: str,
+        *,
+        retry_for_s: float,
+        on_retry: Callable[[str], None],
+        client_id: str = "odradek-client",
+        timeout_s: float = 30.0,
+    ) -> KafkaClient:
+        """A client that has reached a bootstrap server, retrying for `retry_for_s` (announced through
+        `on_retry`); raises BrokerUnreachable with a one-line message when none answers."""
+        client = cls(
+            bootstrap_servers,
+            client_id=client_id,
+            timeout_s=timeout_s,
+            connect_timeout_s=max(retry_for_s, 1.0),
+        )
+        try:
+            reach_cluster(client, retry_for_s=retry_for_s, on_retry=on_retry)
+        except BaseException:
+            client.close()
+            raise
+        return client
 
     def __enter__(self) -> KafkaClient:
         return self
@@ -105,28 +133,37 @@ class KafkaClient:
 
     # -- connections ---------------------------------------------------------------------------
 
-    def _connection(self, host: str, port: int) -> BrokerConnection:
+    def connect_to(self, host: str, port: int, *, connect_timeout_s: float | None = None) -> BrokerConnection:
+        """The open connection to `host:port`, opened now (within `connect_timeout_s`, by default the
+        client's) if there is none; raises ConnectFailed."""
         connection = self._by_address.get((host, port))
         if connection is None or connection.closed:
-            connection = BrokerConnection(host, port, client_id=self._client_id, timeout_s=self.timeout_s)
+            connection = BrokerConnection(
+                host,
+                port,
+                client_id=self._client_id,
+                timeout_s=self.timeout_s,
+                connect_timeout_s=self.connect_timeout_s if connect_timeout_s is None else connect_timeout_s,
+            )
             self._by_address[(host, port)] = connection
         return connection
 
-    def _any_connection(self) -> BrokerConnection:
+    def any_connection(self) -> BrokerConnection:
+        """A connection to some broker: an open one, else the first bootstrap or known broker that answers."""
         known = [addr for addr, conn in self._by_address.items() if not conn.closed]
-        candidates = known + [b for b in self._bootstrap if b not in known]
+        candidates = known + [b for b in self.bootstrap if b not in known]
         if self._cluster is not None:
             candidates += [(b.host, b.port) for b in self._cluster.brokers.values()]
-        failure: Exception | None = None
-        for host, port in candidates:
+        failures = []
+        for host, port in dict.fromkeys(candidates):
             try:
-                return self._connection(host, port)
-            except OSError as exc:
-                failure = exc
-        raise ConnectionClosed(f"no broker reachable among {candidates}: {failure}")
+                return self.connect_to(host, port)
+            except ConnectFailed as exc:
+                failures.append(exc)
+        raise BrokerUnreachable(failures)
 
     def _broker_connection(self, broker: BrokerAddress) -> BrokerConnection:
-        return self._connection(broker.host, broker.port)
+        return self.connect_to(broker.host, broker.port)
 
     def _with_retries(self, attempt: Callable[[], T]) -> T:
         deadline = time.monotonic() + self.timeout_s
@@ -135,14 +172,15 @@ class KafkaClient:
                 return attempt()
             except (_Retry, OSError) as exc:
                 cause = exc.cause if isinstance(exc, _Retry) else exc
-                if time.monotonic() + _BACKOFF_S > deadline:
+                hopeless = isinstance(cause, ConnectFailed | BrokerUnreachable) and not cause.retriable
+                if hopeless or time.monotonic() + _BACKOFF_S > deadline:
                     raise cause from None
                 time.sleep(_BACKOFF_S)
                 self._cluster = None
 
     def _request_any(self, api_key: int, message: Any) -> Any:
         def attempt() -> Any:
-            return self._any_connection().request(api_key, message)
+            return self.any_connection().request(api_key, message)
 
         return self._with_retries(attempt)
 

@@ -7,11 +7,17 @@ back to the version the broker names when it answers UNSUPPORTED_VERSION with a 
 then on uses, per API, the highest version both the broker and this client (`CLIENT_MAX_VERSIONS`)
 speak.
 
-Invariants: a failed send or receive closes the connection (a half-read stream cannot be resumed);
-callers open a new one. Every socket operation is bounded by `timeout_s`. Responses' `records`
-fields alias the receive buffer, which is fresh for each response.
+Opening a connection (TCP connect plus the ApiVersions exchange: Kafka's "connection setup") is
+bounded by `connect_timeout_s` (Kafka's socket.connection.setup.timeout.ms); when it fails the
+connection raises `ConnectFailed`, which names the address and the reason in words a person reads
+(unknown host, connection refused, timed out, not a Kafka listener) and says whether trying again
+can help: an unknown host cannot.
 
-Callers: odradek.client.client only.
+Invariants: a failed send or receive closes the connection (a half-read stream cannot be resumed);
+callers open a new one. Every socket operation after setup is bounded by `timeout_s`. Responses'
+`records` fields alias the receive buffer, which is fresh for each response.
+
+Callers: odradek.client.client, and odradek.cli.groups through `KafkaClient.connect_to` (the group APIs).
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.DELETE_TOPICS: 6,
     ApiKey.DELETE_RECORDS: 2,
     ApiKey.CREATE_PARTITIONS: 3,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.LIST_GROUPS: 4,
+    ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.OFFSET_FETCH: 7,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.DELETE_GROUPS: 2,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,
@@ -49,6 +61,7 @@ CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.METADATA: 1,
 }
 
+UNKNOWN_HOST = "unknown host"
 _SIZE = struct.Struct(">i")
 _ERROR_CODE = struct.Struct(">h")
 _CLIENT_SOFTWARE = ("odradek-client", "0.1.0")
@@ -56,6 +69,23 @@ _CLIENT_SOFTWARE = ("odradek-client", "0.1.0")
 
 class ConnectionClosed(ConnectionError):
     """The broker closed the connection, or it broke mid-frame."""
+
+
+class ConnectFailed(ConnectionError):
+    """Opening a connection to `host:port` failed: `reason` says why, `retriable` if a retry may help."""
+
+    def __init__(self, host: str, port: int, reason: str, *, retriable: bool) -> None:
+        self.host, self.port, self.reason, self.retriable = host, port, reason, retriable
+        super().__init__(self.describe())
+
+    @property
+    def address(self) -> str:
+        return format_address(self.host, self.port)
+
+    def describe(self) -> str:
+        if self.reason == UNKNOWN_HOST:
+            return f"unknown host {self.host} (no address for {self.address})"
+        return f"cannot reach {self.address} ({self.reason})"
 
 
 class UnsupportedApi(KafkaError):
@@ -68,18 +98,29 @@ class UnsupportedApi(KafkaError):
 class BrokerConnection:
     """A negotiated connection to `host:port`."""
 
-    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
+    def __init__(
+        self, host: str, port: int, *, client_id: str, timeout_s: float, connect_timeout_s: float
+    ) -> None:
         self.host, self.port = host, port
         self._client_id = client_id
         self._correlation_id = 0
-        self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
+        self._sock: socket.socket | None = _open_socket(host, port, connect_timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.versions: dict[int, int] = {}
         try:
             self.versions = self._negotiate()
+        except TimeoutError as exc:
+            self.close()
+            reason = f"no ApiVersions answer within {connect_timeout_s:g} s: is it a Kafka listener?"
+            raise ConnectFailed(host, port, reason, retriable=True) from exc
+        except OSError as exc:  # ConnectionClosed included
+            self.close()
+            reason = f"closed during ApiVersions ({exc}): is it a Kafka listener?"
+            raise ConnectFailed(host, port, reason, retriable=True) from exc
         except BaseException:
             self.close()
             raise
+        self._sock.settimeout(timeout_s)
 
     @property
     def closed(self) -> bool:
@@ -151,6 +192,36 @@ class BrokerConnection:
                 raise ConnectionClosed(f"{self.host}:{self.port} closed the connection")
             filled += got
         return buf
+
+
+def format_address(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 host in brackets as bootstrap servers spell it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+_UNKNOWN_HOST_ERRNOS = frozenset(
+    code for code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)) if code is not None
+)
+
+
+def _open_socket(host: str, port: int, timeout_s: float) -> socket.socket:
+    """A connected TCP socket, or ConnectFailed saying why not."""
+    try:
+        return socket.create_connection((host, port), timeout=timeout_s)
+    except socket.gaierror as exc:
+        unknown = exc.errno in _UNKNOWN_HOST_ERRNOS
+        reason = UNKNOWN_HOST if unknown else f"cannot resolve the host: {_lower(exc.strerror)}"
+        raise ConnectFailed(host, port, reason, retriable=not unknown) from exc
+    except ConnectionRefusedError as exc:
+        raise ConnectFailed(host, port, "connection refused", retriable=True) from exc
+    except TimeoutError as exc:
+        raise ConnectFailed(host, port, f"connect timed out after {timeout_s:g} s", retriable=True) from exc
+    except OSError as exc:
+        raise ConnectFailed(host, port, _lower(exc.strerror or str(exc)), retriable=True) from exc
+
+
+def _lower(text: str | None) -> str:
+    return (text or "").lower()
 
 
 def _max_offered(response: ApiVersionsResponse, api_key: int) -> int:
