@@ -1,47 +1,45 @@
 """`odradek groups`: consumer groups from the command line, like kafka-consumer-groups.sh.
 
-    odradek groups --bootstrap-server HOST:PORT list [--state]
-    odradek groups --bootstrap-server HOST:PORT describe GROUP
-    odradek groups --bootstrap-server HOST:PORT delete GROUP
-    odradek groups --bootstrap-server HOST:PORT reset-offsets --group G --topic T[:P,P...]
+    odradek groups list --bootstrap-server HOST:PORT [--state]
+    odradek groups describe --bootstrap-server HOST:PORT GROUP
+    odradek groups delete --bootstrap-server HOST:PORT GROUP
+    odradek groups reset-offsets --bootstrap-server HOST:PORT --group G --topic T[:P,P...]
         (--to-earliest | --to-latest | --to-offset N) [--dry-run | --execute]
+
+The connection options (--bootstrap-server, --timeout, --connect-timeout) go before or after the
+action, as the user likes (`odradek groups --bootstrap-server X list` works too).
 
 `describe` shows, per partition the group has committed or is assigned, the committed offset
 (CURRENT-OFFSET), the log end offset (the high watermark, what a consumer can reach), the lag and
 the member that owns it. `reset-offsets` computes new offsets (a `--to-offset` outside the log is
 clamped to the earliest / latest offset, as Kafka does), prints them and, with `--execute`, commits
 them; it refuses a group that has active members. Exit status: 0 on success, 1 on a failure
-reported by the cluster, 2 on a usage error.
+reported by the cluster or a cluster that cannot be reached, 2 on a usage error (a malformed
+--bootstrap-server among them).
 
-Talks the Kafka protocol: metadata and log offsets through `odradek.client.KafkaClient`, the group
-APIs (FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups) over a
-small private connection here, since the shared client does not speak them. Coordinator errors
-(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) are retried until the
-timeout.
+Talks the Kafka protocol through `odradek.client.KafkaClient`: it first reaches a bootstrap server,
+retrying for --connect-timeout seconds and saying so on stderr, one line per retry (an unknown host
+is reported at once); then metadata and log offsets through the client, and the group APIs
+(FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups) as plain
+requests on the client's broker connections. Coordinator errors (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) are retried until --timeout.
 """
 
 from __future__ import annotations
 
 import argparse
-import socket
-import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from odradek.client import KafkaClient, TopicPartition, parse_bootstrap
+from odradek.cli.main import UsageError
+from odradek.client import KafkaClient, TopicPartition, bootstrap_option
+from odradek.client.connection import BrokerConnection
 from odradek.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.codec import decode_response, encode_request
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.protocol.headers import (
-    RequestHeader,
-    encode_request_header,
-    parse_response_header,
-    response_header_version,
-)
 from odradek.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -56,29 +54,56 @@ HELP = "list, describe and delete consumer groups, reset their committed offsets
 
 CLIENT_ID = "odradek-groups"
 EARLIEST, LATEST = -2, -1
-_VERSIONS = {
-    ApiKey.FIND_COORDINATOR: 3,
-    ApiKey.LIST_GROUPS: 4,
-    ApiKey.DESCRIBE_GROUPS: 5,
-    ApiKey.OFFSET_FETCH: 7,
-    ApiKey.OFFSET_COMMIT: 8,
-    ApiKey.DELETE_GROUPS: 2,
-}
 _COORDINATOR_ERRORS = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )
 _BACKOFF_S = 0.1
-_SIZE = struct.Struct(">i")
 T = TypeVar("T")
 
 
+def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options every action takes; given at the action level they win over the group level.
+
+    At the action level they default to SUPPRESS, so an option given before the action is kept."""
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--bootstrap-server",
+        type=bootstrap_option,
+        default=default(None),
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="brokers to start from (required)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=default(30.0),
+        metavar="SECONDS",
+        help="give up on a request after this long (default 30)",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=default(5.0),
+        metavar="SECONDS",
+        help="keep trying to reach a bootstrap server this long (default 5)",
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT", help="a broker to start from"
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=30.0, metavar="SECONDS", help="give up after this long"
-    )
+    _connection_options(parser, defaults=True)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="list the groups")
     listing.add_argument("--state", action="store_true", help="show each group's state")
@@ -86,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions.add_parser("delete", help="delete a group that has no members").add_argument("group")
     reset = actions.add_parser("reset-offsets", help="move a group's committed offsets")
     reset.add_argument("--group", required=True)
-    reset.add_argument("--topic", required=True, metavar="TOPIC[:P,P...]")
+    reset.add_argument("--topic", required=True, type=_topic_spec, metavar="TOPIC[:P,P...]")
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true")
     target.add_argument("--to-latest", action="store_true")
@@ -94,15 +119,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    for action in actions.choices.values():
+        _connection_options(action, defaults=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bootstrap_server is None:
+        raise UsageError("the following arguments are required: --bootstrap-server")
     try:
-        with GroupAdmin(args.bootstrap_server, args.timeout) as admin:
+        with GroupAdmin(args.bootstrap_server, args.timeout, args.connect_timeout) as admin:
             return _ACTIONS[args.action](admin, args)
-    except (KafkaError, OSError) as exc:
+    except OSError as exc:  # BrokerUnreachable, ConnectFailed, a connection broken mid-way
+        print(f"odradek groups: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
+
+
+def _announce_retry(line: str) -> None:
+    print(f"odradek groups: {line}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +191,7 @@ def _delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
 
 
 def _reset_offsets(admin: GroupAdmin, args: argparse.Namespace) -> int:
-    topic, partitions = _parse_topic(args.topic)
+    topic, partitions = args.topic
     target = EARLIEST if args.to_earliest else LATEST if args.to_latest else args.to_offset
     state = admin.describe(args.group, with_offsets=False).state
     if args.execute and state not in ("Empty", "Dead"):
@@ -189,14 +225,15 @@ _ACTIONS: dict[str, Callable[[GroupAdmin, argparse.Namespace], int]] = {
 }
 
 
-def _parse_topic(spec: str) -> tuple[str, list[int] | None]:
+def _topic_spec(spec: str) -> tuple[str, list[int] | None]:
+    """argparse `type=` of --topic: `TOPIC` or `TOPIC:P,P...` into (topic, partitions or None)."""
     topic, _, partitions = spec.partition(":")
     if not partitions:
         return topic, None
     try:
         return topic, [int(p) for p in partitions.split(",")]
     except ValueError:
-        raise SystemExit(f"odradek groups: bad partition list in --topic {spec!r}") from None
+        raise argparse.ArgumentTypeError(f"bad partition list in {spec!r}; expected TOPIC[:P,P...]") from None
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -250,39 +287,6 @@ class GroupReport:
     rows: tuple[PartitionRow, ...]
 
 
-class _Connection:
-    """One blocking connection speaking the group APIs at fixed versions odradek serves."""
-
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        self._correlation_id = 0
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def request(self, api_key: ApiKey, message: Any) -> Any:
-        version = _VERSIONS[api_key]
-        self._correlation_id += 1
-        header = encode_request_header(RequestHeader(api_key, version, self._correlation_id, CLIENT_ID))
-        body = encode_request(api_key, version, message)
-        self._sock.sendall(_SIZE.pack(len(header) + len(body)) + header + body)
-        payload = self._receive(_SIZE.unpack(self._receive(4))[0])
-        correlation_id, start = parse_response_header(payload, response_header_version(api_key, version))
-        if correlation_id != self._correlation_id:
-            raise ConnectionError(f"expected correlation id {self._correlation_id}, got {correlation_id}")
-        return decode_response(api_key, version, payload[start:])
-
-    def _receive(self, size: int) -> memoryview:
-        buf = memoryview(bytearray(size))
-        filled = 0
-        while filled < size:
-            got = self._sock.recv_into(buf[filled:])
-            if got == 0:
-                raise ConnectionError("the broker closed the connection")
-            filled += got
-        return buf
-
-
 class _CoordinatorMoved(Exception):
     pass
 
@@ -290,38 +294,35 @@ class _CoordinatorMoved(Exception):
 class GroupAdmin:
     """The group operations of the CLI against one cluster."""
 
-    def __init__(self, bootstrap_servers: str, timeout_s: float) -> None:
-        self._bootstrap = parse_bootstrap(bootstrap_servers)
+    def __init__(self, bootstrap_servers: str, timeout_s: float, connect_timeout_s: float) -> None:
+        """Reach the cluster first: BrokerUnreachable (one line) when no bootstrap server answers."""
         self._timeout_s = timeout_s
-        self._client = KafkaClient(bootstrap_servers, client_id=CLIENT_ID, timeout_s=timeout_s)
-        self._connections: dict[tuple[str, int], _Connection] = {}
+        self._client = KafkaClient.connect(
+            bootstrap_servers,
+            retry_for_s=connect_timeout_s,
+            on_retry=_announce_retry,
+            client_id=CLIENT_ID,
+            timeout_s=timeout_s,
+        )
 
     def __enter__(self) -> GroupAdmin:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._client.close()
-        for connection in self._connections.values():
-            connection.close()
 
-    def _connection(self, host: str, port: int) -> _Connection:
-        if (host, port) not in self._connections:
-            self._connections[(host, port)] = _Connection(host, port, self._timeout_s)
-        return self._connections[(host, port)]
-
-    def _with_coordinator(self, group: str, call: Callable[[_Connection], T]) -> T:
+    def _with_coordinator(self, group: str, call: Callable[[BrokerConnection], T]) -> T:
         """`call` against the group's coordinator, finding it again while it moves or loads."""
         deadline = time.monotonic() + self._timeout_s
         while True:
-            host, port = self._bootstrap[0]
-            found = self._connection(host, port).request(
+            found = self._client.any_connection().request(
                 ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=group, key_type=0)
             )
             try:
                 if found.error_code in _COORDINATOR_ERRORS:
                     raise _CoordinatorMoved
                 _check(found.error_code, f"finding the coordinator of '{group}'")
-                return call(self._connection(found.host, found.port))
+                return call(self._client.connect_to(found.host, found.port))
             except _CoordinatorMoved:
                 if time.monotonic() + _BACKOFF_S > deadline:
                     raise KafkaError(
@@ -334,7 +335,7 @@ class GroupAdmin:
     def list_groups(self) -> list[GroupListing]:
         groups: dict[str, GroupListing] = {}
         for broker in self._client.metadata([]).brokers.values():
-            response = self._connection(broker.host, broker.port).request(
+            response = self._client.connect_to(broker.host, broker.port).request(
                 ApiKey.LIST_GROUPS, ListGroupsRequest()
             )
             _check(response.error_code, f"listing the groups of broker {broker.node_id}")
@@ -344,7 +345,7 @@ class GroupAdmin:
     # -- describe -----------------------------------------------------------------------------
 
     def describe(self, group: str, *, with_offsets: bool = True) -> GroupReport:
-        def describe_at(connection: _Connection) -> tuple[Any, dict[TopicPartition, int]]:
+        def describe_at(connection: BrokerConnection) -> tuple[Any, dict[TopicPartition, int]]:
             described = connection.request(
                 ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[group])
             ).groups[0]
@@ -362,7 +363,7 @@ class GroupAdmin:
         )
         return GroupReport(described.group_state, rows)
 
-    def _committed(self, connection: _Connection, group: str) -> dict[TopicPartition, int]:
+    def _committed(self, connection: BrokerConnection, group: str) -> dict[TopicPartition, int]:
         response = connection.request(ApiKey.OFFSET_FETCH, OffsetFetchRequest(group_id=group, topics=None))
         _raise_if_moved(response.error_code)
         _check(response.error_code, f"fetching the offsets of '{group}'")
@@ -382,7 +383,7 @@ class GroupAdmin:
     # -- delete and reset ---------------------------------------------------------------------
 
     def delete(self, group: str) -> int:
-        def delete_at(connection: _Connection) -> int:
+        def delete_at(connection: BrokerConnection) -> int:
             result = connection.request(
                 ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=[group])
             ).results[0]
@@ -419,7 +420,7 @@ class GroupAdmin:
             ],
         )
 
-        def commit_at(connection: _Connection) -> dict[TopicPartition, int]:
+        def commit_at(connection: BrokerConnection) -> dict[TopicPartition, int]:
             response = connection.request(ApiKey.OFFSET_COMMIT, request)
             errors = {
                 TopicPartition(t.name, p.partition_index): p.error_code
