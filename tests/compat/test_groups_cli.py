@@ -139,3 +139,18 @@ def test_active_group_shows_owners_and_refuses_reset(broker, unique_topic: str) 
         assert table(ok(broker.bootstrap, "describe", group), "GROUP")[0][3] == "2"
     finally:
         consumer.close()
+
+
+def test_connection_options_before_or_after_the_action(broker, unique_topic: str) -> None:
+    helpers.create_topic(broker.bootstrap, unique_topic, 1)
+    group = f"group-{unique_topic}"
+    commit_offsets(broker.bootstrap, group, unique_topic, [0])
+    options = ["--bootstrap-server", broker.bootstrap, "--timeout", "20"]
+    outputs = []
+    for argv in (["groups", *options, "describe", group], ["groups", "describe", group, *options]):
+        done = subprocess.run(
+            [sys.executable, "-m", "odradek", *argv], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(table(done.stdout, "GROUP"))
+    assert outputs[0] == outputs[1] == [[group, unique_topic, "0", "0", "0", "0", "-", "-", "-"]]
