@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from odradek.cli.main import UsageError
+from odradek.cli.main import UsageError, seconds_option
 from odradek.client import KafkaClient, TopicPartition, bootstrap_option
 from odradek.client.connection import BrokerConnection
 from odradek.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
@@ -78,28 +78,18 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds_option,
         default=default(30.0),
         metavar="SECONDS",
         help="give up on a request after this long (default 30)",
     )
     parser.add_argument(
         "--connect-timeout",
-        type=_seconds,
+        type=seconds_option,
         default=default(5.0),
         metavar="SECONDS",
         help="keep trying to reach a bootstrap server this long (default 5)",
     )
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
-    return seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

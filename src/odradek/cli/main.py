@@ -34,12 +34,23 @@ class UsageError(Exception):
     """Raised by a command's `run` for a usage error argparse could not catch; exits 2."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors as one line that points at --help."""
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line pointing at --help (odradek.pipeline uses it too)."""
 
     def error(self, message: str) -> NoReturn:
         _usage_error(self.prog, message)
         self.exit(USAGE_ERROR)
+
+
+def seconds_option(value: str) -> float:
+    """argparse `type=` for a duration option: a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _usage_error(prog: str, message: str) -> None:
@@ -59,7 +70,7 @@ def command_modules() -> list[ModuleType]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="odradek", description="Apache Kafka rebuilt in Python.")
+    parser = ArgumentParser(prog="odradek", description="Apache Kafka rebuilt in Python.")
     parser.add_argument("--version", action="version", version=f"odradek {odradek.__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules():
