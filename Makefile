@@ -1,13 +1,16 @@
 # odradek: the two commands the README names (`make serve`, `make test`) plus bench and lint.
-#   make serve [ARGS="--config server.properties --override num.partitions=3"]
+#   make serve [ARGS="--config server.properties --override num.partitions=3"]   (installs first if needed)
 #   make test          installs test dependencies, then runs the whole suite (slow tests included)
 PYTHON ?= python3
 ARGS ?=
 
 .PHONY: install serve test bench bench-quick lint
 
+# Quiet when everything is there; one line, then pip's errors only, when it installs.
 install:
-	@$(PYTHON) -c "import odradek.cli.main, mypyc" 2>/dev/null || $(PYTHON) -m pip install -e '.[native]'
+	@$(PYTHON) -c "import odradek.cli.serve, mypyc" 2>/dev/null || { \
+	    echo "make: installing odradek with its native extra: pip install -q -e '.[native]'"; \
+	    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON) -m pip install -q -e '.[native]'; }
 	@$(PYTHON) tools/build_native.py
 
 serve: install
