@@ -6,6 +6,7 @@ under the reserved `.invalid` TLD. What the pipeline does with a broker: tests/s
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,10 +19,12 @@ PROG = "python -m odradek.pipeline"
 PROBES = 3
 
 
-def pipeline(*args: str) -> tuple[subprocess.CompletedProcess[str], float, list[str]]:
+def pipeline(
+    *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float, list[str]]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "odradek.pipeline", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "odradek.pipeline", *args], capture_output=True, text=True, timeout=60, env=env
     )
     assert "Traceback" not in done.stderr
     return done, time.monotonic() - started, done.stderr.splitlines()
@@ -72,3 +75,12 @@ def test_usage_errors_name_the_option_and_exit_2(argv: list[str], expected: str)
     done, _, lines = pipeline(*argv)
     (line,) = lines
     assert done.returncode == 2 and line.startswith(f"{PROG}: {expected}")
+
+
+def test_missing_java_is_said_before_connecting() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = os.path.dirname(sys.executable)  # the interpreter's directory holds no java
+    done, _, lines = pipeline("--bootstrap", f"127.0.0.1:{free_port()}", env=env)
+    (line,) = lines
+    assert line.startswith(f"{PROG}: Spark needs Java 17: no java on PATH and no JAVA_HOME")
+    assert done.returncode == 1

@@ -12,17 +12,20 @@ rerun are timestamped back from now, so those older than the last run's watermar
 Rerunning resumes: the load starts from the offsets stored in the table, the streaming job from its
 checkpoint.
 
-Errors: a malformed --bootstrap is a usage error (exit 2, one line naming the option); a broker that
-cannot be reached is retried for --connect-timeout seconds (one line per retry on stderr), then
-reported in one line with exit 1, as is an unknown host (at once) and any later broker or cluster
-error; nothing here ends in a traceback for those.
+Errors: a malformed --bootstrap is a usage error (exit 2, one line naming the option); PySpark or
+Java missing is said in one line before anything runs (exit 1); a broker that cannot be reached is
+retried for --connect-timeout seconds (one line per retry on stderr), then reported in one line with
+exit 1, as is an unknown host (at once) and any later broker or cluster error; nothing here ends in
+a traceback for those.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -116,8 +119,24 @@ def _say(line: str) -> None:
     print(f"{PROG}: {line}", file=sys.stderr, flush=True)
 
 
+def _missing_requirement() -> str | None:
+    """What keeps Spark from starting here, checked before any event is generated."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "PySpark is not installed: pip install -e '.[spark]' (or pip install 'odradek[spark]')"
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and Path(java_home, "bin", "java").exists()) and shutil.which("java") is None:
+        return (
+            "Spark needs Java 17: no java on PATH and no JAVA_HOME (apt-get install openjdk-17-jre-headless)"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    missing = _missing_requirement()
+    if missing:
+        _say(missing)
+        return 1
     try:
         client = KafkaClient.connect(
             args.bootstrap, retry_for_s=args.connect_timeout, on_retry=_say, client_id="odradek-pipeline"
