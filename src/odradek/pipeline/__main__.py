@@ -90,6 +90,8 @@ def _spark(master: str):
     import odradek.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):  # a local driver has no reason to bind beyond loopback (nor to warn)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
         SparkSession.builder.master(master)
         .appName("odradek-pipeline")
