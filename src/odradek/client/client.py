@@ -14,7 +14,6 @@ Behaviour:
 - `fetch` reads one partition (READ_UNCOMMITTED) and returns the partition's error code instead of
   raising, so callers decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
 - `produce` sends pre-built RecordBatch bytes with acks 1 or -1 (all) and returns base offsets.
-
 - Opening a connection is bounded by `connect_timeout_s` (Kafka's socket.connection.setup.timeout.ms,
   default 10 s). `KafkaClient.connect` builds a client and first reaches one bootstrap server with
   bounded, announced retries (odradek.client.bootstrap), for tools that face a person; a client built
@@ -104,7 +103,8 @@ class KafkaClient:
         timeout_s: float = 30.0,
     ) -> KafkaClient:
         """A client that has reached a bootstrap server, retrying for `retry_for_s` (announced through
-        `on_retry`); raises BrokerUnreachable with a one-line message when none answers."""
+        `on_retry`); raises BrokerUnreachable with a one-line message when none answers. Its later
+        connections' setup is bounded by the same window (at least 1 s)."""
         client = cls(
             bootstrap_servers,
             client_id=client_id,
