@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from odradek.protocol.records import record, record_loops
+from odradek.protocol.records import record, record_loops, validation
 
 LOOPS_SOURCE = Path(record_loops.__file__).with_name("record_loops.py")
 
@@ -27,6 +27,8 @@ def load_loops_source() -> ModuleType:
 def record_loops_implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "source":
         source = load_loops_source()
-        monkeypatch.setattr(record, "walk_records", source.walk_records)
+        monkeypatch.setattr(validation, "walk_records", source.walk_records)
+        monkeypatch.setattr(validation, "walk_headers", source.walk_headers)
+        monkeypatch.setattr(validation, "read_varint", source.read_varint)
         monkeypatch.setattr(record, "decode_records_into", source.decode_records_into)
     return str(request.param)

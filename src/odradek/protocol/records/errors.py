@@ -35,6 +35,15 @@ class RecordTooLargeError(RecordsError):
     error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
+class DecompressedTooLargeError(RecordTooLargeError):
+    """A compressed batch that decompresses to more than the broker accepts: MESSAGE_TOO_LARGE, which
+    makes a Java producer split the batch and retry (see `records.validation`)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the batch decompresses to more than {limit} bytes")
+        self.limit = limit
+
+
 class InvalidRecordError(RecordsError):
     """A well-formed batch whose contents Kafka refuses (counts, control batches): INVALID_RECORD."""
 

@@ -33,8 +33,8 @@ from odradek.protocol.records.batch import (
     iter_batches,
 )
 from odradek.protocol.records.compression import CompressionType, decompress
-from odradek.protocol.records.errors import CorruptRecordError, InvalidRecordError
-from odradek.protocol.records.record_loops import Header, decode_records_into, walk_records
+from odradek.protocol.records.errors import CorruptRecordError
+from odradek.protocol.records.record_loops import Header, decode_records_into
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,23 +174,3 @@ def decode_batch_into(
     except IndexError:
         raise CorruptRecordError("record runs past the end of its batch") from None
     return columns
-
-
-def check_records(
-    data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int, require_key: bool
-) -> None:
-    """Walk a batch's (decompressed) records section without building anything; raise on the first flaw.
-
-    Each of the `records_count` records must fill exactly its length prefix, carry offsetDelta equal
-    to its index and a timestampDelta within [min_timestamp_delta, max_timestamp_delta]; key and
-    value lengths are >= -1, header counts >= 0, header keys not null, keys not null when
-    `require_key`; no bytes follow the last record.
-    A structural flaw raises InvalidRecordError, a timestamp out of bounds InvalidTimestampError.
-    The loop itself is `record_loops.walk_records` (compiled with mypyc where a compiler is present).
-    """
-    try:
-        end = walk_records(data, records_count, min_timestamp_delta, max_timestamp_delta, require_key)
-    except IndexError:
-        raise InvalidRecordError("a record runs past the end of its batch") from None
-    if end != len(data):
-        raise InvalidRecordError(f"{len(data) - end} bytes follow the last record of the batch")

@@ -1,7 +1,8 @@
 """The loops that visit every record: the produce-side walk and the columnar decode.
 
 Owns the two per-record hot loops over the varint record layout of `records.record`:
-- `walk_records` checks records field by field without building anything: each record fills exactly
+- `walk_records` checks records field by field without building anything, over a window of a batch's
+  records section (the part of it that validation holds at a time): each record fills exactly
   its length prefix, its offsetDelta is its index, its timestampDelta lies within the given bounds,
   key and value lengths are >= -1, the header count is >= 0, header keys are not null and, for a
   compacted topic, the key is not null (InvalidRecordError, Kafka's INVALID_RECORD; a timestamp out
@@ -16,7 +17,7 @@ imported, which keeps the compiled unit small. A varint longer than 10 bytes is 
 a read past the end of `data` raises IndexError, which the callers in `records.record` turn into
 the Kafka error of their context.
 
-Callers: `records.record` (`check_records`, `decode_batch_into`).
+Callers: `records.validation` (`walk_records`), `records.record` (`decode_batch_into`).
 """
 
 from __future__ import annotations
@@ -31,15 +32,31 @@ Columns = tuple[
 
 
 def walk_records(
-    data: bytes, records_count: int, min_timestamp_delta: int, max_timestamp_delta: int, require_key: bool
-) -> int:
-    """Check `records_count` records from the start of `data`; return the position after the last.
+    data: bytes,
+    position: int,
+    first_index: int,
+    records_left: int,
+    min_timestamp_delta: int,
+    max_timestamp_delta: int,
+    require_key: bool,
+) -> tuple[int, int]:
+    """Check the records that lie whole in `data` from `position` on, at most `records_left`, the
+    first being record number `first_index` of its batch; stop before a record that `data` does not
+    hold whole. Return (records checked, the position after the last).
     `require_key`: a record with a null key is refused (a compacted topic's rule)."""
-    position = 0
-    for index in range(records_count):
-        length, position = read_varint(data, position)
-        record_end = position + length
-        timestamp_delta, position = read_varint(data, position + 1)  # past the attributes byte
+    end = len(data)
+    walked = 0
+    while walked < records_left:
+        if end - position < 10 and not _holds_varint(data, position, end):
+            break
+        length, start = read_varint(data, position)
+        if length < 0:
+            raise InvalidRecordError(f"record {first_index + walked} has length {length}")
+        record_end = start + length
+        if record_end > end:
+            break
+        index = first_index + walked
+        timestamp_delta, position = read_varint(data, start + 1)  # past the attributes byte
         if timestamp_delta < min_timestamp_delta or timestamp_delta > max_timestamp_delta:
             raise InvalidTimestampError(f"record {index} has a timestamp outside the allowed bounds")
         offset_delta, position = read_varint(data, position)
@@ -56,7 +73,41 @@ def walk_records(
             position = skip_headers(data, position, record_end)
         if position != record_end:
             raise InvalidRecordError(f"record {index} does not fill its length of {length} bytes")
-    return position
+        walked += 1
+    return walked, position
+
+
+def _holds_varint(data: bytes, position: int, end: int) -> bool:
+    """Whether a whole varint starts at `position` (its last byte is before `end`)."""
+    while position < end:
+        if data[position] < 0x80:
+            return True
+        position += 1
+    return False
+
+
+def walk_headers(data: bytes, position: int, headers_left: int) -> tuple[int, int]:
+    """Check the headers that lie whole in `data` from `position` on, at most `headers_left`; stop
+    before one that `data` does not hold whole. Return (headers checked, the position after the last).
+    For a record too long to be held at once (validation walks its other fields itself)."""
+    end = len(data)
+    walked = 0
+    while walked < headers_left:
+        if end - position < 10 and not _holds_varint(data, position, end):
+            break
+        key_length, key_end = read_varint(data, position)
+        if key_length < 0:
+            raise InvalidRecordError("null or negative-length header key")
+        if end - key_end - key_length < 10 and not _holds_varint(data, key_end + key_length, end):
+            break
+        value_length, value_start = read_varint(data, key_end + key_length)
+        if value_length < -1:
+            raise InvalidRecordError(f"negative length {value_length}")
+        if value_start + max(value_length, 0) > end:
+            break
+        position = value_start + max(value_length, 0)
+        walked += 1
+    return walked, position
 
 
 def skip_headers(data: bytes, position: int, record_end: int) -> int:
