@@ -11,8 +11,11 @@ Contracts:
   leader epoch (plus maxTimestamp for LogAppendTime) by patching the request's own bytes when they
   are writable (the network layer hands over a view of its frame buffer; other callers' bytes are
   copied once), rolls if needed, and writes with one positional write. Compressed batches are
-  decompressed to be checked and stored as they came. A failed write (ENOSPC...) raises
-  KafkaStorageError with the log unchanged.
+  stored as they came; their records are not walked here but by `check_records`, which the
+  produce handler runs before the append (decompressing is slow work, which it may move to a
+  worker thread). A failed write (ENOSPC...) raises KafkaStorageError with the log unchanged.
+- `check_records(records, decompression_budget)`: every check of the leader append, compressed
+  batches' records included, under this log's config; touches no state, so any thread may call it.
 - `read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)` returns at most one
   `FileSlice` of whole batches from one segment: starting at the batch holding `fetch_offset`, ending
   at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
@@ -185,6 +188,7 @@ class Log:
             config.max_message_bytes,
             timestamp_bounds=_create_time_bounds(config, now),
             require_key=config.compact_enabled,
+            walk_compressed=False,
         )
         buf = records if _writable(records) else bytearray(records)
         idempotent = _has_producer_id(validated.headers)
@@ -213,6 +217,18 @@ class Log:
                 record_count=validated.record_count,
                 valid_bytes=validated.size_in_bytes,
             )
+
+    def check_records(self, records: memoryview, decompression_budget: int | None = None) -> None:
+        """Validate `records` as a leader append would, walking compressed batches too (see
+        `records.validation` for `decompression_budget`)."""
+        config = self.config
+        validate_records(
+            records,
+            config.max_message_bytes,
+            timestamp_bounds=_create_time_bounds(config, self._clock.time_ms()),
+            require_key=config.compact_enabled,
+            decompression_budget=decompression_budget,
+        )
 
     def _duplicate_info(self, original: BatchMetadata) -> LogAppendInfo:
         log_append_time = original.timestamp if self.config.log_append_time else NO_TIMESTAMP
