@@ -9,6 +9,9 @@ make the broker allocate or compute far more than its size, nor keep other conne
   ApiVersions on another connection is answered within 100 ms throughout.
 - Over a million tiny records in one zstd batch under 1 MB: validated (in a worker thread) and
   appended, or refused when the last record is bad, with ApiVersions still answered within 100 ms.
+- ListOffsets by a timestamp only the last of those records reaches: every record's timestamp is
+  read, in a worker thread and in bounded pieces (VmHWM grows by less than 32 MiB; decoding the
+  batch into columns, as before, added 160 MB and stalled the event loop 200 ms).
 
 Probe latency is the worst of many ApiVersions round trips sent back to back from another
 connection from before the produce request is sent until after its answer.
@@ -71,17 +74,20 @@ def gzip_bomb() -> bytes:
     return batch
 
 
-def tiny_records_batch(count: int, bad_last: bool = False) -> bytes:
-    """One zstd batch of `count` records with neither key nor value (8 bytes or less each)."""
+def tiny_records_batch(count: int, bad_last: bool = False, late_last: bool = False) -> bytes:
+    """One zstd batch of `count` records with neither key nor value (8 bytes or less each). The last
+    record's offsetDelta is wrong when `bad_last`; with `late_last` every record but the last is 1 ms
+    older than the batch's timestamp, so only the last one reaches it."""
     squeezer = zstandard.ZstdCompressor(level=3).compressobj()
     parts = []
+    early = -1 if late_last else 0
     for start in range(0, count, 100_000):
         stop = min(count, start + 100_000)
-        chunk = b"".join(encode_record(i, 0, None, None) for i in range(start, stop))
-        if bad_last and stop == count:
-            chunk = chunk[: -len(encode_record(count - 1, 0, None, None))] + encode_record(
-                count + 5, 0, None, None
-            )
+        chunk = b"".join(encode_record(i, early, None, None) for i in range(start, stop))
+        if stop == count:
+            last_offset_delta = count + 5 if bad_last else count - 1
+            chunk = chunk[: -len(encode_record(count - 1, early, None, None))]
+            chunk += encode_record(last_offset_delta, 0, None, None)
         parts.append(squeezer.compress(chunk))
     parts.append(squeezer.flush())
     return compressed_batch(b"".join(parts), count, ZSTD)
@@ -132,6 +138,10 @@ def produce_while_probing(broker: BrokerProcess, topic: str, batch: bytes) -> tu
     return result.error_code, prober.latencies
 
 
+def high_water_mark(pid: int) -> int:
+    return status_kib(pid, "VmHWM") * 1024
+
+
 def end_offset(bootstrap: str, topic: str) -> int:
     with wire.Connection(bootstrap) as conn:
         error_code, offset = conn.list_offsets(topic, 0, -1)
@@ -146,12 +156,12 @@ def test_gzip_bomb_is_refused_without_memory_or_stall(bounds_broker: BrokerProce
     assert pid is not None
     with wire.Connection(bounds_broker.bootstrap) as warm:  # the first produce's imports and buffers
         assert warm.produce(topic, 0, wire.record_batch([(b"k", b"warm")]), acks=1).error_code == 0
-    high_water_before = status_kib(pid, "VmHWM") * 1024
+    high_water_before = high_water_mark(pid)
 
     error_code, latencies = produce_while_probing(bounds_broker, topic, gzip_bomb)
 
     assert error_code == MESSAGE_TOO_LARGE
-    growth = status_kib(pid, "VmHWM") * 1024 - high_water_before
+    growth = high_water_mark(pid) - high_water_before
     assert growth < RSS_GROWTH_BOUND, f"VmHWM grew by {growth / MIB:.1f} MiB"
     assert max(latencies) < PROBE_BOUND_S, f"worst ApiVersions {max(latencies) * 1000:.1f} ms"
     assert end_offset(bounds_broker.bootstrap, topic) == 1  # the warm-up record only
@@ -183,3 +193,27 @@ def test_a_million_tiny_records_are_walked_off_the_event_loop(bounds_broker: Bro
     assert (
         f"Refused an append to {topic}-0: record {count - 1} has offsetDelta" in bounds_broker.output_tail()
     )
+
+
+def test_list_offsets_reads_a_million_record_batch_off_the_event_loop(bounds_broker: BrokerProcess) -> None:
+    """A timestamp lookup that must read every record of a stored 1.1 million record batch."""
+    topic = "bounds-list-offsets"
+    helpers.create_topic(bounds_broker.bootstrap, topic)
+    count = 1_100_000
+    with wire.Connection(bounds_broker.bootstrap, timeout=60) as conn:
+        assert conn.produce(topic, 0, tiny_records_batch(count, late_last=True), acks=1).error_code == 0
+    pid = bounds_broker.pid
+    assert pid is not None
+    high_water_before = high_water_mark(pid)
+
+    with (
+        wire.Connection(bounds_broker.bootstrap, timeout=60) as conn,
+        Prober(bounds_broker.bootstrap) as prober,
+    ):
+        found = conn.list_offsets(topic, 0, TIMESTAMP)
+
+    assert found == (0, count - 1)
+    assert len(prober.latencies) >= MIN_PROBES
+    assert max(prober.latencies) < PROBE_BOUND_S, f"worst ApiVersions {max(prober.latencies) * 1000:.1f} ms"
+    growth = high_water_mark(pid) - high_water_before
+    assert growth < RSS_GROWTH_BOUND, f"VmHWM grew by {growth / MIB:.1f} MiB"

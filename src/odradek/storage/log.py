@@ -60,7 +60,7 @@ from odradek.durable_file import fsync_dir
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP, BatchHeader, ValidatedRecords, assign_offsets
 from odradek.protocol.records.errors import InvalidRecordError
-from odradek.protocol.records.record import RecordColumns, decode_batch_into
+from odradek.protocol.records.record import record_times
 from odradek.protocol.records.validation import validate_records
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
@@ -413,11 +413,11 @@ class Log:
         self, segments: list[LogSegment], timestamp: int, wanted: Callable[[int, int], bool]
     ) -> TimestampAndOffset | None:
         """The first record `wanted` in the batches of `segments` whose maxTimestamp >= `timestamp`
-        (those batches are decoded: this serves ListOffsets, not the fetch path)."""
+        (their records' timestamps are read in bounded pieces: this serves ListOffsets, not the fetch
+        path)."""
         for segment in segments:
             for position, header in segment.batches_reaching(timestamp, self.log_start_offset):
-                columns = decode_batch_into(segment.read_batch(position, header), 0, header, RecordColumns())
-                for record_timestamp, offset in zip(columns.timestamps, columns.offsets, strict=True):
+                for record_timestamp, offset in record_times(segment.read_batch(position, header), header):
                     if wanted(record_timestamp, offset):
                         return TimestampAndOffset(record_timestamp, offset)
         return None

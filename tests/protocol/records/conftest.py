@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from odradek.protocol.records import record, record_loops, validation
+from odradek.protocol.records import record, record_loops, section, validation
 
 LOOPS_SOURCE = Path(record_loops.__file__).with_name("record_loops.py")
 
@@ -30,5 +30,7 @@ def record_loops_implementation(request: pytest.FixtureRequest, monkeypatch: pyt
         monkeypatch.setattr(validation, "walk_records", source.walk_records)
         monkeypatch.setattr(validation, "walk_headers", source.walk_headers)
         monkeypatch.setattr(validation, "read_varint", source.read_varint)
+        monkeypatch.setattr(section, "read_varint", source.read_varint)
+        monkeypatch.setattr(record, "read_record_times", source.read_record_times)
         monkeypatch.setattr(record, "decode_records_into", source.decode_records_into)
     return str(request.param)

@@ -1,5 +1,6 @@
-"""Bounded validation of compressed batches: every codec decodes in pieces, refuses a section that
-decompresses past the limit without holding it, and walks records as the pieces come."""
+"""Bounded work on compressed batches: every codec decodes in pieces, validation refuses a section
+that decompresses past the limit without holding it and walks records as the pieces come, and the
+ListOffsets read of record timestamps holds no more than a piece either."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import zstandard
 from crc32c import crc32c
 
-from odradek.protocol.records.batch import HEADER, RECORD_BATCH_OVERHEAD
+from odradek.protocol.records.batch import HEADER, RECORD_BATCH_OVERHEAD, BatchHeader
 from odradek.protocol.records.compression import (
     PIECE_SIZE,
     XERIAL_MAGIC,
@@ -29,7 +30,7 @@ from odradek.protocol.records.errors import (
     InvalidRecordError,
     InvalidTimestampError,
 )
-from odradek.protocol.records.record import encode_record, encode_varint
+from odradek.protocol.records.record import encode_record, encode_varint, record_times
 from odradek.protocol.records.validation import (
     MAX_DECOMPRESSED_BATCH_BYTES,
     DecompressionBudgetExceeded,
@@ -286,3 +287,36 @@ def test_compressed_records_can_be_left_to_the_caller() -> None:
     assert has_compressed_batch(plain + garbage)
     with pytest.raises(InvalidRecordError):  # uncompressed records are always walked
         validate_records(batch_of(b"\x01", 1, CompressionType.NONE), MAX, walk_compressed=False)
+
+
+# --- record_times: the ListOffsets read --------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, *CODECS])
+def test_record_times_reads_every_record_without_keeping_values(codec: CompressionType) -> None:
+    sizes = [3, 400_000, 0, 70_000, 600_000, 1]
+    body = b"".join(encode_record(i, i * 10 - 5, b"k", b"v" * size) for i, size in enumerate(sizes))
+    batch = batch_of(compress(codec, body), len(sizes), codec)
+    header = _header(batch)
+    got = list(record_times(batch, header))
+    assert got == [(TIMESTAMP + i * 10 - 5, i) for i in range(len(sizes))]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_record_times_of_a_bomb_hold_little(codec: CompressionType) -> None:
+    batch = zero_records_batch(codec, 80, MIB)
+    header = _header(batch)
+    seen: list[tuple[int, int]] = []
+    assert traced_peak(lambda: seen.extend(record_times(batch, header))) < HELD_BOUND
+    assert [offset for _, offset in seen] == list(range(80))
+
+
+def test_record_times_of_a_truncated_batch_is_corrupt() -> None:
+    body = b"".join(encode_record(i, 0, b"k", b"v" * 10) for i in range(5))
+    batch = batch_of(body[:-4], 5, CompressionType.NONE)
+    with pytest.raises(CorruptRecordError):
+        list(record_times(batch, _header(batch)))
+
+
+def _header(batch: bytes) -> BatchHeader:
+    return BatchHeader(*HEADER.unpack_from(batch))

@@ -14,8 +14,10 @@ Invariants: decoding never trusts a length: a record running past its section ra
 CorruptRecordError. `decode_columns` is the fast path (no per-record objects, for the Spark source);
 `decode_records` builds `Record` values on top of it.
 
-Callers: `records.builder` (encoding), clients, tests, internal topics, the Spark source (decoding).
-Never the broker's produce or fetch path.
+`record_times` reads only the timestamps and offsets of one batch, in bounded pieces (ListOffsets).
+
+Callers: `records.builder` (encoding), clients, tests, internal topics, the Spark source (decoding),
+`storage.log` (`record_times`, for ListOffsets). Never the broker's produce or fetch path.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from odradek.protocol.records.batch import (
     BatchHeader,
     iter_batches,
 )
-from odradek.protocol.records.compression import CompressionType, decompress
+from odradek.protocol.records.compression import CompressionType, decompress, decompressed_pieces
 from odradek.protocol.records.errors import CorruptRecordError
-from odradek.protocol.records.record_loops import Header, decode_records_into
+from odradek.protocol.records.record_loops import Header, decode_records_into, read_record_times
+from odradek.protocol.records.section import SectionReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,3 +177,42 @@ def decode_batch_into(
     except IndexError:
         raise CorruptRecordError("record runs past the end of its batch") from None
     return columns
+
+
+def record_times(batch: bytes | bytearray | memoryview, header: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(timestamp, offset) of each record of the one batch in `batch`, in order, read in bounded
+    pieces: neither keys nor values are kept and a compressed batch is never held decompressed
+    (ListOffsets lookups). A LogAppendTime batch gives every record its maxTimestamp."""
+    with memoryview(batch) as view:
+        section = view[RECORD_BATCH_OVERHEAD : header.batch_length + LOG_OVERHEAD]
+        codec = header.attributes & COMPRESSION_MASK
+        pieces = iter((section.tobytes(),)) if codec == 0 else decompressed_pieces(codec, section, 1 << 62)
+        append_time = header.attributes & TIMESTAMP_TYPE_MASK
+        reader, left, deltas = SectionReader(pieces), header.records_count, []
+        try:
+            while left:
+                read, reader.position = read_record_times(reader.data, reader.position, left, deltas)
+                left -= read
+                if left and not read:  # the next record is not whole in the held piece
+                    _read_split_record(reader, deltas)
+                    left -= 1
+                for index in range(0, len(deltas), 2):
+                    timestamp = header.max_timestamp if append_time else header.base_timestamp + deltas[index]
+                    yield timestamp, header.base_offset + deltas[index + 1]
+                deltas.clear()
+        except IndexError:
+            raise CorruptRecordError("record runs past the end of its batch") from None
+        finally:
+            section.release()
+
+
+def _read_split_record(reader: SectionReader, deltas: list[int]) -> None:
+    """Append the deltas of a record that spans pieces and step over the rest of it."""
+    length = reader.varint()
+    record_end = reader.section_position + length
+    reader.skip(1)  # attributes
+    deltas.append(reader.varint())
+    deltas.append(reader.varint())
+    if record_end < reader.section_position:
+        raise CorruptRecordError("record length does not match its fields")
+    reader.skip(record_end - reader.section_position)

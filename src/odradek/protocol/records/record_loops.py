@@ -7,6 +7,7 @@ Owns the two per-record hot loops over the varint record layout of `records.reco
   key and value lengths are >= -1, the header count is >= 0, header keys are not null and, for a
   compacted topic, the key is not null (InvalidRecordError, Kafka's INVALID_RECORD; a timestamp out
   of bounds is InvalidTimestampError).
+- `read_record_times` reads only each record's timestamp and offset deltas (ListOffsets lookups);
 - `decode_records_into` appends each record's offset, timestamp, timestamp type, key, value and
   headers to parallel lists (the Spark source, clients, internal topics).
 
@@ -108,6 +109,28 @@ def walk_headers(data: bytes, position: int, headers_left: int) -> tuple[int, in
         position = value_start + max(value_length, 0)
         walked += 1
     return walked, position
+
+
+def read_record_times(data: bytes, position: int, records_left: int, deltas: list[int]) -> tuple[int, int]:
+    """Append the timestampDelta and offsetDelta of each record that lies whole in `data` from
+    `position` on (at most `records_left`) to `deltas`, two entries per record, reading nothing
+    else; stop before a record `data` does not hold whole. Return (records read, position after)."""
+    end = len(data)
+    read = 0
+    while read < records_left:
+        if end - position < 10 and not _holds_varint(data, position, end):
+            break
+        length, start = read_varint(data, position)
+        if length < 0:
+            raise CorruptRecordError("negative record length")
+        if start + length > end:
+            break
+        timestamp_delta, field = read_varint(data, start + 1)
+        deltas.append(timestamp_delta)
+        deltas.append(read_varint(data, field)[0])
+        position = start + length
+        read += 1
+    return read, position
 
 
 def skip_headers(data: bytes, position: int, record_end: int) -> int:

@@ -51,7 +51,6 @@ handler), tests, bench.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -81,6 +80,7 @@ from odradek.protocol.records.errors import (
     UnsupportedForMessageFormatError,
 )
 from odradek.protocol.records.record_loops import read_varint, walk_headers, walk_records
+from odradek.protocol.records.section import SectionReader
 
 MAX_DECOMPRESSED_BATCH_BYTES = 64 << 20
 
@@ -220,7 +220,7 @@ def _check_batch_records(
     base = header.base_timestamp
     rules = _RecordRules(lowest - base, highest - base, require_key, limit, codec != 0)
     try:
-        return _walk(_SectionReader(pieces), header.records_count, rules)
+        return _walk(SectionReader(pieces), header.records_count, rules)
     except IndexError:
         raise InvalidRecordError("a record runs past the end of its batch") from None
     finally:
@@ -239,54 +239,7 @@ class _RecordRules:
     compressed: bool
 
 
-class _SectionReader:
-    """A records section read front to back, one piece at a time: `data[position:]` is what is held
-    and not yet walked; `offset` is the section position of `data[0]`."""
-
-    __slots__ = ("_pieces", "data", "position", "offset")
-
-    def __init__(self, pieces: Iterator[bytes]) -> None:
-        self._pieces = pieces
-        self.data = b""
-        self.position = 0
-        self.offset = 0
-
-    @property
-    def section_position(self) -> int:
-        return self.offset + self.position
-
-    def more(self) -> bool:
-        """Hold the next piece after what is held and not yet walked; False at the end of the section."""
-        piece = next(self._pieces, None)
-        if piece is None:
-            return False
-        rest = self.data[self.position :]
-        self.offset += self.position
-        self.data = rest + piece if rest else piece
-        self.position = 0
-        return True
-
-    def varint(self) -> int:
-        while True:
-            try:
-                value, self.position = read_varint(self.data, self.position)
-                return value
-            except IndexError:
-                if not self.more():
-                    raise
-
-    def skip(self, count: int) -> None:
-        """Step over `count` bytes, reading and dropping the pieces they span."""
-        while count > len(self.data) - self.position:
-            count -= len(self.data) - self.position
-            self.offset += len(self.data)
-            self.data, self.position = b"", 0
-            if not self.more():
-                raise IndexError("skipped past the end of the section")
-        self.position += count
-
-
-def _walk(reader: _SectionReader, count: int, rules: _RecordRules) -> int:
+def _walk(reader: SectionReader, count: int, rules: _RecordRules) -> int:
     """Check `count` records read from `reader`; return the size of the section."""
     index = 0
     while index < count:
@@ -312,7 +265,7 @@ def _walk(reader: _SectionReader, count: int, rules: _RecordRules) -> int:
     return reader.offset + len(reader.data)
 
 
-def _next_record_size(reader: _SectionReader) -> int:
+def _next_record_size(reader: SectionReader) -> int:
     """The size, length prefix included, of the record at the reader's position (0 when its length
     prefix is not whole yet)."""
     try:
@@ -322,7 +275,7 @@ def _next_record_size(reader: _SectionReader) -> int:
     return start - reader.position + length
 
 
-def _walk_long_record(reader: _SectionReader, index: int, rules: _RecordRules) -> None:
+def _walk_long_record(reader: SectionReader, index: int, rules: _RecordRules) -> None:
     """Check the record `index`, longer than a piece, field by field; its bytes are skipped, not held."""
     start = reader.section_position
     length = reader.varint()
@@ -350,7 +303,7 @@ def _walk_long_record(reader: _SectionReader, index: int, rules: _RecordRules) -
         raise InvalidRecordError(f"record {index} at {start} does not fill its length of {length} bytes")
 
 
-def _skip_field(reader: _SectionReader) -> int:
+def _skip_field(reader: SectionReader) -> int:
     """Step over a varint-length-prefixed field; return its length (-1: null)."""
     length = reader.varint()
     if length < -1:
@@ -359,7 +312,7 @@ def _skip_field(reader: _SectionReader) -> int:
     return length
 
 
-def _skip_headers(reader: _SectionReader, count: int) -> None:
+def _skip_headers(reader: SectionReader, count: int) -> None:
     """The headers of a long record: the whole ones in the held piece by the compiled loop, one that
     spans pieces field by field."""
     while count:

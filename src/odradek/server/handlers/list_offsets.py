@@ -17,17 +17,25 @@ NOT_LEADER_OR_FOLLOWER (replica_id -2, Kafka's debugging consumer, may ask a fol
 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current_leader_epoch (v4+) older / newer than the
 partition's, INVALID_REQUEST for a partition named twice.
 
+Bounded work: a lookup by timestamp (or -3) reads record timestamps from the log (the batches
+whose maxTimestamp reaches it, decompressed in bounded pieces, keys and values never kept), so a
+request holding one runs its lookups in a worker thread, as Kafka runs them on its request handler
+threads; -1, -2, -4 and -5 are answered on the event loop from the partition's offsets.
+
 Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
 served. throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections import Counter
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from odradek.replication.partition import MAX_TIMESTAMP
 from odradek.replication.replica_manager import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
 from odradek.server.context import RequestContext
 
@@ -51,11 +59,14 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
         if counts[(t.name, p.partition_index)] == 1
     ]
     consumer = request.replica_id == CONSUMER_REPLICA_ID
-    results = ctx.broker.replica_manager.offsets_for_timestamp(
+    lookup = functools.partial(
+        ctx.broker.replica_manager.offsets_for_timestamp,
         lookups,
         request.isolation_level if consumer else None,
         fetch_only_from_leader=request.replica_id != DEBUGGING_REPLICA_ID,
     )
+    reads_records = any(r.timestamp >= 0 or r.timestamp == MAX_TIMESTAMP for r in lookups)
+    results = await asyncio.to_thread(lookup) if reads_records else lookup()
     found = {(r.topic, r.partition): r for r in results}
     return ListOffsetsResponse(
         topics=[
