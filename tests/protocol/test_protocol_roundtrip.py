@@ -8,6 +8,7 @@ every version is covered: each field present in the version gets a random value 
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,3 +132,35 @@ def test_garbage_decodes_or_raises_decode_error_only(
         codec.decode_message(spec, version, garbage)
     except ProtocolDecodeError:
         pass
+
+
+REQUEST_SPECS = [pair[0] for pair in MESSAGE_SPECS.values()]
+COUNT_LIES = [bytes.fromhex("7fffffff"), bytes.fromhex("00ffffff"), bytes.fromhex("ffffffff0f")]
+DECODE_OVERHEAD = 64 * 1024  # traced bytes any decode may take, whatever the payload's size
+DECODE_BYTES_PER_BYTE = 200  # and per payload byte: Python objects for fields of a few bytes
+
+
+@pytest.mark.parametrize("spec", REQUEST_SPECS, ids=lambda s: s.name)
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_lying_count_allocates_no_more_than_the_payload_allows(
+    spec: MessageSpec, data: st.DataObject
+) -> None:
+    """Any request, with a count announcing up to 2**31-1 elements written over any of its bytes:
+    the decoder refuses it or decodes what is there, never allocating from the announced count."""
+    version = data.draw(st.sampled_from(versions(spec)), label="version")
+    encoded = bytearray(codec.encode_message(spec, version, data.draw(message_strategy(spec, version))))
+    codec.decode_message(spec, version, bytes(encoded))  # compiles and caches the decoder first
+    lie = data.draw(st.sampled_from(COUNT_LIES), label="lie")
+    at = data.draw(st.integers(0, len(encoded)), label="at")
+    encoded[at : at + len(lie)] = lie
+    tracemalloc.start()
+    try:
+        try:
+            codec.decode_message(spec, version, bytes(encoded))
+        except ProtocolDecodeError:
+            pass
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < DECODE_OVERHEAD + DECODE_BYTES_PER_BYTE * len(encoded)
