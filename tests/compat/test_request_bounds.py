@@ -15,6 +15,8 @@ make the broker allocate or compute far more than its size, nor keep other conne
 - ListOffsets naming 30,000 partitions (360 KB): answered in a worker thread, ApiVersions on
   another connection within 100 ms (answered on the loop, they stalled it about 160 ms; decoding
   the request, 20 ms, stays on the loop).
+- Fetch with max_bytes and partition_max_bytes of 2**31-1 over 40 MB: every record comes back and
+  VmHWM grows by less than 32 MiB (file ranges, sent with sendfile; nothing needed fixing).
 
 Probe latency is the worst of many ApiVersions round trips sent back to back from another
 connection from before the produce request is sent until after its answer.
@@ -237,3 +239,26 @@ def test_list_offsets_naming_30_000_partitions_is_answered_off_the_event_loop(
 
     assert len(response) > 10 * partitions  # every partition answered
     assert max(prober.latencies) < PROBE_BOUND_S, f"worst ApiVersions {max(prober.latencies) * 1000:.1f} ms"
+
+
+def test_fetch_with_enormous_max_bytes_sends_file_ranges_without_copying(
+    bounds_broker: BrokerProcess,
+) -> None:
+    """max_bytes and partition_max_bytes of 2**31-1 over 40 MB of records: all of it comes back,
+    and the broker's memory does not grow by what it sent (the records go out with sendfile)."""
+    topic = "bounds-fetch"
+    helpers.create_topic(bounds_broker.bootstrap, topic, config={"segment.bytes": str(1 << 30)})
+    values = [bytes([n]) * 900_000 for n in range(44)]
+    with wire.Connection(bounds_broker.bootstrap, timeout=60) as conn:
+        for value in values:
+            assert conn.produce(topic, 0, wire.record_batch([(None, value)]), acks=1).error_code == 0
+    pid = bounds_broker.pid
+    assert pid is not None
+    high_water_before = high_water_mark(pid)
+
+    with wire.Connection(bounds_broker.bootstrap, timeout=60) as conn:
+        result = conn.fetch(topic, 0, 0, max_bytes=2**31 - 1)
+
+    assert [record.value for record in wire.parse_record_batches(result.records)] == values
+    growth = high_water_mark(pid) - high_water_before
+    assert growth < RSS_GROWTH_BOUND, f"VmHWM grew by {growth / MIB:.1f} MiB"
