@@ -11,6 +11,7 @@ connection and the data acknowledged before it reads back unchanged.
 
 from __future__ import annotations
 
+import gzip
 import struct
 from dataclasses import dataclass
 
@@ -216,14 +217,19 @@ def test_client_base_offset_is_replaced_by_the_broker(broker, unique_topic: str)
     assert [(r.offset, r.value) for r in records] == [(0, b"1"), (1, b"2"), (2, b"3")]
 
 
+LONG_RECORD = wire.record_batch([(None, bytes(2_000_000))])[wire.BATCH_OVERHEAD :]  # one record, 2 MB
+
+
 @pytest.mark.parametrize(
     ("body", "count", "attributes", "expected"),
     [
         (b"\x1f\x8b not really gzip" * 4, 3, 1, CORRUPT_MESSAGE),  # gzip attribute over garbage, CRC correct
         (b"\x00" * 3, 3, 0, INVALID_RECORD),  # three records announced, three bytes of body
         (b"", 1, 0, INVALID_RECORD),  # one record announced, none there
+        (gzip.compress(b"\x00" * 3), 3, 1, INVALID_RECORD),  # the same, compressed: the handler walks it
+        (gzip.compress(LONG_RECORD + b"\x00" * 3), 2, 1, INVALID_RECORD),  # past the loop's 1 MiB: a worker's
     ],
-    ids=["garbage-gzip", "short-records", "empty-body"],
+    ids=["garbage-gzip", "short-records", "empty-body", "gzip-short-records", "gzip-long-record-in-a-worker"],
 )
 def test_well_checksummed_malformed_batch_appends_nothing(
     broker, canary: Canary, unique_topic: str, body: bytes, count: int, attributes: int, expected: int
@@ -247,9 +253,15 @@ def test_keyless_record_to_a_compacted_topic_is_invalid_record(
     with wire.Connection(broker.bootstrap) as conn:
         keyed = conn.produce(unique_topic, 0, wire.record_batch([(b"k", b"kept")]))
         keyless = conn.produce(unique_topic, 0, wire.record_batch([(b"k2", b"v"), (None, b"no key")]))
+        gzipped = gzip.compress(wire.record_batch([(None, b"no key")])[wire.BATCH_OVERHEAD :])
+        keyless_gzip = conn.produce(unique_topic, 0, wire.raw_batch(gzipped, 1, attributes=1))
         latest = conn.list_offsets(unique_topic, 0, -1)
 
-    assert (keyed.error_code, keyless.error_code) == (0, INVALID_RECORD)
+    assert (keyed.error_code, keyless.error_code, keyless_gzip.error_code) == (
+        0,
+        INVALID_RECORD,
+        INVALID_RECORD,
+    )
     assert latest == (0, 1)
     assert f"Refused an append to {unique_topic}-0" in broker.output_tail()
     assert_healthy(broker.bootstrap, canary)
