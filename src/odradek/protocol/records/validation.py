@@ -15,8 +15,9 @@ written (an append is all-or-nothing):
   (INVALID_TIMESTAMP). A compressed section that does not decompress is CORRUPT_MESSAGE.
 
 Bounded work. A compressed section is decompressed in pieces (`compression.decompressed_pieces`)
-and walked as the pieces come, so at most about two pieces (2 x 256 KiB) of decoded records are
-held, plus the codec's own state (see `compression`), however far the section expands. A record
+and walked as the pieces come (`section.SectionReader`), so what is held of the decoded records is
+one codec call's output (256 KiB for gzip and lz4, at most 2 MiB for zstd, one snappy block) plus
+the unwalked tail of the previous piece, however far the section expands. A record
 longer than a piece is walked field by field and its key, value and header values are skipped
 unread, as Kafka's validator skips them. Each batch may decompress to at most
 MAX_DECOMPRESSED_BATCH_BYTES (64 MiB) or max.message.bytes, whichever is larger; past that it is
