@@ -150,7 +150,7 @@ def decompressed_pieces(codec: CompressionType | int, data: memoryview, limit: i
     if codec == CompressionType.SNAPPY:
         outputs = _snappy_pieces(data, limit)
     elif codec in _STREAM_DECODERS:
-        outputs = _STREAM_DECODERS[codec](data)
+        outputs = _STREAM_DECODERS[CompressionType(codec)](data)
     else:
         raise CorruptRecordError(f"unknown compression id {int(codec)}")
     total = 0
@@ -171,7 +171,8 @@ def decompressed_pieces(codec: CompressionType | int, data: memoryview, limit: i
 def _gzip_pieces(data: memoryview) -> Iterator[bytes]:
     position, end = 0, len(data)
     while position < end:  # one gzip member per round
-        inflater, pending = zlib.decompressobj(_GZIP_WBITS), b""
+        inflater = zlib.decompressobj(_GZIP_WBITS)
+        pending: bytes | memoryview = b""
         while not inflater.eof:
             if not pending and position < end:
                 pending, position = data[position : position + _INPUT_PIECE], position + _INPUT_PIECE
@@ -199,6 +200,7 @@ def _lz4_pieces(data: memoryview) -> Iterator[bytes]:
     position, end = 0, len(data)
     while position < end:  # one lz4 frame per round
         decoder = lz4.frame.LZ4FrameDecompressor()
+        pending: bytes | memoryview
         while not decoder.eof:
             if decoder.needs_input:
                 if position >= end:

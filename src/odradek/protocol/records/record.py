@@ -188,7 +188,8 @@ def record_times(batch: bytes | bytearray | memoryview, header: BatchHeader) -> 
         codec = header.attributes & COMPRESSION_MASK
         pieces = iter((section.tobytes(),)) if codec == 0 else decompressed_pieces(codec, section, 1 << 62)
         append_time = header.attributes & TIMESTAMP_TYPE_MASK
-        reader, left, deltas = SectionReader(pieces), header.records_count, []
+        reader, left = SectionReader(pieces), header.records_count
+        deltas: list[int] = []
         try:
             while left:
                 read, reader.position = read_record_times(reader.data, reader.position, left, deltas)
