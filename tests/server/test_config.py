@@ -13,6 +13,7 @@ from odradek.server.config import (
     ConfigType,
     KafkaConfig,
     Listener,
+    parse_connection_overrides,
     parse_override,
     parse_properties,
 )
@@ -156,10 +157,111 @@ def test_malformed_override():
 
 def test_unknown_keys_warn_and_ignored_keys_do_not(caplog):
     with caplog.at_level(logging.WARNING, logger="odradek.server.config"):
-        config = KafkaConfig({"made.up.key": "1", "num.io.threads": "8", "ssl.keystore.location": "/k"})
+        config = KafkaConfig(
+            {
+                "made.up.key": "1",
+                "num.io.threads": "8",
+                "ssl.client.auth": "none",
+                "security.inter.broker.protocol": "PLAINTEXT",
+                "authorizer.class.name": "",
+            }
+        )
     assert config.unknown_keys == ["made.up.key"]
     assert "made.up.key" in caplog.text
-    assert "num.io.threads" not in caplog.text
+    for harmless in ("num.io.threads", "ssl.client.auth", "security.inter.broker.protocol", "authorizer"):
+        assert harmless not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
+        ("super.users", "User:admin"),
+        ("principal.builder.class", "com.example.Builder"),
+        ("sasl.enabled.mechanisms", "GSSAPI"),
+        ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256"),
+        ("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required;"),
+        ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+        ("ssl.keystore.location", "/etc/kafka/broker.jks"),
+        ("ssl.client.auth", "required"),
+        ("zookeeper.ssl.client.enable", "true"),
+        ("zookeeper.set.acl", "true"),
+        ("security.inter.broker.protocol", "SASL_SSL"),
+        ("connections.max.reauth.ms", "3600000"),
+        ("delegation.token.secret.key", "secret"),
+        ("listener.name.external.ssl.keystore.location", "/k"),
+        ("listener.name.external.sasl.enabled.mechanisms", "PLAIN"),
+        ("listener.name.external.max.connections", "10"),
+        ("listener.name.external.max.connection.creation.rate", "10"),
+    ],
+)
+def test_protections_odradek_does_not_provide_are_refused_naming_the_key(key, value):
+    with pytest.raises(ConfigError) as info:
+        KafkaConfig({key: value})
+    assert info.value.key == key
+    assert key in str(info.value) and "does not provide" in str(info.value)
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_listener_mapped_to_a_secure_protocol_is_refused(protocol):
+    with pytest.raises(ConfigError, match=f"{protocol}.*no TLS or SASL") as info:
+        KafkaConfig(
+            {
+                "listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9093",
+                "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,SECURE:{protocol}",
+            }
+        )
+    assert info.value.key == "listeners"
+
+
+def test_connection_limits_are_read_with_kafkas_defaults():
+    defaults = KafkaConfig()
+    assert defaults["max.connections"] == defaults["max.connections.per.ip"] == 2**31 - 1
+    assert defaults["max.connection.creation.rate"] == 2**31 - 1
+    assert defaults["max.connections.per.ip.overrides"] == ""
+    assert defaults["connections.max.idle.ms"] == 600_000
+    assert defaults["queued.max.request.bytes"] == -1
+    assert defaults["request.timeout.ms"] == 30_000
+    config = KafkaConfig(
+        {
+            "max.connections": "100",
+            "max.connections.per.ip": "5",
+            "max.connections.per.ip.overrides": "127.0.0.2:7, broker.example:0,[::1]:3",
+            "max.connection.creation.rate": "20",
+            "connections.max.idle.ms": "-1",
+            "queued.max.request.bytes": "209715200",
+            "request.timeout.ms": "1000",
+        }
+    )
+    assert (config["max.connections"], config["max.connections.per.ip"]) == (100, 5)
+    assert parse_connection_overrides(config["max.connections.per.ip.overrides"]) == {
+        "127.0.0.2": 7,
+        "broker.example": 0,
+        "::1": 3,
+    }
+    assert config["max.connection.creation.rate"] == 20
+    assert config["connections.max.idle.ms"] == -1
+    assert config["queued.max.request.bytes"] == 209_715_200
+    assert config["request.timeout.ms"] == 1000
+    assert config.unknown_keys == []
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"max.connections": "-1"}, "max.connections"),
+        ({"max.connections.per.ip": "-1"}, "max.connections.per.ip"),
+        ({"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "127.0.0.1:many"}, "max.connections.per.ip.overrides"),
+        ({"max.connection.creation.rate": "-5"}, "max.connection.creation.rate"),
+        ({"request.timeout.ms": "-1"}, "request.timeout.ms"),
+        ({"queued.max.request.bytes": "1000"}, "queued.max.request.bytes"),
+    ],
+)
+def test_bad_connection_limits_name_the_key(props, key):
+    with pytest.raises(ConfigError) as info:
+        KafkaConfig(props)
+    assert info.value.key == key
 
 
 def test_describe_reports_source_and_type():

@@ -11,7 +11,19 @@ reports for a BROKER resource.
 Invariants: a `KafkaConfig` is immutable once built; every value in it has passed validation, so a bad
 value is refused at start with a `ConfigError` that names the key. Unknown keys are kept out and
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
-pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`.
+pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
+key that asks for a protection odradek does not provide is never ignored: `authorizer.class.name`,
+`super.users`, `sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
+other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEXT, a listener mapped
+to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
+connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
+
+Connection limits (read by server/limits.py and server/network.py): `max.connections`,
+`max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
+`max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
+(-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
+`request.timeout.ms` is known and validated (default 30000): in Kafka it is the timeout of the
+broker's own outgoing requests (inter-broker channels); odradek has none yet, so nothing reads it.
 
 Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped single-node
 `config/server.properties` so that `odradek serve` with no arguments is a working single broker:
@@ -19,7 +31,7 @@ Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped sin
 ($XDG_STATE_HOME/odradek/data, else ~/.local/state/odradek/data; Kafka: /tmp/kafka-logs),
 `offsets.topic.replication.factor`, `transaction.state.log.replication.factor` and
 `transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
-Only PLAINTEXT listeners are accepted for now. `cluster.id` is an odradek key: when set it must match
+Only PLAINTEXT listeners are accepted. `cluster.id` is an odradek key: when set it must match
 the id in meta.properties; when absent the id stored there (or a new random one) is used.
 
 Callers: cli (builds it), broker and everything the broker wires (reads it).
@@ -174,6 +186,26 @@ def _listeners_validator(key: str, value: Any) -> None:
         _parse_endpoints(key, value)
 
 
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """`max.connections.per.ip.overrides`: `host:count,...` (a host name or an IP; IPv6 may be in
+    brackets). Raises ConfigError naming the key."""
+    key = "max.connections.per.ip.overrides"
+    overrides: dict[str, int] = {}
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not host or not count.strip().isdigit():
+            raise ConfigError(key, value, f"malformed entry {item!r}, expected host:count")
+        overrides[host] = int(count)
+    return overrides
+
+
+def _overrides_validator(key: str, value: Any) -> None:
+    parse_connection_overrides(str(value or ""))
+
+
 # ---------------------------------------------------------------------------------------------------
 # the known keys
 
@@ -220,7 +252,13 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ),
         ConfigKey("socket.request.max.bytes", _I, 104857600, at_least(1)),
         ConfigKey("queued.max.requests", _I, 500, at_least(1)),
+        ConfigKey("queued.max.request.bytes", _L, -1),
         ConfigKey("connections.max.idle.ms", _L, 600000),
+        ConfigKey("max.connections", _I, INT_MAX, at_least(0)),
+        ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
+        ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
+        ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
+        ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
         # logs
         ConfigKey("log.dirs", _LS, None),
         ConfigKey("log.dir", _S, None),
@@ -320,15 +358,8 @@ IGNORED_KEYS = frozenset(
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
         "socket.listen.backlog.size",
-        "max.connections",
-        "max.connections.per.ip",
-        "max.connections.per.ip.overrides",
-        "max.connection.creation.rate",
-        "queued.max.request.bytes",
-        "request.timeout.ms",
         "inter.broker.protocol.version",
         "inter.broker.listener.name",
-        "security.inter.broker.protocol",
         "control.plane.listener.name",
         "log.message.format.version",
         "log.cleaner.io.max.bytes.per.second",
@@ -338,13 +369,11 @@ IGNORED_KEYS = frozenset(
         "leader.imbalance.check.interval.seconds",
         "leader.imbalance.per.broker.percentage",
         "zookeeper.max.in.flight.requests",
-        "zookeeper.set.acl",
         "broker.id.generation.enable",
         "metric.reporters",
         "metrics.num.samples",
         "metrics.recording.level",
         "metrics.sample.window.ms",
-        "authorizer.class.name",
         "quota.window.num",
         "quota.window.size.seconds",
         "remote.log.storage.system.enable",
@@ -353,7 +382,65 @@ IGNORED_KEYS = frozenset(
         "transaction.remove.expired.transaction.cleanup.interval.ms",
     }
 )
+# Prefixes of keys accepted and ignored once `refuse_unprovided_protections` has let them through: an
+# ssl./sasl. key there holds Kafka's default, which asks for nothing.
 IGNORED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "metrics.", "zookeeper.ssl.", "confluent.")
+
+# Keys that ask for a protection odradek does not provide (authorization, authentication, encryption).
+# A broker that ignored them would let every client do everything, so any non-empty value is refused
+# at start, naming the key.
+PROTECTION_KEYS = frozenset(
+    {
+        "authorizer.class.name",
+        "super.users",
+        "principal.builder.class",
+        "sasl.enabled.mechanisms",
+        "delegation.token.secret.key",
+        "delegation.token.master.key",
+    }
+)
+# Key families that configure TLS or SASL: refused unless the value is Kafka's default (which asks
+# for nothing), listed here. A key of these families not listed is refused whenever it is non-empty.
+PROTECTION_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.")
+PROTECTION_DEFAULTS: dict[str, str] = {
+    "ssl.protocol": "TLSv1.3",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.keystore.type": "JKS",
+    "ssl.truststore.type": "JKS",
+    "ssl.keymanager.algorithm": "SunX509",
+    "ssl.trustmanager.algorithm": "PKIX",
+    "ssl.endpoint.identification.algorithm": "https",
+    "ssl.client.auth": "none",
+    "ssl.principal.mapping.rules": "DEFAULT",
+    "ssl.allow.dn.changes": "false",
+    "ssl.allow.san.changes": "false",
+    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+    "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
+    "sasl.kerberos.min.time.before.relogin": "60000",
+    "sasl.kerberos.principal.to.local.rules": "DEFAULT",
+    "sasl.kerberos.ticket.renew.jitter": "0.05",
+    "sasl.kerberos.ticket.renew.window.factor": "0.8",
+    "sasl.login.refresh.buffer.seconds": "300",
+    "sasl.login.refresh.min.period.seconds": "60",
+    "sasl.login.refresh.window.factor": "0.8",
+    "sasl.login.refresh.window.jitter": "0.05",
+    "sasl.login.retry.backoff.max.ms": "10000",
+    "sasl.login.retry.backoff.ms": "100",
+    "sasl.server.max.receive.size": "524288",
+    "zookeeper.ssl.client.enable": "false",
+    "zookeeper.ssl.protocol": "TLSv1.2",
+    "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
+    "zookeeper.ssl.crl.enable": "false",
+    "zookeeper.ssl.ocsp.enable": "false",
+}
+# Keys with one value that asks for nothing (Kafka's default); any other value is refused.
+PROTECTION_ONLY_VALUE: dict[str, str] = {
+    "security.inter.broker.protocol": "PLAINTEXT",
+    "zookeeper.set.acl": "false",
+    "connections.max.reauth.ms": "0",
+}
+# Per-listener overrides (listener.name.<listener>.<key>) of limits odradek applies broker-wide only.
+PER_LISTENER_LIMITS = frozenset({"max.connections", "max.connection.creation.rate"})
 
 # Topic config -> its broker-level synonyms, highest precedence first (Kafka's ServerTopicConfigSynonyms).
 TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -586,6 +673,7 @@ class KafkaConfig:
         self.originals: dict[str, str] = dict(props or {})
         self.unknown_keys: list[str] = []
         self._values: dict[str, Any] = {}
+        refuse_unprovided_protections(self.originals)
         for name, key in CONFIG_KEYS.items():
             raw = self.originals.get(name)
             value = key.default if raw is None else convert(key, raw)
@@ -629,7 +717,10 @@ class KafkaConfig:
         for listener in listeners:
             if listener.security_protocol != "PLAINTEXT":
                 raise ConfigError(
-                    key, self._values[key], f"security protocol {listener.security_protocol} is not supported"
+                    key,
+                    self._values[key],
+                    f"listener {listener.name} uses security protocol {listener.security_protocol}: "
+                    "odradek provides no TLS or SASL, only PLAINTEXT listeners",
                 )
         return listeners
 
@@ -672,6 +763,11 @@ class KafkaConfig:
             raise ConfigError("group.min.session.timeout.ms", min_session, "must not exceed the max")
         if not self.log_dirs:
             raise ConfigError("log.dirs", self._values["log.dirs"], "at least one log directory is required")
+        queued_bytes = self["queued.max.request.bytes"]
+        if 0 < queued_bytes < self.socket_request_max_bytes:
+            raise ConfigError(
+                "queued.max.request.bytes", queued_bytes, "must be -1 or at least socket.request.max.bytes"
+            )
         retention_ms = self.log_retention_ms
         if retention_ms == 0:
             raise ConfigError("log.retention.ms", retention_ms, "Value must be -1 (unlimited) or positive")
@@ -844,5 +940,41 @@ def validate_topic_configs(configs: Mapping[str, str]) -> None:
             raise ConfigError(name, raw, "Unknown topic config name")
 
 
+def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
+    """Raise ConfigError naming the first key that asks for a protection odradek does not provide
+    (ACLs, TLS, SASL, ZooKeeper ACLs or TLS) or a per-listener connection limit; see PROTECTION_KEYS."""
+    for name, raw in props.items():
+        reason = _unprovided(name, raw.strip())
+        if reason is not None:
+            raise ConfigError(name, raw, f"{reason}; odradek does not provide it, remove the setting")
+
+
+def _unprovided(name: str, value: str) -> str | None:
+    if name.startswith("listener.name."):
+        listener, _, key = name.removeprefix("listener.name.").partition(".")
+        if key in PER_LISTENER_LIMITS:
+            return f"a per-listener {key} for listener {listener.upper()} asks for a per-listener limit"
+        return _unprovided(key, value) if key else None
+    if name in PROTECTION_KEYS:
+        return f"{name} asks for authentication or authorization" if value else None
+    if name in PROTECTION_ONLY_VALUE:
+        wanted = PROTECTION_ONLY_VALUE[name]
+        return None if value.lower() == wanted.lower() else f"{name} other than {wanted} asks for security"
+    if name.startswith(PROTECTION_PREFIXES):
+        if _normalized(value) in ("", _normalized(PROTECTION_DEFAULTS.get(name, ""))):
+            return None
+        return f"{name} configures TLS or SASL"
+    return None
+
+
+def _normalized(value: str) -> str:
+    return ",".join(part.strip() for part in value.split(",") if part.strip()).lower()
+
+
 def _is_ignored(name: str) -> bool:
-    return name in IGNORED_KEYS or name.startswith(IGNORED_PREFIXES)
+    return (
+        name in IGNORED_KEYS
+        or name in PROTECTION_KEYS
+        or name in PROTECTION_ONLY_VALUE
+        or name.startswith(IGNORED_PREFIXES)
+    )
