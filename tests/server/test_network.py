@@ -11,6 +11,7 @@ import pytest
 
 from odradek.protocol.primitives import FileSlice
 from odradek.server import network
+from odradek.server.limits import ConnectionLimits
 from odradek.server.network import RECEIVE_BUFFER_SIZE, CloseConnection, KafkaServer
 
 
@@ -23,8 +24,9 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def serve(handler, **kwargs) -> tuple[KafkaServer, int]:
-    server = KafkaServer(handler, max_request_size=kwargs.pop("max_request_size", 64 << 20), **kwargs)
+async def serve(handler, **limits) -> tuple[KafkaServer, int]:
+    limits.setdefault("max_request_size", 64 << 20)
+    server = KafkaServer(handler, ConnectionLimits(**limits))
     _, port = await server.bind("PLAINTEXT", "127.0.0.1", 0)
     server.listen()
     return server, port

@@ -1,8 +1,10 @@
 """`odradek serve [--config FILE] [--override key=value ...]`: run a broker until SIGTERM / SIGINT.
 
 With no arguments: broker 0 on PLAINTEXT://127.0.0.1:9092 storing its logs in the user's state dir.
-A bad configuration is printed (naming the key) and exits 2; a failure to start (a log dir owned by
-another broker, the port in use) exits 1; a graceful shutdown exits 0.
+A bad configuration is printed (naming the key) and exits 2, as does one that asks for a protection
+odradek does not provide (ACLs, TLS, SASL); a failure to start (a log dir owned by another broker,
+the port in use) exits 1; a graceful shutdown exits 0. Before the broker starts, the soft open-file
+limit is raised to the hard limit (server/limits.py), both logged.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from odradek.log_setup import configure_logging
 from odradek.protocol.records import record_loops
 from odradek.server.broker import run_broker
 from odradek.server.config import ConfigError, KafkaConfig
+from odradek.server.limits import raise_open_file_limit
 from odradek.storage.errors import StorageError
 
 COMMAND = "serve"
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 2
+    raise_open_file_limit()
     try:
         asyncio.run(run_broker(config))
     except (MetaPropertiesError, StorageError, ConfigError, OSError) as exc:

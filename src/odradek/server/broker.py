@@ -53,6 +53,7 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
+from odradek.server.limits import connection_limits
 from odradek.server.network import KafkaServer
 from odradek.storage.manager import LogManager
 
@@ -78,7 +79,7 @@ class Broker:
         self.metadata = LocalMetadata(config.log_dirs[0], config.broker_id)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         self._bound: dict[str, tuple[str, int]] = {}
-        self._server = KafkaServer(Dispatcher(self), config.socket_request_max_bytes)
+        self._server = KafkaServer(Dispatcher(self), connection_limits(config))
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()

@@ -1,20 +1,33 @@
-"""The listener: TCP connections, Kafka's size-prefixed framing, in-order responses, sendfile.
+"""The listener: TCP connections, Kafka's size-prefixed framing, in-order responses, sendfile, and the
+connection limits that keep one client from freezing, bloating or stopping the broker.
 
 Theory of operation. Each connection owns its non-blocking socket directly (not an asyncio
 transport), because a fetch response mixes bytes with `FileSlice` chunks that must go out with
 `os.sendfile`, strictly after the bytes queued before them: an asyncio transport keeps its own write
 buffer and refuses a second writer on its fd, so it cannot interleave sendfile correctly.
 
-- Reading: `loop.add_reader` calls `_on_readable`, which `recv_into`s a reused receive buffer (the
-  BufferedProtocol technique without the transport) and cuts complete frames out of it: a 4-byte
-  big-endian signed size, then the request. A size below 0 or above `socket.request.max.bytes` is
-  logged and the connection closed (as Kafka does). A frame larger than the buffer's free room gets
-  its own buffer of exactly its size, received into directly, so big produce requests are copied once.
+- Reading: `loop.add_reader` calls `_on_readable`. A connection has no receive buffer of its own: it
+  `recv_into`s the server's shared RECEIVE_BUFFER_SIZE buffer (one event loop, used only inside that
+  synchronous call; the BufferedProtocol technique without the transport) and cuts complete frames
+  out of it: a 4-byte big-endian signed size, then the request. A size below 0 or above
+  `socket.request.max.bytes` is logged and the connection closed (as Kafka does). What is left of an
+  incomplete frame is copied out: up to TAIL_MAX bytes as the connection's tail, put back in front of
+  the next receive; a larger frame gets a buffer of its own, received into directly (big produce
+  requests are copied once). That buffer starts at max(FRAME_BUFFER_START, 4 x the bytes of the frame
+  already arrived), capped by the frame's size, and grows four-fold when full: memory follows what
+  has arrived, never what a size prefix promises (a client that sends a 100 MiB prefix and then a
+  byte a second holds 32 KiB). An idle connection holds no buffer at all.
+- Memory pool (`queued.max.request.bytes`, Kafka's MemoryPool): every frame counts against the pool
+  from its size prefix to the end of its handling (a frame being received counts its full size, so a
+  connection that started a frame can always finish it). A connection that needs a new frame while
+  the pool is used up stops reading (its bytes stay in the kernel) until a frame is released; as in
+  Kafka the pool is not strict, one read may overshoot it. -1 or 0 (Kafka's default): unbounded.
+  When the frames held fall to a quarter of their high-water mark after a flood of at least
+  TRIM_AFTER_BYTES, glibc's malloc_trim returns the freed heap to the kernel (in a worker thread).
 - Processing: frames wait in a per-connection FIFO; one task per connection hands them one at a time
   to the request handler (Kafka's one-in-flight-per-connection), so responses leave in request order.
-  Reading continues meanwhile (pipelining) until `max_queued_requests` frames or
-  `MAX_QUEUED_BYTES` bytes wait: then reading pauses, and resumes when the queue has drained to half
-  of both limits.
+  Reading continues meanwhile (pipelining) until `queued.max.requests` frames or `MAX_QUEUED_BYTES`
+  bytes wait: then reading pauses, and resumes when the queue has drained to half of both limits.
 - Writing: the handler returns the response chunks (header and body, without the size prefix);
   runs of bytes go out with `sendmsg` (flagged MSG_MORE when a file slice follows), each `FileSlice`
   with `os.sendfile` from its fd at its offset (the file position is never touched). When the socket
@@ -23,7 +36,27 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
   before the client closed is appended, as in Kafka), then the connection closes.
 - Errors: the handler raises `CloseConnection` to drop a client (unknown API key, undecodable
   request); any other exception is logged with the client address and closes the connection.
-  A connection's failure never affects another one.
+  A client that closes its side (broken pipe, connection reset) is logged at DEBUG. A connection's
+  failure never affects another one.
+
+Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
+- `max.connections`, capped by the file-descriptor budget (limits.py: descriptors stay reserved for
+  the process and for storage). At the limit the broker stops accepting on every listener, as Kafka's
+  acceptor blocks: new clients wait in the kernel's listen backlog (their connect succeeds, their
+  first request is answered once a connection closes; a client's own timeout may fire first). A
+  WARNING is logged (at most every LOG_INTERVAL_S). Kafka exempts the inter-broker listener, closing
+  the least recently used connection of another listener instead; odradek has no inter-broker
+  connections, so every listener is treated alike.
+- `max.connections.per.ip` and `max.connections.per.ip.overrides`: a connection beyond its address's
+  limit is accepted and closed at once, with Kafka's INFO line "Rejected connection from ...".
+- `max.connection.creation.rate`: accepts are paced by a token bucket (a burst of one second's worth,
+  then the rate); beyond it accepting pauses until the next token, as Kafka's acceptor waits out its
+  throttle time. Kafka measures the rate over quota.window.num x quota.window.size.seconds.
+- `connections.max.idle.ms` (default 10 minutes, negative: never): a connection with no bytes
+  received or sent for that long, and no request queued or being handled, is closed (checked every
+  half interval, at most every second). One INFO line per check counts the closed connections.
+- An accept that fails for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses
+  accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
 Listeners: `bind(listener_name, host, port)` once per entry of `listeners`; every connection knows
 the listener it arrived on (`ClientInfo.listener`), so handlers answer with that listener's
@@ -32,7 +65,8 @@ advertised endpoints, as Kafka does.
 Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
 the frames already received (bounded by a timeout) before the sockets close.
 
-Callers: the broker (creates `KafkaServer` with the dispatcher as its request handler).
+Callers: the broker (creates `KafkaServer` with the dispatcher as its request handler and
+`limits.connection_limits(config)`).
 """
 
 from __future__ import annotations
@@ -44,20 +78,30 @@ import logging
 import os
 import socket
 import struct
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from odradek.protocol.primitives import FileSlice
+from odradek.server.limits import INT_MAX, ConnectionLimits, normalize_ip, release_free_memory
 
 log = logging.getLogger(__name__)
 
 RECEIVE_BUFFER_SIZE = 256 * 1024
-DEFAULT_MAX_QUEUED_REQUESTS = 500
+TAIL_MAX = 16 * 1024
+FRAME_BUFFER_START = 32 * 1024
+FRAME_BUFFER_GROWTH = 4
 MAX_QUEUED_BYTES = 16 << 20
+TRIM_AFTER_BYTES = 16 << 20
+ACCEPT_BATCH = 64
+ACCEPT_RETRY_S = 1.0
+LOG_INTERVAL_S = 10.0
 _FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
+_PEER_GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT, errno.ENOTCONN})
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 ResponseChunk = bytes | bytearray | memoryview | FileSlice
 
@@ -83,6 +127,71 @@ class CloseConnection(Exception):
 RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[ResponseChunk] | None]]
 
 
+class ThrottledLog:
+    """A recurring event logged at most once per LOG_INTERVAL_S, with the count of those not logged."""
+
+    def __init__(self, level: int) -> None:
+        self._level = level
+        self._last = -LOG_INTERVAL_S
+        self._suppressed = 0
+
+    def __call__(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last < LOG_INTERVAL_S:
+            self._suppressed += 1
+            return
+        if self._suppressed:
+            message += f" ({self._suppressed} more since the last report)"
+        log.log(self._level, message, *args)
+        self._last, self._suppressed = now, 0
+
+
+class MemoryPool:
+    """The bytes of request frames held by the connections (`queued.max.request.bytes`; <= 0:
+    unbounded), and connections waiting for room. Gives freed heap back to the kernel after a flood."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._high_water = 0
+        self._waiting: dict[Connection, None] = {}
+        self._trimming = False
+
+    @property
+    def exhausted(self) -> bool:
+        return 0 < self.capacity <= self.used
+
+    def reserve(self, size: int) -> None:
+        self.used += size
+        self._high_water = max(self._high_water, self.used)
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        if self._waiting and not self.exhausted:
+            waiting, self._waiting = self._waiting, {}
+            for connection in waiting:
+                connection.maybe_resume_reading()
+        if self._high_water - self.used >= TRIM_AFTER_BYTES and self.used <= self._high_water // 4:
+            self._high_water = self.used
+            self._trim()
+
+    def wait(self, connection: Connection) -> None:
+        self._waiting[connection] = None
+
+    def forget(self, connection: Connection) -> None:
+        self._waiting.pop(connection, None)
+
+    def _trim(self) -> None:
+        if self._trimming:
+            return
+        self._trimming = True
+        done = asyncio.get_running_loop().run_in_executor(None, release_free_memory)
+        done.add_done_callback(self._trimmed)
+
+    def _trimmed(self, _: asyncio.Future[None]) -> None:
+        self._trimming = False
+
+
 class Connection:
     """One client connection: framing, the ordered request queue and the writer."""
 
@@ -91,8 +200,9 @@ class Connection:
         sock: socket.socket,
         client: ClientInfo,
         handler: RequestHandler,
-        max_request_size: int,
-        max_queued_requests: int,
+        limits: ConnectionLimits,
+        receive_view: memoryview,
+        pool: MemoryPool,
         on_closed: Callable[[Connection], None],
     ) -> None:
         self._loop = asyncio.get_running_loop()
@@ -100,17 +210,20 @@ class Connection:
         self._fd = sock.fileno()
         self.client = client
         self._handler = handler
-        self._max_request_size = max_request_size
-        self._max_queued = max_queued_requests
+        self._max_request_size = limits.max_request_size
+        self._max_queued = limits.max_queued_requests
+        self._shared = receive_view
+        self._pool = pool
         self._on_closed = on_closed
-        self._buffer = bytearray(RECEIVE_BUFFER_SIZE)
-        self._view = memoryview(self._buffer)
-        self._start = 0
-        self._end = 0
-        self._big_frame: bytearray | None = None
-        self._big_filled = 0
+        self._tail = b""
+        self._frame: bytearray | None = None
+        self._frame_size = 0
+        self._filled = 0
+        self._held = 0
         self._queue: collections.deque[bytearray] = collections.deque()
         self._queued_bytes = 0
+        self._handling = False
+        self.last_active = self._loop.time()
         self._wakeup = asyncio.Event()
         self._reading = False
         self._closed = False
@@ -121,6 +234,12 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the last byte in or out; 0 while a request waits or is being handled."""
+        if self._handling or self._queue:
+            return 0.0
+        return now - self.last_active
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -134,37 +253,44 @@ class Connection:
             self._loop.remove_reader(self._fd)
             self._reading = False
 
+    def maybe_resume_reading(self) -> None:
+        """Read again unless the request queue is still above half of its limits."""
+        if len(self._queue) <= self._max_queued // 2 and self._queued_bytes <= MAX_QUEUED_BYTES // 2:
+            self._resume_reading()
+
     def _on_readable(self) -> None:
+        if self._frame is None and self._pool.exhausted:
+            self._pause_reading()
+            self._pool.wait(self)
+            return
         try:
-            if self._big_frame is not None:
-                self._receive_big_frame()
+            if self._frame is not None:
+                self._receive_frame_part()
             else:
-                self._receive_into_buffer()
+                self._receive_shared()
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            self.close(f"read failed: {exc}")
+            self._close_after_error("read failed", exc)
 
-    def _receive_into_buffer(self) -> None:
-        if self._end == len(self._buffer):
-            self._compact()
-        received = self._sock.recv_into(self._view[self._end :])
+    def _receive_shared(self) -> None:
+        """Receive into the shared buffer behind the tail kept from the last read, then cut frames."""
+        view, kept = self._shared, len(self._tail)
+        if kept:
+            view[:kept] = self._tail
+        received = self._sock.recv_into(view[kept:])
+        self._tail = b""
         if received == 0:
             self.start_draining()
             return
-        self._end += received
-        self._cut_frames()
+        self.last_active = self._loop.time()
+        self._cut_frames(kept + received)
 
-    def _compact(self) -> None:
-        pending = self._end - self._start
-        self._view[:pending] = self._view[self._start : self._end]
-        self._start, self._end = 0, pending
-
-    def _cut_frames(self) -> None:
-        buffer, start, end = self._buffer, self._start, self._end
+    def _cut_frames(self, end: int) -> None:
+        view, start = self._shared, 0
         frames = []
         while end - start >= _SIZE_PREFIX:
-            (size,) = _FRAME_SIZE.unpack_from(buffer, start)
+            (size,) = _FRAME_SIZE.unpack_from(view, start)
             if size < 0 or size > self._max_request_size:
                 log.warning(
                     "Closing connection from %s: request size %d is outside 0..%d (socket.request.max.bytes)",
@@ -176,38 +302,57 @@ class Connection:
                 return
             body = start + _SIZE_PREFIX
             if end - body >= size:
-                frames.append(buffer[body : body + size])
+                frames.append(bytearray(view[body : body + size]))
                 start = body + size
-            elif size > len(buffer) - _SIZE_PREFIX:
-                self._start_big_frame(size, body, end - body)
-                start = end = 0
-                break
+            elif size > TAIL_MAX:
+                self._start_frame(size, view[body:end])
+                start = end
             else:
                 break
-        self._start, self._end = (0, 0) if start == end else (start, end)
+        if start < end:
+            self._tail = view[start:end].tobytes()
         if frames:
             self._enqueue(frames)
 
-    def _start_big_frame(self, size: int, body: int, available: int) -> None:
-        """A frame that cannot fit the shared buffer: receive the rest straight into its own buffer."""
-        frame = bytearray(size)
-        frame[:available] = self._view[body : body + available]
-        self._big_frame, self._big_filled = frame, available
+    def _start_frame(self, size: int, arrived: memoryview) -> None:
+        """A frame too big to keep as a tail: its own buffer, sized by what has arrived. The pool
+        counts its full size at once, so that a frame begun can always be finished."""
+        capacity = min(size, max(FRAME_BUFFER_START, FRAME_BUFFER_GROWTH * len(arrived)))
+        frame = bytearray(capacity)
+        frame[: len(arrived)] = arrived
+        self._frame, self._frame_size, self._filled = frame, size, len(arrived)
+        self._hold(size)
 
-    def _receive_big_frame(self) -> None:
-        assert self._big_frame is not None
-        received = self._sock.recv_into(memoryview(self._big_frame)[self._big_filled :])
+    def _receive_frame_part(self) -> None:
+        frame = self._frame
+        assert frame is not None
+        if self._filled == len(frame):
+            grown = min(self._frame_size, FRAME_BUFFER_GROWTH * len(frame))
+            frame.extend(bytes(grown - len(frame)))
+        received = self._sock.recv_into(memoryview(frame)[self._filled :])
         if received == 0:
             self.start_draining()
             return
-        self._big_filled += received
-        if self._big_filled == len(self._big_frame):
-            frame, self._big_frame = self._big_frame, None
-            self._enqueue([frame])
+        self.last_active = self._loop.time()
+        self._filled += received
+        if self._filled == self._frame_size:
+            self._frame = None
+            self._enqueue([frame], held=True)
 
-    def _enqueue(self, frames: list[bytearray]) -> None:
+    def _hold(self, size: int) -> None:
+        self._held += size
+        self._pool.reserve(size)
+
+    def _release(self, size: int) -> None:
+        self._held -= size
+        self._pool.release(size)
+
+    def _enqueue(self, frames: list[bytearray], held: bool = False) -> None:
+        size = sum(map(len, frames))
+        if not held:
+            self._hold(size)
         self._queue.extend(frames)
-        self._queued_bytes += sum(map(len, frames))
+        self._queued_bytes += size
         self._wakeup.set()
         if len(self._queue) >= self._max_queued or self._queued_bytes >= MAX_QUEUED_BYTES:
             self._pause_reading()
@@ -225,24 +370,25 @@ class Connection:
                     continue
                 frame = self._queue.popleft()
                 self._queued_bytes -= len(frame)
-                if not self._reading and self._below_half_of_limits():
-                    self._resume_reading()
+                if not self._reading:
+                    self.maybe_resume_reading()
+                self._handling = True
                 response = await self._handler(frame, self.client)
+                self._release(len(frame))
                 if response is not None:
                     await self._send_response(response)
+                self._handling = False
+                self.last_active = self._loop.time()
         except CloseConnection:
             self.close(None)  # the handler has logged why
         except OSError as exc:
-            self.close(f"write failed: {exc}")
+            self._close_after_error("write failed", exc)
         except Exception:
             log.exception("Closing connection from %s after an unexpected error", self.client)
             self.close("unexpected error")
         finally:
             if self._draining:
                 self.close(None)
-
-    def _below_half_of_limits(self) -> bool:
-        return len(self._queue) <= self._max_queued // 2 and self._queued_bytes <= MAX_QUEUED_BYTES // 2
 
     async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
         total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
@@ -317,16 +463,24 @@ class Connection:
     async def wait_closed(self) -> None:
         await asyncio.wait({self._worker})
 
-    def close(self, reason: str | None) -> None:
+    def _close_after_error(self, what: str, exc: OSError) -> None:
+        """A client that went away is routine (DEBUG); any other socket error is worth an INFO line."""
+        self.close(f"{what}: {exc}", logging.DEBUG if exc.errno in _PEER_GONE else logging.INFO)
+
+    def close(self, reason: str | None, level: int = logging.INFO) -> None:
         if self._closed:
             return
         self._closed = True
         if reason is not None:
-            log.info("Connection from %s closed: %s", self.client, reason)
+            log.log(level, "Connection from %s closed: %s", self.client, reason)
         self._pause_reading()
         self._loop.remove_writer(self._fd)
         self._queue.clear()
         self._queued_bytes = 0
+        self._tail, self._frame = b"", None
+        self._pool.forget(self)
+        if self._held:
+            self._release(self._held)
         if self._worker is not asyncio.current_task():
             self._worker.cancel()
         self._sock.close()
@@ -350,26 +504,61 @@ def _set_result_once(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class KafkaServer:
-    """Accepts connections on its listeners and runs a `Connection` for each."""
+class CreationRate:
+    """`max.connection.creation.rate` as a token bucket: a burst of one second's worth, then `rate`
+    per second. `delay()` is 0 when a connection may be accepted now, else the seconds until it may;
+    `record()` counts an accepted connection."""
 
-    def __init__(
-        self,
-        handler: RequestHandler,
-        max_request_size: int,
-        max_queued_requests: int = DEFAULT_MAX_QUEUED_REQUESTS,
-    ) -> None:
+    def __init__(self, rate: int, now: float) -> None:
+        self._rate = rate
+        self._burst = max(rate, 1)
+        self._tokens = float(self._burst)
+        self._last = now
+
+    def delay(self, now: float) -> float:
+        if self._rate >= INT_MAX:
+            return 0.0
+        if self._rate <= 0:
+            return ACCEPT_RETRY_S
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self._rate
+
+    def record(self) -> None:
+        if self._rate < INT_MAX:
+            self._tokens -= 1
+
+
+class KafkaServer:
+    """Accepts connections on its listeners within the connection limits and runs a `Connection` for
+    each."""
+
+    def __init__(self, handler: RequestHandler, limits: ConnectionLimits | None = None) -> None:
         self._handler = handler
-        self._max_request_size = max_request_size
-        self._max_queued = max_queued_requests
+        self._limits = limits or ConnectionLimits()
+        self._receive_view = memoryview(bytearray(RECEIVE_BUFFER_SIZE))
+        self._pool = MemoryPool(self._limits.queued_max_request_bytes)
         self._listen_socks: dict[str, socket.socket] = {}
-        self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: set[Connection] = set()
+        self._per_ip: collections.Counter[str] = collections.Counter()
         self._next_connection_id = 0
+        self._accepting = False
+        self._accept_paused = False
+        self._paused_until = 0.0
+        self._rate: CreationRate | None = None
+        self._housekeeping: asyncio.Task[None] | None = None
+        self._log_at_limit = ThrottledLog(logging.WARNING)
+        self._log_rate = ThrottledLog(logging.INFO)
+        self._log_per_ip = ThrottledLog(logging.INFO)
+        self._log_accept_failed = ThrottledLog(logging.WARNING)
 
     @property
     def connections(self) -> int:
         return len(self._connections)
+
+    @property
+    def memory_pool(self) -> MemoryPool:
+        return self._pool
 
     async def bind(self, listener: str, host: str, port: int) -> tuple[str, int]:
         """Bind a listener (empty host = every interface) without accepting yet; returns the bound
@@ -387,42 +576,152 @@ class KafkaServer:
         return bound[0], bound[1]
 
     def listen(self) -> None:
-        """Start accepting connections on every bound listener."""
+        """Start accepting connections on every bound listener, and expiring idle ones."""
         assert self._listen_socks, "bind() first"
         loop = asyncio.get_running_loop()
-        for listener, sock in self._listen_socks.items():
+        for sock in self._listen_socks.values():
             sock.listen(socket.SOMAXCONN)
-            self._accept_tasks.append(
-                loop.create_task(self._accept_loop(listener, sock), name=f"accept-{listener}")
-            )
+        self._accepting = True
+        self._rate = CreationRate(self._limits.max_connection_creation_rate, loop.time())
+        self._resume_accepting()
+        if self._limits.connections_max_idle_ms >= 0:
+            self._housekeeping = loop.create_task(self._expire_idle_connections(), name="idle-connections")
 
-    async def _accept_loop(self, listener: str, listen_sock: socket.socket) -> None:
+    # -- accepting -----------------------------------------------------------------------------------
+
+    def _resume_accepting(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                sock, address = await loop.sock_accept(listen_sock)
-            except OSError as exc:
-                log.warning("Accept failed: %s", exc)
-                await asyncio.sleep(0.1)
-                continue
-            self._open_connection(sock, address, listener)
+        for listener, sock in self._listen_socks.items():
+            loop.add_reader(sock.fileno(), self._on_acceptable, listener, sock)
+        self._accept_paused = False
 
-    def _open_connection(self, sock: socket.socket, address: tuple, listener: str) -> None:
+    def _pause_accepting(self, seconds: float = 0.0) -> None:
+        loop = asyncio.get_running_loop()
+        if not self._accept_paused:
+            for sock in self._listen_socks.values():
+                loop.remove_reader(sock.fileno())
+            self._accept_paused = True
+        if seconds > 0:
+            self._paused_until = loop.time() + seconds
+            loop.call_later(seconds, self._maybe_resume_accepting)
+
+    def _maybe_resume_accepting(self) -> None:
+        loop = asyncio.get_running_loop()
+        if (
+            self._accepting
+            and self._accept_paused
+            and loop.time() >= self._paused_until
+            and len(self._connections) < self._limits.max_connections
+        ):
+            self._resume_accepting()
+
+    def _on_acceptable(self, listener: str, listen_sock: socket.socket) -> None:
+        for _ in range(ACCEPT_BATCH):
+            if not self._may_accept():
+                return
+            try:
+                sock, address = listen_sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in _OUT_OF_RESOURCES:
+                    self._log_accept_failed(
+                        "Accept failed: %s; accepting paused for %.0f s (%d client connections open)",
+                        exc,
+                        ACCEPT_RETRY_S,
+                        len(self._connections),
+                    )
+                    self._pause_accepting(ACCEPT_RETRY_S)
+                    return
+                continue  # the client gave up before we accepted (ECONNABORTED, ...)
+            assert self._rate is not None
+            self._rate.record()
+            self._accepted(sock, address, listener)
+
+    def _may_accept(self) -> bool:
+        """Within max.connections and max.connection.creation.rate; otherwise pause accepting."""
+        loop = asyncio.get_running_loop()
+        if len(self._connections) >= self._limits.max_connections:
+            self._log_at_limit(
+                "%d connections open, the limit (max.connections, or the file descriptors left after "
+                "the storage reserve): new connections wait until one closes",
+                len(self._connections),
+            )
+            self._pause_accepting()
+            return False
+        assert self._rate is not None
+        delay = self._rate.delay(loop.time())
+        if delay > 0:
+            self._log_rate(
+                "Connection creation rate above max.connection.creation.rate %d/s: accepting paused",
+                self._limits.max_connection_creation_rate,
+            )
+            self._pause_accepting(delay)
+            return False
+        return True
+
+    def _accepted(self, sock: socket.socket, address: tuple, listener: str) -> None:
+        ip = normalize_ip(str(address[0]))
+        allowed = self._limits.max_for_ip(ip)
+        if self._per_ip[ip] >= allowed:
+            self._log_per_ip(
+                "Rejected connection from %s, address already has the configured maximum of %d "
+                "connections (max.connections.per.ip)",
+                ip,
+                allowed,
+            )
+            sock.close()
+            return
+        self._per_ip[ip] += 1
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_connection_id += 1
-        client = ClientInfo(str(address[0]), int(address[1]), self._next_connection_id, listener)
+        client = ClientInfo(ip, int(address[1]), self._next_connection_id, listener)
         connection = Connection(
-            sock, client, self._handler, self._max_request_size, self._max_queued, self._connections.discard
+            sock, client, self._handler, self._limits, self._receive_view, self._pool, self._on_closed
         )
         self._connections.add(connection)
 
+    def _on_closed(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        ip = connection.client.host
+        self._per_ip[ip] -= 1
+        if self._per_ip[ip] <= 0:
+            del self._per_ip[ip]
+        self._maybe_resume_accepting()
+
+    # -- idle connections ------------------------------------------------------------------------------
+
+    async def _expire_idle_connections(self) -> None:
+        idle_s = self._limits.connections_max_idle_ms / 1000
+        interval = min(max(idle_s / 2, 0.01), 1.0)
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval)
+            now = loop.time()
+            expired = [c for c in self._connections if c.idle_for(now) > idle_s]
+            for connection in expired:
+                connection.close(
+                    f"idle for more than {self._limits.connections_max_idle_ms} ms", logging.DEBUG
+                )
+            if expired:
+                log.info(
+                    "Closed %d connections idle for more than %d ms (connections.max.idle.ms)",
+                    len(expired),
+                    self._limits.connections_max_idle_ms,
+                )
+
+    # -- shutdown ------------------------------------------------------------------------------------
+
     def close(self) -> None:
         """Stop accepting new connections."""
-        for task in self._accept_tasks:
-            task.cancel()
-        self._accept_tasks.clear()
+        if self._accepting:
+            self._pause_accepting()
+        self._accepting = False
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            self._housekeeping = None
         for sock in self._listen_socks.values():
             sock.close()
         self._listen_socks.clear()
