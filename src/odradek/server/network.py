@@ -48,7 +48,8 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
   the least recently used connection of another listener instead; odradek has no inter-broker
   connections, so every listener is treated alike.
 - `max.connections.per.ip` and `max.connections.per.ip.overrides`: a connection beyond its address's
-  limit is accepted and closed at once, with Kafka's INFO line "Rejected connection from ...".
+  limit is accepted and closed at once, with Kafka's INFO line "Rejected connection from ..." (at
+  most once per address per LOG_INTERVAL_S, with the count of those not logged).
 - `max.connection.creation.rate`: accepts are paced by a token bucket (a burst of one second's worth,
   then the rate); beyond it accepting pauses until the next token, as Kafka's acceptor waits out its
   throttle time. Kafka measures the rate over quota.window.num x quota.window.size.seconds.
@@ -96,6 +97,7 @@ TRIM_AFTER_BYTES = 16 << 20
 ACCEPT_BATCH = 64
 ACCEPT_RETRY_S = 1.0
 LOG_INTERVAL_S = 10.0
+PER_IP_LOGS_MAX = 1024
 _FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
@@ -549,7 +551,7 @@ class KafkaServer:
         self._housekeeping: asyncio.Task[None] | None = None
         self._log_at_limit = ThrottledLog(logging.WARNING)
         self._log_rate = ThrottledLog(logging.INFO)
-        self._log_per_ip = ThrottledLog(logging.INFO)
+        self._log_per_ip: dict[str, ThrottledLog] = {}
         self._log_accept_failed = ThrottledLog(logging.WARNING)
 
     @property
@@ -664,7 +666,7 @@ class KafkaServer:
         ip = normalize_ip(str(address[0]))
         allowed = self._limits.max_for_ip(ip)
         if self._per_ip[ip] >= allowed:
-            self._log_per_ip(
+            self._per_ip_log(ip)(
                 "Rejected connection from %s, address already has the configured maximum of %d "
                 "connections (max.connections.per.ip)",
                 ip,
@@ -682,6 +684,13 @@ class KafkaServer:
             sock, client, self._handler, self._limits, self._receive_view, self._pool, self._on_closed
         )
         self._connections.add(connection)
+
+    def _per_ip_log(self, ip: str) -> ThrottledLog:
+        """Rejections are logged per address, each at most once per LOG_INTERVAL_S (the table is
+        emptied when it holds PER_IP_LOGS_MAX addresses)."""
+        if ip not in self._log_per_ip and len(self._log_per_ip) >= PER_IP_LOGS_MAX:
+            self._log_per_ip.clear()
+        return self._log_per_ip.setdefault(ip, ThrottledLog(logging.INFO))
 
     def _on_closed(self, connection: Connection) -> None:
         self._connections.discard(connection)
