@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
 import struct
+import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -55,8 +58,40 @@ def test_frames_larger_than_the_receive_buffer_arrive_whole():
     run(scenario())
 
 
-def test_file_slices_are_sent_in_place_between_bytes(tmp_path):
+def test_a_frame_buffer_grows_with_what_arrives_not_with_the_size_prefix():
+    """A 60 MiB size prefix followed by a trickle costs a small buffer; the frame still arrives whole."""
+    size = 60 << 20
+    payload = os.urandom(1 << 20) * 60
+
+    async def handler(frame_bytes, client):
+        return [struct.pack(">i", len(frame_bytes)), frame_bytes[-16:]]
+
+    async def scenario():
+        server, port = await serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        tracemalloc.start()
+        try:
+            writer.write(struct.pack(">i", size) + payload[:100])
+            await writer.drain()
+            await asyncio.sleep(0.1)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20, f"{peak} bytes allocated for a frame of which 100 bytes arrived"
+        assert server.memory_pool.used == size  # the pool counts the whole promise
+        writer.write(payload[100:])
+        assert await read_frame(reader) == struct.pack(">i", size) + payload[-16:]
+        assert server.memory_pool.used == 0
+        writer.close()
+        server.close()
+        await server.drain(1)
+
+    run(scenario())
+
+
+def test_file_slices_are_sent_in_place_between_bytes(tmp_path, monkeypatch):
     data = os.urandom(6 << 20)
+    waits = count_writability_waits(monkeypatch)
     path = tmp_path / "segment.log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
@@ -67,10 +102,11 @@ def test_file_slices_are_sent_in_place_between_bytes(tmp_path):
 
     async def scenario():
         server, port = await serve(handler)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+        reader, writer = await open_slow_reader(port)
         requests = [(5, 100), (1000, len(data) - 1000), (0, 0)]
         writer.write(b"".join(frame(struct.pack(">ii", o, n)) for o, n in requests))
         await asyncio.sleep(0.2)  # let the socket buffer fill: sendfile must wait for writability
+        assert waits, "sendfile never waited for writability"
         for offset, length in requests:
             body = await read_frame(reader)
             assert body == b"head" + data[offset : offset + length] + b"mid" + data[:3] + b"tail"
@@ -86,20 +122,23 @@ def test_file_slices_are_sent_in_place_between_bytes(tmp_path):
 
 
 @pytest.mark.parametrize("pieces", [3, 600])
-def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(pieces):
+def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(pieces, monkeypatch):
     """A response of byte chunks the socket buffer cannot take at once (few chunks: the first sendmsg
-    takes them as they are and stops short; more than one sendmsg can take: straight to the views)."""
+    takes them as they are and stops short; more than one sendmsg can take: straight to the views),
+    to a client with a tiny receive buffer that reads slowly: the writer waits for writability."""
     rng = random.Random(pieces)
     chunks = [os.urandom(rng.randrange(1, (12 << 20) // pieces)) for _ in range(pieces)]
+    waits = count_writability_waits(monkeypatch)
 
     async def handler(frame_bytes, client):
         return chunks
 
     async def scenario():
         server, port = await serve(handler)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+        reader, writer = await open_slow_reader(port)
         writer.write(frame(b"go") * 2)
         await asyncio.sleep(0.2)  # let the socket buffer fill before anything is read
+        assert waits, "the writer never waited for writability"
         for _ in range(2):
             assert await read_frame(reader) == b"".join(chunks)
         writer.close()
@@ -107,6 +146,28 @@ def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(
         await server.drain(1)
 
     run(scenario())
+
+
+def count_writability_waits(monkeypatch) -> list[int]:
+    """Each time a connection waits for its socket to become writable, its fd is appended."""
+    waits: list[int] = []
+    original = network.Connection._writable
+
+    async def counting(self):
+        waits.append(self._fd)
+        await original(self)
+
+    monkeypatch.setattr(network.Connection, "_writable", counting)
+    return waits
+
+
+async def open_slow_reader(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A client whose socket takes 4 KiB at a time (SO_RCVBUF), so the server's sends stop short."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    return await asyncio.open_connection(sock=sock, limit=1 << 16)
 
 
 def test_responses_keep_request_order_with_uneven_handler_latency():
@@ -127,30 +188,45 @@ def test_responses_keep_request_order_with_uneven_handler_latency():
     run(scenario())
 
 
-def test_reading_pauses_when_requests_pile_up(monkeypatch):
-    pauses = []
-    original = network.Connection._pause_reading
+def server_receive_queue(server_port: int, client_port: int) -> int:
+    """Bytes the kernel holds for the server's side of a loopback connection, unread by the server
+    (rx_queue in /proc/net/tcp)."""
+    local, remote = f"0100007F:{server_port:04X}", f"0100007F:{client_port:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote:
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"no socket {local} -> {remote}")
 
-    def counting_pause(self):
-        pauses.append(self._reading)
-        original(self)
 
-    monkeypatch.setattr(network.Connection, "_pause_reading", counting_pause)
+@pytest.mark.parametrize(
+    "limits",
+    [{"max_queued_requests": 4}, {"queued_max_request_bytes": 40_000, "max_request_size": 40_000}],
+    ids=["queued.max.requests", "queued.max.request.bytes"],
+)
+def test_reading_pauses_when_requests_pile_up(limits):
+    """With the handler held, the server stops reading after a few frames (queued.max.requests per
+    connection, or the queued.max.request.bytes pool): the rest stays in the kernel's receive queue;
+    once the handler goes on, reading resumes and every request is answered in order."""
     gate = asyncio.Event()
+    count, size = 300, 10_000
 
     async def handler(frame_bytes, client):
         await gate.wait()
-        return [frame_bytes]
+        return [frame_bytes[:4]]
 
     async def scenario():
-        server, port = await serve(handler, max_queued_requests=4)
+        server, port = await serve(handler, **limits)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"".join(frame(struct.pack(">i", i)) for i in range(100)))
-        await asyncio.sleep(0.1)
-        assert True in pauses
+        client_port = writer.get_extra_info("sockname")[1]
+        writer.write(b"".join(frame(struct.pack(">i", i) + bytes(size)) for i in range(count)))
+        await asyncio.sleep(0.3)  # time enough for a server that kept reading to empty the socket
+        assert server_receive_queue(port, client_port) > 4 * size
+        assert server.memory_pool.used <= RECEIVE_BUFFER_SIZE + size  # one read may overshoot the limit
         gate.set()
-        answered = [struct.unpack(">i", await read_frame(reader))[0] for _ in range(100)]
-        assert answered == list(range(100))
+        answered = [struct.unpack(">i", await read_frame(reader))[0] for _ in range(count)]
+        assert answered == list(range(count))
+        assert server_receive_queue(port, client_port) == 0
         writer.close()
         server.close()
         await server.drain(1)
