@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import socket
@@ -306,3 +307,31 @@ def test_drain_answers_queued_requests_then_closes():
             await asyncio.open_connection("127.0.0.1", port)
 
     run(scenario())
+
+
+def test_a_client_that_resets_its_connection_is_logged_at_debug(caplog):
+    """A client going away mid-response (connection reset, broken pipe) is routine: DEBUG, not INFO."""
+
+    async def handler(frame_bytes, client):
+        return [bytes(8 << 20)]
+
+    async def scenario():
+        server, port = await serve(handler)
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(frame(b"big answer please"))
+        await asyncio.sleep(0.1)  # the response is being written
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # with unread data and linger 0: a reset
+        for _ in range(200):
+            if server.connections == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert server.connections == 0
+        server.close()
+        await server.drain(1)
+
+    with caplog.at_level(logging.DEBUG, logger="odradek.server.network"):
+        run(scenario())
+    closes = [r for r in caplog.records if "closed" in r.getMessage()]
+    assert closes, "the reset connection was not logged at all"
+    assert all(r.levelno == logging.DEBUG for r in closes), [(r.levelname, r.getMessage()) for r in closes]
