@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import random
+import resource
 import socket
 import struct
 import tracemalloc
@@ -335,3 +336,34 @@ def test_a_client_that_resets_its_connection_is_logged_at_debug(caplog):
     closes = [r for r in caplog.records if "closed" in r.getMessage()]
     assert closes, "the reset connection was not logged at all"
     assert all(r.levelno == logging.DEBUG for r in closes), [(r.levelname, r.getMessage()) for r in closes]
+
+
+def test_accepting_pauses_without_spinning_when_descriptors_run_out(caplog):
+    """accept() failing with EMFILE pauses accepting for a second with one WARNING; the clients that
+    waited are served once descriptors are free again."""
+
+    async def scenario():
+        server, port = await serve(echo)
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]  # in the backlog
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        lowest_free = os.dup(0)
+        os.close(lowest_free)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # no new descriptor now
+        try:
+            await asyncio.sleep(0.5)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert server.connections == 0
+        for client in clients:
+            client.sendall(frame(b"served later"))
+        for client in clients:
+            reader, writer = await asyncio.open_connection(sock=client)
+            assert await read_frame(reader) == b"served later"
+            writer.close()
+        server.close()
+        await server.drain(1)
+
+    with caplog.at_level(logging.WARNING, logger="odradek.server.network"):
+        run(scenario())
+    failures = [r for r in caplog.records if "Accept failed" in r.getMessage()]
+    assert len(failures) == 1 and "Too many open files" in failures[0].getMessage()
