@@ -34,6 +34,7 @@ import ipaddress
 import logging
 import resource
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,7 +189,7 @@ def normalize_ip(address: str) -> str:
     return str(ip)
 
 
-def _load_malloc_trim() -> ctypes._CFuncPtr | None:
+def _load_malloc_trim() -> Callable[[int], int] | None:
     name = ctypes.util.find_library("c")
     try:
         return ctypes.CDLL(name).malloc_trim if name else None
