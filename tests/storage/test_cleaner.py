@@ -46,7 +46,8 @@ def cleaner_for(log: Log, **config: int | float) -> LogCleaner:
 def all_batches(log: Log) -> list[tuple[BatchHeader, bytes]]:
     out = []
     for segment in log.segments:
-        data = os.pread(segment.fd, segment.size, 0)
+        with segment.opened() as fd:
+            data = os.pread(fd, segment.size, 0)
         out += [(header, data[p : p + header.size_in_bytes]) for p, header in iter_batches(data)]
     return out
 
@@ -223,7 +224,8 @@ def test_indexes_of_cleaned_segments_are_rebuilt(tmp_path: Path) -> None:
     cleaned = max(log.segments[:-1], key=lambda segment: segment.size)
     assert len(cleaned.offset_index) > 2
     for relative, position in zip(cleaned.offset_index.keys, cleaned.offset_index.values, strict=True):
-        header = BatchHeader.unpack_from(os.pread(cleaned.fd, 61, position))
+        with cleaned.opened() as fd:
+            header = BatchHeader.unpack_from(os.pread(fd, 61, position))
         assert header.base_offset == cleaned.base_offset + relative
     assert cleaned.time_index.last_timestamp == cleaned.max_timestamp
     assert cleaned.offset_index.path.name == f"{cleaned.base_offset:020d}.index"
@@ -265,7 +267,7 @@ def test_crash_before_the_swap_keeps_the_old_segments(
 ) -> None:
     log, clock, before = clean_until_crash(tmp_path, monkeypatch, "replace_segments")
     directory = tmp_path / "topic-0"
-    assert len(list(directory.glob("*.cleaned"))) == 3
+    assert (directory / "00000000000000000000.log.cleaned").exists()  # its indexes: none, it is empty
     reopened = Log(directory, log.config, clock)
     assert not list(directory.glob("*.cleaned"))
     assert all_records(reopened) == before

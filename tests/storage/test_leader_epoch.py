@@ -31,8 +31,12 @@ def cache_with(tmp_path: Path, *entries: tuple[int, int]) -> LeaderEpochFileCach
 # -- the cache alone -----------------------------------------------------------------------------
 
 
-def test_assign_writes_kafkas_checkpoint_format(tmp_path: Path) -> None:
-    cache_with(tmp_path, (0, 0), (3, 120))
+def test_flush_writes_kafkas_checkpoint_format(tmp_path: Path) -> None:
+    cache = cache_with(tmp_path, (0, 0), (3, 120))
+    assert not (tmp_path / LEADER_EPOCH_CHECKPOINT).exists()  # changes wait for a flush
+    assert cache.dirty
+    cache.flush()
+    assert not cache.dirty
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n2\n0 0\n3 120\n"
     assert LeaderEpochFileCache.read(tmp_path).entries == ((0, 0), (3, 120))  # type: ignore[union-attr]
     assert not (tmp_path / (LEADER_EPOCH_CHECKPOINT + ".tmp")).exists()
@@ -100,6 +104,7 @@ def test_truncate_from_end(tmp_path: Path) -> None:
     assert cache.truncate_from_end(25) is False
     assert cache.truncate_from_end(10) is True
     assert cache.entries == ((0, 0),)
+    cache.flush()
     assert LeaderEpochFileCache.read(tmp_path).entries == ((0, 0),)  # type: ignore[union-attr]
 
 
@@ -110,6 +115,7 @@ def test_truncate_from_start_moves_the_epoch_holding_the_new_start(tmp_path: Pat
     assert cache.entries == ((2, 15), (4, 20))
     cache.truncate_from_start(20)
     assert cache.entries == ((4, 20),)
+    cache.flush()
     assert LeaderEpochFileCache.read(tmp_path).entries == ((4, 20),)  # type: ignore[union-attr]
 
 
@@ -117,6 +123,7 @@ def test_clear(tmp_path: Path) -> None:
     cache = cache_with(tmp_path, (0, 0), (2, 10))
     cache.clear()
     assert cache.entries == ()
+    cache.flush()
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n0\n"
 
 
@@ -149,6 +156,8 @@ def test_leader_appends_open_new_epochs(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     append_epochs(log, 0, 0, 2, 2, 2, 5)
     assert entries(log) == [(0, 0), (2, 4), (5, 10)]
+    assert not (log.dir / LEADER_EPOCH_CHECKPOINT).exists()
+    log.flush()
     assert LeaderEpochFileCache.read(log.dir).entries == ((0, 0), (2, 4), (5, 10))  # type: ignore[union-attr]
 
 
@@ -189,6 +198,7 @@ def test_retention_trims_the_cache_from_the_start(tmp_path: Path) -> None:
     assert log.delete_retention_segments(clock.time_ms()) == 1
     assert log.log_start_offset == 4
     assert entries(log) == [(1, 4), (2, 6)]
+    log.flush()
     assert LeaderEpochFileCache.read(log.dir).entries == ((1, 4), (2, 6))  # type: ignore[union-attr]
 
 
@@ -215,6 +225,7 @@ def test_a_missing_or_damaged_file_is_rebuilt_from_the_batches(tmp_path: Path, d
         path.write_text("0\n3\n0 0\n")
     reopened = Log(log.dir, LogConfig(), ManualClock(), clean_shutdown=True)
     assert entries(reopened) == [(0, 0), (1, 4), (4, 10)]
+    reopened.flush()
     assert path.read_text() == "0\n3\n0 0\n1 4\n4 10\n"
 
 
@@ -252,3 +263,40 @@ def test_batch_headers_carry_the_epoch_the_cache_records(tmp_path: Path) -> None
     data = slice_bytes(log.read(2, 1 << 20))
     assert BatchHeader.unpack_from(data).partition_leader_epoch == 7
     assert log.leader_epoch_cache.epoch_for(2) == 7
+
+
+# -- the deferred file after a crash ---------------------------------------------------------------
+
+
+def crash_and_reopen(log: Log, recovery_point: int) -> Log:
+    """Drop `log` as a killed process would (no flush, no close) and open it again."""
+    log.files.close_all()
+    return Log(log.dir, LogConfig(), ManualClock(), recovery_point=recovery_point)
+
+
+def test_a_crash_before_the_flush_loses_no_epoch(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=3 * len(batch(2)))
+    append_epochs(log, 0, 0)
+    log.flush()
+    append_epochs(log, 2, 2, 2, 5, 5)  # assigned in memory only: the file still says [(0, 0)]
+    assert LeaderEpochFileCache.read(log.dir).entries == ((0, 0),)  # type: ignore[union-attr]
+    reopened = crash_and_reopen(log, recovery_point=log.recovery_point)
+    assert entries(reopened) == [(0, 0), (2, 4), (5, 10)]
+
+
+def test_a_file_older_than_a_truncation_claims_no_epoch_the_log_lacks(tmp_path: Path) -> None:
+    old_leader = open_log(tmp_path / "old")
+    append_epochs(old_leader, 0, 0, 3, 3)  # epoch 3 from offset 4: never committed
+    new_leader = open_log(tmp_path / "new")
+    append_epochs(new_leader, 0, 0, 1, 1, 5)  # epoch 1 from 4, epoch 5 from 8
+    follower = open_log(tmp_path / "follower", segment_bytes=3 * len(batch(2)))
+    follower.append_as_follower(slice_bytes(old_leader.read(0, 1 << 20)))
+    follower.flush()  # the file: [(0, 0), (3, 4)]
+    stale_recovery_point = follower.recovery_point
+    follower.truncate_to(4)
+    follower.append_as_follower(slice_bytes(new_leader.read(4, 1 << 20)))
+    assert entries(follower) == [(0, 0), (1, 4), (5, 8)]
+    assert LeaderEpochFileCache.read(follower.dir).entries == ((0, 0), (3, 4))  # type: ignore[union-attr]
+    reopened = crash_and_reopen(follower, recovery_point=stale_recovery_point)
+    assert entries(reopened) == [(0, 0), (1, 4), (5, 8)]
+    assert reopened.leader_epoch_cache.end_offset_for(3, reopened.log_end_offset) == EpochEndOffset(1, 8)

@@ -17,6 +17,7 @@ from odradek.protocol.records.errors import CorruptRecordError, InvalidTimestamp
 from odradek.protocol.records.record import decode_records
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
+from odradek.storage.file_cache import FileCache
 from odradek.storage.log import Log
 from odradek.storage.reaper import FdReaper
 from tests.storage.storage_helpers import batch, open_log, read_records, slice_bytes
@@ -159,11 +160,24 @@ def test_explicit_roll_and_empty_roll(tmp_path: Path) -> None:
     assert log.segments[0].time_index.last_timestamp == 1_000  # sealed with the segment's max
 
 
-def test_flush_messages_moves_the_recovery_point(tmp_path: Path) -> None:
-    log = open_log(tmp_path, flush_messages=3)
+def test_flush_messages_asks_for_a_flush_once(tmp_path: Path) -> None:
+    asked: list[Log] = []
+    log = Log(tmp_path / "t-0", LogConfig(flush_messages=3), ManualClock(), request_flush=asked.append)
     append_many(log, 2)
-    assert log.recovery_point == 0
-    append_many(log, 1)
+    assert asked == [] and not log.flush_due(0)
+    append_many(log, 2)
+    assert asked == [log] and log.flush_due(0)
+    assert log.recovery_point == 0  # the append itself never fsyncs
+    log.flush()
+    assert log.recovery_point == 4 and not log.flush_due(0)
+    append_many(log, 3)
+    assert asked == [log, log]
+
+
+def test_flush_up_to_moves_the_recovery_point(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    append_many(log, 3)
+    log.flush()
     assert log.recovery_point == 3
     log.append_as_leader(batch(), 0)
     log.flush(up_to=2)
@@ -176,9 +190,9 @@ def test_flush_ms(tmp_path: Path) -> None:
     clock = ManualClock()
     log = open_log(tmp_path, clock, flush_ms=100)
     append_many(log, 1)
+    assert not log.flush_due(clock.time_ms())
     clock.advance(100)
-    append_many(log, 1)
-    assert log.recovery_point == 2
+    assert log.flush_due(clock.time_ms())
 
 
 def test_offset_for_timestamp(tmp_path: Path) -> None:
@@ -222,11 +236,10 @@ def test_retention_by_time_never_deletes_the_active_segment(tmp_path: Path) -> N
     assert log.delete_retention_segments(clock.time_ms()) == 1
     assert [s.base_offset for s in log.segments] == [4]
     assert log.delete_retention_segments(clock.time_ms()) == 0
+    # Nothing left of the deleted segments; the active one's indexes and the leader-epoch file wait
+    # for the first flush.
     assert sorted(p.name for p in log.dir.iterdir()) == [
-        "00000000000000000004.index",
         "00000000000000000004.log",
-        "00000000000000000004.timeindex",
-        "leader-epoch-checkpoint",
     ]
 
 
@@ -254,7 +267,7 @@ def test_deleted_segment_fd_stays_readable_until_reaped(tmp_path: Path) -> None:
     reaper = FdReaper()
     size = len(batch(1, 100))
     config = LogConfig(segment_bytes=size, retention_bytes=0, file_delete_delay_ms=5_000)
-    log = Log(tmp_path / "t-0", config, clock, reaper=reaper)
+    log = Log(tmp_path / "t-0", config, clock, files=FileCache(clock, reaper=reaper, lease_ms=5_000))
     append_many(log, 3)
     held = log.read(0, 1 << 20).records[0]
     assert log.delete_retention_segments(clock.time_ms()) == 2

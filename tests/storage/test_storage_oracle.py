@@ -162,8 +162,7 @@ class LogOracle(RuleBasedStateMachine):
         if clean:
             self.log.close()
         else:
-            for segment in self.log.segments:
-                os.close(segment.fd)
+            self.log.files.close_all()
         self.log = Log(
             self.root / "t-0", self.config, self.clock, recovery_point, start, clean_shutdown=clean
         )

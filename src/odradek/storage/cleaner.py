@@ -31,11 +31,13 @@ partition the first dirty offset, below which the log is clean (no key appears t
    timestamps stay exact: their deltas are relative to it); a later pass after that horizon drops
    the tombstones. The earliest retained horizon per log brings the log back to step 1.
 5. Swap, crash-safe and atomic for readers: the copy and its indexes are fsynced, then under the
-   log's lock (`Log.replace_segments`) renamed to `.swap`, the old segments deleted (their fds stay
-   open for file.delete.delay.ms, so FileSlices handed out stay valid), the `.swap` files renamed
-   into place and the segment list replaced in one assignment. A crash before the `.swap` rename
-   leaves `.cleaned` leftovers that the loader deletes; after it, the loader finishes the swap.
-   The checkpoint moves to the map's end once every group is swapped.
+   log's lock (`Log.replace_segments`) renamed to `.swap` (and the directory fsynced, so the swap is
+   durable before the old segments go), the old segments deleted (their fds stay open for
+   file.delete.delay.ms, so FileSlices handed out stay valid), the `.swap` files renamed into place
+   and the segment list replaced in one assignment; the directory fsync of those last renames is
+   left to the log's next flush (a crash before it finishes the swap at load). A crash before the
+   `.swap` rename leaves `.cleaned` leftovers that the loader deletes; after it, the loader finishes
+   the swap. The checkpoint moves to the map's end once every group is swapped.
 
 The cleaner reads segments through duplicated fds (`Log.dup_inactive_segments`), so retention,
 truncation or deletion may run meanwhile; a group whose segments are no longer in the log is
@@ -174,8 +176,11 @@ class LogCleaner:
         self._run_lock = threading.Lock()
         self._stopped = threading.Event()
         self._checkpoints: dict[TopicPartition, int] = {}
+        self._checkpoint_dirs: dict[TopicPartition, Path] = {}
         for directory in log_dirs:
-            self._checkpoints.update(read_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT))
+            for key, offset in read_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT).items():
+                self._checkpoints[key] = offset
+                self._checkpoint_dirs[key] = directory
         self._delete_horizons: dict[TopicPartition, int] = {}
 
     # -- the loop ------------------------------------------------------------------------------
@@ -209,6 +214,7 @@ class LogCleaner:
     def forget(self, topic: str, partition: int) -> None:
         """A deleted log: drop its checkpoint entry (written with the next cleaning of its dir)."""
         self._checkpoints.pop((topic, partition), None)
+        self._checkpoint_dirs.pop((topic, partition), None)
         self._delete_horizons.pop((topic, partition), None)
 
     # -- choosing ------------------------------------------------------------------------------
@@ -322,6 +328,7 @@ class LogCleaner:
             self._delete_horizons.pop(key, None)
         if stats.swapped:
             self._checkpoints[key] = stats.end_offset
+            self._checkpoint_dirs[key] = target.dir.parent
             self._write_checkpoint(target.dir.parent)
         log.info(
             "Cleaned %s up to offset %d: %d segments (%d bytes) into %d (%d bytes), %d of %d records kept",
@@ -336,8 +343,12 @@ class LogCleaner:
         )
 
     def _write_checkpoint(self, directory: Path) -> None:
-        live = {_key(candidate) for candidate in self._logs() if candidate.dir.parent == directory}
-        entries = {key: offset for key, offset in self._checkpoints.items() if key in live}
+        """Write the entries of `directory`'s logs, loaded or not (deleted ones were forgotten)."""
+        entries = {
+            key: offset
+            for key, offset in self._checkpoints.items()
+            if self._checkpoint_dirs.get(key) == directory
+        }
         write_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT, entries)
 
 
@@ -371,26 +382,41 @@ class _GroupCopier:
             directory / _cleaned(self.base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644
         )
         try:
-            self._copy(fd, stats)
-            segment = LogSegment(directory, self.base_offset, fd, self.target.config, self.now_ms)
+            size = self._copy(fd, stats)
+        except BaseException:
+            os.close(fd)
+            _remove_cleaned(directory, self.base_offset)
+            raise
+        segment = LogSegment.adopt(
+            directory,
+            self.base_offset,
+            fd,
+            self.target.files,
+            self.target.config,
+            self.now_ms,
+            size,
+            log_path=directory / _cleaned(self.base_offset, LOG_SUFFIX),
+        )
+        try:
             segment.offset_index.path = directory / _cleaned(self.base_offset, INDEX_SUFFIX)
             segment.time_index.path = directory / _cleaned(self.base_offset, TIME_INDEX_SUFFIX)
             segment.recover()
             segment.on_become_inactive()
             segment.flush()
         except BaseException:
-            os.close(fd)
+            segment.close()
             _remove_cleaned(directory, self.base_offset)
             raise
         if self.target.replace_segments(self.group, _prepare_swap(self.base_offset), _install(segment)):
             stats.segments_written += 1
             stats.bytes_written += segment.size
             return True
-        os.close(fd)
+        segment.close()
         _remove_cleaned(self.target.dir, self.base_offset)
         return False
 
-    def _copy(self, fd: int, stats: CleanerStats) -> None:
+    def _copy(self, fd: int, stats: CleanerStats) -> int:
+        """Write the kept batches of the group to `fd`; return the bytes written."""
         out, position = bytearray(), 0
         for segment in self.group:
             stats.segments_read += 1
@@ -402,7 +428,7 @@ class _GroupCopier:
                 if len(out) >= WRITE_BUFFER_BYTES:
                     position += pwrite_all(fd, out, position)
                     out.clear()
-        pwrite_all(fd, out, position)
+        return position + pwrite_all(fd, out, position)
 
     def _filter(self, header: BatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
         """The batch as it stays in the log: unchanged, rewritten with fewer records, empty, or gone."""
@@ -529,7 +555,7 @@ def _prepare_swap(base_offset: int) -> Callable[[Path], None]:
     def prepare(directory: Path) -> None:
         for suffix in _SUFFIXES:
             name = file_name(base_offset, suffix)
-            os.rename(directory / (name + CLEANED_SUFFIX), directory / (name + SWAP_SUFFIX))
+            _rename_if_written(directory / (name + CLEANED_SUFFIX), directory / (name + SWAP_SUFFIX), suffix)
         fsync_dir(directory)
 
     return prepare
@@ -539,14 +565,20 @@ def _install(segment: LogSegment) -> Callable[[Path], LogSegment]:
     def install(directory: Path) -> LogSegment:
         for suffix in _SUFFIXES:
             name = file_name(segment.base_offset, suffix)
-            os.rename(directory / (name + SWAP_SUFFIX), directory / name)
-        fsync_dir(directory)
-        segment.directory = directory
-        segment.offset_index.path = directory / file_name(segment.base_offset, INDEX_SUFFIX)
-        segment.time_index.path = directory / file_name(segment.base_offset, TIME_INDEX_SUFFIX)
+            _rename_if_written(directory / (name + SWAP_SUFFIX), directory / name, suffix)
+        segment.move_to(directory)
         return segment
 
     return install
+
+
+def _rename_if_written(source: Path, target: Path, suffix: str) -> None:
+    """Rename `source`; an empty segment has no index files (see `LogSegment.persist_indexes`)."""
+    try:
+        os.rename(source, target)
+    except FileNotFoundError:
+        if suffix == LOG_SUFFIX:
+            raise
 
 
 def _remove_cleaned(directory: Path, base_offset: int) -> None:

@@ -12,10 +12,11 @@ File formats (big-endian, fixed-size entries, no header):
 
 Size policy: the files grow by appends instead of being preallocated and trimmed like Kafka's mmaps.
 The entries live in memory (`array`s, searched with bisect); the file is only written on `persist()`
-(flush, roll, close), which writes the entries not yet on disk. A crash can lose unpersisted entries:
-that is harmless because recovery rebuilds the indexes of every segment past the recovery point, and
-a segment below it was persisted when flushed. `max_entries` (segment.index.bytes / entry size) makes
-the log roll when an index is full, as in Kafka.
+(flush, roll, close), which writes the entries not yet on disk, and fsynced by `sync()`, which a
+log's flush calls outside the log's lock. No index fd is held open between those calls. A crash can
+lose unpersisted entries: that is harmless because recovery rebuilds the indexes of every segment
+past the recovery point, and a segment below it was persisted when flushed. `max_entries`
+(segment.index.bytes / entry size) makes the log roll when an index is full, as in Kafka.
 
 Invariants: an index never holds an entry past its segment's data (truncate trims it); a loaded file
 that fails `sanity_check` is rebuilt from the log by the caller.
@@ -55,11 +56,17 @@ class _SparseIndex:
         self.keys = array(self.KEY_TYPE)
         self.values = array(self.VALUE_TYPE)
         self._persisted = 0
-        self._file_entries = 0
-        self._synced = False
+        self._file_entries = -1  # no file written yet: the first persist creates it
+        self._writes = 0
+        self._synced_writes = 0
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def written(self) -> bool:
+        """Whether the file was loaded or written (a new segment's index has no file yet)."""
+        return self._file_entries >= 0
 
     @property
     def is_full(self) -> bool:
@@ -73,7 +80,6 @@ class _SparseIndex:
         keys, values = zip(*self.ENTRY.iter_unpack(data), strict=True) if data else ((), ())
         self.keys, self.values = array(self.KEY_TYPE, keys), array(self.VALUE_TYPE, values)
         self._persisted = self._file_entries = len(self.keys)
-        self._synced = True
 
     def reset(self) -> None:
         self.keys, self.values = array(self.KEY_TYPE), array(self.VALUE_TYPE)
@@ -85,25 +91,46 @@ class _SparseIndex:
         self._persisted = min(self._persisted, count)
 
     def persist(self, fsync: bool) -> None:
-        """Write the entries not yet on disk (and trim a truncated file); fsync when asked."""
+        """Write the entries not yet on disk (and trim a truncated file); fsync when asked.
+
+        Writing happens under the owning log's lock; `sync` (the fsync alone) may run outside it."""
         count = len(self.keys)
-        if self._persisted == count and self._file_entries == count and (self._synced or not fsync):
-            return
-        pack, keys, values = self.ENTRY.pack, self.keys, self.values
-        tail = b"".join(pack(keys[i], values[i]) for i in range(self._persisted, count))
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        if self._persisted != count or self._file_entries != count:
+            pack, keys, values = self.ENTRY.pack, self.keys, self.values
+            tail = b"".join(pack(keys[i], values[i]) for i in range(self._persisted, count))
             try:
-                os.pwrite(fd, tail, self._persisted * self.ENTRY.size)
-                os.ftruncate(fd, count * self.ENTRY.size)
-                if fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    os.pwrite(fd, tail, self._persisted * self.ENTRY.size)
+                    os.ftruncate(fd, count * self.ENTRY.size)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot write index {self.path}: {exc}") from exc
+            self._persisted = self._file_entries = count
+            self._writes += 1
+        if fsync:
+            self.sync()
+
+    def sync(self) -> None:
+        """fsync what `persist` wrote (nothing to do if it wrote nothing since the last sync; a file
+        deleted meanwhile needs nothing)."""
+        writes = self._writes
+        if self._synced_writes == writes:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
         except OSError as exc:
-            raise KafkaStorageError(f"cannot write index {self.path}: {exc}") from exc
-        self._persisted = self._file_entries = count
-        self._synced = fsync
+            raise KafkaStorageError(f"cannot open index {self.path}: {exc}") from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot fsync index {self.path}: {exc}") from exc
+        finally:
+            os.close(fd)
+        self._synced_writes = writes
 
 
 class OffsetIndex(_SparseIndex):

@@ -14,11 +14,15 @@ Invariants:
 - Entries strictly increase in epoch and in start offset. `assign` of an epoch that is not newer, or
   of a start offset not past the last one, drops the entries it would contradict first (as Kafka's
   cache does), so the list stays monotonic.
-- Every change is on disk before the method returns: written to `leader-epoch-checkpoint.tmp`,
-  fsynced, renamed over the file, directory fsynced. Changes are rare (a leader change, a truncation,
-  a retention pass), so the cost stays off the append path. The log assigns an epoch before writing
-  the batch that opens it, so after a crash the file holds at least what the log holds; the loader
-  trims it to the recovered log (`truncate_from_end`, `truncate_from_start`).
+- Changes are made in memory at once and written by `flush`, which `Log.flush` calls in a worker
+  thread before it moves the recovery point (and `Log.close` at shutdown): temp file, fsync, rename,
+  directory fsync, never on the event loop and never under the log's lock. (Kafka writes on every
+  `assign` and defers only truncations; deferring both is safe because the loader does not trust
+  the file after a crash, see `loader` step 5.) Flushes are serialised by the cache's own lock and
+  each writes the entries as they are when it starts, so an older snapshot never overwrites a newer
+  one. After a clean shutdown the file is exact; after a crash it may lag the log in both
+  directions, and the loader trims what the log contradicts and rescans the batches that may open
+  newer epochs, so the recovered cache never claims an epoch the log does not have.
 - Lookups take no lock: the entries are one tuple replaced by one assignment. Mutations are made
   under the owning `Log`'s lock.
 
@@ -30,6 +34,7 @@ log end offset; ListOffsets epochs; OffsetForLeaderEpoch end offsets).
 from __future__ import annotations
 
 import logging
+import threading
 from bisect import bisect_right
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,6 +72,8 @@ class LeaderEpochFileCache:
         self._entries: tuple[EpochEntry, ...] = tuple(entries)
         # A plain attribute, not a property: the append path compares against it per batch.
         self.latest_epoch = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        self.dirty = False
+        self._flush_lock = threading.Lock()
 
     @classmethod
     def read(cls, directory: Path) -> LeaderEpochFileCache | None:
@@ -116,7 +123,7 @@ class LeaderEpochFileCache:
     # -- changes (under the log's lock) ----------------------------------------------------------
 
     def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that `epoch` starts at `start_offset`; True if the cache changed (and was written)."""
+        """Record that `epoch` starts at `start_offset`; True if the cache changed."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         entries = self._entries
@@ -163,12 +170,29 @@ class LeaderEpochFileCache:
             return False
         self._entries = new
         self.latest_epoch = new[-1].epoch if new else UNDEFINED_EPOCH
-        self.write()
+        self.dirty = True
         return True
 
-    def write(self) -> None:
-        """Replace the checkpoint file atomically with the current entries."""
-        write_entries(self.path, [f"{epoch} {start_offset}" for epoch, start_offset in self._entries])
+    # -- the file (worker threads) ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write the entries to the checkpoint file if they changed since the last flush.
+
+        A directory deleted meanwhile (the log was deleted) needs nothing."""
+        with self._flush_lock:
+            if not self.dirty:
+                return
+            self.dirty = False
+            entries = self._entries
+            try:
+                write_entries(self.path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])
+            except FileNotFoundError:
+                if self.path.parent.exists():
+                    self.dirty = True
+                    raise
+            except BaseException:
+                self.dirty = True
+                raise
 
 
 def _epoch(entry: EpochEntry) -> int:

@@ -12,8 +12,14 @@ Owns the start-up procedure for one log directory:
    offset overlaps the previous one's data is treated the same way.
 4. Recovered segments are fsynced, so the recovery point can move to the log end offset.
 5. The leader epoch cache (`leader_epoch`) is read from `leader-epoch-checkpoint` and trimmed to the
-   recovered log; after a crash the batch headers of the rescanned segments add any newer epoch; a
-   missing or damaged file is rebuilt from the headers of every batch and written again.
+   recovered log. Its file is written by flushes, so after a crash it may lag the log both ways:
+   it may lack the newest epochs (assigned in memory, not yet written) and may still hold entries
+   a truncation removed. So, without a clean shutdown, an entry that a batch of an *older* epoch at
+   or after its start offset contradicts is dropped with every later one, and the batch headers
+   from the first segment whose last batch carries a newer epoch than the file's latest are
+   rescanned (epochs never decrease along a log, so newer epochs can only start there); the file
+   then never claims an epoch the log does not hold. A missing or damaged file is rebuilt from the
+   headers of every batch (and written by the next flush).
 
 Invariants: the result is a non-empty list of segments sorted by base offset whose offsets do not
 overlap; everything on disk past the returned log end offset has been removed.
@@ -28,15 +34,15 @@ import os
 from bisect import bisect_right
 from pathlib import Path
 
+from odradek.protocol.records.batch import BatchHeader
 from odradek.storage.config import LogConfig
+from odradek.storage.file_cache import FileCache
 from odradek.storage.index import IndexCorruptError
 from odradek.storage.leader_epoch import LeaderEpochFileCache
-from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
-    RECOVERY_CHUNK,
     TIME_INDEX_SUFFIX,
     LogSegment,
     file_name,
@@ -50,12 +56,17 @@ SWAP_SUFFIX = ".swap"
 
 
 def load_segments(
-    directory: Path, config: LogConfig, now_ms: int, recovery_point: int, clean_shutdown: bool
+    directory: Path,
+    files: FileCache,
+    config: LogConfig,
+    now_ms: int,
+    recovery_point: int,
+    clean_shutdown: bool,
 ) -> list[LogSegment]:
     """The segments of `directory`, recovered as the module docstring describes."""
     _remove_leftovers(directory)
     _complete_swaps(directory)
-    segments = [LogSegment.open(directory, base, config, now_ms) for base in _segment_bases(directory)]
+    segments = [LogSegment.open(directory, base, files, config, now_ms) for base in _segment_bases(directory)]
     if not segments:
         return []
     bases = [segment.base_offset for segment in segments]
@@ -79,32 +90,65 @@ def load_segments(
 def load_leader_epoch_cache(
     directory: Path,
     segments: list[LogSegment],
-    recovery_point: int,
     clean_shutdown: bool,
     log_start_offset: int,
     log_end_offset: int,
 ) -> LeaderEpochFileCache:
     """The partition's leader epoch cache, made consistent with the loaded `segments` (step 5)."""
     cache = LeaderEpochFileCache.read(directory)
-    rebuild = cache is None
     if cache is None:
         cache = LeaderEpochFileCache(directory)
-    cache.truncate_from_end(log_end_offset)
-    if rebuild or not clean_shutdown:
-        _assign_batch_epochs(cache, segments, 0 if rebuild else recovery_point)
+        _assign_batch_epochs(cache, segments)
+    else:
+        cache.truncate_from_end(log_end_offset)
+        if not clean_shutdown:
+            _drop_contradicted_entries(cache, segments)
+            _assign_batch_epochs(cache, segments[_first_segment_after_epoch(segments, cache.latest_epoch) :])
     cache.truncate_from_start(log_start_offset)
-    if rebuild:
-        cache.write()
     return cache
 
 
-def _assign_batch_epochs(cache: LeaderEpochFileCache, segments: list[LogSegment], from_offset: int) -> None:
-    """Assign the epoch of every batch that opens a newer one, in the segments holding offsets from
-    `from_offset` on."""
-    for segment in segments:
-        if segment.next_offset <= from_offset:
+def _drop_contradicted_entries(cache: LeaderEpochFileCache, segments: list[LogSegment]) -> None:
+    """Forget the first entry (and every later one) that a batch of an older epoch at or after its
+    start offset contradicts: the file is older than a truncation that removed that epoch."""
+    bases = [segment.base_offset for segment in segments]
+    for epoch, start_offset in cache.entries:
+        index = bisect_right(bases, start_offset) - 1
+        if index < 0:
             continue
-        for _, header in iter_file_batches(segment.fd, 0, segment.size, chunk_size=RECOVERY_CHUNK):
+        header = _first_batch_from(segments[index:], start_offset)
+        if header is not None and header.partition_leader_epoch < epoch:
+            log.warning("%s: epoch %d at %d is not in the log; dropping it", cache.path, epoch, start_offset)
+            cache.truncate_from_end(start_offset)
+            return
+
+
+def _first_batch_from(segments: list[LogSegment], offset: int) -> BatchHeader | None:
+    for segment in segments:
+        header = segment.batch_holding(offset)
+        if header is not None:
+            return header
+    return None
+
+
+def _first_segment_after_epoch(segments: list[LogSegment], epoch: int) -> int:
+    """The index of the first segment whose last batch has an epoch newer than `epoch`: epochs never
+    decrease along a log, so every batch of a newer epoch lies in it or after it."""
+    low, high = 0, len(segments)
+    while low < high:
+        middle = (low + high) // 2
+        last = segments[middle].batch_holding(segments[middle].next_offset - 1)
+        if last is not None and last.partition_leader_epoch > epoch:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _assign_batch_epochs(cache: LeaderEpochFileCache, segments: list[LogSegment]) -> None:
+    """Assign the epoch of every batch of `segments` that opens a newer one."""
+    for segment in segments:
+        for _, header in segment.iter_batches():
             cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
 
 
@@ -124,11 +168,9 @@ def _load_or_rebuild(segment: LogSegment) -> int:
 
 
 def _drop(segments: list[LogSegment]) -> None:
-    reaper = FdReaper()
     for segment in segments:
         log.warning("deleting %s: it follows a corruption point", segment.path(LOG_SUFFIX))
-        segment.delete(reaper, 0)
-    reaper.close_all()
+        segment.delete(0)
 
 
 def _segment_bases(directory: Path) -> list[int]:

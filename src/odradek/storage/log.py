@@ -21,9 +21,10 @@ Contracts:
   at a batch boundary, within `max_bytes` (unless `min_one_message` and the first batch alone is
   larger), and holding no batch that reaches `max_offset_exclusive` (the high watermark). Fetching
   below the log start offset or past the LEO raises OffsetOutOfRangeError; at the LEO it is empty.
-- File descriptors of segments removed by retention, truncation or deletion stay open for
-  file.delete.delay.ms (through the `FdReaper`), so a `FileSlice` handed out stays valid while it is
-  sent. Truncating the active segment does shorten its file in place (as in Kafka).
+- A `FileSlice` handed out stays valid while it is sent: its fd is leased from the `FileCache` for
+  the cache's lease span (file.delete.delay.ms by default), and fds of segments removed by
+  retention, truncation or deletion stay open for file.delete.delay.ms (through the `FdReaper`).
+  Truncating the active segment does shorten its file in place (as in Kafka).
 - Retention never deletes the active segment.
 - Idempotent producers (see `producer_state`): a client's batch carrying a producer id is checked
   against the partition's producer state before anything is written; a retry of one of a producer's
@@ -37,9 +38,16 @@ Contracts:
   before the batch is written; truncation trims the cache from the end, retention from the start;
   `maybe_assign_epoch_start_offset` starts a new leader's epoch at the log end offset.
 
-Thread safety: mutations (append, roll, flush, retention, truncation, close, the cleaner's
-`replace_segments`) hold the log's lock; `read` works on a snapshot of the segment list and needs
-no lock.
+- Flush: nothing on the append path fsyncs. flush.messages / flush.ms make the append call
+  `request_flush` (the LogManager queues the flush to its flusher thread); `flush` itself runs in
+  worker threads and holds the log's lock only to list the segments and write index tails: the
+  leader-epoch checkpoint, the fdatasyncs, the index fsyncs and the directory fsync run outside
+  it, so appends continue while a rolled 1 GiB segment is synced. Flushes of one log are
+  serialised by a second lock the loop never takes. The recovery point moves only after the sync.
+
+Thread safety: mutations (append, roll, retention, truncation, close, the cleaner's
+`replace_segments`, the bookkeeping steps of flush) hold the log's lock; `read` works on a
+snapshot of the segment list and needs no lock (a segment deleted under it is retried).
 
 Callers: `LogManager` creates logs; replication (`Partition`) appends and reads; the ListOffsets
 handler uses the offset lookups.
@@ -64,11 +72,13 @@ from odradek.protocol.records.record import record_times
 from odradek.protocol.records.validation import validate_records
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
-from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT
+from odradek.storage.file_cache import FileCache, SegmentGoneError
+from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from odradek.storage.loader import load_leader_epoch_cache, load_segments
 from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
-from odradek.storage.reaper import FdReaper
 from odradek.storage.segment import LogSegment
+
+_READ_ATTEMPTS = 3
 
 
 class LogAppendInfo(NamedTuple):
@@ -121,33 +131,51 @@ class Log:
         log_start_offset: int = 0,
         *,
         clean_shutdown: bool = False,
-        reaper: FdReaper | None = None,
+        files: FileCache | None = None,
+        request_flush: Callable[[Log], None] | None = None,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+        new: bool = False,
     ) -> None:
         self.dir = Path(directory)
         self.topic, self.partition = parse_dir_name(self.dir.name)
         self.config = config
         self._clock = clock
-        self._owns_reaper = reaper is None
-        self._reaper = FdReaper() if reaper is None else reaper
+        self._owns_files = files is None
+        self.files = FileCache(clock) if files is None else files
+        self._request_flush = request_flush
+        self._flush_requested = False
         self._lock = threading.RLock()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._flush_lock = threading.Lock()
         now = clock.time_ms()
-        segments = load_segments(self.dir, config, now, recovery_point, clean_shutdown)
+        if new:
+            try:
+                self.dir.mkdir(parents=True)
+            except FileExistsError:
+                new = False
+        else:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        segments = (
+            [] if new else load_segments(self.dir, self.files, config, now, recovery_point, clean_shutdown)
+        )
         if not segments:
-            segments = [LogSegment.create(self.dir, log_start_offset, config, now)]
+            segments = [LogSegment.create(self.dir, log_start_offset, self.files, config, now)]
         self._set_segments(segments)
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), self.log_end_offset)
         self.recovery_point = self.log_end_offset
-        self.leader_epoch_cache = load_leader_epoch_cache(
-            self.dir, segments, recovery_point, clean_shutdown, self.log_start_offset, self.log_end_offset
+        self.leader_epoch_cache = (
+            LeaderEpochFileCache(self.dir)
+            if new
+            else load_leader_epoch_cache(
+                self.dir, segments, clean_shutdown, self.log_start_offset, self.log_end_offset
+            )
         )
         self._unflushed_messages = 0
         self.last_flush_ms = now
-        self._dir_dirty = True
+        self._dir_dirty = new or not clean_shutdown
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
-        self.producer_state.load(segments, self.log_end_offset, now)
+        if not new:
+            self.producer_state.load(segments, self.log_end_offset, now)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -287,11 +315,15 @@ class Log:
         segment.append(buf, validated, first_offset, log_append_time)
         self.log_end_offset = next_offset
         self._unflushed_messages += validated.record_count
-        if (
-            self._unflushed_messages >= self.config.flush_messages
-            or now - self.last_flush_ms >= self.config.flush_ms
-        ):
-            self.flush()
+        if self._request_flush is not None and not self._flush_requested and self.flush_due(now):
+            self._flush_requested = True
+            self._request_flush(self)
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Whether flush.messages or flush.ms asks for a flush (performed in a worker thread)."""
+        return self._unflushed_messages >= self.config.flush_messages or (
+            self._unflushed_messages > 0 and now_ms - self.last_flush_ms >= self.config.flush_ms
+        )
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """A new leader epoch starts at `start_offset` (this broker became leader at that LEO)."""
@@ -312,7 +344,7 @@ class Log:
         if self.producer_state.producer_count:
             self.producer_state.map_end_offset = self.log_end_offset
             self.producer_state.take_snapshot()
-        segment = LogSegment.create(self.dir, base_offset, self.config, self._clock.time_ms())
+        segment = LogSegment.create(self.dir, base_offset, self.files, self.config, self._clock.time_ms())
         self._dir_dirty = True
         self._set_segments([*self._segments, segment])
         return segment
@@ -321,7 +353,7 @@ class Log:
         """The inactive segments, each with a duplicate of its fd for the caller to close: a reader
         that may outlive file.delete.delay.ms (the log cleaner) keeps the files open with it."""
         with self._lock:
-            return [(segment, os.dup(segment.fd)) for segment in self._segments[:-1]]
+            return [(segment, segment.dup_fd()) for segment in self._segments[:-1]]
 
     def replace_segments(
         self, old: list[LogSegment], prepare: Callable[[Path], None], install: Callable[[Path], LogSegment]
@@ -343,6 +375,7 @@ class Log:
             prepare(self.dir)
             self._delete_segments(old, self._clock.time_ms())
             self._set_segments([*segments[:start], install(self.dir), *segments[end:]])
+            self._dir_dirty = True  # the renames of `install` become durable with the next flush
             return True
 
     # -- read ----------------------------------------------------------------------------------
@@ -355,6 +388,16 @@ class Log:
         min_one_message: bool = True,
     ) -> FetchDataInfo:
         """Whole batches from `fetch_offset` as one FileSlice (see the module docstring)."""
+        for _ in range(_READ_ATTEMPTS - 1):
+            try:
+                return self._read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)
+            except SegmentGoneError:
+                continue  # retention, truncation or cleaning removed a segment of the list read
+        return self._read(fetch_offset, max_bytes, max_offset_exclusive, min_one_message)
+
+    def _read(
+        self, fetch_offset: int, max_bytes: int, max_offset_exclusive: int | None, min_one_message: bool
+    ) -> FetchDataInfo:
         log_end_offset = self.log_end_offset
         segments, bases = self._layout
         if fetch_offset < self.log_start_offset or fetch_offset > log_end_offset:
@@ -369,10 +412,10 @@ class Log:
             for segment in segments[max(bisect_right(bases, fetch_offset) - 1, 0) :]:
                 found = segment.read(fetch_offset, max_offset, max_bytes, min_one_message)
                 if found is not None:
-                    position, length = found
+                    fd, position, length = found
                     metadata = LogOffsetMetadata(fetch_offset, segment.base_offset, position)
                     return FetchDataInfo(
-                        metadata, [FileSlice(segment.fd, position, length)] if length else [], length
+                        metadata, [FileSlice(fd, position, length)] if length else [], length
                     )
         last = segments[-1]
         return FetchDataInfo(LogOffsetMetadata(fetch_offset, last.base_offset, last.size), [], 0)
@@ -425,20 +468,45 @@ class Log:
     # -- flush ---------------------------------------------------------------------------------
 
     def flush(self, up_to: int | None = None) -> None:
-        """fsync the segments holding offsets below `up_to` (default: the LEO); move the recovery point."""
-        with self._lock:
-            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
-            for segment in self._segments:
-                if segment.base_offset >= target:
-                    break
-                segment.flush()
-            if self._dir_dirty:
-                fsync_dir(self.dir)
-                self._dir_dirty = False
-            self.recovery_point = max(self.recovery_point, target)
-            if target == self.log_end_offset:
-                self._unflushed_messages = 0
-                self.last_flush_ms = self._clock.time_ms()
+        """fsync the segments holding offsets below `up_to` (default: the LEO); move the recovery point.
+
+        Called from worker threads (never the event loop). The log's lock is held only to take the
+        list of segments and write their index tails (no fsync); the leader-epoch checkpoint, the
+        fdatasyncs and the directory fsync run without it, so appends go on meanwhile. One flush of
+        a log runs at a time."""
+        with self._flush_lock:
+            with self._lock:
+                self._flush_requested = False
+                target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+                segments = [segment for segment in self._segments if segment.base_offset < target]
+                for segment in segments:
+                    segment.persist_indexes(fsync=False)
+                # A directory holding only empty segments gains nothing from an fsync yet.
+                dir_dirty = self._dir_dirty and any(segment.size for segment in segments)
+                self._dir_dirty = self._dir_dirty and not dir_dirty
+                unflushed = self._unflushed_messages if target == self.log_end_offset else 0
+            try:
+                self.leader_epoch_cache.flush()
+                synced = [(segment, segment.sync()) for segment in segments]
+                if dir_dirty:
+                    self._fsync_dir()
+            except BaseException:
+                self._dir_dirty = self._dir_dirty or dir_dirty
+                raise
+            with self._lock:
+                for segment, (size, truncations) in synced:
+                    segment.mark_flushed(size, truncations)
+                self.recovery_point = max(self.recovery_point, min(target, self.log_end_offset))
+                if unflushed or target == self.log_end_offset:
+                    self._unflushed_messages = max(self._unflushed_messages - unflushed, 0)
+                    self.last_flush_ms = self._clock.time_ms()
+
+    def _fsync_dir(self) -> None:
+        try:
+            fsync_dir(self.dir)
+        except FileNotFoundError:
+            if self.dir.exists():
+                raise  # else the log was deleted meanwhile: nothing to make durable
 
     # -- retention and truncation --------------------------------------------------------------
 
@@ -461,10 +529,10 @@ class Log:
                     break
                 excess -= segment.size
                 deletable += 1
-            self._reaper.reap(now_ms)
             if deletable:
-                self._delete_segments(self._segments[:deletable], now_ms)
+                doomed = self._segments[:deletable]
                 self._set_segments(self._segments[deletable:])
+                self._delete_segments(doomed, now_ms)
                 self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
                 self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
                 first_base = self._segments[0].base_offset
@@ -481,7 +549,7 @@ class Log:
         for segment in segments:
             segment.persist_indexes(fsync=False)
             try:
-                segment.delete(self._reaper, deadline)
+                segment.delete(deadline)
             except OSError as exc:
                 raise KafkaStorageError(f"cannot delete {segment.base_offset} in {self.dir}: {exc}") from exc
 
@@ -501,8 +569,8 @@ class Log:
             keep = bisect_right(self._layout[1], offset - 1)
             dropped = self._segments[keep:]
             if dropped:
-                self._delete_segments(dropped, now)
                 self._set_segments(self._segments[:keep])
+                self._delete_segments(dropped, now)
             self.active_segment.truncate_to(offset)
             self.log_end_offset = self.active_segment.next_offset
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
@@ -513,7 +581,7 @@ class Log:
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         self._delete_segments(self._segments, now_ms)
-        segment = LogSegment.create(self.dir, offset, self.config, now_ms)
+        segment = LogSegment.create(self.dir, offset, self.files, self.config, now_ms)
         self._dir_dirty = True
         self._set_segments([segment])
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
@@ -524,18 +592,19 @@ class Log:
 
     def close(self) -> None:
         """Seal the active segment's time index, flush everything and close every file (shutdown:
-        no fetch is in flight any more)."""
+        no fetch is in flight any more). Called from worker threads."""
         with self._lock:
             self.active_segment.on_become_inactive()
-            self.flush()
+        self.flush()
+        with self._lock:
             if self.producer_state.producer_count or self.log_end_offset > self._segments[0].base_offset:
                 self.producer_state.map_end_offset = self.log_end_offset
                 self.producer_state.take_snapshot()
             for segment in self._segments:
                 segment.close()
             self._set_segments([])
-            if self._owns_reaper:
-                self._reaper.close_all()
+            if self._owns_files:
+                self.files.close_all()
 
     def rename_dir(self, directory: Path) -> None:
         """Move the partition directory (open fds are unaffected)."""
@@ -545,9 +614,7 @@ class Log:
             self.producer_state.directory = directory
             self.leader_epoch_cache.path = directory / LEADER_EPOCH_CHECKPOINT
             for segment in self._segments:
-                segment.directory = directory
-                segment.offset_index.path = directory / segment.offset_index.path.name
-                segment.time_index.path = directory / segment.time_index.path.name
+                segment.move_to(directory)
 
     def delete(self) -> None:
         """Delete every segment and the directory; fds close after file.delete.delay.ms."""

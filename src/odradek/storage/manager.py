@@ -2,46 +2,82 @@
 
 Owns each `log.dirs` entry's root: the `.lock` file (an exclusive `fcntl.flock`, so two brokers never
 share a dir), `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, the clean
-shutdown marker `.kafka_cleanshutdown`, and the partition directories under it. `meta.properties`
-belongs to the server.
+shutdown marker `.kafka_cleanshutdown`, and the partition directories under it; and the broker's
+`FileCache` (see `file_cache`: at most `max_open_files` segment fds, active segments included).
+`meta.properties` belongs to the server.
+
+Where storage work runs (the rule for the event loop and the worker threads):
+- On the event loop: `Log.append_as_leader` / `append_as_follower`, `Log.read`, the offset lookups,
+  `maybe_assign_epoch_start_offset`, `get_log` of a loaded log. They take a log's lock for
+  microseconds and make no blocking system call: positional reads and writes to the page cache,
+  at most one `open` when the file cache had closed the segment, and on a roll the index and
+  producer snapshot writes without fsync. No fsync ever happens on the loop or under a lock the
+  loop takes (`Log._lock`, `FileCache._lock`, this manager's `_lock`).
+- In worker threads: everything that fsyncs, scans directories or reads a log in bulk: creating
+  and loading logs (`get_or_create_log`, `load_logs`), `Log.flush` (the fdatasyncs run outside the
+  log's lock), flushes asked by flush.messages / flush.ms (queued to this manager's flusher
+  thread), `flush_dirty`, `run_retention`, `run_cleaner`, `checkpoint` (the leader-epoch files are
+  written by the flushes), `delete_log`, `shutdown`. The broker runs the periodic ones with
+  `asyncio.to_thread`.
 
 Behaviour:
-- Start: every `<topic>-<partition>` directory is loaded as a `Log` with its checkpointed recovery
-  point and log start offset. With the clean shutdown marker present the rescan is skipped (indexes
-  are still sanity-checked); the marker is then removed and fresh checkpoints written. Leftover
-  `*-delete` directories are removed; other names (`-future`, `-stray`...) are left alone.
-- New logs go to the log dir holding the fewest logs.
-- `delete_log` renames the directory to `<topic>-<partition>.<uuid>-delete`, then removes its files;
-  open fds close after file.delete.delay.ms (see `FdReaper`).
+- Construction is cheap whatever the number of partitions: it locks the dirs, reads the checkpoints
+  and the clean shutdown marker, lists the `<topic>-<partition>` directories and writes the
+  checkpoints back (two small files per dir); it loads nothing. The marker is then removed
+  (durably): a log loaded later in this run still knows its files were left by a clean shutdown,
+  since nothing touched them in between.
+- `get_or_create_log` (any thread) loads a partition present on disk (recovery from its
+  checkpointed recovery point included) or creates it in the log dir holding the fewest
+  partitions. Different partitions load in parallel; concurrent calls for one partition load it
+  once (the others wait for that load). `get_log` answers loaded logs and loads one still on disk.
+  `load_logs(partitions, threads, should_stop)` loads many in parallel (Kafka's
+  num.recovery.threads.per.data.dir) and yields each log as it is ready; it stops submitting loads
+  once `should_stop()` is true or `shutdown` began, so at most `threads` loads finish afterwards.
+- Partitions on disk that nobody loads stay on disk untouched: `unloaded_partitions()` lists them
+  and `report_unknown(expected)` logs those missing from metadata. The periodic jobs (retention,
+  flush, cleaner) visit loaded logs only, and every checkpoint keeps the recovery point and log
+  start offset of unloaded partitions as read at start (the cleaner's checkpoint likewise).
+- `delete_log` renames the directory to `<topic>-<partition>.<uuid>-delete`, then removes its files
+  (a partition still unloaded is removed without loading it); open fds close after
+  file.delete.delay.ms (see `FdReaper`). Leftover `*-delete` directories found at start are removed
+  by the first retention pass; other names (`-future`, `-stray`...) are left alone.
 - `run_retention` / `flush_dirty` are driven by the server's scheduler with the injected clock;
   `run_retention` also forgets idempotent producers idle for producer.id.expiration.ms (Kafka checks
   every producer.id.expiration.check.interval.ms; here it is the retention check interval);
-  `flush_dirty` also flushes segments that were rolled since the last flush (as Kafka does on roll),
-  which keeps recovery short without fsyncing on the append path.
-- `run_cleaner` compacts the logs whose cleanup.policy contains `compact` (see `cleaner`); the broker
-  calls it every log.cleaner.backoff.ms in a worker thread, like retention, with the injected clock.
-  `cleaner-offset-checkpoint` in each log dir is the cleaner's.
-- `shutdown` stops the cleaner (a pass in progress is abandoned), flushes and closes every log,
-  writes the checkpoints, then the clean shutdown marker.
+  `flush_dirty` flushes the logs whose flush.messages / flush.ms is due and every segment rolled
+  since the last flush (as Kafka does on roll), which keeps recovery short without fsyncing on the
+  append path. Deviation from Kafka: a log whose flush.messages is reached is flushed by the
+  flusher thread right after the append, not before the append returns.
+- `run_cleaner` compacts the logs whose cleanup.policy contains `compact` (see `cleaner`).
+- `shutdown` refuses new loads, waits for the loads in flight, stops the cleaner and the flusher,
+  closes every loaded log in parallel (a log with nothing unflushed costs no fsync), writes the
+  checkpoints, and writes the clean shutdown marker of each dir whose partitions are all clean:
+  a dir that started unclean keeps no marker while some of its partitions were never loaded
+  (and so never recovered).
 
-Thread safety: the log map is guarded by a lock; each `Log` guards itself.
+Thread safety: the maps of logs are guarded by `_lock`, held only for dictionary work (never while
+loading, flushing or writing a file); each `Log` guards itself.
 
-Callers: the broker (creation from metadata, scheduler ticks, shutdown), replication (get_log).
+Callers: the broker (construction, creation from metadata, scheduler ticks, shutdown), replication
+(get_or_create_log, get_log, delete_log); the controller's partition loading (load_logs).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.clock import Clock
-from odradek.durable_file import write_atomically
+from odradek.durable_file import fsync_dir, write_atomically
 from odradek.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -52,14 +88,43 @@ from odradek.storage.checkpoint import (
 from odradek.storage.cleaner import CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError
+from odradek.storage.file_cache import DEFAULT_LEASE_MS, FileCache
 from odradek.storage.log import Log, dir_name, parse_dir_name
 from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
-from odradek.storage.reaper import FdReaper
+
+log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+SHUTDOWN_THREADS = 8
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLog:
+    """A partition directory found at start and not loaded yet, with its checkpointed offsets."""
+
+    directory: Path
+    recovery_point: int
+    log_start_offset: int
+    clean_shutdown: bool
+
+
+class _Load:
+    """One partition being loaded or created; other callers asking for it wait for the result."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.done = threading.Event()
+        self.log: Log | None = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Log:
+        self.done.wait()
+        if self.log is None:
+            raise KafkaStorageError(f"loading {self.directory.name} failed: {self.error}") from self.error
+        return self.log
 
 
 class LogManager:
@@ -72,6 +137,8 @@ class LogManager:
         *,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
         cleaner_config: CleanerConfig | None = None,
+        max_open_files: int | None = None,
+        file_lease_ms: int = DEFAULT_LEASE_MS,
     ) -> None:
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -80,50 +147,55 @@ class LogManager:
         self._dirs = [Path(directory) for directory in log_dirs]
         if not self._dirs:
             raise ValueError("at least one log dir is needed")
-        self._lock = threading.RLock()
+        self.files = FileCache(clock, max_open_files, lease_ms=file_lease_ms)
+        self._lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
-        self._reaper = FdReaper()
+        self._stored: dict[TopicPartition, StoredLog] = {}
+        self._loading: dict[TopicPartition, _Load] = {}
+        self._dir_counts = dict.fromkeys(self._dirs, 0)
+        self._clean_at_start: dict[Path, bool] = {}
+        self._leftovers: list[Path] = []
+        self._written_checkpoints: dict[Path, bytes] = {}
+        self._closing = False
+        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="log-flusher")
         self._lock_fds: list[int] = []
         for directory in self._dirs:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock_fds.append(_lock_dir(directory))
         for directory in self._dirs:
-            self._load_dir(directory)
+            self._list_dir(directory)
         self.checkpoint()
         self.cleaner = LogCleaner(self._dirs, self.all_logs, cleaner_config or CleanerConfig())
 
-    # -- loading -------------------------------------------------------------------------------
+    # -- start ---------------------------------------------------------------------------------
 
-    def _load_dir(self, directory: Path) -> None:
+    def _list_dir(self, directory: Path) -> None:
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
+        self._clean_at_start[directory] = clean
         recovery_points = read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
-        for child in sorted(directory.iterdir()):
-            if not child.is_dir():
-                continue
-            if child.name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(child)
-                continue
-            try:
-                key = parse_dir_name(child.name)
-            except ValueError:
-                continue
-            if key in self._logs:
-                raise KafkaStorageError(
-                    f"{key[0]}-{key[1]} exists in two log dirs: {child}, {self._logs[key].dir}"
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if entry.name.endswith(DELETE_DIR_SUFFIX):
+                    self._leftovers.append(Path(entry.path))
+                    continue
+                try:
+                    key = parse_dir_name(entry.name)
+                except ValueError:
+                    continue
+                if key in self._stored:
+                    other = self._stored[key].directory
+                    raise KafkaStorageError(f"{entry.name} exists in two log dirs: {entry.path}, {other}")
+                self._stored[key] = StoredLog(
+                    Path(entry.path), recovery_points.get(key, 0), log_start_offsets.get(key, 0), clean
                 )
-            self._logs[key] = Log(
-                child,
-                self.config_for(key[0]),
-                self._clock,
-                recovery_points.get(key, 0),
-                log_start_offsets.get(key, 0),
-                clean_shutdown=clean,
-                reaper=self._reaper,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-            )
-        marker.unlink(missing_ok=True)
+                self._dir_counts[directory] += 1
+        if clean:
+            marker.unlink()
+            fsync_dir(directory)
 
     # -- logs ----------------------------------------------------------------------------------
 
@@ -131,106 +203,280 @@ class LogManager:
         return self._topic_configs.get(topic, self.default_config)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get((topic, partition))
+        """The loaded log of topic-partition; one still on disk is loaded first; None if neither."""
+        key = (topic, partition)
+        found = self._logs.get(key)
+        if found is not None or (key not in self._stored and key not in self._loading):
+            return found
+        return self.get_or_create_log(topic, partition)
 
     def all_logs(self) -> list[Log]:
-        return list(self._logs.values())
+        """The loaded logs."""
+        with self._lock:
+            return list(self._logs.values())
+
+    def unloaded_partitions(self) -> list[TopicPartition]:
+        """Partitions on disk not loaded (yet)."""
+        with self._lock:
+            return sorted(self._stored.keys() - self._loading.keys())
+
+    def report_unknown(self, expected: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Log (and return) the partitions on disk that are not in `expected` (the metadata's): they
+        stay on disk, unloaded."""
+        unknown = sorted(set(self.unloaded_partitions()) - set(expected))
+        if unknown:
+            log.warning(
+                "%d partitions on disk are not in metadata and stay unloaded: %s",
+                len(unknown),
+                ", ".join(f"{topic}-{partition}" for topic, partition in unknown[:20]),
+            )
+        return unknown
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
-        """The log of topic-partition, created in the emptiest log dir if it does not exist."""
+        """The log of topic-partition: loaded from disk if it is there, else created in the emptiest
+        log dir. Blocking (runs recovery, creates files): call it from a worker thread."""
         if not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
             raise ValueError(f"illegal topic name {topic!r}")
         if partition < 0:
             raise ValueError(f"illegal partition {partition}")
+        key = (topic, partition)
         with self._lock:
-            log = self._logs.get((topic, partition))
-            if log is not None:
-                return log
+            found = self._logs.get(key)
+            if found is not None:
+                return found
             if config is not None:
                 self._topic_configs[topic] = config
-            counts = {directory: 0 for directory in self._dirs}
-            for existing in self._logs.values():
-                counts[existing.dir.parent] = counts.get(existing.dir.parent, 0) + 1
-            directory = min(self._dirs, key=lambda candidate: counts[candidate])
-            log = Log(
-                directory / dir_name(topic, partition),
-                self.config_for(topic),
-                self._clock,
-                reaper=self._reaper,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-            )
-            self._logs[(topic, partition)] = log
-            return log
+            pending = self._loading.get(key)
+            if pending is not None:
+                owner = False
+            else:
+                if self._closing:
+                    raise KafkaStorageError(f"cannot load {topic}-{partition}: the log manager is shut down")
+                owner = True
+                stored = self._stored.get(key)
+                pending = self._loading[key] = _Load(
+                    stored.directory if stored is not None else self._place(topic, partition)
+                )
+        if not owner:
+            return pending.result()
+        return self._load(key, pending)
+
+    def _place(self, topic: str, partition: int) -> Path:
+        """The directory of a new partition, in the log dir holding the fewest (under the lock)."""
+        directory = min(self._dirs, key=lambda candidate: self._dir_counts[candidate])
+        self._dir_counts[directory] += 1
+        return directory / dir_name(topic, partition)
+
+    def _load(self, key: TopicPartition, pending: _Load) -> Log:
+        stored = self._stored.get(key)
+        try:
+            loaded = self._open_log(key, pending.directory, stored)
+        except BaseException as exc:
+            with self._lock:
+                del self._loading[key]
+                if stored is None:
+                    self._dir_counts[pending.directory.parent] -= 1
+            pending.error = exc
+            pending.done.set()
+            raise
+        with self._lock:
+            del self._loading[key]
+            self._stored.pop(key, None)
+            self._logs[key] = loaded
+        pending.log = loaded
+        pending.done.set()
+        return loaded
+
+    def _open_log(self, key: TopicPartition, directory: Path, stored: StoredLog | None) -> Log:
+        common = {
+            "files": self.files,
+            "request_flush": self._request_flush,
+            "producer_id_expiration_ms": self.producer_id_expiration_ms,
+        }
+        config = self.config_for(key[0])
+        if stored is None:
+            return Log(directory, config, self._clock, new=True, **common)  # type: ignore[arg-type]
+        return Log(
+            directory,
+            config,
+            self._clock,
+            stored.recovery_point,
+            stored.log_start_offset,
+            clean_shutdown=stored.clean_shutdown,
+            **common,  # type: ignore[arg-type]
+        )
+
+    def load_logs(
+        self,
+        partitions: Iterable[TopicPartition],
+        threads: int = 1,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> Iterator[Log]:
+        """Load (or create) `partitions` with `threads` worker threads, yielding each log when ready.
+
+        Stops submitting loads when `should_stop()` turns true or `shutdown` begins; the loads
+        already running (at most `threads`) finish. A partition that fails to load is logged and
+        skipped. Closing the generator early stops it the same way."""
+        pending_keys = iter(partitions)
+        running: set[Future[Log]] = set()
+        with ThreadPoolExecutor(max(threads, 1), thread_name_prefix="log-loader") as pool:
+            try:
+                while True:
+                    while len(running) < max(threads, 1) and not (self._closing or should_stop()):
+                        key = next(pending_keys, None)
+                        if key is None:
+                            break
+                        running.add(pool.submit(self.get_or_create_log, *key))
+                    if not running:
+                        return
+                    finished, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        error = future.exception()
+                        if error is not None:
+                            log.error("Cannot load a log: %s", error)
+                        else:
+                            yield future.result()
+            finally:
+                for future in running:
+                    future.cancel()
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        """Apply a topic's new configuration to its existing and future logs."""
+        """Apply a topic's new configuration to its loaded logs and to those loaded later."""
         with self._lock:
             self._topic_configs[topic] = config
-            for (log_topic, _), log in self._logs.items():
-                if log_topic == topic:
-                    log.update_config(config)
+            logs = [found for (log_topic, _), found in self._logs.items() if log_topic == topic]
+        for found in logs:
+            found.update_config(config)
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove the log and its files; False if there was none."""
+        """Remove the log and its files (loaded or not); False if there was none."""
+        key = (topic, partition)
         with self._lock:
-            log = self._logs.pop((topic, partition), None)
-        if log is None:
+            pending = self._loading.get(key)
+        if pending is not None:
+            pending.done.wait()
+        with self._lock:
+            found = self._logs.pop(key, None)
+            stored = self._stored.pop(key, None) if found is None else None
+            if found is not None or stored is not None:
+                directory = found.dir if found is not None else stored.directory  # type: ignore[union-attr]
+                self._dir_counts[directory.parent] -= 1
+        if found is None and stored is None:
             return False
         self.cleaner.forget(topic, partition)
-        log.rename_dir(log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
-        log.delete()
+        if found is not None:
+            found.rename_dir(_doomed_name(found.dir))
+            found.delete()
+        else:
+            doomed = _doomed_name(stored.directory)  # type: ignore[union-attr]
+            os.rename(stored.directory, doomed)  # type: ignore[union-attr]
+            shutil.rmtree(doomed)
         return True
 
-    # -- periodic work -------------------------------------------------------------------------
+    # -- periodic work (worker threads) --------------------------------------------------------
+
+    def _request_flush(self, target: Log) -> None:
+        """A log reached flush.messages / flush.ms on append: flush it in the flusher thread."""
+        try:
+            self._flusher.submit(_flush_quietly, target)
+        except RuntimeError:
+            pass  # shutting down: the log is flushed by close
 
     def run_retention(self, now_ms: int) -> int:
-        """Apply retention to every log and expire idle producers; return the number of segments deleted."""
+        """Apply retention to every loaded log and expire idle producers; return the number of
+        segments deleted. Leftover `-delete` directories found at start are removed here."""
+        while self._leftovers:
+            shutil.rmtree(self._leftovers.pop(), ignore_errors=True)
         deleted = 0
-        for log in self.all_logs():
-            deleted += log.delete_retention_segments(now_ms)
-            log.remove_expired_producers(now_ms)
-        self._reaper.reap(now_ms)
+        for found in self.all_logs():
+            deleted += found.delete_retention_segments(now_ms)
+            found.remove_expired_producers(now_ms)
+        self.files.reaper.reap(now_ms)
         return deleted
 
     def flush_dirty(self, now_ms: int) -> None:
-        """Flush logs whose flush.ms has elapsed, and every segment rolled since the last flush."""
-        for log in self.all_logs():
-            if now_ms - log.last_flush_ms >= log.config.flush_ms:
-                log.flush()
-            elif log.recovery_point < log.active_segment.base_offset:
-                log.flush(log.active_segment.base_offset)
-        self._reaper.reap(now_ms)
+        """Flush loaded logs whose flush.messages / flush.ms is due, and every segment rolled since
+        the last flush."""
+        for found in self.all_logs():
+            if found.flush_due(now_ms):
+                found.flush()
+            elif found.recovery_point < found.active_segment.base_offset:
+                found.flush(found.active_segment.base_offset)
+        self.files.reaper.reap(now_ms)
 
     def run_cleaner(self, now_ms: int) -> int:
         """Compact the compacted logs that need it; return how many were cleaned."""
         cleaned = self.cleaner.clean_logs(now_ms)
-        self._reaper.reap(now_ms)
+        self.files.reaper.reap(now_ms)
         return cleaned
 
     def checkpoint(self) -> None:
-        """Write every log dir's recovery point and log start offset checkpoints."""
+        """Write every log dir's recovery point and log start offset checkpoints (the entries of
+        partitions not loaded are kept as read at start); an unchanged file is not rewritten."""
         with self._lock:
-            for directory in self._dirs:
-                logs = {key: log for key, log in self._logs.items() if log.dir.parent == directory}
-                recovery_points = {key: log.recovery_point for key, log in logs.items()}
-                log_start_offsets = {key: log.log_start_offset for key, log in logs.items()}
-                write_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, recovery_points)
-                write_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
+            stored = dict(self._stored)
+            loaded = dict(self._logs)
+        for directory in self._dirs:
+            recovery_points: dict[TopicPartition, int] = {}
+            log_start_offsets: dict[TopicPartition, int] = {}
+            for key, entry in stored.items():
+                if entry.directory.parent == directory and key not in loaded:
+                    recovery_points[key] = entry.recovery_point
+                    log_start_offsets[key] = entry.log_start_offset
+            for key, found in loaded.items():
+                if found.dir.parent == directory:
+                    recovery_points[key] = found.recovery_point
+                    log_start_offsets[key] = found.log_start_offset
+            self._write_if_changed(directory / RECOVERY_POINT_CHECKPOINT, recovery_points)
+            self._write_if_changed(directory / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
+
+    def _write_if_changed(self, path: Path, offsets: dict[TopicPartition, int]) -> None:
+        fingerprint = repr(sorted(offsets.items())).encode()
+        if self._written_checkpoints.get(path) != fingerprint:
+            write_checkpoint(path, offsets)
+            self._written_checkpoints[path] = fingerprint
 
     def shutdown(self) -> None:
-        """Flush and close every log, checkpoint, mark the shutdown clean, release the dir locks."""
-        self.cleaner.shutdown()
+        """Close every loaded log (in parallel), checkpoint, mark clean dirs, release the dir locks.
+
+        Safe while loads are in flight: new ones are refused and those running are waited for."""
         with self._lock:
-            for log in self._logs.values():
-                log.close()
-            self.checkpoint()
-            for directory in self._dirs:
-                _write_marker(directory / CLEAN_SHUTDOWN_FILE)
+            self._closing = True
+            in_flight = list(self._loading.values())
+        for pending in in_flight:
+            pending.done.wait()
+        self.cleaner.shutdown()
+        self._flusher.shutdown(wait=True)
+        logs = self.all_logs()
+        if logs:
+            with ThreadPoolExecutor(min(SHUTDOWN_THREADS, len(logs)), thread_name_prefix="log-close") as pool:
+                list(pool.map(Log.close, logs))
+        self.checkpoint()
+        with self._lock:
+            unrecovered = {
+                entry.directory.parent for entry in self._stored.values() if not entry.clean_shutdown
+            }
             self._logs.clear()
-            self._reaper.close_all()
-            for fd in self._lock_fds:
-                os.close(fd)
-            self._lock_fds.clear()
+        for directory in self._dirs:
+            if directory in unrecovered:
+                log.info("%s: not marked clean, some of its partitions were never loaded", directory)
+            else:
+                write_atomically(directory / CLEAN_SHUTDOWN_FILE, b"")
+        self.files.close_all()
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds.clear()
+
+
+def _flush_quietly(target: Log) -> None:
+    try:
+        target.flush()
+    except Exception:
+        log.exception("Flushing %s failed", target.dir.name)
+
+
+def _doomed_name(directory: Path) -> Path:
+    return directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
 
 
 def _lock_dir(directory: Path) -> int:
@@ -241,7 +487,3 @@ def _lock_dir(directory: Path) -> int:
         os.close(fd)
         raise KafkaStorageError(f"log dir {directory} is in use by another process") from None
     return fd
-
-
-def _write_marker(path: Path) -> None:
-    write_atomically(path, b"")

@@ -55,7 +55,7 @@ from odradek.protocol.records.batch import BatchHeader
 from odradek.protocol.records.errors import InvalidRecordError
 from odradek.storage.config import INT_MAX
 from odradek.storage.errors import KafkaStorageError, StorageError
-from odradek.storage.segment import LogSegment, iter_file_batches
+from odradek.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -228,9 +228,7 @@ class ProducerStateManager:
         for segment in segments:
             if segment.next_offset <= start:
                 continue
-            found = segment.translate_offset(start)
-            position = found[0] if found is not None else segment.size
-            for _, header in iter_file_batches(segment.fd, position, segment.size):
+            for header in segment.batches_from(start):
                 self.replay(header)
         self.map_end_offset = log_end_offset
         self.remove_expired_producers(now_ms)

@@ -4,14 +4,19 @@ Owns: the files `<dir>/%020d.log|.index|.timeindex` named by the segment's base 
 already-patched batches with one positional write; translating an offset or timestamp to a file
 position (index lookup, then a forward scan reading only batch headers with `os.pread`); the scan
 that recovers a segment (header sanity + CRC32C per batch, truncating a torn or corrupt tail and
-rebuilding both indexes); truncation; flushing; deletion.
+rebuilding both indexes); truncation; flushing (`sync`, which a log runs outside its lock);
+deletion.
 
 Invariants:
 - The `.log` holds whole batches with strictly increasing offsets, all >= the base offset and within
   2**31 - 1 of it; `size` and `next_offset` describe exactly what is on disk (a failed write is cut
   back off the file before the error propagates).
-- The fd stays open for the segment's lifetime; a deleted segment's fd is closed later by the
-  `FdReaper` so `FileSlice`s already handed out remain valid.
+- The segment holds no fd of its own: its `.log` is opened on demand through the broker's
+  `FileCache` (bounded, least recently used closed first), and every use of the fd is inside
+  `opened()` (or the cache's acquire/release), so the cache never closes it under a read, a write
+  or an fdatasync. `read` leases the fd for the `FileSlice` it makes; a deleted segment's fd is
+  closed after file.delete.delay.ms (and its lease) by the `FdReaper`.
+- The index files are not held open either, and a new segment creates none until it holds data.
 - An index entry is added before a batch once more than index.interval.bytes were written since the
   previous entry (Kafka's rule), so the first batch of a segment is never indexed (position 0).
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from crc32c import crc32c
@@ -39,8 +45,8 @@ from odradek.protocol.records.batch import (
 )
 from odradek.storage.config import INT_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError
+from odradek.storage.file_cache import FileCache, FileHandle, SegmentGoneError
 from odradek.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
-from odradek.storage.reaper import FdReaper
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -102,11 +108,20 @@ def iter_file_batches(
 class LogSegment:
     """A segment's files and what is known about them in memory."""
 
-    def __init__(self, directory: Path, base_offset: int, fd: int, config: LogConfig, now_ms: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        files: FileCache,
+        config: LogConfig,
+        now_ms: int,
+        size: int | None = None,
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        self.fd = fd
-        self.size = os.fstat(fd).st_size
+        self.files = files
+        self.handle = FileHandle(self.path(LOG_SUFFIX))
+        self.size = os.stat(self.handle.path).st_size if size is None else size
         self.next_offset = base_offset
         self.offset_index = OffsetIndex(self.path(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(self.path(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
@@ -115,30 +130,71 @@ class LogSegment:
         self.rolling_timestamp = -1
         self.created_ms = now_ms
         self.flushed_size = self.size
+        self.truncations = 0
         self._bytes_since_index = 0
 
     def path(self, suffix: str) -> Path:
         return self.directory / file_name(self.base_offset, suffix)
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
-        """A new empty segment with empty index files (an existing file of that name is emptied)."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
+    def create(
+        cls, directory: Path, base_offset: int, files: FileCache, config: LogConfig, now_ms: int
+    ) -> LogSegment:
+        """A new empty segment (an existing file of that name is emptied, stale indexes removed).
+
+        The index files are written by the first `persist`; only the `.log` is created here."""
         try:
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                os.close(os.open(directory / file_name(base_offset, suffix), flags, 0o644))
+                (directory / file_name(base_offset, suffix)).unlink(missing_ok=True)
+            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
             fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), flags, 0o644)
         except OSError as exc:
             raise KafkaStorageError(f"cannot create segment {base_offset} in {directory}: {exc}") from exc
-        segment = cls(directory, base_offset, fd, config, now_ms)
+        return cls.adopt(directory, base_offset, fd, files, config, now_ms, size=0)
+
+    @classmethod
+    def adopt(
+        cls,
+        directory: Path,
+        base_offset: int,
+        fd: int,
+        files: FileCache,
+        config: LogConfig,
+        now_ms: int,
+        size: int,
+        log_path: Path | None = None,
+    ) -> LogSegment:
+        """A segment over `fd`, an open `.log` of `size` bytes (at `log_path` if not the usual name),
+        handed to the file cache; it is marked unflushed."""
+        segment = cls(directory, base_offset, files, config, now_ms, size)
+        if log_path is not None:
+            segment.handle.path = log_path
+        files.adopt(segment.handle, fd)
         segment.flushed_size = -1
         return segment
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
-        """An existing segment, not yet loaded (call `load` or `recover`)."""
-        fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
-        return cls(directory, base_offset, fd, config, now_ms)
+    def open(
+        cls, directory: Path, base_offset: int, files: FileCache, config: LogConfig, now_ms: int
+    ) -> LogSegment:
+        """An existing segment, not yet loaded (call `load` or `recover`); its file opens on first use."""
+        return cls(directory, base_offset, files, config, now_ms)
+
+    def opened(self) -> AbstractContextManager[int]:
+        """The `.log` fd for the duration of a `with` block (the cache does not close it meanwhile)."""
+        return self.files.use(self.handle)
+
+    def dup_fd(self) -> int:
+        """A duplicate of the `.log` fd, for a reader that must keep the file past its deletion."""
+        with self.opened() as fd:
+            return os.dup(fd)
+
+    def move_to(self, directory: Path) -> None:
+        """The files now live in `directory` (renamed; an open fd is unaffected)."""
+        self.directory = directory
+        self.handle.path = self.path(LOG_SUFFIX)
+        self.offset_index.path = self.path(INDEX_SUFFIX)
+        self.time_index.path = self.path(TIME_INDEX_SUFFIX)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -156,17 +212,18 @@ class LogSegment:
         if self.offset_index.values and start >= self.size:
             raise IndexCorruptError(f"{self.offset_index.path}: entry position beyond the end of the log")
         end, next_offset, max_timestamp = start, self.base_offset, self.time_index.last_timestamp
-        for position, header in iter_file_batches(self.fd, start, self.size, chunk_size=RECOVERY_CHUNK):
-            end, next_offset = position + header.batch_length + LOG_OVERHEAD, header.next_offset
-            max_timestamp = max(max_timestamp, header.max_timestamp)
-        if end != self.size:
-            raise IndexCorruptError(f"{self.path(LOG_SUFFIX)}: batches do not end at the end of the file")
-        self.next_offset = next_offset
-        self.offset_index.sanity_check(self.next_offset, self.size)
-        self.time_index.sanity_check(self.next_offset)
-        self.max_timestamp = max_timestamp
-        self._bytes_since_index = self.size - start
-        self._load_rolling_timestamp()
+        with self.opened() as fd:
+            for position, header in iter_file_batches(fd, start, self.size, chunk_size=RECOVERY_CHUNK):
+                end, next_offset = position + header.batch_length + LOG_OVERHEAD, header.next_offset
+                max_timestamp = max(max_timestamp, header.max_timestamp)
+            if end != self.size:
+                raise IndexCorruptError(f"{self.path(LOG_SUFFIX)}: batches do not end at the end of the file")
+            self.next_offset = next_offset
+            self.offset_index.sanity_check(self.next_offset, self.size)
+            self.time_index.sanity_check(self.next_offset)
+            self.max_timestamp = max_timestamp
+            self._bytes_since_index = self.size - start
+            self._load_rolling_timestamp(fd)
 
     def recover(self) -> int:
         """Rescan every batch (sanity + CRC32C), rebuild the indexes, cut off a bad tail.
@@ -175,25 +232,26 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
-        self.size = os.fstat(self.fd).st_size
-        self.next_offset, self.max_timestamp, self._bytes_since_index = self.base_offset, -1, 0
-        valid_end = 0
-        for position, header in iter_file_batches(self.fd, 0, self.size, True, RECOVERY_CHUNK):
-            if header.base_offset < self.next_offset or header.last_offset - self.base_offset > INT_MAX:
-                break
-            self._index_batch(position, header.base_offset, header.size_in_bytes, header.max_timestamp)
-            self.next_offset = header.next_offset
-            valid_end = position + header.size_in_bytes
-        truncated = self.size - valid_end
-        if truncated:
-            self._truncate_file(valid_end)
-        self._load_rolling_timestamp()
+        with self.opened() as fd:
+            self.size = os.fstat(fd).st_size
+            self.next_offset, self.max_timestamp, self._bytes_since_index = self.base_offset, -1, 0
+            valid_end = 0
+            for position, header in iter_file_batches(fd, 0, self.size, True, RECOVERY_CHUNK):
+                if header.base_offset < self.next_offset or header.last_offset - self.base_offset > INT_MAX:
+                    break
+                self._index_batch(position, header.base_offset, header.size_in_bytes, header.max_timestamp)
+                self.next_offset = header.next_offset
+                valid_end = position + header.size_in_bytes
+            truncated = self.size - valid_end
+            if truncated:
+                self._truncate_file(fd, valid_end)
+            self._load_rolling_timestamp(fd)
         self.persist_indexes(fsync=False)
         self.flushed_size = -1
         return truncated
 
-    def _load_rolling_timestamp(self) -> None:
-        first = next(iter_file_batches(self.fd, 0, self.size), None)
+    def _load_rolling_timestamp(self, fd: int) -> None:
+        first = next(iter_file_batches(fd, 0, self.size), None)
         self.rolling_timestamp = first[1].max_timestamp if first else -1
 
     # -- appending -----------------------------------------------------------------------------
@@ -235,19 +293,24 @@ class LogSegment:
             self.max_timestamp = max_timestamp
 
     def _write(self, buf: bytes | bytearray | memoryview, position: int) -> None:
+        files, handle = self.files, self.handle
+        fd = files.acquire(handle)  # acquire/release, not `opened()`: this is the append path
         try:
-            pwrite_all(self.fd, buf, position)
+            pwrite_all(fd, buf, position)
         except OSError as exc:
-            self._truncate_file(position)
+            self._truncate_file(fd, position)
             raise KafkaStorageError(f"write to {self.path(LOG_SUFFIX)} failed: {exc}") from exc
+        finally:
+            files.release(handle)
 
-    def _truncate_file(self, size: int) -> None:
+    def _truncate_file(self, fd: int, size: int) -> None:
         try:
-            os.ftruncate(self.fd, size)
+            os.ftruncate(fd, size)
         except OSError as exc:
             raise KafkaStorageError(f"cannot truncate {self.path(LOG_SUFFIX)}: {exc}") from exc
         self.size = size
         self.flushed_size = min(self.flushed_size, size)
+        self.truncations += 1
 
     def should_roll(
         self, config: LogConfig, append_size: int, max_timestamp: int, last_offset: int, now_ms: int
@@ -274,25 +337,43 @@ class LogSegment:
     # -- reading -------------------------------------------------------------------------------
 
     def translate_offset(
-        self, offset: int, start: int = 0, end: int | None = None
+        self, fd: int, offset: int, start: int = 0, end: int | None = None
     ) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= `offset`, else None."""
         _, position = self.offset_index.lookup(offset)
-        for found in iter_file_batches(self.fd, max(position, start), self.size if end is None else end):
+        for found in iter_file_batches(fd, max(position, start), self.size if end is None else end):
             if found[1].last_offset >= offset:
                 return found
         return None
 
+    def batch_holding(self, offset: int) -> BatchHeader | None:
+        """The header of the first batch whose last offset is >= `offset`, else None."""
+        with self.opened() as fd:
+            found = self.translate_offset(fd, offset)
+        return found[1] if found is not None else None
+
     def read(
         self, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
-    ) -> tuple[int, int] | None:
-        """(position, length) of whole batches from the one holding `fetch_offset`, else None.
+    ) -> tuple[int, int, int] | None:
+        """(fd, position, length) of whole batches from the one holding `fetch_offset`, else None.
 
         Stops before the first batch reaching `max_offset` and within `max_bytes`, except that with
-        `min_one_message` the first batch is returned whole even when larger than `max_bytes`.
+        `min_one_message` the first batch is returned whole even when larger than `max_bytes`. The
+        fd is leased (see `file_cache`): it stays open for the `FileSlice` made of it.
         """
+        files, handle = self.files, self.handle
+        fd = files.acquire(handle, files.lease_deadline())
+        try:
+            found = self._read_range(fd, fetch_offset, max_offset, max_bytes, min_one_message)
+        finally:
+            files.release(handle)
+        return None if found is None else (fd, *found)
+
+    def _read_range(
+        self, fd: int, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
+    ) -> tuple[int, int] | None:
         size = self.size
-        found = self.translate_offset(fetch_offset, end=size)
+        found = self.translate_offset(fd, fetch_offset, end=size)
         if found is None:
             return None
         start, first = found
@@ -300,17 +381,17 @@ class LogSegment:
             return start, 0
         end = size
         if max_offset < self.next_offset:
-            limit = self.translate_offset(max_offset, start, size)
+            limit = self.translate_offset(fd, max_offset, start, size)
             end = limit[0] if limit is not None else size
         if end - start > max_bytes:
-            end = self._boundary_at_or_before(start + max_bytes, start, end)
+            end = self._boundary_at_or_before(fd, start + max_bytes, start, end)
             if end == start and min_one_message:
                 end = start + first.batch_length + LOG_OVERHEAD
         return start, end - start
 
-    def _boundary_at_or_before(self, limit: int, start: int, end: int) -> int:
+    def _boundary_at_or_before(self, fd: int, limit: int, start: int, end: int) -> int:
         boundary = max(self.offset_index.lookup_position(limit), start)
-        for position, header in iter_file_batches(self.fd, boundary, end):
+        for position, header in iter_file_batches(fd, boundary, end):
             if position + header.batch_length + LOG_OVERHEAD > limit:
                 break
             boundary = position + header.batch_length + LOG_OVERHEAD
@@ -321,47 +402,67 @@ class LogSegment:
         past `min_offset`, starting where the time index says such batches can begin."""
         start_offset = max(self.time_index.lookup(timestamp), min_offset)
         _, position = self.offset_index.lookup(start_offset)
-        for found in iter_file_batches(self.fd, position, self.size):
-            if found[1].max_timestamp >= timestamp and found[1].last_offset >= min_offset:
-                yield found
+        with self.opened() as fd:
+            for found in iter_file_batches(fd, position, self.size):
+                if found[1].max_timestamp >= timestamp and found[1].last_offset >= min_offset:
+                    yield found
+
+    def batches_from(self, offset: int) -> Iterator[BatchHeader]:
+        """The header of every batch from the one holding `offset` on."""
+        with self.opened() as fd:
+            found = self.translate_offset(fd, offset)
+            if found is not None:
+                for _, header in iter_file_batches(fd, found[0], self.size):
+                    yield header
+
+    def iter_batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every batch from byte `start` on (headers only, large reads)."""
+        with self.opened() as fd:
+            yield from iter_file_batches(fd, start, self.size, chunk_size=RECOVERY_CHUNK)
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
-        return os.pread(self.fd, header.batch_length + LOG_OVERHEAD, position)
+        with self.opened() as fd:
+            return os.pread(fd, header.batch_length + LOG_OVERHEAD, position)
 
     @property
     def largest_timestamp(self) -> int:
         """The largest batch timestamp, or the file's mtime when no batch has one (as Kafka)."""
         if self.max_timestamp >= 0:
             return self.max_timestamp
-        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+        with self.opened() as fd:
+            return os.fstat(fd).st_mtime_ns // 1_000_000
 
     # -- truncation, flush, lifecycle ----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= `offset`; return the bytes removed."""
-        found = self.translate_offset(offset)
-        if found is None:
-            return 0
-        position = found[0]
-        removed = self.size - position
-        self._truncate_file(position)
-        self.offset_index.truncate_to_offset(found[1].base_offset)
-        self.time_index.truncate_to_offset(found[1].base_offset)
-        self._rescan_tail()
+        with self.opened() as fd:
+            found = self.translate_offset(fd, offset)
+            if found is None:
+                return 0
+            position = found[0]
+            removed = self.size - position
+            self._truncate_file(fd, position)
+            self.offset_index.truncate_to_offset(found[1].base_offset)
+            self.time_index.truncate_to_offset(found[1].base_offset)
+            self._rescan_tail(fd)
         return removed
 
-    def _rescan_tail(self) -> None:
+    def _rescan_tail(self, fd: int) -> None:
         _, start = self.offset_index.lookup(INT_MAX + self.base_offset)
         self.next_offset = self.base_offset
         self.max_timestamp = self.time_index.last_timestamp
         self._bytes_since_index = self.size - start
-        for _, header in iter_file_batches(self.fd, start, self.size, chunk_size=RECOVERY_CHUNK):
+        for _, header in iter_file_batches(fd, start, self.size, chunk_size=RECOVERY_CHUNK):
             self.next_offset = header.next_offset
             self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
         if self.size == 0:
             self.rolling_timestamp = -1
 
     def persist_indexes(self, fsync: bool) -> None:
+        """Write (and with `fsync`, sync) both indexes; a new segment still empty needs no files."""
+        if self.size == 0 and not (self.offset_index.written or self.time_index.written):
+            return
         self.offset_index.persist(fsync)
         self.time_index.persist(fsync)
 
@@ -371,21 +472,39 @@ class LogSegment:
         self.persist_indexes(fsync=False)
 
     def flush(self) -> None:
-        """fdatasync the data written since the last flush and fsync the indexes."""
-        if self.flushed_size != self.size:
+        """fdatasync the data and fsync the indexes (a segment no one else touches: loading,
+        cleaning). `Log.flush` splits this into `persist_indexes` under its lock and `sync` outside."""
+        self.persist_indexes(fsync=False)
+        self.mark_flushed(*self.sync())
+
+    def sync(self) -> tuple[int, int]:
+        """fdatasync the data and fsync the index files written so far, holding no lock but the
+        file cache's use of the fd; returns (size, truncations) as they were before the sync, for
+        `mark_flushed`. A segment deleted meanwhile needs nothing."""
+        size, truncations = self.size, self.truncations
+        if self.flushed_size != size:
             try:
-                os.fdatasync(self.fd)
+                with self.opened() as fd:
+                    os.fdatasync(fd)
+            except SegmentGoneError:
+                return -1, truncations
             except OSError as exc:
                 raise KafkaStorageError(f"cannot flush {self.path(LOG_SUFFIX)}: {exc}") from exc
-            self.flushed_size = self.size
-        self.persist_indexes(fsync=True)
+        self.offset_index.sync()
+        self.time_index.sync()
+        return size, truncations
+
+    def mark_flushed(self, size: int, truncations: int) -> None:
+        """The first `size` bytes are on disk, unless the file was truncated since (then unknown)."""
+        if truncations == self.truncations and size > self.flushed_size:
+            self.flushed_size = size
 
     def close(self) -> None:
-        os.close(self.fd)
+        self.files.retire(self.handle, 0)
 
-    def delete(self, reaper: FdReaper, deadline_ms: int) -> None:
+    def delete(self, deadline_ms: int) -> None:
         """Unlink the files (through a `.deleted` rename, so a crash leaves marked leftovers); the fd
-        is closed by the reaper after `deadline_ms`."""
+        is closed after `deadline_ms` (and after any lease of a `FileSlice` made from it)."""
         renamed = []
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = self.path(suffix)
@@ -395,4 +514,4 @@ class LogSegment:
                 renamed.append(target)
         for path in renamed:
             path.unlink()
-        reaper.defer_close(self.fd, deadline_ms)
+        self.files.retire(self.handle, deadline_ms)
