@@ -99,7 +99,7 @@ class FileCache:
         with self._lock:
             handle.fd = fd
             self._open[handle] = None
-            self._evict()
+            self._evict(handle)
 
     @contextmanager
     def use(self, handle: FileHandle) -> Iterator[int]:
@@ -158,7 +158,6 @@ class FileCache:
     def _open_file(self, handle: FileHandle) -> None:
         if handle.retired_deadline is not None:
             raise SegmentGoneError(f"{handle.path} was deleted")
-        self.reaper.reap(self._clock.time_ms())
         try:
             handle.fd = os.open(handle.path, os.O_RDWR)
         except FileNotFoundError as exc:
@@ -166,19 +165,23 @@ class FileCache:
         except OSError as exc:
             raise KafkaStorageError(f"cannot open {handle.path}: {exc}") from exc
         self._open[handle] = None
-        self._evict()
+        self._evict(handle)
 
-    def _evict(self) -> None:
+    def _evict(self, keep: FileHandle) -> None:
+        """Close the least recently used fds beyond `max_open_files`, never `keep` (just opened)
+        nor one in use; those whose lease runs go last, to the reaper. Each opening also closes the
+        reaper's fds whose time has come."""
+        now = self._clock.time_ms()
+        self.reaper.reap(now)
         excess = len(self._open) - self.max_open_files
         if excess <= 0:
             return
-        now = self._clock.time_ms()
         victims: list[FileHandle] = []
         leased: list[FileHandle] = []
         for scanned, handle in enumerate(self._open):
             if len(victims) >= excess or scanned >= _EVICTION_SCAN + excess:
                 break
-            if handle.users:
+            if handle.users or handle is keep:
                 continue
             (victims if handle.lease_until <= now else leased).append(handle)
         victims.extend(leased[: excess - len(victims)])
