@@ -64,9 +64,10 @@ def load_segments(
     clean_shutdown: bool,
 ) -> list[LogSegment]:
     """The segments of `directory`, recovered as the module docstring describes."""
-    _remove_leftovers(directory)
-    _complete_swaps(directory)
-    segments = [LogSegment.open(directory, base, files, config, now_ms) for base in _segment_bases(directory)]
+    names = os.listdir(directory)
+    if _remove_leftovers(directory, names) or _complete_swaps(directory, names):
+        names = os.listdir(directory)
+    segments = [LogSegment.open(directory, base, files, config, now_ms) for base in _segment_bases(names)]
     if not segments:
         return []
     bases = [segment.base_offset for segment in segments]
@@ -173,28 +174,38 @@ def _drop(segments: list[LogSegment]) -> None:
         segment.delete(0)
 
 
-def _segment_bases(directory: Path) -> list[int]:
+def _segment_bases(names: list[str]) -> list[int]:
+    """The base offsets of the `.log` files among the directory entry `names`."""
     bases = []
-    for path in directory.iterdir():
-        if path.suffix == LOG_SUFFIX and path.stem.isdigit():
-            bases.append(int(path.stem))
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if suffix == LOG_SUFFIX and stem.isdigit():
+            bases.append(int(stem))
     return sorted(bases)
 
 
-def _remove_leftovers(directory: Path) -> None:
-    logs = {path.stem for path in directory.glob(f"*{LOG_SUFFIX}")}
-    for path in list(directory.iterdir()):
-        if path.name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
-            path.unlink()
-        elif path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and path.stem not in logs:
-            path.unlink()
+def _remove_leftovers(directory: Path, names: list[str]) -> bool:
+    """Remove the leftovers among `names` (the directory's entries); True if any went."""
+    logs = {name[: -len(LOG_SUFFIX)] for name in names if name.endswith(LOG_SUFFIX)}
+    removed = False
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or (
+            suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem not in logs
+        ):
+            (directory / name).unlink()
+            removed = True
+    return removed
 
 
-def _complete_swaps(directory: Path) -> None:
-    for swap in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
-        base = int(swap.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)])
+def _complete_swaps(directory: Path, names: list[str]) -> bool:
+    """Finish the swaps whose `.log.swap` is among `names`; True if there was any."""
+    swaps = sorted(name for name in names if name.endswith(LOG_SUFFIX + SWAP_SUFFIX))
+    for name in swaps:
+        swap = directory / name
+        base = int(name[: -len(LOG_SUFFIX + SWAP_SUFFIX)])
         next_offset = _scan_next_offset(swap, base)
-        for other in _segment_bases(directory):
+        for other in _segment_bases(os.listdir(directory)):
             if base <= other < next_offset:
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                     (directory / file_name(other, suffix)).unlink(missing_ok=True)
@@ -203,6 +214,7 @@ def _complete_swaps(directory: Path) -> None:
             (directory / file_name(base, suffix)).unlink(missing_ok=True)
         os.rename(swap, directory / file_name(base, LOG_SUFFIX))
         log.info("%s: swapped in a finished cleaning", swap)
+    return bool(swaps)
 
 
 def _scan_next_offset(path: Path, base: int) -> int:

@@ -158,7 +158,7 @@ class Log:
             [] if new else load_segments(self.dir, self.files, config, now, recovery_point, clean_shutdown)
         )
         if not segments:
-            segments = [LogSegment.create(self.dir, log_start_offset, self.files, config, now)]
+            segments = [LogSegment.create(self.dir, log_start_offset, self.files, config, now, new)]
         self._set_segments(segments)
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), self.log_end_offset)
@@ -597,9 +597,12 @@ class Log:
             self.active_segment.on_become_inactive()
         self.flush()
         with self._lock:
-            if self.producer_state.producer_count or self.log_end_offset > self._segments[0].base_offset:
-                self.producer_state.map_end_offset = self.log_end_offset
-                self.producer_state.take_snapshot()
+            state = self.producer_state
+            if state.snapshot_offset != self.log_end_offset and (
+                state.producer_count or self.log_end_offset > self._segments[0].base_offset
+            ):
+                state.map_end_offset = self.log_end_offset
+                state.take_snapshot()
             for segment in self._segments:
                 segment.close()
             self._set_segments([])

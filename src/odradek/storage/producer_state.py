@@ -147,6 +147,8 @@ class ProducerStateManager:
         self.directory = directory
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.map_end_offset = 0
+        # The map end offset of the newest snapshot on disk known to hold the current state.
+        self.snapshot_offset = -1
         self._producers: dict[int, ProducerStateEntry] = {}
 
     @property
@@ -217,12 +219,17 @@ class ProducerStateManager:
     def load(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> None:
         """Rebuild the state of `segments` ending at `log_end_offset`: the newest valid snapshot at or
         below it (newer ones are deleted), then every batch from there on, read by header only."""
-        for stray in self.directory.glob(f"*{SNAPSHOT_SUFFIX}.tmp"):
-            stray.unlink()
-        self.delete_snapshots(lambda offset: offset > log_end_offset)
+        names = os.listdir(self.directory)
+        for name in names:
+            if name.endswith(SNAPSHOT_SUFFIX + ".tmp"):
+                (self.directory / name).unlink()
+        offsets = _snapshot_offsets(names)
+        self._delete_snapshots([offset for offset in offsets if offset > log_end_offset])
         self._producers, self.map_end_offset = {}, segments[0].base_offset if segments else log_end_offset
-        for offset in reversed(self.snapshot_offsets()):
+        self.snapshot_offset = -1
+        for offset in reversed([offset for offset in offsets if offset <= log_end_offset]):
             if self._read_snapshot(offset):
+                self.snapshot_offset = offset
                 break
         start = self.map_end_offset
         for segment in segments:
@@ -254,11 +261,7 @@ class ProducerStateManager:
     # -- snapshots -----------------------------------------------------------------------------
 
     def snapshot_offsets(self) -> list[int]:
-        offsets = []
-        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-            if path.stem.isdigit():
-                offsets.append(int(path.stem))
-        return sorted(offsets)
+        return _snapshot_offsets(os.listdir(self.directory))
 
     def take_snapshot(self) -> Path:
         """Write the state as `<map end offset>.snapshot` (temp file, then rename; no fsync: a torn
@@ -279,13 +282,18 @@ class ProducerStateManager:
             os.replace(temporary, path)
         except OSError as exc:
             raise KafkaStorageError(f"cannot write the producer snapshot {path}: {exc}") from exc
+        self.snapshot_offset = self.map_end_offset
         return path
 
     def delete_snapshots(self, doomed: Callable[[int], bool]) -> None:
         """Delete the snapshots whose offset `doomed` accepts."""
-        for offset in self.snapshot_offsets():
-            if doomed(offset):
-                (self.directory / snapshot_file_name(offset)).unlink(missing_ok=True)
+        self._delete_snapshots([offset for offset in self.snapshot_offsets() if doomed(offset)])
+
+    def _delete_snapshots(self, offsets: list[int]) -> None:
+        for offset in offsets:
+            (self.directory / snapshot_file_name(offset)).unlink(missing_ok=True)
+            if offset == self.snapshot_offset:
+                self.snapshot_offset = -1
 
     def _read_snapshot(self, offset: int) -> bool:
         """Load the snapshot named `offset`; a bad one is deleted and False returned."""
@@ -299,6 +307,16 @@ class ProducerStateManager:
         self._producers = {entry.producer_id: entry for entry in producers}
         self.map_end_offset = offset
         return True
+
+
+def _snapshot_offsets(names: list[str]) -> list[int]:
+    """The offsets of the snapshot files among the directory entry `names`, ascending."""
+    offsets = []
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if suffix == SNAPSHOT_SUFFIX and stem.isdigit():
+            offsets.append(int(stem))
+    return sorted(offsets)
 
 
 def _check(header: BatchHeader, current: ProducerStateEntry | None, offset: int) -> None:

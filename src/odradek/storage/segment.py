@@ -138,13 +138,20 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, files: FileCache, config: LogConfig, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        files: FileCache,
+        config: LogConfig,
+        now_ms: int,
+        new_directory: bool = False,
     ) -> LogSegment:
-        """A new empty segment (an existing file of that name is emptied, stale indexes removed).
+        """A new empty segment (an existing file of that name is emptied, stale indexes removed,
+        unless the directory was just made).
 
         The index files are written by the first `persist`; only the `.log` is created here."""
         try:
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in () if new_directory else (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 (directory / file_name(base_offset, suffix)).unlink(missing_ok=True)
             flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
             fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), flags, 0o644)
