@@ -288,3 +288,13 @@ def test_shutdown_of_many_untouched_logs_syncs_no_log(
     logs.shutdown()
     assert len(synced) == 1  # the one log appended to
     assert len(fsyncs) <= 8  # its index and directory, the checkpoints and the marker: not per log
+
+
+def test_a_flush_arriving_after_the_log_was_deleted_does_nothing(tmp_path: Path) -> None:
+    logs = LogManager([tmp_path], LogConfig(), ManualClock())
+    log = logs.get_or_create_log("t", 0)
+    log.append_as_leader(batch(2), 3)  # unflushed data and a leader epoch not yet written
+    assert logs.delete_log("t", 0)
+    log.flush()  # as a flusher thread holding the log would
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()]
+    logs.shutdown()

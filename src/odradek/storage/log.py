@@ -144,6 +144,7 @@ class Log:
         self.files = FileCache(clock) if files is None else files
         self._request_flush = request_flush
         self._flush_requested = False
+        self._deleted = False
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         now = clock.time_ms()
@@ -477,6 +478,8 @@ class Log:
         with self._flush_lock:
             with self._lock:
                 self._flush_requested = False
+                if self._deleted:
+                    return
                 target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
                 segments = [segment for segment in self._segments if segment.base_offset < target]
                 for segment in segments:
@@ -622,6 +625,7 @@ class Log:
     def delete(self) -> None:
         """Delete every segment and the directory; fds close after file.delete.delay.ms."""
         with self._lock:
+            self._deleted = True
             self._delete_segments(self._segments, self._clock.time_ms())
             self._set_segments([])
             for leftover in self.dir.iterdir():
