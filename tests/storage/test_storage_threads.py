@@ -298,3 +298,22 @@ def test_a_flush_arriving_after_the_log_was_deleted_does_nothing(tmp_path: Path)
     log.flush()  # as a flusher thread holding the log would
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]
     logs.shutdown()
+
+
+def test_a_truncation_during_a_flush_keeps_the_recovery_point_below_the_new_data(
+    tmp_path: Path, blocked_fdatasync: tuple[threading.Event, threading.Event]
+) -> None:
+    entered, release = blocked_fdatasync
+    log = open_log(tmp_path)
+    for _ in range(3):
+        log.append_as_leader(batch(2), 0)
+    flusher = run_in_thread(log.flush)  # covers offsets below 6
+    assert entered.wait(WAIT_S)
+    log.truncate_to(2)
+    for _ in range(3):
+        log.append_as_leader(batch(2), 1)  # offsets 2-7 are new, unsynced data
+    release.set()
+    flusher.join(WAIT_S)
+    assert log.recovery_point == 0  # where it was: not 6, which would cover offsets 2-5 unsynced
+    log.flush()
+    assert log.recovery_point == 8

@@ -145,6 +145,7 @@ class Log:
         self._request_flush = request_flush
         self._flush_requested = False
         self._deleted = False
+        self._truncations = 0
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         now = clock.time_ms()
@@ -488,6 +489,7 @@ class Log:
                 dir_dirty = self._dir_dirty and any(segment.size for segment in segments)
                 self._dir_dirty = self._dir_dirty and not dir_dirty
                 unflushed = self._unflushed_messages if target == self.log_end_offset else 0
+                truncations = self._truncations
             try:
                 self.leader_epoch_cache.flush()
                 synced = [(segment, segment.sync()) for segment in segments]
@@ -499,7 +501,8 @@ class Log:
             with self._lock:
                 for segment, (size, truncations) in synced:
                     segment.mark_flushed(size, truncations)
-                self.recovery_point = max(self.recovery_point, min(target, self.log_end_offset))
+                if truncations == self._truncations:  # else offsets below `target` may be new data
+                    self.recovery_point = max(self.recovery_point, target)
                 if unflushed or target == self.log_end_offset:
                     self._unflushed_messages = max(self._unflushed_messages - unflushed, 0)
                     self.last_flush_ms = self._clock.time_ms()
@@ -577,6 +580,7 @@ class Log:
             self.active_segment.truncate_to(offset)
             self.log_end_offset = self.active_segment.next_offset
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
+            self._truncations += 1
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             self.producer_state.load(self._segments, self.log_end_offset, now)
@@ -588,6 +592,7 @@ class Log:
         self._dir_dirty = True
         self._set_segments([segment])
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+        self._truncations += 1
         self.producer_state.truncate_fully_and_start_at(offset)
         self.leader_epoch_cache.clear()
 
