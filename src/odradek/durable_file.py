@@ -13,7 +13,9 @@ import os
 from pathlib import Path
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, sync_dir: bool = True) -> None:
+    """Replace `path` with `data`. With `sync_dir=False` the rename is durable only once the
+    caller fsyncs the directory (a log's flush does it once for all its renames)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -22,7 +24,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -43,11 +43,11 @@ def write_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     )
 
 
-def write_entries(path: Path, entries: list[str]) -> None:
+def write_entries(path: Path, entries: list[str], sync_dir: bool = True) -> None:
     """Replace the file at `path` atomically with Kafka's checkpoint framing around `entries`: the
     version line, the count line, one line per entry (also the leader-epoch checkpoint's format)."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries)), *entries]
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    write_atomically(path, ("\n".join(lines) + "\n").encode(), sync_dir)
 
 
 def entry_lines(text: str) -> list[str]:

@@ -16,13 +16,13 @@ Invariants:
   cache does), so the list stays monotonic.
 - Changes are made in memory at once and written by `flush`, which `Log.flush` calls in a worker
   thread before it moves the recovery point (and `Log.close` at shutdown): temp file, fsync, rename,
-  directory fsync, never on the event loop and never under the log's lock. (Kafka writes on every
-  `assign` and defers only truncations; deferring both is safe because the loader does not trust
-  the file after a crash, see `loader` step 5.) Flushes are serialised by the cache's own lock and
-  each writes the entries as they are when it starts, so an older snapshot never overwrites a newer
-  one. After a clean shutdown the file is exact; after a crash it may lag the log in both
-  directions, and the loader trims what the log contradicts and rescans the batches that may open
-  newer epochs, so the recovered cache never claims an epoch the log does not have.
+  then the flush's one directory fsync, never on the event loop and never under the log's lock.
+  (Kafka writes on every `assign` and defers only truncations; deferring both is safe because the
+  loader does not trust the file after a crash, see `loader` step 5.) Flushes are serialised by the
+  cache's own lock and each writes the entries as they are when it starts, so an older snapshot
+  never overwrites a newer one. After a clean shutdown the file is exact; after a crash it may lag
+  the log in both directions, and the loader trims what the log contradicts and rescans the batches
+  that may open newer epochs, so the recovered cache never claims an epoch the log does not have.
 - Lookups take no lock: the entries are one tuple replaced by one assignment. Mutations are made
   under the owning `Log`'s lock.
 
@@ -175,24 +175,27 @@ class LeaderEpochFileCache:
 
     # -- the file (worker threads) ---------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Write the entries to the checkpoint file if they changed since the last flush.
+    def flush(self, sync_dir: bool = True) -> bool:
+        """Write the entries to the checkpoint file if they changed since the last flush; True if
+        written (with `sync_dir=False` the caller then fsyncs the directory).
 
         A directory deleted meanwhile (the log was deleted) needs nothing."""
         with self._flush_lock:
             if not self.dirty:
-                return
+                return False
             self.dirty = False
-            entries = self._entries
+            lines = [f"{epoch} {start_offset}" for epoch, start_offset in self._entries]
             try:
-                write_entries(self.path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])
+                write_entries(self.path, lines, sync_dir)
             except FileNotFoundError:
                 if self.path.parent.exists():
                     self.dirty = True
                     raise
+                return False
             except BaseException:
                 self.dirty = True
                 raise
+            return True
 
 
 def _epoch(entry: EpochEntry) -> int:

@@ -491,7 +491,8 @@ class Log:
                 unflushed = self._unflushed_messages if target == self.log_end_offset else 0
                 truncations = self._truncations
             try:
-                self.leader_epoch_cache.flush()
+                # The checkpoint's rename becomes durable with the directory fsync below.
+                dir_dirty |= self.leader_epoch_cache.flush(sync_dir=False)
                 synced = [(segment, segment.sync()) for segment in segments]
                 if dir_dirty:
                     self._fsync_dir()
