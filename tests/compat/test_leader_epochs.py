@@ -49,7 +49,7 @@ def produce_at(broker: BrokerProcess, topic: str, count: int, timestamp: int) ->
 def epochs_topic(make_broker, unique_topic: str) -> tuple[BrokerProcess, str]:
     """Offsets 0-2 written in epoch 0 (at T0), 3-4 in epoch 1 (at T0+1000), 5 in epoch 2 (at
     T0+2000); the broker now leads in epoch 2."""
-    broker = make_broker()
+    broker = make_broker({"log.flush.offset.checkpoint.interval.ms": 100})
     helpers.create_topic(broker.bootstrap, unique_topic)
     produce_at(broker, unique_topic, 3, T0)
     restart(broker, unique_topic)
@@ -59,8 +59,16 @@ def epochs_topic(make_broker, unique_topic: str) -> tuple[BrokerProcess, str]:
     return broker, unique_topic
 
 
-def checkpoint(broker: BrokerProcess, topic: str) -> str:
-    return (broker.data_dir / f"{topic}-0" / "leader-epoch-checkpoint").read_text()
+def checkpoint(broker: BrokerProcess, topic: str, expected: str) -> str:
+    """The checkpoint file once it reads `expected`, or as it is after the timeout: the broker
+    writes it with its periodic checkpoint (log.flush.offset.checkpoint.interval.ms), not on change."""
+    path = broker.data_dir / f"{topic}-0" / "leader-epoch-checkpoint"
+    deadline = time.monotonic() + helpers.TIMEOUT_S
+    while True:
+        text = path.read_text() if path.exists() else ""
+        if text == expected or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
 
 
 # -- OffsetForLeaderEpoch over raw frames ----------------------------------------------------------
@@ -218,14 +226,14 @@ def test_librdkafka_validates_its_position_with_offset_for_leader_epoch(epochs_t
 
 def test_checkpoint_survives_restart_and_kill_9(epochs_topic) -> None:
     broker, topic = epochs_topic
-    assert checkpoint(broker, topic) == "0\n3\n0 0\n1 3\n2 5\n"
+    assert checkpoint(broker, topic, "0\n3\n0 0\n1 3\n2 5\n") == "0\n3\n0 0\n1 3\n2 5\n"
 
     restart(broker, topic)
-    assert checkpoint(broker, topic) == "0\n4\n0 0\n1 3\n2 5\n3 6\n"
+    assert checkpoint(broker, topic, "0\n4\n0 0\n1 3\n2 5\n3 6\n") == "0\n4\n0 0\n1 3\n2 5\n3 6\n"
     produce_at(broker, topic, 2, T0 + 3000)  # offsets 6-7 in epoch 3
     restart(broker, topic, crash=True)
 
-    assert checkpoint(broker, topic) == "0\n5\n0 0\n1 3\n2 5\n3 6\n4 8\n"
+    assert checkpoint(broker, topic, "0\n5\n0 0\n1 3\n2 5\n3 6\n4 8\n") == "0\n5\n0 0\n1 3\n2 5\n3 6\n4 8\n"
     for epoch, expected in {0: (0, 3), 2: (2, 6), 3: (3, 8), 4: (4, 8)}.items():
         assert offset_for_leader_epoch(broker, 4, topic, epoch) == (NONE, *expected)
 
@@ -242,5 +250,5 @@ def test_missing_or_damaged_checkpoint_is_rebuilt_from_the_log(epochs_topic, dam
     broker.start()
     helpers.wait_for_leaders(broker.bootstrap, topic, 1)
 
-    assert checkpoint(broker, topic) == "0\n4\n0 0\n1 3\n2 5\n3 6\n"
+    assert checkpoint(broker, topic, "0\n4\n0 0\n1 3\n2 5\n3 6\n") == "0\n4\n0 0\n1 3\n2 5\n3 6\n"
     assert offset_for_leader_epoch(broker, 3, topic, 1) == (NONE, 1, 5)

@@ -317,3 +317,15 @@ def test_a_truncation_during_a_flush_keeps_the_recovery_point_below_the_new_data
     assert log.recovery_point == 0  # where it was: not 6, which would cover offsets 2-5 unsynced
     log.flush()
     assert log.recovery_point == 8
+
+
+def test_the_periodic_checkpoint_writes_changed_leader_epoch_files(tmp_path: Path) -> None:
+    logs = LogManager([tmp_path], LogConfig(), ManualClock())
+    log = logs.get_or_create_log("t", 0)
+    log.append_as_leader(batch(2), 4)
+    path = log.dir / "leader-epoch-checkpoint"
+    assert not path.exists()
+    logs.checkpoint()
+    assert path.read_text() == "0\n1\n4 0\n"
+    assert log.recovery_point == 0  # the data itself waits for a flush
+    logs.shutdown()

@@ -44,7 +44,10 @@ Behaviour:
 - `run_retention` / `flush_dirty` are driven by the server's scheduler with the injected clock;
   `run_retention` also forgets idempotent producers idle for producer.id.expiration.ms (Kafka checks
   every producer.id.expiration.check.interval.ms; here it is the retention check interval);
-  `flush_dirty` flushes the logs whose flush.messages / flush.ms is due and every segment rolled
+  `checkpoint` (every log.flush.offset.checkpoint.interval.ms) also writes the leader-epoch
+  checkpoints changed since their log's last flush, so the file lags its cache by at most that
+  interval even for a log that is never flushed. `flush_dirty` flushes the logs whose
+  flush.messages / flush.ms is due and every segment rolled
   since the last flush (as Kafka does on roll), which keeps recovery short without fsyncing on the
   append path. Deviation from Kafka: a log whose flush.messages is reached is flushed by the
   flusher thread right after the append, not before the append returns.
@@ -411,11 +414,14 @@ class LogManager:
         return cleaned
 
     def checkpoint(self) -> None:
-        """Write every log dir's recovery point and log start offset checkpoints (the entries of
-        partitions not loaded are kept as read at start); an unchanged file is not rewritten."""
+        """Write the leader-epoch checkpoints that changed, and every log dir's recovery point and
+        log start offset checkpoints (the entries of partitions not loaded are kept as read at
+        start); an unchanged file is not rewritten."""
         with self._lock:
             stored = dict(self._stored)
             loaded = dict(self._logs)
+        for found in loaded.values():
+            found.leader_epoch_cache.flush()
         for directory in self._dirs:
             recovery_points: dict[TopicPartition, int] = {}
             log_start_offsets: dict[TopicPartition, int] = {}
