@@ -1,15 +1,17 @@
-"""Deferred closing of the file descriptors of deleted segments.
+"""Deferred closing of file descriptors that a `FileSlice` may still be using.
 
-Owns: the list of (deadline, fd) of segments that retention, truncation or topic deletion removed.
-A fetch response may still hold a `FileSlice` on such an fd while it is being sent, and a closed fd
-number is soon reused by another open file, so the fd stays open for file.delete.delay.ms after its
-files are unlinked (the disk space is released on close). This plays the part of Kafka's `.deleted`
-files and its delayed delete.
+Owns: the list of (deadline, fd) of segment files that left the `FileCache` while a read's lease on
+them still ran (evicted, or deleted by retention, truncation, cleaning or topic deletion). A fetch
+response may still hold a `FileSlice` on such an fd while it is being sent, and a closed fd number
+is soon reused by another open file, so the fd stays open until its deadline (the lease's end, and
+for deleted segments at least file.delete.delay.ms; the disk space is released on close). This
+plays the part of Kafka's `.deleted` files and its delayed delete.
 
 Invariants: every fd handed over is closed exactly once, by `reap` after its deadline or by
 `close_all` at shutdown.
 
-Callers: `Log` (defer), `LogManager` (reap on its retention/flush ticks, close_all on shutdown).
+Callers: `FileCache` (defer_close; reap on every opening; close_all), `LogManager` (reap on its
+retention, flush and cleaner ticks).
 """
 
 from __future__ import annotations
