@@ -1,11 +1,12 @@
 """The coordinator runtime: shards, loading, appends, restarts and failures, over an in-memory
-`__consumer_offsets` log and real LocalMetadata, with a ManualClock."""
+`__consumer_offsets` log and a real MetadataCache fed as the controller feeds it, with a ManualClock."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import struct
+import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from odradek.clock import ManualClock
-from odradek.controller.local import LocalMetadata
-from odradek.controller.metadata import BrokerInfo, Endpoint
+from odradek.controller.channel import ControllerIdentity, update_metadata_request
+from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState, TopicMetadata
 from odradek.coordinator.classic import (
     CommitArgs,
     HeartbeatArgs,
@@ -29,6 +30,7 @@ from odradek.coordinator.partitioning import OFFSETS_TOPIC
 from odradek.coordinator.shard import ShardState
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.batch import iter_batches
+from odradek.server.metadata_cache import MetadataCache
 
 CONFIG = {
     "group.min.session.timeout.ms": 6000,
@@ -77,19 +79,37 @@ class MemoryOffsetsLog:
 
 
 class FakeBroker:
-    def __init__(self, data_dir: Path) -> None:
+    """The broker as the coordinator sees it: a metadata cache, and auto topic creation after which
+    this broker leads every partition (the leadership change loads the coordinator's shards)."""
+
+    def __init__(self) -> None:
         self.broker_id = 0
-        self.metadata = LocalMetadata.open(
-            data_dir, BrokerInfo(0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)), "cluster"
+        self.metadata_cache = MetadataCache(0)
+        self.coordinator: GroupCoordinator | None = None
+
+    async def auto_create_topic(self, name: str) -> TopicMetadata | None:
+        states = {
+            p: PartitionState(0, 0, (0,), (0,), 1, 0) for p in range(CONFIG["offsets.topic.num.partitions"])
+        }
+        broker = BrokerInfo(0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),))
+        topics = {name: (uuid.uuid4(), states)}
+        self.metadata_cache.update_topic_configs(name, {"cleanup.policy": "compact"})
+        self.metadata_cache.update_metadata(
+            update_metadata_request(ControllerIdentity(0, 1), topics, [broker])
         )
+        assert self.coordinator is not None
+        for partition in states:
+            self.coordinator.on_partition_loaded(partition, 0)
+        return self.metadata_cache.topic(name)
 
 
 class Harness:
     def __init__(self, tmp_path: Path, offsets_log: MemoryOffsetsLog | None = None) -> None:
         self.clock = ManualClock()
         self.log = offsets_log or MemoryOffsetsLog()
-        self.broker = FakeBroker(tmp_path)
+        self.broker = FakeBroker()
         self.coordinator = GroupCoordinator(self.broker, CONFIG, self.clock, self.log)
+        self.broker.coordinator = self.coordinator
 
     async def start(self) -> None:
         await self.coordinator.startup()
@@ -153,7 +173,7 @@ def test_find_coordinator_creates_compacted_internal_topic(tmp_path: Path) -> No
         assert location.error_code == ErrorCode.NONE and location.node == BrokerInfo(
             0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
         )
-        topic = h.broker.metadata.topic(OFFSETS_TOPIC)
+        topic = h.broker.metadata_cache.topic(OFFSETS_TOPIC)
         assert topic is not None and topic.is_internal and len(topic.partitions) == 4
         assert topic.configs["cleanup.policy"] == "compact"
         assert all(state.replicas == (0,) for state in topic.partitions.values())  # RF 3 capped at 1 broker
@@ -173,8 +193,7 @@ def test_offsets_and_groups_survive_a_restart(tmp_path: Path) -> None:
         await h.coordinator.shutdown()
 
         again = Harness(tmp_path, h.log)
-        await again.coordinator.startup()
-        await again.loaded()
+        await again.start()  # the broker leads the partitions again: the shards load the log
         error, offsets = await again.coordinator.fetch_offsets("g", (TP, TopicPartition("orders", 1)))
         assert error == ErrorCode.NONE
         assert offsets[TP] is not None and offsets[TP].offset == 42 and offsets[TP].leader_epoch == 3
@@ -199,8 +218,7 @@ def test_deleted_group_stays_deleted_after_restart(tmp_path: Path) -> None:
         assert await h.coordinator.delete_group("g") == ErrorCode.GROUP_ID_NOT_FOUND
         await h.coordinator.shutdown()
         again = Harness(tmp_path, h.log)
-        await again.coordinator.startup()
-        await again.loaded()
+        await again.start()
         assert (await again.coordinator.fetch_offsets("g", None)) == (ErrorCode.NONE, {})
         assert again.coordinator.list_groups() == (ErrorCode.NONE, [])
         await again.coordinator.shutdown()

@@ -166,12 +166,13 @@ def test_delete_topics_by_name_and_id(client):
     created = create(client, NewTopic(name=first, num_partitions=1, replication_factor=1),
                      NewTopic(name=second, num_partitions=1, replication_factor=1))  # fmt: skip
     by_name = client.call(
-        ApiKey.DELETE_TOPICS, 5, DeleteTopicsRequest(topic_names=[first, topic_name("nope")])
+        ApiKey.DELETE_TOPICS, 5, DeleteTopicsRequest(topic_names=[first, topic_name("nope")], timeout_ms=5000)
     )
     assert [r.error_code for r in by_name.responses] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     state = DeleteTopicsRequest.DeleteTopicState
     by_id = DeleteTopicsRequest(
-        topics=[state(topic_id=created[1].topic_id, name=None), state(topic_id=uuid.uuid4(), name=None)]
+        topics=[state(topic_id=created[1].topic_id, name=None), state(topic_id=uuid.uuid4(), name=None)],
+        timeout_ms=5000,
     )
     responses = client.call(ApiKey.DELETE_TOPICS, 6, by_id).responses
     assert [(r.name, r.error_code) for r in responses] == [
@@ -188,7 +189,7 @@ def test_create_partitions(client):
     create(client, NewTopic(name=name, num_partitions=2, replication_factor=1))
     grow = CreatePartitionsRequest.CreatePartitionsTopic
     request = CreatePartitionsRequest(
-        topics=[grow(name=name, count=5), grow(name=topic_name("none"), count=2)]
+        topics=[grow(name=name, count=5), grow(name=topic_name("none"), count=2)], timeout_ms=5000
     )
     results = client.call(ApiKey.CREATE_PARTITIONS, 3, request).results
     assert [r.error_code for r in results] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
@@ -199,6 +200,23 @@ def test_create_partitions(client):
     dry = CreatePartitionsRequest(topics=[grow(name=name, count=9)], validate_only=True)
     assert client.call(ApiKey.CREATE_PARTITIONS, 3, dry).results[0].error_code == ErrorCode.NONE
     assert len(metadata(client, name).topics[0].partitions) == 5
+
+
+def test_requests_past_max_broker_partitions_are_refused_whole(client):
+    """The default cap is 10,000 replicas per broker: nothing of a request past it is written."""
+    name, small = topic_name("too-big"), topic_name("small")
+    (refused,) = create(client, NewTopic(name=name, num_partitions=10_001, replication_factor=1))
+    assert (
+        refused.error_code == ErrorCode.POLICY_VIOLATION and "max.broker.partitions" in refused.error_message
+    )
+    create(client, NewTopic(name=small, num_partitions=1, replication_factor=1))
+    grow = CreatePartitionsRequest.CreatePartitionsTopic
+    request = CreatePartitionsRequest(topics=[grow(name=small, count=10_001)], timeout_ms=5000)
+    assert (
+        client.call(ApiKey.CREATE_PARTITIONS, 3, request).results[0].error_code == ErrorCode.POLICY_VIOLATION
+    )
+    found = metadata(client, name, small).topics
+    assert found[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and len(found[1].partitions) == 1
 
 
 def test_describe_broker_configs(client):

@@ -1,4 +1,5 @@
-"""The Broker wiring in-process: metadata changes reach the ReplicaManager and the logs."""
+"""The Broker wiring in-process: admin changes go through the store and the controller to the
+ReplicaManager, the metadata cache and the logs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ def make_config(data: Path, **overrides: str) -> KafkaConfig:
     return KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data), **overrides})
 
 
+async def create(broker: Broker, name: str, partitions: int, configs: dict[str, str]) -> None:
+    topic = await broker.admin.create_topic(name, partitions, 1, configs)
+    assert await broker.wait_for_leaders(name, topic.assignment, 10)
+
+
 def run(scenario):
     async def wrapper():
         return await asyncio.wait_for(scenario(), 30)
@@ -29,19 +35,20 @@ def test_topic_lifecycle_reaches_partitions_and_logs(tmp_path):
         try:
             (endpoint,) = broker.advertised_endpoints()
             assert endpoint.listener == "PLAINTEXT" and endpoint.host == "127.0.0.1" and endpoint.port > 0
-            assert broker.metadata.brokers()[0].endpoints == (endpoint,)
-            broker.metadata.create_topic("orders", 2, 1, {"retention.ms": "1000"})
+            assert broker.metadata_cache.brokers()[0].endpoints == (endpoint,)
+            await create(broker, "orders", 2, {"retention.ms": "1000"})
             partition = broker.replica_manager.partition("orders", 1)
             assert partition is not None and partition.is_leader
             assert (tmp_path / "orders-1").is_dir()
             assert broker.log_manager.get_log("orders", 0).config.retention_ms == 1000
-            broker.metadata.alter_topic_configs("orders", {"retention.ms": "2000"})
+            await broker.admin.alter_topic_configs("orders", {"retention.ms": "2000"})
             assert broker.log_manager.get_log("orders", 0).config.retention_ms == 2000
-            broker.metadata.create_partitions("orders", 3)
-            assert broker.replica_manager.partition("orders", 2) is not None
-            broker.metadata.delete_topic("orders")
+            assert broker.metadata_cache.topic("orders").configs == {"retention.ms": "2000"}
+            await broker.admin.create_partitions("orders", 3)
+            assert await broker.wait_for_leaders("orders", [2], 10)
+            await broker.admin.delete_topic("orders")
+            assert await broker.wait_for_deletion("orders", 10)
             assert broker.replica_manager.partition("orders", 0) is None
-            assert not (tmp_path / "orders-0").exists()
         finally:
             await broker.shutdown()
 
@@ -53,7 +60,7 @@ def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
     async def first_run():
         broker = Broker(make_config(tmp_path))
         await broker.start()
-        broker.metadata.create_topic("kept", 1, 1, {})
+        await create(broker, "kept", 1, {})
         epoch = broker.replica_manager.partition("kept", 0).leader_epoch
         await broker.shutdown()
         return epoch
@@ -62,6 +69,7 @@ def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
         broker = Broker(make_config(tmp_path))
         await broker.start()
         try:
+            assert await broker.wait_for_leaders("kept", [0], 10)
             partition = broker.replica_manager.partition("kept", 0)
             return partition.leader_epoch if partition is not None else None
         finally:
@@ -76,8 +84,8 @@ def test_auto_created_topics_use_broker_defaults(tmp_path):
         broker = Broker(make_config(tmp_path, **{"num.partitions": "4", "offsets.topic.num.partitions": "3"}))
         await broker.start()
         try:
-            plain = broker.auto_create_topic("plain")
-            offsets = broker.auto_create_topic("__consumer_offsets")
+            plain = await broker.auto_create_topic("plain")
+            offsets = await broker.auto_create_topic("__consumer_offsets")
         finally:
             await broker.shutdown()
         return plain, offsets
@@ -94,7 +102,7 @@ def test_periodic_tasks_checkpoint_the_logs(tmp_path):
         broker = Broker(config)
         await broker.start()
         try:
-            broker.metadata.create_topic("ticking", 1, 1, {})
+            await create(broker, "ticking", 1, {})
             checkpoint = tmp_path / "recovery-point-offset-checkpoint"
             for _ in range(100):
                 if "ticking 0" in checkpoint.read_text():
@@ -117,7 +125,7 @@ def test_producer_id_expiration_ms_reaches_the_logs(tmp_path):
         broker = Broker(make_config(tmp_path, **{"producer.id.expiration.ms": str(idle_ms)}), clock)
         await broker.start()
         try:
-            broker.metadata.create_topic("idempotent", 1, 1, {})
+            await create(broker, "idempotent", 1, {})
             log = broker.log_manager.get_log("idempotent", 0)
             record = SimpleRecord(b"v", timestamp=clock.time_ms())
             log.append_as_leader(build_batch([record], producer_id=7, base_sequence=0), 0)

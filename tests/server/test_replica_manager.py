@@ -1,30 +1,41 @@
 """ReplicaManager: appends with acks 0/1/-1 through the produce purgatory, fetch long polls through the
-fetch purgatory, response size limits, metadata-driven partition life cycle, HW checkpoints."""
+fetch purgatory, response size limits, the partition life cycle driven by LeaderAndIsr / StopReplica
+(logs loaded in the background), HW checkpoints."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from odradek.clock import ManualClock
-from odradek.controller.local import LocalMetadata
-from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
+from odradek.controller.channel import ControllerIdentity, leader_and_isr_request, stop_replica_request
+from odradek.controller.metadata import EPOCH_DURING_DELETE, BrokerInfo, Endpoint, PartitionState
+from odradek.controller.waiters import wait_until
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication.partition import READ_UNCOMMITTED
 from odradek.replication.replica_manager import (
     FetchPartitionRequest,
+    LeadershipChange,
     ListOffsetsPartitionRequest,
     ReplicaManager,
 )
+from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
 T0 = ("t", 0)
 T1 = ("t", 1)
+BROKER = BrokerInfo(0, (Endpoint("PLAINTEXT", "localhost", 9092),))
+CONTROLLER = ControllerIdentity(controller_id=0, controller_epoch=1)
+
+
+def topic_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
 
 
 def batch(count: int = 1, size: int = 10) -> memoryview:
@@ -32,30 +43,46 @@ def batch(count: int = 1, size: int = 10) -> memoryview:
 
 
 class Harness:
-    """A ReplicaManager over a real LogManager and LocalMetadata in `tmp_path`, on a ManualClock."""
+    """A ReplicaManager over a real LogManager and a MetadataCache in `tmp_path`, on a ManualClock,
+    driven by LeaderAndIsr / StopReplica requests as the controller sends them."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.dir = tmp_path
         self.clock = ManualClock()
-        self.metadata = LocalMetadata(tmp_path, 0)
-        self.metadata.load()
-        self.metadata.elect(BrokerInfo(0, (Endpoint("PLAINTEXT", "localhost", 9092),)), "cluster")
+        self.cache = MetadataCache(0)
+        self.configs: dict[str, LogConfig] = {}
         self.log_manager = LogManager([tmp_path], LogConfig(), self.clock)
-        self.rm = ReplicaManager(
-            0, self.log_manager, self.metadata, self.clock, log_dirs=[tmp_path], checkpoint_interval_ms=0
-        )
+        self.rm = self.replica_manager()
         self.rm.start()
 
-    def lead(
+    def replica_manager(self, checkpoint_interval_ms: int = 0) -> ReplicaManager:
+        return ReplicaManager(
+            0,
+            self.log_manager,
+            self.cache,
+            self.clock,
+            topic_config=lambda name: self.configs.get(name, LogConfig()),
+            log_dirs=[self.dir],
+            checkpoint_interval_ms=checkpoint_interval_ms,
+        )
+
+    async def lead(
         self,
         key: tuple[str, int],
         replicas: tuple[int, ...],
         isr: tuple[int, ...] | None = None,
         epoch: int = 1,
+        rm: ReplicaManager | None = None,
         **config: int,
     ) -> None:
-        state = PartitionState(0, epoch, replicas, replicas if isr is None else isr, 1, 0)
-        self.rm.become_leader(*key, state, LogConfig(**config))
+        """Make this broker lead `key` (LeaderAndIsr) and wait until it serves."""
+        rm = rm or self.rm
+        self.configs[key[0]] = LogConfig(**config)
+        state = PartitionState(0, epoch, replicas, replicas if isr is None else isr, 1, epoch)
+        topics = {key[0]: (topic_id(key[0]), {key[1]: state})}
+        response = rm.become_leader_or_follower(leader_and_isr_request(CONTROLLER, topics, [BROKER]))
+        assert [p.error_code for t in response.topics for p in t.partition_errors] == [0]
+        assert await wait_until(lambda: rm.serves_as_leader(*key), 10, rm.ready_changed)
 
     def fetch(
         self,
@@ -93,7 +120,7 @@ def request(
 
 def test_acks_one_and_all_on_single_replica_answer_at_once(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
+        await h.lead(T0, (0,))
         first = await h.rm.append_records({T0: batch(3)}, 1, 1000)
         second = await h.rm.append_records({T0: batch(2)}, -1, 1000)
         assert (first[T0].error_code, first[T0].base_offset) == (0, 0)
@@ -107,7 +134,7 @@ def test_acks_one_and_all_on_single_replica_answer_at_once(tmp_path: Path) -> No
 
 def test_acks_all_waits_for_follower_then_completes(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1))
+        await h.lead(T0, (0, 1))
         produce = asyncio.create_task(h.rm.append_records({T0: batch(2)}, -1, 30_000))
         await settle()
         assert not produce.done() and h.rm.produce_purgatory.watched(T0) == 1
@@ -123,7 +150,7 @@ def test_acks_all_waits_for_follower_then_completes(tmp_path: Path) -> None:
 
 def test_acks_all_times_out_on_the_injected_clock(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1))
+        await h.lead(T0, (0, 1))
         produce = asyncio.create_task(h.rm.append_records({T0: batch()}, -1, 500))
         await settle()
         h.clock.advance(499)
@@ -138,7 +165,7 @@ def test_acks_all_times_out_on_the_injected_clock(tmp_path: Path) -> None:
 
 def test_acks_all_with_isr_below_min_insync_replicas(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1), isr=(0,), min_insync_replicas=2)
+        await h.lead(T0, (0, 1), isr=(0,), min_insync_replicas=2)
         refused = await h.rm.append_records({T0: batch()}, -1, 1000)
         assert refused[T0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
         assert h.rm.partition(*T0).log_end_offset == 0
@@ -150,10 +177,10 @@ def test_acks_all_with_isr_below_min_insync_replicas(tmp_path: Path) -> None:
 
 def test_isr_shrinking_after_append_answers_not_enough_replicas_after_append(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1), min_insync_replicas=2)
+        await h.lead(T0, (0, 1), min_insync_replicas=2)
         produce = asyncio.create_task(h.rm.append_records({T0: batch()}, -1, 30_000))
         await settle()
-        h.lead(T0, (0, 1), isr=(0,), epoch=1, min_insync_replicas=2)  # the follower dropped out
+        await h.lead(T0, (0, 1), isr=(0,), epoch=2, min_insync_replicas=2)  # the follower dropped out
         result = await produce
         assert result[T0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
@@ -162,7 +189,7 @@ def test_isr_shrinking_after_append_answers_not_enough_replicas_after_append(tmp
 
 def test_produce_to_unknown_partition_and_bad_batch(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
+        await h.lead(T0, (0,))
         corrupt = bytearray(batch())
         corrupt[-1] ^= 0xFF
         result = await h.rm.append_records({("nope", 0): batch(), T0: memoryview(bytes(corrupt))}, -1, 1000)
@@ -175,7 +202,7 @@ def test_produce_to_unknown_partition_and_bad_batch(tmp_path: Path) -> None:
 
 def test_long_poll_fetch_is_woken_by_append(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
+        await h.lead(T0, (0,))
         fetch = asyncio.create_task(h.fetch(request(T0, 0)))
         await settle()
         assert not fetch.done() and h.rm.fetch_purgatory.watched(T0) == 1
@@ -190,7 +217,7 @@ def test_long_poll_fetch_is_woken_by_append(tmp_path: Path) -> None:
 
 def test_long_poll_waits_for_min_bytes(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
+        await h.lead(T0, (0,))
         one = len(batch(1, size=100))
         fetch = asyncio.create_task(h.fetch(request(T0, 0), min_bytes=2 * one + 1))
         await settle()
@@ -207,7 +234,7 @@ def test_long_poll_waits_for_min_bytes(tmp_path: Path) -> None:
 
 def test_long_poll_expires_with_what_is_there(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
+        await h.lead(T0, (0,))
         await h.rm.append_records({T0: batch(1)}, 1, 1000)
         fetch = asyncio.create_task(h.fetch(request(T0, 0), min_bytes=1 << 20, max_wait_ms=200))
         await settle()
@@ -222,7 +249,7 @@ def test_long_poll_expires_with_what_is_there(tmp_path: Path) -> None:
 
 def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1))
+        await h.lead(T0, (0, 1))
         consumer = asyncio.create_task(h.fetch(request(T0, 0)))
         await settle()
         await h.rm.append_records({T0: batch()}, 1, 1000)
@@ -237,8 +264,8 @@ def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Pa
 
 def test_fetch_response_limits(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
-        h.lead(T1, (0,))
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
         big = len(batch(1, size=1000))
         await h.rm.append_records({T0: batch(1, size=1000)}, 1, 1000)
         await h.rm.append_records({T0: batch(1, size=1000)}, 1, 1000)
@@ -259,7 +286,7 @@ def test_fetch_response_limits(tmp_path: Path) -> None:
 
 def test_fetch_errors(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,), epoch=4)
+        await h.lead(T0, (0,), epoch=4)
         await h.rm.append_records({T0: batch(2)}, 1, 1000)
         out_of_range, unknown, fenced, ahead, fine = await h.fetch(
             request(T0, 5),
@@ -284,8 +311,8 @@ def test_fetch_errors(tmp_path: Path) -> None:
 
 def test_waiting_fetch_completes_once_despite_many_appends(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,))
-        h.lead(T1, (0,))
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
         fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
         await settle()
         assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 1
@@ -298,32 +325,46 @@ def test_waiting_fetch_completes_once_despite_many_appends(tmp_path: Path) -> No
     run(scenario, tmp_path)
 
 
-def test_metadata_listener_creates_and_deletes_partitions(tmp_path: Path) -> None:
+def test_leader_and_isr_hosts_partitions_and_stop_replica_deletes_them(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        topic = h.metadata.create_topic(
-            "events", 2, 1, {"min.insync.replicas": "1", "compression.type": "lz4"}
+        changes: list[LeadershipChange] = []
+        h.rm.add_leadership_listener(changes.append)
+        states = {p: PartitionState(0, 0, (0,), (0,), 1, 0) for p in (0, 1)}
+        h.configs["events"] = LogConfig(retention_ms=1234)
+        events_id = topic_id("events")
+        h.rm.become_leader_or_follower(
+            leader_and_isr_request(CONTROLLER, {"events": (events_id, states)}, [])
         )
-        assert [p.partition for p in h.rm.partitions()] == [0, 1]
-        hosted = h.rm.partition("events", 1)
-        assert hosted.is_leader and hosted.topic_id == topic.topic_id
-        assert h.rm.topic_name(topic.topic_id) == "events"
-        await h.rm.append_records({("events", 1): batch()}, 1, 1000)
+        assert await wait_until(lambda: h.rm.serves_as_leader("events", 1), 10, h.rm.ready_changed)
+        assert await wait_until(lambda: h.rm.serves_as_leader("events", 0), 10, h.rm.ready_changed)
+        assert sorted(p.partition for p in h.rm.partitions()) == [0, 1]
+        assert h.rm.partition("events", 1).topic_id == events_id
+        assert h.rm.topic_name(events_id) == "events"
+        assert h.log_manager.get_log("events", 0).config.retention_ms == 1234
+        assert sorted((c.partition, c.is_leader, c.leader_epoch) for c in changes) == [
+            (0, True, 0),
+            (1, True, 0),
+        ]
         waiting = asyncio.create_task(h.fetch(request(("events", 0), 0)))
         await settle()
-        h.metadata.create_partitions("events", 3)
-        assert h.rm.partition("events", 2) is not None
-        h.metadata.delete_topic("events")
+        stop = stop_replica_request(
+            CONTROLLER, {"events": {0: EPOCH_DURING_DELETE, 1: EPOCH_DURING_DELETE}}, True
+        )
+        assert [p.error_code for p in h.rm.stop_replicas(stop).partition_errors] == [0, 0]
         [result] = await waiting
-        assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert h.rm.partitions() == [] and h.log_manager.get_log("events", 1) is None
-        assert h.rm.topic_name(topic.topic_id) is None
+        assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # the cache never knew it
+        assert h.rm.partitions() == [] and h.rm.topic_name(events_id) is None
+        assert changes[-1] == LeadershipChange("events", 1, False, -1)
+        assert await wait_until(lambda: h.log_manager.get_log("events", 1) is None, 10, h.rm.ready_changed)
+        await h.rm.shutdown()
+        assert not (h.dir / "events-0").exists() and not (h.dir / "events-1").exists()
 
     run(scenario, tmp_path)
 
 
 def test_list_offsets(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0,), epoch=2)
+        await h.lead(T0, (0,), epoch=2)
         await h.rm.append_records({T0: batch(3)}, 1, 1000)  # timestamps 1000-1002
         latest, earliest, by_time, missing, unknown, fenced = h.rm.offsets_for_timestamp(
             [
@@ -350,7 +391,7 @@ def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
     kept = ("kept", 0)
 
     async def first_run(h: Harness) -> None:
-        h.lead(kept, (0, 1))
+        await h.lead(kept, (0, 1))
         await h.rm.append_records({kept: batch(4)}, 1, 1000)
         await h.fetch(request(kept, 2), replica_id=1, max_wait_ms=0)  # the follower confirms 0-1
 
@@ -358,7 +399,7 @@ def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
     assert read_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {kept: 2}
 
     async def second_run(h: Harness) -> None:
-        h.lead(kept, (0, 1), epoch=2)
+        await h.lead(kept, (0, 1), epoch=2)
         hosted = h.rm.partition(*kept)
         assert (hosted.high_watermark, hosted.log_end_offset) == (2, 4)  # not 0, not the LEO
 
@@ -368,16 +409,9 @@ def test_high_watermark_checkpoint_round_trip(tmp_path: Path) -> None:
 def test_high_watermark_checkpoint_is_written_periodically(tmp_path: Path) -> None:
     async def main() -> None:
         harness = Harness(tmp_path)
-        periodic = ReplicaManager(
-            0,
-            harness.log_manager,
-            harness.metadata,
-            harness.clock,
-            log_dirs=[tmp_path],
-            checkpoint_interval_ms=10,
-        )
+        periodic = harness.replica_manager(checkpoint_interval_ms=10)
         periodic.start()
-        harness.metadata.create_topic("ticking", 1, 1, {})
+        await harness.lead(("ticking", 0), (0,), rm=periodic)
         await periodic.append_records({("ticking", 0): batch(3)}, 1, 1000)
         path = tmp_path / REPLICATION_OFFSET_CHECKPOINT
         for _ in range(500):  # the first write lands after 10 ms of loop time; allow a slow machine
@@ -394,7 +428,7 @@ def test_high_watermark_checkpoint_is_written_periodically(tmp_path: Path) -> No
 
 def test_waiting_fetch_completes_when_its_offset_leaves_the_log(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
-        h.lead(T0, (0, 1))
+        await h.lead(T0, (0, 1))
         await h.rm.append_records({T0: batch(3)}, 1, 1000)
         follower = asyncio.create_task(h.fetch(request(T0, 3), replica_id=1))
         await settle()

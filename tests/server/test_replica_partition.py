@@ -1,4 +1,5 @@
-"""Partition: high watermark = min LEO over the ISR, reads bounded by HW/LSO/LEO, epochs, min ISR."""
+"""Partition: high watermark = min LEO over the ISR, reads bounded by HW/LSO/LEO, epochs, min ISR, and
+the checked path that applies a partition state."""
 
 from __future__ import annotations
 
@@ -32,9 +33,13 @@ def batch(count: int = 1, timestamp: int = 1_000) -> memoryview:
 
 
 def state(
-    leader: int = 0, epoch: int = 5, replicas: tuple[int, ...] = (0,), isr: tuple[int, ...] | None = None
+    leader: int = 0,
+    epoch: int = 5,
+    replicas: tuple[int, ...] = (0,),
+    isr: tuple[int, ...] | None = None,
+    partition_epoch: int = 0,
 ) -> PartitionState:
-    return PartitionState(leader, epoch, replicas, replicas if isr is None else isr, 1, 0)
+    return PartitionState(leader, epoch, replicas, replicas if isr is None else isr, 1, partition_epoch)
 
 
 def make_partition(tmp_path: Path, high_watermark: int = 0, **config: int) -> Partition:
@@ -103,8 +108,21 @@ def test_enough_replicas_reached_follows_high_watermark_and_isr(tmp_path: Path) 
     assert partition.check_enough_replicas_reached(1) == (False, ErrorCode.NONE)
     partition.update_follower_fetch_state(1, 1)
     assert partition.check_enough_replicas_reached(1) == (True, ErrorCode.NONE)
-    partition.make_leader(state(replicas=(0, 1), isr=(0,)))
+    partition.make_leader(state(replicas=(0, 1), isr=(0,), partition_epoch=1))  # an ISR change
     assert partition.check_enough_replicas_reached(1) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
+
+def test_only_newer_states_are_applied(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(epoch=5, partition_epoch=3))
+    for stale in (state(epoch=4, partition_epoch=9), state(epoch=5, partition_epoch=3)):
+        for apply in (partition.make_leader, partition.make_follower):
+            with pytest.raises(KafkaError) as refused:
+                apply(stale)
+            assert refused.value.code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert (partition.leader_epoch, partition.partition_epoch, partition.is_leader) == (5, 3, True)
+    partition.make_follower(state(leader=1, epoch=6, replicas=(1, 0), partition_epoch=4))
+    assert (partition.leader_id, partition.leader_epoch) == (1, 6)
 
 
 def test_leader_epoch_fencing(tmp_path: Path) -> None:

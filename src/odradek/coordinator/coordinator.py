@@ -5,11 +5,11 @@ creation of `__consumer_offsets` on first FindCoordinator (offsets.topic.num.par
 offsets.topic.replication.factor capped at the live broker count, cleanup.policy=compact), and the
 routing of every group request to the shard of `partition_for(group_id)`.
 
-Leadership: `startup()` loads the partitions the metadata says this broker leads and subscribes to
-metadata changes, so a partition becoming led here is loaded and one led elsewhere is unloaded;
-`on_partition_loaded(partition, leader_epoch)` / `on_partition_unloaded(partition)` do the same
-for a caller that learns it first (replication). A request for a group whose partition is not led
-here answers NOT_COORDINATOR; while its partition loads, COORDINATOR_LOAD_IN_PROGRESS.
+Leadership: the broker calls `on_partition_loaded(partition, leader_epoch)` /
+`on_partition_unloaded(partition)` when the ReplicaManager makes this broker leader of a
+`__consumer_offsets` partition or takes that away (Kafka's onLeadershipChange). A request for a
+group whose partition is not led here answers NOT_COORDINATOR; while its partition loads,
+COORDINATOR_LOAD_IN_PROGRESS.
 
 Logging: the shards that start loading together (all of them at startup or on the first
 FindCoordinator) are reported by one INFO line when the last of them is loaded, not one per partition.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.clock import Clock
-from odradek.controller.metadata import BrokerInfo, TopicChange, TopicMetadata
+from odradek.controller.metadata import BrokerInfo, TopicMetadata
 from odradek.coordinator import classic
 from odradek.coordinator.classic import (
     CommitArgs,
@@ -121,8 +121,6 @@ class GroupCoordinator:
 
     async def startup(self) -> None:
         self._running = True
-        self._broker.metadata.add_listener(self._on_topic_change)
-        self._follow(self._broker.metadata.topic(OFFSETS_TOPIC))
 
     async def shutdown(self) -> None:
         self._running = False
@@ -181,21 +179,6 @@ class GroupCoordinator:
     def _close_later(self, shard: CoordinatorShard) -> None:
         asyncio.get_running_loop().create_task(shard.close())
 
-    def _on_topic_change(self, change: TopicChange) -> None:
-        if change.name == OFFSETS_TOPIC:
-            self._follow(change.current)
-
-    def _follow(self, topic: TopicMetadata | None) -> None:
-        led = {}
-        if topic is not None:
-            me = self._broker.broker_id
-            led = {p: s.leader_epoch for p, s in topic.partitions.items() if s.leader == me}
-        for partition in list(self._shards):
-            if partition not in led:
-                self.on_partition_unloaded(partition)
-        for partition, epoch in led.items():
-            self.on_partition_loaded(partition, epoch)
-
     def shards(self) -> dict[int, CoordinatorShard]:
         return dict(self._shards)
 
@@ -209,14 +192,16 @@ class GroupCoordinator:
     async def find_coordinator(self, group_id: str) -> CoordinatorLocation:
         """The broker leading the group's partition, creating `__consumer_offsets` if needed."""
         try:
-            topic = self._offsets_topic()
+            topic = await self._offsets_topic()
         except KafkaError as exc:
             log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc)
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if topic is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         partition = partition_for(group_id, len(topic.partitions))
         state = topic.partitions.get(partition)
         node = next(
-            (b for b in self._broker.metadata.brokers() if state and b.broker_id == state.leader), None
+            (b for b in self._broker.metadata_cache.brokers() if state and b.broker_id == state.leader), None
         )
         if node is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -228,26 +213,12 @@ class GroupCoordinator:
                 pass
         return CoordinatorLocation(ErrorCode.NONE, node)
 
-    def _offsets_topic(self) -> TopicMetadata:
-        metadata = self._broker.metadata
-        topic = metadata.topic(OFFSETS_TOPIC)
+    async def _offsets_topic(self) -> TopicMetadata | None:
+        """`__consumer_offsets` as the metadata cache knows it, auto-created when missing."""
+        topic = self._broker.metadata_cache.topic(OFFSETS_TOPIC)
         if topic is not None:
             return topic
-        replication = min(self.config.offsets_topic_replication_factor, len(metadata.brokers()))
-        configs = {
-            "cleanup.policy": "compact",
-            "compression.type": "producer",
-            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
-        }
-        try:
-            return metadata.create_topic(
-                OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, max(replication, 1), configs
-            )
-        except KafkaError as exc:
-            existing = metadata.topic(OFFSETS_TOPIC)
-            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
-                return existing
-            raise
+        return await self._broker.auto_create_topic(OFFSETS_TOPIC)
 
     # -- group membership -------------------------------------------------------------------------
 
@@ -358,7 +329,7 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int | None:
         """The group's `__consumer_offsets` partition (None before the topic exists)."""
-        topic = self._broker.metadata.topic(OFFSETS_TOPIC)
+        topic = self._broker.metadata_cache.topic(OFFSETS_TOPIC)
         if topic is None:
             return None
         return partition_for(group_id, len(topic.partitions))

@@ -13,9 +13,13 @@ Invariants:
 - Consumers read below the HW (read_uncommitted) or the LSO (read_committed); replicas read to the LEO.
 - A client that names a leader epoch (>= 0) older than ours is fenced (FENCED_LEADER_EPOCH), newer
   than ours is ahead of this broker (UNKNOWN_LEADER_EPOCH); -1 skips the check.
-- Becoming leader starts the leader epoch at the log end offset in the log's leader epoch cache
-  (as Kafka's makeLeader does), so OffsetForLeaderEpoch answers for the new epoch before anything
-  is written in it.
+- A new leader epoch starts at the log end offset in the log's leader epoch cache (as Kafka's
+  makeLeader does), so OffsetForLeaderEpoch answers for the new epoch before anything is written in
+  it: `prepare_leader_epoch` writes that entry (an fsync) in the ReplicaManager's worker thread
+  before the state is applied on the event loop.
+- State changes only through `make_leader` / `make_follower`, which refuse (STALE_CONTROLLER_EPOCH)
+  a state whose leader epoch is older than the current one, or equal with a partition epoch that is
+  not newer; the ReplicaManager has already applied Kafka's request-level fencing.
 - acks=-1 appends are refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
   min.insync.replicas, before anything is written.
 
@@ -23,7 +27,7 @@ Errors are raised as `KafkaError` (NOT_LEADER_OR_FOLLOWER, epochs, NOT_ENOUGH_RE
 storage (`OffsetOutOfRangeError`, `RecordsError`, `KafkaStorageError`, each with `error_code`).
 
 Callers: `ReplicaManager` only (it owns the partition map and the purgatories that HW moves wake).
-Everything runs on the broker's event loop.
+Everything runs on the broker's event loop except `prepare_leader_epoch` (worker threads).
 """
 
 from __future__ import annotations
@@ -70,6 +74,14 @@ class TimestampAndOffset:
     timestamp: int
     offset: int
     leader_epoch: int
+
+
+def prepare_leader_epoch(log: Log, leader_epoch: int) -> None:
+    """Start `leader_epoch` at the log end offset unless the log already knows it (worker thread:
+    the leader epoch checkpoint is fsynced). An append in the new epoch that got there first has
+    already recorded the same start offset."""
+    if leader_epoch >= 0 and log.leader_epoch_cache.latest_epoch < leader_epoch:
+        log.maybe_assign_epoch_start_offset(leader_epoch, log.log_end_offset)
 
 
 class Partition:
@@ -128,18 +140,29 @@ class Partition:
 
     def make_leader(self, state: PartitionState) -> bool:
         """Lead with `state`; followers' LEOs restart unknown on a new epoch. True if the HW moved."""
+        self._check_newer(state)
         if state.leader_epoch != self.leader_epoch or not self.is_leader:
             self._follower_leos = {}
         self._apply(state)
-        if state.leader_epoch >= 0:
-            self.log.maybe_assign_epoch_start_offset(state.leader_epoch, self.log_end_offset)
         self._follower_leos = {r: self._follower_leos.get(r, UNKNOWN_OFFSET) for r in self._followers()}
         return self.maybe_increment_high_watermark()
 
     def make_follower(self, state: PartitionState) -> None:
         """Follow `state.leader`: keep the log and HW, forget followers. (No fetcher copies data yet.)"""
+        self._check_newer(state)
         self._apply(state)
         self._follower_leos = {}
+
+    def _check_newer(self, state: PartitionState) -> None:
+        older = state.leader_epoch < self.leader_epoch
+        same = state.leader_epoch == self.leader_epoch and state.partition_epoch <= self.partition_epoch
+        if older or same:
+            raise KafkaError(
+                ErrorCode.STALE_CONTROLLER_EPOCH,
+                f"{self.topic}-{self.partition} is at leader epoch {self.leader_epoch} partition epoch "
+                f"{self.partition_epoch}; refusing leader epoch {state.leader_epoch} partition epoch "
+                f"{state.partition_epoch}",
+            )
 
     def _apply(self, state: PartitionState) -> None:
         self.leader_id = state.leader

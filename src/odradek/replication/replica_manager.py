@@ -1,9 +1,24 @@
-"""The ReplicaManager: this broker's partitions, and the produce/fetch/list-offsets paths across them.
+"""The ReplicaManager: this broker's partitions, the controller requests that change them, and the
+produce/fetch/list-offsets paths across them.
 
 Owns:
-- the map (topic, partition) -> `Partition` of every partition with a replica on this broker, kept
-  in step with cluster metadata: it listens to the `MetadataBackend` and leads, follows or stops
-  (and deletes) partitions as topics are created, changed and deleted;
+- the map (topic, partition) -> `Partition` of every partition with a replica on this broker. It
+  changes only through the controller's requests, in single-node mode too: LeaderAndIsr
+  (`become_leader_or_follower`) makes partitions lead or follow, StopReplica (`stop_replicas`) stops
+  them and optionally deletes their logs. Both are fenced by Kafka's rules (see `fencing`): a stale
+  controller epoch refuses the whole request (STALE_CONTROLLER_EPOCH), an old leader epoch refuses
+  the partition;
+- the partition loader: an accepted partition state waits in `pending` while a pool of worker
+  threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
+  broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
+  the state is applied (`Partition.make_leader` / `make_follower`, which check epochs again) and the
+  partition serves. Partitions already hosted go first, new ones in request order; StopReplica
+  deletions run in the same pool after any load of that partition in progress. A request to a
+  partition not ready yet answers NOT_LEADER_OR_FOLLOWER when the metadata cache knows the partition
+  (Kafka's answer for a partition the broker does not host), UNKNOWN_TOPIC_OR_PARTITION otherwise;
+- leadership listeners (Kafka's onLeadershipChange): told `LeadershipChange(topic, partition,
+  is_leader, leader_epoch)` after a partition became leader, follower, or was stopped; `ready_changed`
+  wakes waiters whenever partitions became ready or went;
 - the two purgatories: `produce_purgatory` (acks=-1 appends waiting for the high watermark) and
   `fetch_purgatory` (fetch long polls). An append retries the fetches watching its partition (the
   LEO moved) and, when the high watermark moved, the produces; a replica's fetch that moves the
@@ -19,39 +34,89 @@ otherwise they wait in purgatory. The response's max_bytes is shared by partitio
 the first batch of the first partition with data is returned even when larger than the limits.
 Per-partition failures become error codes, never exceptions.
 
-Invariants: everything runs on the broker's event loop; record bytes are never read into Python
-on these paths (reads hand out `FileSlice`s, appends pass the request's memoryview to the log).
+Shutdown stops the loader between partitions: it waits only for the partitions in progress (at
+most one per worker), so a broker stops within seconds in the middle of creating or loading
+thousands of partitions.
 
-Callers: the Produce / Fetch / ListOffsets handlers, the group coordinator (appends to and reads
-from __consumer_offsets), the broker (construction, start, shutdown).
+Invariants: the partition map, purgatories and listeners live on the broker's event loop; worker
+threads only open, create, prepare and delete logs (LogManager.get_or_create_log / delete_log and
+the log's own locking). Record bytes are never read into Python on the data paths (reads hand out
+`FileSlice`s, appends pass the request's memoryview to the log).
+
+Callers: the broker's control plane (LeaderAndIsr / StopReplica from the controller), the Produce /
+Fetch / ListOffsets handlers, the group coordinator (appends to and reads from __consumer_offsets,
+through the broker's leadership wiring), the broker (construction, start, shutdown).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from odradek.clock import Clock
-from odradek.controller.metadata import MetadataBackend, PartitionState, TopicChange, TopicMetadata
+from odradek.controller.metadata import PartitionState, TopicMetadata
+from odradek.controller.waiters import Waiters
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.primitives import FileSlice
 from odradek.purgatory import DelayedOperationPurgatory
+from odradek.replication import fencing
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
-from odradek.replication.partition import NO_LEADER_EPOCH, UNKNOWN_OFFSET, Partition, TimestampAndOffset
+from odradek.replication.partition import (
+    NO_LEADER_EPOCH,
+    UNKNOWN_OFFSET,
+    Partition,
+    TimestampAndOffset,
+    prepare_leader_epoch,
+)
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
-from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
+from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
+DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
+
+
+class PartitionDirectory(Protocol):
+    """What the ReplicaManager asks the broker's metadata cache."""
+
+    def contains_partition(self, name: str, index: int) -> bool: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipChange:
+    """A partition became leader (`is_leader`) or follower, or was stopped (not leader, epoch -1)."""
+
+    topic: str
+    partition: int
+    is_leader: bool
+    leader_epoch: int
+
+
+LeadershipListener = Callable[[LeadershipChange], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingState:
+    """An accepted partition state waiting for its log."""
+
+    state: PartitionState
+    topic_id: uuid.UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,44 +190,63 @@ class ReplicaManager:
         self,
         broker_id: int,
         log_manager: LogManager,
-        metadata: MetadataBackend,
+        metadata_cache: PartitionDirectory,
         clock: Clock,
         *,
+        topic_config: Callable[[str], LogConfig] | None = None,
         log_dirs: Iterable[str | Path] = (),
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
+        load_threads: int = DEFAULT_LOAD_THREADS,
     ) -> None:
         self.broker_id = broker_id
+        self.broker_epoch = fencing.NO_EPOCH
+        self.controller_epoch = -1
         self.log_manager = log_manager
-        self.metadata = metadata
+        self.metadata_cache = metadata_cache
         self.clock = clock
+        self._topic_config = topic_config or log_manager.config_for
         self.produce_purgatory = DelayedOperationPurgatory("Produce", clock)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", clock)
+        self.ready_changed = Waiters()
+        self._leadership_listeners: list[LeadershipListener] = []
         self._log_dirs = [Path(directory) for directory in log_dirs]
         self._checkpoint_interval_ms = checkpoint_interval_ms
         self._partitions: dict[TopicPartition, Partition] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._hosted_per_topic: collections.Counter[str] = collections.Counter()
         self._checkpointed_hws: dict[TopicPartition, int] = {}
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        # the partition loader
+        self._load_threads = max(1, load_threads)
+        self._executor = ThreadPoolExecutor(self._load_threads, thread_name_prefix="partition-loader")
+        self._pending: dict[TopicPartition, _PendingState] = {}
+        self._load_queue: collections.deque[TopicPartition] = collections.deque()
+        self._queued: set[TopicPartition] = set()
+        self._deletions: collections.deque[TopicPartition] = collections.deque()
+        self._in_flight: dict[TopicPartition, asyncio.Future[Log]] = {}
+        self._loaders: set[asyncio.Task[None]] = set()
 
     # -- life cycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Read the HW checkpoints, take up every partition in metadata, follow metadata changes and
-        (inside a running loop, with log dirs and a positive interval) checkpoint periodically."""
+        """Read the HW checkpoints and (inside a running loop, with log dirs and a positive interval)
+        checkpoint periodically. Partitions arrive through LeaderAndIsr."""
         for directory in self._log_dirs:
             self._checkpointed_hws.update(read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
-        for topic in self.metadata.topics().values():
-            self._apply_topic(topic)
-        self.metadata.add_listener(self.on_topic_change)
         if self._log_dirs and self._checkpoint_interval_ms > 0:
             self._checkpoint_task = asyncio.get_running_loop().create_task(
                 self._checkpoint_periodically(), name="high-watermark-checkpoint"
             )
 
     async def shutdown(self) -> None:
-        """Stop the periodic checkpoint (letting a write in progress finish), then write the final one."""
+        """Stop the loader (waiting only for the partitions in progress) and the periodic checkpoint
+        (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
+        if self._loaders:
+            await asyncio.gather(*self._loaders, return_exceptions=True)
+        self._executor.shutdown(wait=True, cancel_futures=True)
         if self._checkpoint_task is not None:
             await self._checkpoint_task
             self._checkpoint_task = None
@@ -198,95 +282,255 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
+    def pending_count(self) -> int:
+        """Partitions accepted but not serving yet (their logs are loading)."""
+        return len(self._pending)
+
+    def serves_as_leader(self, topic: str, partition: int) -> bool:
+        """Whether the partition is hosted and led here, with no newer state waiting."""
+        hosted = self._partitions.get((topic, partition))
+        return hosted is not None and hosted.is_leader and (topic, partition) not in self._pending
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         """The name of the topic with `topic_id`, or None if there is no such topic."""
         name = self._topic_names.get(topic_id)
         if name is None:
-            topic = self.metadata.topic_by_id(topic_id)
+            topic = self.metadata_cache.topic_by_id(topic_id)
             name = topic.name if topic is not None else None
         return name
 
-    def become_leader(
-        self,
-        topic: str,
-        partition: int,
-        state: PartitionState,
-        config: LogConfig,
-        topic_id: uuid.UUID | None = None,
-    ) -> Partition:
-        """Lead topic-partition with `state` (leader must be this broker), creating its log if needed."""
-        if state.leader != self.broker_id:
-            raise ValueError(f"{topic}-{partition}: leader {state.leader} is not broker {self.broker_id}")
-        hosted = self._get_or_create(topic, partition, config, topic_id)
-        self._complete_delayed(topic, partition, hw_moved=hosted.make_leader(state))
-        return hosted
+    def add_leadership_listener(self, listener: LeadershipListener) -> None:
+        self._leadership_listeners.append(listener)
 
-    def become_follower(
-        self,
-        topic: str,
-        partition: int,
-        state: PartitionState,
-        config: LogConfig,
-        topic_id: uuid.UUID | None = None,
-    ) -> Partition:
-        """Host a follower replica with `state`; requests that need the leader get
-        NOT_LEADER_OR_FOLLOWER. (No replica fetcher copies the leader's data yet.)"""
-        hosted = self._get_or_create(topic, partition, config, topic_id)
-        hosted.make_follower(state)
-        self._complete_delayed(topic, partition, hw_moved=False)
-        return hosted
+    def _not_hosted(self, key: TopicPartition) -> tuple[ErrorCode, str]:
+        if self.metadata_cache.contains_partition(*key):
+            return (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"{key[0]}-{key[1]} is not served by broker {self.broker_id}",
+            )
+        return (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"{key[0]}-{key[1]} is not hosted by broker {self.broker_id}",
+        )
 
-    def stop_replica(self, topic: str, partition: int, delete: bool) -> None:
-        """Stop hosting topic-partition; with `delete` also remove its log. Waiting requests complete."""
-        hosted = self._partitions.pop((topic, partition), None)
-        if hosted is not None and not any(p.topic_id == hosted.topic_id for p in self._partitions.values()):
-            self._topic_names.pop(hosted.topic_id, None)
-        self._checkpointed_hws.pop((topic, partition), None)
-        self._complete_delayed(topic, partition, hw_moved=True)
+    # -- LeaderAndIsr ----------------------------------------------------------------------------
+
+    def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        """Accept (fenced) partition states; their logs load in the background (module docstring)."""
+        error = fencing.controller_request_error(
+            request.controller_epoch, self.controller_epoch, request.broker_epoch, self.broker_epoch
+        )
+        if error != ErrorCode.NONE:
+            log.warning(
+                "Refused LeaderAndIsr from controller %d epoch %d: error %d (controller epoch is %d)",
+                request.controller_id,
+                request.controller_epoch,
+                error,
+                self.controller_epoch,
+            )
+            return _leader_and_isr_response(request, lambda *_: error, error)
+        self.controller_epoch = request.controller_epoch
+        codes: dict[TopicPartition, ErrorCode] = {}
+        for topic in request.topic_states:
+            for state in topic.partition_states:
+                key = (topic.topic_name, state.partition_index)
+                codes[key] = self._accept(key, topic.topic_id, state)
+        self._start_loaders()
+        return _leader_and_isr_response(request, lambda name, index: codes[(name, index)])
+
+    def _accept(
+        self, key: TopicPartition, topic_id: uuid.UUID, state: LeaderAndIsrRequest.LeaderAndIsrPartitionState
+    ) -> ErrorCode:
+        code = fencing.leader_and_isr_error(
+            self._current_leader_epoch(key),
+            state.leader_epoch,
+            state.replicas,
+            self.broker_id,
+            topic_id,
+            self._topic_ids.get(key[0]),
+        )
+        if code != ErrorCode.NONE:
+            log.info(
+                "Ignoring the LeaderAndIsr state of %s-%d (leader epoch %d, current %d): error %d",
+                *key,
+                state.leader_epoch,
+                self._current_leader_epoch(key),
+                code,
+            )
+            return code
+        self._pending[key] = _PendingState(_partition_state(state), topic_id)
+        if key not in self._queued:
+            self._queued.add(key)
+            if key in self._partitions:
+                self._load_queue.appendleft(key)
+            else:
+                self._load_queue.append(key)
+        return ErrorCode.NONE
+
+    def _current_leader_epoch(self, key: TopicPartition) -> int:
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending.state.leader_epoch
+        hosted = self._partitions.get(key)
+        return hosted.leader_epoch if hosted is not None else NO_LEADER_EPOCH
+
+    # -- StopReplica -----------------------------------------------------------------------------
+
+    def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        """Stop (and optionally delete) replicas, fenced by controller and leader epoch."""
+        error = fencing.controller_request_error(
+            request.controller_epoch, self.controller_epoch, request.broker_epoch, self.broker_epoch
+        )
+        partitions = [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
+        if error != ErrorCode.NONE:
+            log.warning(
+                "Refused StopReplica from controller %d epoch %d: error %d (controller epoch is %d)",
+                request.controller_id,
+                request.controller_epoch,
+                error,
+                self.controller_epoch,
+            )
+            return StopReplicaResponse(
+                error_code=error, partition_errors=[_stop_error(name, p, error) for name, p in partitions]
+            )
+        self.controller_epoch = request.controller_epoch
+        errors = []
+        for name, p in partitions:
+            key = (name, p.partition_index)
+            hosted = key in self._partitions or key in self._pending
+            current = self._current_leader_epoch(key) if hosted else None
+            code = fencing.stop_replica_error(current, p.leader_epoch)
+            if code == ErrorCode.NONE:
+                self._stop(key, p.delete_partition)
+            else:
+                log.info(
+                    "Ignoring StopReplica of %s-%d (leader epoch %d, current %s)",
+                    *key,
+                    p.leader_epoch,
+                    current,
+                )
+            errors.append(_stop_error(name, p, code))
+        self._start_loaders()
+        self.ready_changed.notify()
+        return StopReplicaResponse(partition_errors=errors)
+
+    def _stop(self, key: TopicPartition, delete: bool) -> None:
+        self._pending.pop(key, None)
+        hosted = self._partitions.pop(key, None)
+        if hosted is not None:
+            self._forget_hosted(hosted)
+            self._notify_leadership(LeadershipChange(*key, False, NO_LEADER_EPOCH))
+        self._checkpointed_hws.pop(key, None)
+        self._complete_delayed(*key, hw_moved=True)
         if delete:
-            self.log_manager.delete_log(topic, partition)
+            self._deletions.append(key)
 
-    def _get_or_create(
-        self, topic: str, partition: int, config: LogConfig, topic_id: uuid.UUID | None
-    ) -> Partition:
-        key = (topic, partition)
+    def _forget_hosted(self, hosted: Partition) -> None:
+        self._hosted_per_topic[hosted.topic] -= 1
+        if self._hosted_per_topic[hosted.topic] <= 0:
+            del self._hosted_per_topic[hosted.topic]
+            self._topic_names.pop(hosted.topic_id, None)
+            self._topic_ids.pop(hosted.topic, None)
+
+    # -- the loader ------------------------------------------------------------------------------
+
+    def _start_loaders(self) -> None:
+        loop = asyncio.get_running_loop()
+        while len(self._loaders) < self._load_threads and (self._load_queue or self._deletions):
+            task = loop.create_task(self._load_loop(), name="partition-loader")
+            self._loaders.add(task)
+            task.add_done_callback(self._loaders.discard)
+
+    async def _load_loop(self) -> None:
+        """Take deletions, then loads, one at a time, until none is left or the broker stops."""
+        while not self._stopping.is_set():
+            if self._deletions:
+                await self._delete(self._deletions.popleft())
+            elif self._load_queue:
+                key = self._load_queue.popleft()
+                self._queued.discard(key)
+                await self._load(key)
+            else:
+                return
+
+    async def _load(self, key: TopicPartition) -> None:
+        pending = self._pending.get(key)
+        if pending is None:
+            return
+        leader_epoch = pending.state.leader_epoch if pending.state.leader == self.broker_id else None
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._prepare_log, key, self._topic_config(key[0]), leader_epoch
+        )
+        self._in_flight[key] = future
+        try:
+            prepared = await future
+        except Exception:
+            log.exception("Loading %s-%d failed", *key)
+            if self._pending.get(key) is pending:
+                del self._pending[key]
+            return
+        finally:
+            self._in_flight.pop(key, None)
+        if self._pending.get(key) is pending and not self._stopping.is_set():
+            del self._pending[key]
+            self._apply(key, pending, prepared)
+
+    def _prepare_log(self, key: TopicPartition, config: LogConfig, leader_epoch: int | None) -> Log:
+        """Worker thread: open or create the log; as leader, start the new epoch at its end."""
+        partition_log = self.log_manager.get_or_create_log(key[0], key[1], config)
+        if leader_epoch is not None:
+            prepare_leader_epoch(partition_log, leader_epoch)
+        return partition_log
+
+    async def _delete(self, key: TopicPartition) -> None:
+        in_flight = self._in_flight.get(key)
+        if in_flight is not None:
+            await asyncio.gather(in_flight, return_exceptions=True)
+        if key in self._pending or key in self._partitions:
+            return  # hosted again since the StopReplica
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self._executor, self.log_manager.delete_log, *key
+            )
+        except Exception:
+            log.exception("Deleting the log of %s-%d failed", *key)
+
+    def _apply(self, key: TopicPartition, pending: _PendingState, partition_log: Log) -> None:
+        """Event loop: host the partition (if new) and apply its state through the checked path."""
         hosted = self._partitions.get(key)
         if hosted is None:
-            if topic_id is None:
-                known = self.metadata.topic(topic)
-                topic_id = known.topic_id if known is not None else uuid.UUID(int=0)
-            partition_log = self.log_manager.get_or_create_log(topic, partition, config)
             hosted = Partition(
-                topic, partition, topic_id, self.broker_id, partition_log, self._checkpointed_hws.get(key, 0)
+                key[0],
+                key[1],
+                pending.topic_id,
+                self.broker_id,
+                partition_log,
+                self._checkpointed_hws.get(key, 0),
             )
             self._partitions[key] = hosted
-            self._topic_names[topic_id] = topic
-        return hosted
-
-    def log_config(self, configs: Mapping[str, str]) -> LogConfig:
-        """The LogConfig of a topic: the LogManager's defaults with the topic's log overrides."""
-        overrides = {key: value for key, value in configs.items() if key in TOPIC_CONFIG_NAMES}
-        return LogConfig.from_topic_configs(overrides, self.log_manager.default_config)
-
-    def on_topic_change(self, change: TopicChange) -> None:
-        """Metadata listener: host new and changed partitions, stop deleted or moved-away ones."""
-        previous = change.previous.partitions if change.previous is not None else {}
-        current = change.current.partitions if change.current is not None else {}
-        for index in previous.keys() - current.keys():
-            self.stop_replica(change.name, index, delete=True)
-        if change.current is not None:
-            self._apply_topic(change.current)
-
-    def _apply_topic(self, topic: TopicMetadata) -> None:
-        config = self.log_config(topic.configs)
-        for index, state in topic.partitions.items():
-            if self.broker_id not in state.replicas:
-                if (topic.name, index) in self._partitions:
-                    self.stop_replica(topic.name, index, delete=True)
-            elif state.leader == self.broker_id:
-                self.become_leader(topic.name, index, state, config, topic.topic_id)
+            self._hosted_per_topic[key[0]] += 1
+            self._topic_names[pending.topic_id] = key[0]
+            self._topic_ids[key[0]] = pending.topic_id
+        state = pending.state
+        try:
+            if state.leader == self.broker_id:
+                hw_moved = hosted.make_leader(state)
             else:
-                self.become_follower(topic.name, index, state, config, topic.topic_id)
+                hosted.make_follower(state)
+                hw_moved = False
+        except KafkaError as exc:
+            log.warning("Not applying %s to %s-%d: %s", state, *key, exc.message)
+            return
+        self._complete_delayed(*key, hw_moved=hw_moved)
+        self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
+        self.ready_changed.notify()
+
+    def _notify_leadership(self, change: LeadershipChange) -> None:
+        for listener in self._leadership_listeners:
+            try:
+                listener(change)
+            except Exception:
+                log.exception("A leadership listener failed on %s", change)
 
     def _complete_delayed(self, topic: str, partition: int, hw_moved: bool) -> None:
         key = (topic, partition)
@@ -317,8 +561,8 @@ class ReplicaManager:
         """The partition's response and the offset after the append (-1 when it failed)."""
         hosted = self._partitions.get(key)
         if hosted is None:
-            message = f"{key[0]}-{key[1]} is not hosted by broker {self.broker_id}"
-            return PartitionResponse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=message), -1
+            code, message = self._not_hosted(key)
+            return PartitionResponse(code, error_message=message), -1
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
         except KafkaError as exc:  # storage and batch validation errors are KafkaErrors too
@@ -386,7 +630,7 @@ class ReplicaManager:
         topic, index = request.topic, request.partition
         hosted = self._partitions.get((topic, index))
         if hosted is None:
-            return FetchPartitionResult(topic, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return FetchPartitionResult(topic, index, self._not_hosted((topic, index))[0])
         try:
             read = hosted.read_records(
                 request.fetch_offset,
@@ -454,7 +698,7 @@ class ReplicaManager:
         topic, index = request.topic, request.partition
         hosted = self._partitions.get((topic, index))
         if hosted is None:
-            return ListOffsetsPartitionResult(topic, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return ListOffsetsPartitionResult(topic, index, self._not_hosted((topic, index))[0])
         try:
             found: TimestampAndOffset | None = hosted.fetch_offset_for_timestamp(
                 request.timestamp, isolation_level, request.current_leader_epoch, fetch_only_from_leader
@@ -471,3 +715,45 @@ class ReplicaManager:
 def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> None:
     for directory, offsets in by_dir.items():
         write_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, offsets)
+
+
+def _partition_state(state: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> PartitionState:
+    return PartitionState(
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        replicas=tuple(state.replicas),
+        isr=tuple(state.isr),
+        controller_epoch=state.controller_epoch,
+        partition_epoch=state.partition_epoch,
+    )
+
+
+def _leader_and_isr_response(
+    request: LeaderAndIsrRequest, code_of: Callable[[str, int], int], error: int = ErrorCode.NONE
+) -> LeaderAndIsrResponse:
+    Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+    return LeaderAndIsrResponse(
+        error_code=error,
+        topics=[
+            LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                topic_id=topic.topic_id,
+                partition_errors=[
+                    Error(
+                        topic_name=topic.topic_name,
+                        partition_index=p.partition_index,
+                        error_code=code_of(topic.topic_name, p.partition_index),
+                    )
+                    for p in topic.partition_states
+                ],
+            )
+            for topic in request.topic_states
+        ],
+    )
+
+
+def _stop_error(
+    name: str, partition: StopReplicaRequest.StopReplicaPartitionState, code: int
+) -> StopReplicaResponse.StopReplicaPartitionError:
+    return StopReplicaResponse.StopReplicaPartitionError(
+        topic_name=name, partition_index=partition.partition_index, error_code=code
+    )

@@ -264,6 +264,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("log.dir", _S, None),
         ConfigKey("num.partitions", _I, 1, at_least(1)),
         ConfigKey("default.replication.factor", _I, 1, at_least(1)),
+        ConfigKey("max.broker.partitions", _I, 10000, at_least(1)),
         ConfigKey("log.segment.bytes", _I, 1073741824, at_least(14)),
         ConfigKey("log.roll.ms", _L, None, at_least(1)),
         ConfigKey("log.roll.hours", _I, 168, at_least(1)),

@@ -5,8 +5,9 @@ API: v0-v2.
 Behaviour: for a TOPIC resource (type 2) the given configs replace the topic's whole override set
 (Kafka's non-incremental semantics: a config left out returns to its default). Every value is
 validated first: a null value is INVALID_REQUEST, an unknown name or a bad value INVALID_CONFIG; an
-unknown topic UNKNOWN_TOPIC_OR_PARTITION. `validate_only` checks and changes nothing. The new
-settings reach the topic's logs through the metadata listener before the response leaves.
+unknown topic UNKNOWN_TOPIC_OR_PARTITION. `validate_only` checks and changes nothing. The new set is
+written to the metadata store; the store's config change notification brings it to this broker's
+metadata cache and the topic's logs before the response leaves.
 
 Deliberate deviations: odradek has no dynamic broker configs, so a BROKER resource (type 4) with
 any config answers INVALID_REQUEST (Kafka accepts its dynamically updatable subset); other resource
@@ -41,7 +42,7 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
         try:
             configs = {c.name: c.value for c in resource.configs}
             topic = target_topic(ctx, resource.resource_type, resource.resource_name, configs)
-            apply_topic_configs(ctx, topic, _non_null(configs), request.validate_only)
+            await apply_topic_configs(ctx, topic, _non_null(configs), request.validate_only)
         except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
         results.append(result)
@@ -59,13 +60,13 @@ def target_topic(
     if resource_type != TOPIC_RESOURCE:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
     validate_topic_name(name)
-    topic = ctx.broker.metadata.topic(name)
+    topic = ctx.broker.metadata_cache.topic(name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     return topic
 
 
-def apply_topic_configs(
+async def apply_topic_configs(
     ctx: RequestContext, topic: TopicMetadata, configs: dict[str, str], validate_only: bool
 ) -> None:
     """Validate the topic's complete new override set and, unless validating only, store it."""
@@ -74,7 +75,7 @@ def apply_topic_configs(
     except ConfigError as exc:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     if not validate_only:
-        ctx.broker.metadata.alter_topic_configs(topic.name, configs)
+        await ctx.broker.admin.alter_topic_configs(topic.name, configs)
 
 
 def _non_null(configs: Mapping[str, str | None]) -> dict[str, str]:

@@ -8,20 +8,29 @@ Behaviour, per topic of the request, each answered on its own:
   INVALID_REQUEST; -1 takes `num.partitions` / `default.replication.factor`;
 - a config with a null value: INVALID_REQUEST; an unknown topic config or a bad value:
   INVALID_CONFIG(40) with the reason;
-- then the metadata backend's checks: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
-  INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT.
+- then the admin manager's checks: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
+  INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, and POLICY_VIOLATION
+  when the topic would put more than max.broker.partitions replicas on a broker (nothing is written).
 `validate_only` (v1+) runs every check and creates nothing. v5+ results carry the partition count,
 replication factor and every topic config with its source; v7+ the topic id.
 
-Deliberate deviations: creation is synchronous, so `timeout_ms` is never waited on and the
-partitions exist (with this broker leading them) when the response leaves.
+Each accepted topic is written to the metadata store (durably, off the event loop); the controller
+then brings its partitions online and their logs are created in the background. As Kafka's
+DelayedCreatePartitions: with `timeout_ms` > 0 the response waits (without blocking the broker)
+until this broker's metadata cache has a live leader for every new partition, or answers
+REQUEST_TIMED_OUT for the topics still without them when `timeout_ms` passes (they are created
+all the same); with `timeout_ms` <= 0 it answers at once.
+
+Deliberate deviations: a new partition led by this broker counts as having its leader once it
+serves here (its log is ready), so a produce right after the answer finds the partition.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
-from odradek.controller.metadata import TopicMetadata
+from odradek.controller.store import StoredTopic
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -38,6 +47,7 @@ Result = CreateTopicsResponse.CreatableTopicResult
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     counts = Counter(t.name for t in request.topics)
     results = []
+    created: dict[str, StoredTopic] = {}
     for topic in request.topics:
         if counts[topic.name] > 1:
             message = f"Create topics request contains multiple entries for the topic {topic.name}"
@@ -46,19 +56,40 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             )
             continue
         try:
-            created = _create(ctx, topic, request.validate_only)
+            stored = await _create(ctx, topic, request.validate_only)
         except KafkaError as exc:
             results.append(Result(name=topic.name, error_code=exc.code, error_message=exc.message))
             continue
-        results.append(_success(ctx.broker.config, created))
+        created[topic.name] = stored
+        results.append(_success(ctx.broker.config, stored))
+    if created and not request.validate_only and request.timeout_ms > 0:
+        await _wait_for_leaders(ctx, created, request.timeout_ms, results)
     return CreateTopicsResponse(topics=results)
 
 
-def _create(
+async def _wait_for_leaders(
+    ctx: RequestContext, created: dict[str, StoredTopic], timeout_ms: int, results: list[Result]
+) -> None:
+    """Wait for every created topic's leaders within one deadline; REQUEST_TIMED_OUT for the late."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    late = set()
+    for name, stored in created.items():
+        remaining = max(0.0, deadline - loop.time())
+        if not await ctx.broker.wait_for_leaders(name, stored.assignment, remaining):
+            late.add(name)
+    for result in results:
+        if result.name in late and result.error_code == ErrorCode.NONE:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+            result.error_message = f"Timed out waiting for the leaders of {result.name}'s partitions."
+
+
+async def _create(
     ctx: RequestContext, topic: CreateTopicsRequest.CreatableTopic, validate_only: bool
-) -> TopicMetadata:
+) -> StoredTopic:
     config = ctx.broker.config
     configs = _checked_configs(config, topic)
+    admin = ctx.broker.admin
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             raise KafkaError(
@@ -67,12 +98,12 @@ def _create(
                 "Both cannot be used at the same time.",
             )
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
-        return ctx.broker.metadata.create_topic(topic.name, -1, -1, configs, assignments, validate_only)
+        return await admin.create_topic(topic.name, -1, -1, configs, assignments, validate_only)
     partitions = config["num.partitions"] if topic.num_partitions == -1 else topic.num_partitions
     replication = (
         config["default.replication.factor"] if topic.replication_factor == -1 else topic.replication_factor
     )
-    return ctx.broker.metadata.create_topic(topic.name, partitions, replication, configs, None, validate_only)
+    return await admin.create_topic(topic.name, partitions, replication, configs, None, validate_only)
 
 
 def _checked_configs(config: KafkaConfig, topic: CreateTopicsRequest.CreatableTopic) -> dict[str, str]:
@@ -90,13 +121,13 @@ def _checked_configs(config: KafkaConfig, topic: CreateTopicsRequest.CreatableTo
     return configs
 
 
-def _success(config: KafkaConfig, topic: TopicMetadata) -> Result:
-    first = topic.partitions[min(topic.partitions)]
+def _success(config: KafkaConfig, topic: StoredTopic) -> Result:
+    first = topic.assignment[min(topic.assignment)]
     return Result(
         name=topic.name,
         topic_id=topic.topic_id,
-        num_partitions=len(topic.partitions),
-        replication_factor=len(first.replicas),
+        num_partitions=len(topic.assignment),
+        replication_factor=len(first),
         configs=[
             CreateTopicsResponse.CreatableTopicConfigs(
                 name=entry.name,

@@ -6,13 +6,16 @@ Behaviour: deletes topics by name (v0-v5 `topic_names`, v6 `topics[].name`) or b
 `topics[].topic_id` with a null name). Per topic: UNKNOWN_TOPIC_OR_PARTITION for an unknown name,
 UNKNOWN_TOPIC_ID for an unknown id, INVALID_REQUEST when v6 gives both a name and an id; with
 `delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3,
-which has no such code). A deleted topic's partitions are stopped and their logs deleted through the
-metadata listener before the response leaves.
-
-Deliberate deviations: deletion is synchronous, so `timeout_ms` is never waited on.
+which has no such code). An accepted deletion is written to the metadata store; the controller then
+stops the topic's replicas (StopReplica with delete: their logs are deleted in the background) and
+tells the brokers to forget it. As Kafka's DelayedDeleteTopics: with `timeout_ms` > 0 the response
+waits until this broker's metadata cache no longer has the topic, REQUEST_TIMED_OUT past it; with
+`timeout_ms` <= 0 it answers at once.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -34,12 +37,21 @@ def _requested(request: DeleteTopicsRequest, version: int) -> list[DeleteTopicsR
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    return DeleteTopicsResponse(responses=[_delete(ctx, t) for t in _requested(request, ctx.api_version)])
+    results = [await _delete(ctx, t) for t in _requested(request, ctx.api_version)]
+    if request.timeout_ms > 0:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request.timeout_ms / 1000
+        for result in results:
+            if result.error_code == ErrorCode.NONE and result.name is not None:
+                remaining = max(0.0, deadline - loop.time())
+                if not await ctx.broker.wait_for_deletion(result.name, remaining):
+                    _failed(result, ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for the deletion.")
+    return DeleteTopicsResponse(responses=results)
 
 
-def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -> Result:
+async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -> Result:
     result = Result(name=wanted.name, topic_id=wanted.topic_id)
-    metadata = ctx.broker.metadata
+    metadata = ctx.broker.metadata_cache
     if not ctx.broker.config["delete.topic.enable"]:
         disabled = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
         return _failed(result, disabled, "Topic deletion is disabled.")
@@ -51,7 +63,7 @@ def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -
             return _failed(result, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
         return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
     try:
-        metadata.delete_topic(topic.name)
+        await ctx.broker.admin.delete_topic(topic.name)
     except KafkaError as exc:
         return _failed(result, exc.code, exc.message)
     result.name, result.topic_id = topic.name, topic.topic_id

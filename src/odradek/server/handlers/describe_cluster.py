@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             error_message="The broker only handles the BROKER endpoint type",
             endpoint_type=request.endpoint_type,
         )
-    metadata = ctx.broker.metadata
+    metadata = ctx.broker.metadata_cache
     operations = AUTHORIZED_OPERATIONS_OMITTED
     if request.include_cluster_authorized_operations:
         operations = CLUSTER_OPERATIONS

@@ -68,7 +68,7 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> Iterable[Con
     broker = ctx.broker
     if resource_type == TOPIC_RESOURCE:
         validate_topic_name(name)
-        topic = broker.metadata.topic(name)
+        topic = broker.metadata_cache.topic(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         return broker.config.describe_topic(topic.configs)

@@ -52,7 +52,7 @@ async def handle(
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate config keys: {', '.join(duplicated)}")
             topic = target_topic(ctx, resource.resource_type, resource.resource_name, names)
             configs = _altered(ctx, topic, resource.configs)
-            apply_topic_configs(ctx, topic, configs, request.validate_only)
+            await apply_topic_configs(ctx, topic, configs, request.validate_only)
         except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
         results.append(result)

@@ -15,9 +15,14 @@ A missing topic is created when the request allows it (always before v4) and
 topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported
 only when asked for: with no authorizer every operation on the resource is allowed.
 
-Deliberate deviations: an auto-created topic is returned at once with NONE and its partitions (Kafka
-answers LEADER_NOT_AVAILABLE until the controller has elected leaders; here creation is synchronous
-and the partitions are ready, which spares clients a retry).
+Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said), so a
+partition whose log is still loading is listed with its leader; produce and fetch to it answer
+NOT_LEADER_OR_FOLLOWER until it serves, as Kafka does.
+
+Deliberate deviations: a topic auto-created by this request is waited for (up to
+AUTO_CREATE_WAIT_S, without blocking the broker) and returned with its leaders when they are ready in
+time (Kafka answers LEADER_NOT_AVAILABLE at once and lets the client retry); past the wait the answer
+is LEADER_NOT_AVAILABLE, as in Kafka.
 """
 
 from __future__ import annotations
@@ -48,20 +53,22 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     version = ctx.api_version
     _check_topic_ids_allowed(request, version)
     broker = ctx.broker
-    live = {b.broker_id for b in broker.metadata.brokers()}
+    cache = broker.metadata_cache
+    live = {b.broker_id for b in cache.brokers()}
     brokers = [
         Broker(node_id=b.broker_id, host=endpoint.host, port=endpoint.port, rack=b.rack)
-        for b in broker.metadata.brokers()
+        for b in cache.brokers()
         if (endpoint := b.endpoint(ctx.listener)) is not None
     ]
     reachable = {b.node_id for b in brokers}
     no_listener = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
     operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
-    topics = [_describe(t, live, reachable, no_listener, operations) for t in _requested_topics(ctx, request)]
+    requested = await _requested_topics(ctx, request)
+    topics = [_describe(t, live, reachable, no_listener, operations) for t in requested]
     return MetadataResponse(
         brokers=brokers,
         cluster_id=broker.cluster_id,
-        controller_id=broker.metadata.controller_id(),
+        controller_id=cache.controller_id(),
         topics=topics,
         cluster_authorized_operations=(
             CLUSTER_OPERATIONS
@@ -81,8 +88,8 @@ def _check_topic_ids_allowed(request: MetadataRequest, version: int) -> None:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic IDs are not supported for version {version}")
 
 
-def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> list[TopicMetadata | Topic]:
-    metadata = ctx.broker.metadata
+async def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> list[TopicMetadata | Topic]:
+    metadata = ctx.broker.metadata_cache
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     if all_topics:
         topics = metadata.topics()
@@ -94,20 +101,19 @@ def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> list[Top
             found = metadata.topic_by_id(wanted.topic_id)
             result.append(found or Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=wanted.topic_id))
         else:
-            result.append(metadata.topic(wanted.name) or _missing(ctx, wanted.name, allow_create))
+            result.append(metadata.topic(wanted.name) or await _missing(ctx, wanted.name, allow_create))
     return result
 
 
-def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadata | Topic:
+async def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadata | Topic:
     """Auto-create the topic when allowed, else the error Kafka answers for it."""
     if not (allow_create and ctx.broker.config["auto.create.topics.enable"]):
         return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     try:
-        return ctx.broker.auto_create_topic(name)
+        created = await ctx.broker.auto_create_topic(name)
     except KafkaError as exc:
-        if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
-            return ctx.broker.metadata.topic(name) or Topic(error_code=exc.code, name=name)
         return Topic(error_code=exc.code, name=name)
+    return created or Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
 
 
 def _describe(

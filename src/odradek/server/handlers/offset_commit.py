@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     errors: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
     for topic in request.topics:
-        known = ctx.broker.metadata.topic(topic.name)
+        known = ctx.broker.metadata_cache.topic(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""

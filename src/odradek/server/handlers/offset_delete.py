@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDel
         return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     errors: dict[TopicPartition, int] = {}
     for topic in request.topics:
-        known = ctx.broker.metadata.topic(topic.name)
+        known = ctx.broker.metadata_cache.topic(topic.name)
         for p in topic.partitions:
             if known is None or p.partition_index not in known.partitions:
                 errors[TopicPartition(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -50,7 +50,7 @@ def _partition(
     index = requested.partition
     hosted = ctx.broker.replica_manager.partition(topic, index)
     if hosted is None:
-        known = ctx.broker.metadata.topic(topic)
+        known = ctx.broker.metadata_cache.topic(topic)
         code = (
             ErrorCode.NOT_LEADER_OR_FOLLOWER
             if known is not None and index in known.partitions

@@ -101,7 +101,7 @@ def _check_topics(
     entries: dict[TopicPartition, memoryview] = {}
     admin = ctx.header.client_id == ADMIN_CLIENT_ID
     for topic in request.topic_data:
-        known = ctx.broker.metadata.topic(topic.name)
+        known = ctx.broker.metadata_cache.topic(topic.name)
         refused = known is not None and known.is_internal and not admin
         for data in topic.partition_data:
             key = (topic.name, data.index)

@@ -1,0 +1,214 @@
+"""The controller: the one writer of partition state, reacting to the metadata store.
+
+Owns, while this broker is controller: the controller epoch, the live brokers, and the bringing of
+partitions online and offline. It reacts to store events (a topic created, partitions added, a
+deletion requested) one at a time on its own queue (Kafka's ControllerEventManager), decides with
+the pure functions of `decisions`, writes the new partition states to the store (fenced by its
+epoch) and only then tells the brokers through its `ControllerChannel`: LeaderAndIsr to the
+partition's replicas, UpdateMetadata to every live broker, StopReplica to the replicas of a deleted
+topic.
+
+Behaviour (Kafka's ZooKeeper-mode controller):
+- `startup()`: elect (controller epoch + 1). The brokers of the previous run are gone, so every
+  partition whose leader was one of them, or that had none, is offline: it gets an offline election
+  over the live brokers (unclean only if unclean.leader.election.enable, topic config over broker
+  default) with leader epoch + 1, so a restarted single node never serves under a leader epoch
+  clients saw from the previous run; partitions stored without a state (a crash between the topic
+  write and the state write) are brought online as new. Then LeaderAndIsr for every partition to its
+  live replicas and UpdateMetadata with everything to every live broker.
+- Topic created / partitions added: each new partition gets `new_partition_state`; LeaderAndIsr
+  (is_new) to its live replicas, UpdateMetadata to all.
+- Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
+  UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
+  the topic is removed from the store.
+
+Invariants: state reaches the store before any broker hears of it; events are handled one at a time
+in arrival order; a failure handling one event is logged and the next is handled.
+
+Callers: the broker (construction, startup, shutdown); the store's watches feed the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+
+from odradek.controller import decisions
+from odradek.controller.channel import (
+    ControllerChannel,
+    ControllerIdentity,
+    TopicStates,
+    leader_and_isr_request,
+    stop_replica_request,
+    update_metadata_request,
+)
+from odradek.controller.metadata import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, BrokerInfo, PartitionState
+from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
+
+log = logging.getLogger(__name__)
+
+UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+
+
+class Controller:
+    """See the module docstring."""
+
+    def __init__(
+        self, broker_id: int, store: MetadataStore, channel: ControllerChannel, unclean_default: bool = False
+    ) -> None:
+        self.broker_id = broker_id
+        self.store = store
+        self._channel = channel
+        self._unclean_default = unclean_default
+        self.epoch = 0
+        self.live_brokers: dict[int, BrokerInfo] = {}
+        self._events: asyncio.Queue[StoreEvent] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def startup(self, live_brokers: Iterable[BrokerInfo]) -> None:
+        """Become controller over `live_brokers`; see the module docstring."""
+        self.live_brokers = {b.broker_id: b for b in live_brokers}
+        self.epoch = await self.store.elect_controller()
+        log.info("Broker %d is controller at epoch %d", self.broker_id, self.epoch)
+        changed = {name: self._startup_states(topic) for name, topic in self.store.topics().items()}
+        changed = {name: states for name, states in changed.items() if states}
+        if changed:
+            await self.store.write_partition_states(changed, self.epoch)
+        topics = {name: t for name, t in self.store.topics().items() if not t.marked_for_deletion}
+        await self._send_leader_and_isr(_states_of(topics.values()), full=True)
+        await self._send_update_metadata(_states_of(topics.values()))
+        self.store.watch(self._events.put_nowait)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-events")
+        for name, topic in self.store.topics().items():
+            if topic.marked_for_deletion:
+                self._events.put_nowait(StoreEvent(StoreEventKind.DELETION_REQUESTED, name))
+
+    async def shutdown(self) -> None:
+        """Stop handling events (one in progress is abandoned at its next await)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def _startup_states(self, topic: StoredTopic) -> dict[int, PartitionState]:
+        live = self.live_brokers.keys()
+        states: dict[int, PartitionState] = {}
+        for index, replicas in topic.assignment.items():
+            state = topic.states.get(index)
+            if state is None:
+                states[index] = decisions.new_partition_state(replicas, live, self.epoch)
+            else:
+                election = decisions.offline_election(state, live, self._unclean(topic))
+                states[index] = decisions.next_state(state, election, self.epoch)
+        return states
+
+    def _unclean(self, topic: StoredTopic) -> bool:
+        value = topic.configs.get(UNCLEAN_LEADER_ELECTION)
+        return self._unclean_default if value is None else value.strip().lower() == "true"
+
+    # -- events ----------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await self._handle(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("The controller failed to handle %s", event)
+            finally:
+                self._events.task_done()
+
+    async def idle(self) -> None:
+        """Wait until every event received so far is handled."""
+        await self._events.join()
+
+    async def _handle(self, event: StoreEvent) -> None:
+        if event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
+            await self._bring_new_partitions_online(event.topic)
+        elif event.kind is StoreEventKind.DELETION_REQUESTED:
+            await self._delete_topic(event.topic)
+
+    async def _bring_new_partitions_online(self, name: str) -> None:
+        topic = self.store.topics().get(name)
+        if topic is None or topic.marked_for_deletion:
+            return
+        new = {
+            index: decisions.new_partition_state(replicas, self.live_brokers.keys(), self.epoch)
+            for index, replicas in topic.assignment.items()
+            if index not in topic.states
+        }
+        if not new:
+            return
+        await self.store.write_partition_states({name: new}, self.epoch)
+        states: TopicStates = {name: (topic.topic_id, new)}
+        await self._send_leader_and_isr(states, new_partitions=frozenset((name, p) for p in new))
+        await self._send_update_metadata(states)
+
+    async def _delete_topic(self, name: str) -> None:
+        topic = self.store.topics().get(name)
+        if topic is None:
+            return
+        by_broker: dict[int, dict[int, int]] = {}
+        for index, replicas in topic.assignment.items():
+            for replica in replicas:
+                by_broker.setdefault(replica, {})[index] = EPOCH_DURING_DELETE
+        for broker_id, partitions in sorted(by_broker.items()):
+            if broker_id in self.live_brokers:
+                request = stop_replica_request(self._identity(), {name: partitions}, delete=True)
+                await self._channel.stop_replica(broker_id, request)
+        gone = {
+            index: PartitionState(LEADER_DURING_DELETE, 0, replicas, (), self.epoch, 0)
+            for index, replicas in topic.assignment.items()
+        }
+        await self._send_update_metadata({name: (topic.topic_id, gone)})
+        await self.store.remove_topic(name, self.epoch)
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    def _identity(self) -> ControllerIdentity:
+        return ControllerIdentity(self.broker_id, self.epoch)
+
+    async def _send_leader_and_isr(
+        self,
+        topics: TopicStates,
+        new_partitions: frozenset[tuple[str, int]] = frozenset(),
+        full: bool = False,
+    ) -> None:
+        """LeaderAndIsr to every live broker holding a replica of some of `topics`."""
+        for broker_id in sorted(self.live_brokers):
+            mine = _for_replica(topics, broker_id)
+            if not mine and not full:
+                continue
+            leaders = {s.leader for _, states in mine.values() for s in states.values()}
+            live_leaders = [self.live_brokers[b] for b in sorted(leaders) if b in self.live_brokers]
+            request = leader_and_isr_request(self._identity(), mine, live_leaders, new_partitions, full)
+            response = await self._channel.leader_and_isr(broker_id, request)
+            if response.error_code:
+                log.warning("Broker %d refused LeaderAndIsr: error %d", broker_id, response.error_code)
+
+    async def _send_update_metadata(self, topics: TopicStates) -> None:
+        request = update_metadata_request(self._identity(), topics, self.live_brokers.values())
+        for broker_id in sorted(self.live_brokers):
+            response = await self._channel.update_metadata(broker_id, request)
+            if response.error_code:
+                log.warning("Broker %d refused UpdateMetadata: error %d", broker_id, response.error_code)
+
+
+def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:
+    return {t.name: (t.topic_id, dict(t.states)) for t in topics}
+
+
+def _for_replica(topics: TopicStates, broker_id: int) -> TopicStates:
+    """The partitions of `topics` that have a replica on `broker_id`."""
+    mine: dict[str, tuple[uuid.UUID, Mapping[int, PartitionState]]] = {}
+    for name, (topic_id, states) in topics.items():
+        held = {index: s for index, s in states.items() if broker_id in s.replicas}
+        if held:
+            mine[name] = (topic_id, held)
+    return mine

@@ -1,0 +1,125 @@
+"""The metadata store: the durable home of topics, assignments, configs and partition state.
+
+Owns the interface both modes implement, shaped after Kafka's ZooKeeper layout
+(/work/shared/kafka-zk-layout.md): admin writes that any broker may make — a topic's configs and
+assignment (`/config/topics/<t>`, `/brokers/topics/<t>`), added partitions, config changes
+(`/config/changes`), a deletion request (`/admin/delete_topics/<t>`) — and the controller's writes,
+fenced by its controller epoch: its election (`/controller_epoch`), partition state
+(`.../partitions/<p>/state`) and the removal of a deleted topic. Watchers hear a `StoreEvent` after
+each change is durable (ZooKeeper watches; in-process calls for the local file).
+
+Implementations: `LocalMetadataStore` (controller/local.py, one JSON file, single node). A ZooKeeper
+store (kazoo) slots in behind the same methods.
+
+Invariants: values are immutable snapshots; a write is durable before `topics()` shows it and before
+any watcher hears of it; a controller write carrying an epoch older than the store's is refused
+(STALE_CONTROLLER_EPOCH) and changes nothing.
+
+Callers: the admin manager (admin writes), the controller (its writes, watches), the broker
+(start-up load, config watches).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from odradek.controller.metadata import INTERNAL_TOPICS, PartitionState, TopicMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTopic:
+    """A topic as stored: id, assignment, config overrides, the controller's partition states (a
+    partition without one is new: the controller has not brought it online yet), deletion mark."""
+
+    name: str
+    topic_id: uuid.UUID
+    assignment: Mapping[int, tuple[int, ...]]
+    configs: Mapping[str, str] = field(default_factory=dict)
+    states: Mapping[int, PartitionState] = field(default_factory=dict)
+    marked_for_deletion: bool = False
+
+    def to_metadata(self) -> TopicMetadata:
+        """The topic with the partitions that have a state."""
+        return TopicMetadata(
+            self.name, self.topic_id, dict(self.states), dict(self.configs), self.name in INTERNAL_TOPICS
+        )
+
+
+class StoreEventKind(enum.Enum):
+    TOPIC_CREATED = "topic_created"
+    PARTITIONS_ADDED = "partitions_added"
+    CONFIGS_CHANGED = "configs_changed"
+    DELETION_REQUESTED = "deletion_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreEvent:
+    kind: StoreEventKind
+    topic: str
+
+
+StoreWatcher = Callable[[StoreEvent], None]
+
+
+class MetadataStore(abc.ABC):
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._watchers: list[StoreWatcher] = []
+
+    def watch(self, watcher: StoreWatcher) -> None:
+        """Call `watcher(event)` after every durable admin change."""
+        self._watchers.append(watcher)
+
+    def _notify(self, event: StoreEvent) -> None:
+        for watcher in self._watchers:
+            watcher(event)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def topics(self) -> Mapping[str, StoredTopic]:
+        """Every stored topic, as last read or written."""
+
+    @property
+    @abc.abstractmethod
+    def controller_epoch(self) -> int: ...
+
+    # -- admin writes (any broker) --------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_topic(self, topic: StoredTopic) -> None:
+        """Store a new topic's configs and assignment (no partition state); TOPIC_ALREADY_EXISTS if
+        the name is taken."""
+
+    @abc.abstractmethod
+    async def add_partitions(self, name: str, assignment: Mapping[int, tuple[int, ...]]) -> None:
+        """Extend a topic's assignment with new partitions."""
+
+    @abc.abstractmethod
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides."""
+
+    @abc.abstractmethod
+    async def request_deletion(self, name: str) -> None:
+        """Mark a topic for deletion; the controller deletes it."""
+
+    # -- controller writes (fenced by controller epoch) -----------------------------------------
+
+    @abc.abstractmethod
+    async def elect_controller(self) -> int:
+        """Become controller: the controller epoch moves by one; returns it."""
+
+    @abc.abstractmethod
+    async def write_partition_states(
+        self, states: Mapping[str, Mapping[int, PartitionState]], controller_epoch: int
+    ) -> None:
+        """Write partition states of one or more topics at once."""
+
+    @abc.abstractmethod
+    async def remove_topic(self, name: str, controller_epoch: int) -> None:
+        """Forget a deleted topic (its replicas were stopped and deleted)."""
