@@ -15,17 +15,20 @@ A missing topic is created when the request allows it (always before v4) and
 topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported
 only when asked for: with no authorizer every operation on the resource is allowed.
 
-Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said), so a
-partition whose log is still loading is listed with its leader; produce and fetch to it answer
-NOT_LEADER_OR_FOLLOWER until it serves, as Kafka does.
+Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said).
 
-Deliberate deviations: a topic auto-created by this request is waited for (up to
+Deliberate deviations: a partition this broker leads whose log is still loading (after a restart, or
+while a large topic is being created) answers LEADER_NOT_AVAILABLE until it serves, so clients wait
+and ask again instead of producing into NOT_LEADER_OR_FOLLOWER (Kafka opens its port only after
+every log is loaded, so it never shows this state). A topic auto-created by this request is waited for (up to
 AUTO_CREATE_WAIT_S, without blocking the broker) and returned with its leaders when they are ready in
 time (Kafka answers LEADER_NOT_AVAILABLE at once and lets the client retry); past the wait the answer
 is LEADER_NOT_AVAILABLE, as in Kafka.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from odradek.controller.metadata import TopicMetadata
 from odradek.protocol.api_keys import ApiKey
@@ -64,7 +67,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     no_listener = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
     operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
     requested = await _requested_topics(ctx, request)
-    topics = [_describe(t, live, reachable, no_listener, operations) for t in requested]
+    loading = _loading(ctx)
+    topics = [_describe(t, live, reachable, no_listener, operations, loading) for t in requested]
     return MetadataResponse(
         brokers=brokers,
         cluster_id=broker.cluster_id,
@@ -116,18 +120,36 @@ async def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicM
     return created or Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
 
 
+def _loading(ctx: RequestContext) -> Callable[[str, int, int], bool]:
+    """Whether a partition led by `leader` is this broker's and does not serve yet."""
+    broker_id, replica_manager = ctx.broker.broker_id, ctx.broker.replica_manager
+
+    def loading(topic: str, index: int, leader: int) -> bool:
+        if leader != broker_id:
+            return False
+        hosted = replica_manager.partition(topic, index)
+        return hosted is None or not hosted.is_leader
+
+    return loading
+
+
 def _describe(
     topic: TopicMetadata | Topic,
     live: set[int],
     reachable: set[int],
     no_listener: int,
     operations: int | None,
+    loading: Callable[[str, int, int], bool],
 ) -> Topic:
     if isinstance(topic, Topic):
         return topic
     partitions = [
         Partition(
-            error_code=_leader_error(state.leader, live, reachable, no_listener),
+            error_code=(
+                ErrorCode.LEADER_NOT_AVAILABLE
+                if loading(topic.name, index, state.leader)
+                else _leader_error(state.leader, live, reachable, no_listener)
+            ),
             partition_index=index,
             leader_id=state.leader,
             leader_epoch=state.leader_epoch,
