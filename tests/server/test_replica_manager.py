@@ -362,6 +362,22 @@ def test_leader_and_isr_hosts_partitions_and_stop_replica_deletes_them(tmp_path:
     run(scenario, tmp_path)
 
 
+def test_a_partition_deleted_and_created_again_at_once_starts_empty(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.rm.append_records({T0: batch(3)}, 1, 1000)
+        h.rm.stop_replicas(stop_replica_request(CONTROLLER, {"t": {0: EPOCH_DURING_DELETE}}, True))
+        state = PartitionState(0, 0, (0,), (0,), 1, 0)
+        again = leader_and_isr_request(CONTROLLER, {"t": (uuid.uuid4(), {0: state})}, [BROKER])
+        assert [
+            p.error_code for t in h.rm.become_leader_or_follower(again).topics for p in t.partition_errors
+        ] == [0]
+        assert await wait_until(lambda: h.rm.serves_as_leader(*T0), 10, h.rm.ready_changed)
+        assert h.rm.partition(*T0).log_end_offset == 0
+
+    run(scenario, tmp_path)
+
+
 def test_list_offsets(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0,), epoch=2)

@@ -13,7 +13,8 @@ Owns:
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
   the state is applied (`Partition.make_leader` / `make_follower`, which check epochs again) and the
   partition serves. Partitions already hosted go first, new ones in request order; StopReplica
-  deletions run in the same pool after any load of that partition in progress. A request to a
+  deletions run in the same pool, and the jobs of one partition run in the order they were taken
+  (a deletion and a later re-creation never overlap). A request to a
   partition not ready yet answers NOT_LEADER_OR_FOLLOWER when the metadata cache knows the partition
   (Kafka's answer for a partition the broker does not host), UNKNOWN_TOPIC_OR_PARTITION otherwise;
 - leadership listeners (Kafka's onLeadershipChange): told `LeadershipChange(topic, partition,
@@ -58,7 +59,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from odradek.clock import Clock
 from odradek.controller.metadata import PartitionState, TopicMetadata
@@ -86,6 +87,7 @@ from odradek.storage.manager import LogManager
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+_T = TypeVar("_T")
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
 DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
 
@@ -225,7 +227,7 @@ class ReplicaManager:
         self._load_queue: collections.deque[TopicPartition] = collections.deque()
         self._queued: set[TopicPartition] = set()
         self._deletions: collections.deque[TopicPartition] = collections.deque()
-        self._in_flight: dict[TopicPartition, asyncio.Future[Log]] = {}
+        self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
         self._loaders: set[asyncio.Task[None]] = set()
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -458,19 +460,15 @@ class ReplicaManager:
         if pending is None:
             return
         leader_epoch = pending.state.leader_epoch if pending.state.leader == self.broker_id else None
-        future = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._prepare_log, key, self._topic_config(key[0]), leader_epoch
-        )
-        self._in_flight[key] = future
         try:
-            prepared = await future
+            prepared = await self._in_order(
+                key, self._prepare_log, key, self._topic_config(key[0]), leader_epoch
+            )
         except Exception:
             log.exception("Loading %s-%d failed", *key)
             if self._pending.get(key) is pending:
                 del self._pending[key]
             return
-        finally:
-            self._in_flight.pop(key, None)
         if self._pending.get(key) is pending and not self._stopping.is_set():
             del self._pending[key]
             self._apply(key, pending, prepared)
@@ -483,17 +481,26 @@ class ReplicaManager:
         return partition_log
 
     async def _delete(self, key: TopicPartition) -> None:
-        in_flight = self._in_flight.get(key)
-        if in_flight is not None:
-            await asyncio.gather(in_flight, return_exceptions=True)
-        if key in self._pending or key in self._partitions:
-            return  # hosted again since the StopReplica
         try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._executor, self.log_manager.delete_log, *key
-            )
+            await self._in_order(key, self.log_manager.delete_log, *key)
         except Exception:
             log.exception("Deleting the log of %s-%d failed", *key)
+
+    async def _in_order(self, key: TopicPartition, job: Callable[..., _T], *args: Any) -> _T:
+        """Run `job(*args)` in the pool after every job taken earlier for the same partition, so a
+        deletion and a later re-creation of one partition never overlap or swap."""
+        loop = asyncio.get_running_loop()
+        previous = self._in_flight.get(key)
+        done: asyncio.Future[None] = loop.create_future()
+        self._in_flight[key] = done
+        try:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            return await loop.run_in_executor(self._executor, job, *args)
+        finally:
+            done.set_result(None)
+            if self._in_flight.get(key) is done:
+                del self._in_flight[key]
 
     def _apply(self, key: TopicPartition, pending: _PendingState, partition_log: Log) -> None:
         """Event loop: host the partition (if new) and apply its state through the checked path."""
