@@ -17,14 +17,17 @@ import argparse
 import asyncio
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from odradek.clock import SYSTEM_CLOCK
-from odradek.controller.local import LocalMetadata
-from odradek.controller.metadata import BrokerInfo
+from odradek.controller.channel import ControllerIdentity, leader_and_isr_request
+from odradek.controller.metadata import PartitionState
+from odradek.controller.waiters import wait_until
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication.partition import READ_UNCOMMITTED
 from odradek.replication.replica_manager import FetchPartitionRequest, ReplicaManager
+from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -33,12 +36,12 @@ MIB = 1 << 20
 
 
 async def measure(root: Path, records_per_batch: int, batches: int) -> str:
-    metadata = LocalMetadata(root, 0)
-    metadata.elect(BrokerInfo(0, "localhost", 9092), "bench")
     log_manager = LogManager([root], LogConfig(), SYSTEM_CLOCK)
-    manager = ReplicaManager(0, log_manager, metadata, SYSTEM_CLOCK, checkpoint_interval_ms=0)
+    manager = ReplicaManager(0, log_manager, MetadataCache(0), SYSTEM_CLOCK, checkpoint_interval_ms=0)
     manager.start()
-    metadata.create_topic("bench", 1, 1, {})
+    topics = {"bench": (uuid.uuid4(), {0: PartitionState(0, 0, (0,), (0,), 1, 0)})}
+    manager.become_leader_or_follower(leader_and_isr_request(ControllerIdentity(0, 1), topics, []))
+    await wait_until(lambda: manager.serves_as_leader("bench", 0), 30, manager.ready_changed)
     batch = memoryview(build_batch([SimpleRecord(RECORD)] * records_per_batch))
     key = ("bench", 0)
     for _ in range(batches // 4):  # warm up: first touch of fresh pages is much slower than reuse
