@@ -98,9 +98,11 @@ class GatedLogManager(LogManager):
         self.gate = threading.Event()
         self.entered = threading.Event()
         self.calls = 0
+        self.order: list[tuple[str, int]] = []
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         self.calls += 1
+        self.order.append((topic, partition))
         self.entered.set()
         self.gate.wait(10)
         return super().get_or_create_log(topic, partition, config)
@@ -211,5 +213,21 @@ def test_shutdown_waits_only_for_the_partition_in_progress(tmp_path):
         log_manager.gate.set()
         await stopping
         assert log_manager.calls == 1 and len(rm.partitions()) <= 1
+
+    run(scenario, tmp_path, log_manager)
+
+
+def test_internal_topics_load_before_the_partitions_queued_ahead_of_them(tmp_path):
+    log_manager = GatedLogManager(tmp_path)
+
+    async def scenario(rm: ReplicaManager) -> None:
+        rm.become_leader_or_follower(leader_and_isr(1, {p: state(0) for p in range(5)}))
+        assert await asyncio.to_thread(log_manager.entered.wait, 10)
+        offsets = {0: state(0)}
+        topics = {"__consumer_offsets": (uuid.uuid4(), offsets)}
+        rm.become_leader_or_follower(leader_and_isr_request(ControllerIdentity(0, 1), topics, [BROKER]))
+        log_manager.gate.set()
+        assert await wait_until(lambda: len(rm.partitions()) == 6, 10, rm.ready_changed)
+        assert log_manager.order[:2] == [("t", 0), ("__consumer_offsets", 0)]
 
     run(scenario, tmp_path, log_manager)

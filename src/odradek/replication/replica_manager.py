@@ -12,7 +12,8 @@ Owns:
   threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
   the state is applied (`Partition.make_leader` / `make_follower`, which check epochs again) and the
-  partition serves. Partitions already hosted go first, new ones in request order; StopReplica
+  partition serves. Partitions already hosted and those of internal topics (`__consumer_offsets`:
+  the group coordinator waits for them) go first, the others in request order; StopReplica
   deletions run in the same pool, and the jobs of one partition run in the order they were taken
   (a deletion and a later re-creation never overlap). A request to a
   partition not ready yet answers NOT_LEADER_OR_FOLLOWER when the metadata cache knows the partition
@@ -62,7 +63,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from odradek.clock import Clock
-from odradek.controller.metadata import PartitionState, TopicMetadata
+from odradek.controller.metadata import INTERNAL_TOPICS, PartitionState, TopicMetadata
 from odradek.controller.waiters import Waiters
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -363,7 +364,7 @@ class ReplicaManager:
         self._pending[key] = _PendingState(_partition_state(state), topic_id)
         if key not in self._queued:
             self._queued.add(key)
-            if key in self._partitions:
+            if key in self._partitions or key[0] in INTERNAL_TOPICS:
                 self._load_queue.appendleft(key)
             else:
                 self._load_queue.append(key)
