@@ -23,7 +23,7 @@ def test_update_metadata_fills_brokers_controller_and_partitions():
     cache = MetadataCache(0)
     states = {0: PartitionState(1, 4, (1, 2), (1,), 3, 7), 1: PartitionState(0, 2, (0, 1), (0, 1), 3, 2)}
     assert cache.update_metadata(update(3, {"orders": (ORDERS, states)})).error_code == ErrorCode.NONE
-    assert cache.brokers() == [B0, B1] and cache.broker(0).endpoint("INTERNAL").host == "i0"
+    assert cache.brokers() == [B0, B1] and cache.brokers()[0].endpoint("INTERNAL").host == "i0"
     assert cache.controller_id() == 1 and cache.controller_epoch == 3
     topic = cache.topic("orders")
     assert topic is not None and cache.topic_by_id(ORDERS) is topic and not topic.is_internal
@@ -43,7 +43,7 @@ def test_partition_updates_merge_and_deletion_markers_remove():
     cache.update_metadata(update(1, {"t": (ORDERS, gone)}))
     assert sorted(cache.topic("t").partitions) == [2]
     cache.update_metadata(update(1, {"t": (ORDERS, {2: gone[0]})}))
-    assert cache.topic("t") is None and cache.topic_by_id(ORDERS) is None
+    assert cache.topic("t") is None and cache.topic_by_id(ORDERS) is None and cache.topic_configs("t") == {}
 
 
 def test_a_stale_controller_changes_nothing():

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from odradek.controller.metadata import INTERNAL_TOPICS, PartitionState, TopicMetadata
+from odradek.controller.metadata import PartitionState
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +41,6 @@ class StoredTopic:
     configs: Mapping[str, str] = field(default_factory=dict)
     states: Mapping[int, PartitionState] = field(default_factory=dict)
     marked_for_deletion: bool = False
-
-    def to_metadata(self) -> TopicMetadata:
-        """The topic with the partitions that have a state."""
-        return TopicMetadata(
-            self.name, self.topic_id, dict(self.states), dict(self.configs), self.name in INTERNAL_TOPICS
-        )
 
 
 class StoreEventKind(enum.Enum):

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.controller.metadata import EPOCH_DURING_DELETE
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.primitives import ZERO_UUID
 
-NO_EPOCH = -1
-EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1  # a leader or broker epoch that is not checked
 
 
 def controller_request_error(

@@ -9,10 +9,11 @@ Fed only by:
   partition state in it replaces the cached one, and a partition whose leader is LEADER_DURING_DELETE
   is removed (a topic with no partition left goes). A request from a controller epoch older than the
   newest seen is refused with STALE_CONTROLLER_EPOCH and changes nothing (Kafka's rule).
-- topic config changes (`update_topic_configs` / `remove_topic_configs`): in ZooKeeper mode every
-  broker hears them through the `/config/changes` notifications, in local mode from the store's watch.
+- topic config changes (`update_topic_configs`): in ZooKeeper mode every broker hears them through
+  the `/config/changes` notifications, in local mode from the store's watch. A topic's configs are
+  forgotten when its last partition leaves the cache.
 
-Reads answer every question the handlers and the group coordinator ask: `brokers()`, `broker(id)`,
+Reads answer every question the handlers and the group coordinator ask: `brokers()`,
 `controller_id()`, `topics()`, `topic(name)`, `topic_by_id(id)`, `partition(name, index)`,
 `has_leaders(name, indexes)`. `changed()` wakes waiters (CreateTopics / DeleteTopics waiting for
 the controller) after every update.
@@ -90,6 +91,7 @@ class MetadataCache:
             self._by_id.pop(cached.topic_id, None)
         if not partitions:
             self._topics.pop(name, None)
+            self._configs.pop(name, None)
             return
         self._topics[name] = TopicMetadata(
             name, topic.topic_id, partitions, self._configs.get(name, {}), name in INTERNAL_TOPICS
@@ -106,9 +108,6 @@ class MetadataCache:
             )
         self.changed.notify()
 
-    def remove_topic_configs(self, name: str) -> None:
-        self._configs.pop(name, None)
-
     def topic_configs(self, name: str) -> Mapping[str, str]:
         """A topic's config overrides (known as soon as the topic is stored, before its partitions)."""
         return self._configs.get(name, {})
@@ -117,9 +116,6 @@ class MetadataCache:
 
     def brokers(self) -> list[BrokerInfo]:
         return [self._brokers[b] for b in sorted(self._brokers)]
-
-    def broker(self, broker_id: int) -> BrokerInfo | None:
-        return self._brokers.get(broker_id)
 
     def controller_id(self) -> int:
         return self._controller_id
