@@ -1,9 +1,10 @@
 """The group coordinator of one broker: the entry point handlers call.
 
 Owns the set of coordinator shards (one per `__consumer_offsets` partition this broker leads), the
-creation of `__consumer_offsets` on first FindCoordinator (offsets.topic.num.partitions partitions,
-offsets.topic.replication.factor capped at the live broker count, cleanup.policy=compact), and the
-routing of every group request to the shard of `partition_for(group_id)`.
+auto-creation of `__consumer_offsets` on first FindCoordinator (through the broker's
+`auto_create_topic`: offsets.topic.num.partitions partitions, offsets.topic.replication.factor capped
+at the live broker count, cleanup.policy=compact), and the routing of every group request to the
+shard of `partition_for(group_id)`.
 
 Leadership: the broker calls `on_partition_loaded(partition, leader_epoch)` /
 `on_partition_unloaded(partition)` when the ReplicaManager makes this broker leader of a

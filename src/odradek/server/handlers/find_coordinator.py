@@ -9,9 +9,10 @@ without a live leader, or whose leader has no endpoint on the listener the reque
 COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST.
 
 Deliberate deviations: odradek has no transaction coordinator, so key type TRANSACTION (1) answers
-COORDINATOR_NOT_AVAILABLE with a message saying so. Creating `__consumer_offsets` is synchronous:
-the first call answers with the coordinator at once (Kafka answers COORDINATOR_NOT_AVAILABLE until
-the topic exists), after waiting up to a second for the group's partition to finish loading.
+COORDINATOR_NOT_AVAILABLE with a message saying so. The first call creates `__consumer_offsets`
+and waits (up to two seconds, without blocking the broker) until this broker serves its partitions,
+so it usually answers with the coordinator at once (Kafka answers COORDINATOR_NOT_AVAILABLE until the
+topic exists); it then waits up to a second for the group's partition to finish loading.
 """
 
 from __future__ import annotations
