@@ -18,6 +18,7 @@ Callers: the controller (controller/controller.py). Receivers implement `BrokerC
 from __future__ import annotations
 
 import abc
+import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -63,7 +64,9 @@ class ControllerChannel(abc.ABC):
 
 
 class LocalChannel(ControllerChannel):
-    """The channel of a single node: the controller and its one broker share the process."""
+    """The channel of a single node: the controller and its one broker share the process. After
+    each request it yields to the event loop once, as a remote channel would while the request
+    travels, so a controller handling thousands of partitions lets other requests in between."""
 
     def __init__(self, broker_id: int, broker: BrokerControlPlane) -> None:
         self._broker_id = broker_id
@@ -75,15 +78,21 @@ class LocalChannel(ControllerChannel):
 
     async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         self._check(broker_id)
-        return self._broker.handle_leader_and_isr(request)
+        response = self._broker.handle_leader_and_isr(request)
+        await asyncio.sleep(0)
+        return response
 
     async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
         self._check(broker_id)
-        return self._broker.handle_update_metadata(request)
+        response = self._broker.handle_update_metadata(request)
+        await asyncio.sleep(0)
+        return response
 
     async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
         self._check(broker_id)
-        return self._broker.handle_stop_replica(request)
+        response = self._broker.handle_stop_replica(request)
+        await asyncio.sleep(0)
+        return response
 
 
 # -- request builders -------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 coordinator and the listeners.
 
 Owns the broker's life cycle.
-- Startup: read the metadata store (the local JSON file); lock and load the log dirs (LogManager:
+- Startup: set the interpreter's thread switch interval to 1 ms (THREAD_SWITCH_INTERVAL_S), so
+  worker threads holding the GIL delay the event loop less; read the metadata store (the local
+  JSON file); lock and load the log dirs (LogManager:
   recovery, per-topic log configs, producer.id.expiration.ms); check or write meta.properties
   (broker.id, cluster.id); bind every listener; start the ReplicaManager and the group coordinator;
   become controller (local mode: the controller lives in this process and talks to this broker
@@ -54,6 +56,7 @@ import asyncio
 import logging
 import signal
 import socket
+import sys
 from collections.abc import Callable, Iterable
 
 from odradek.clock import SYSTEM_CLOCK, Clock
@@ -85,6 +88,11 @@ log = logging.getLogger(__name__)
 SHUTDOWN_DRAIN_TIMEOUT_S = 30.0
 ROLLED_SEGMENT_FLUSH_MS = 1000
 OFFSETS_TOPIC = "__consumer_offsets"
+# The interpreter's thread switch interval (Python's default is 5 ms): while worker threads create or
+# load logs, the event loop waits for the GIL up to one interval per contending thread. Measured during
+# a 3,000-partition creation (8 loader threads): ApiVersions p99 9-10 ms and worst 65 ms at 1 ms,
+# against p99 15-29 ms and worst 99-109 ms at 5 ms, creation speed unchanged.
+THREAD_SWITCH_INTERVAL_S = 0.001
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
 # Partition loader threads per log dir while num.recovery.threads.per.data.dir is not a declared key:
 # opening and creating logs is fsync-bound here (4 fsyncs per new partition, measured 14 ms on one
@@ -143,6 +151,7 @@ class Broker:
 
     async def start(self) -> None:
         """Load the store and log dirs, start the components, become controller, then accept."""
+        sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
         config = self.config
         if config.zookeeper_connect is not None:
             log.warning("zookeeper.connect is set, but only single-node local metadata exists: ignoring it")
