@@ -202,6 +202,23 @@ def test_create_partitions(client):
     assert len(metadata(client, name).topics[0].partitions) == 5
 
 
+def test_create_topics_waits_for_leaders_only_when_asked(client):
+    """With timeout_ms the answer comes once every partition serves; too short a timeout answers
+    REQUEST_TIMED_OUT while the topic is created all the same."""
+    waited, hurried = topic_name("waited"), topic_name("hurried")
+    (result,) = create(client, NewTopic(name=waited, num_partitions=20, replication_factor=1))
+    assert result.error_code == ErrorCode.NONE
+    (topic,) = metadata(client, waited).topics
+    assert [p.error_code for p in topic.partitions] == [ErrorCode.NONE] * 20
+    request = CreateTopicsRequest(
+        topics=[NewTopic(name=hurried, num_partitions=200, replication_factor=1)], timeout_ms=1
+    )
+    (late,) = client.call(ApiKey.CREATE_TOPICS, 7, request).topics
+    assert late.error_code == ErrorCode.REQUEST_TIMED_OUT and late.num_partitions == 200
+    gone = DeleteTopicsRequest(topic_names=[waited, hurried], timeout_ms=30_000)
+    assert [r.error_code for r in client.call(ApiKey.DELETE_TOPICS, 5, gone).responses] == [0, 0]
+
+
 def test_requests_past_max_broker_partitions_are_refused_whole(client):
     """The default cap is 10,000 replicas per broker: nothing of a request past it is written."""
     name, small = topic_name("too-big"), topic_name("small")
