@@ -160,7 +160,7 @@ def test_unknown_keys_warn_and_ignored_keys_do_not(caplog):
         config = KafkaConfig(
             {
                 "made.up.key": "1",
-                "num.io.threads": "8",
+                "num.network.threads": "3",
                 "ssl.client.auth": "none",
                 "security.inter.broker.protocol": "PLAINTEXT",
                 "authorizer.class.name": "",
@@ -168,7 +168,7 @@ def test_unknown_keys_warn_and_ignored_keys_do_not(caplog):
         )
     assert config.unknown_keys == ["made.up.key"]
     assert "made.up.key" in caplog.text
-    for harmless in ("num.io.threads", "ssl.client.auth", "security.inter.broker.protocol", "authorizer"):
+    for harmless in ("num.network.threads", "ssl.client.auth", "security.inter.broker.protocol", "authorizer"):
         assert harmless not in caplog.text
 
 

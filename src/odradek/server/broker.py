@@ -10,8 +10,9 @@ Owns the broker's life cycle.
   become controller (local mode: the controller lives in this process and talks to this broker
   through a `LocalChannel`, with the same LeaderAndIsr / UpdateMetadata / StopReplica requests a
   ZooKeeper-mode controller sends). The controller's LeaderAndIsr only queues the partitions: their
-  logs open in the ReplicaManager's worker threads (num.recovery.threads.per.data.dir per log dir)
-  after the port is open, and each partition serves as soon as it is ready.
+  logs open in the ReplicaManager's worker threads (`partition_loader_threads`: the larger of
+  num.io.threads and num.recovery.threads.per.data.dir per log dir) after the port is open, and
+  each partition serves as soon as it is ready.
 - Control plane (`BrokerControlPlane`): LeaderAndIsr and StopReplica go to the ReplicaManager,
   UpdateMetadata to the metadata cache (Kafka's KafkaApis). Topic config changes come from the
   store's watch (Kafka: /config/changes) and reach the metadata cache and the existing logs.
@@ -77,7 +78,7 @@ from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
-from odradek.server.limits import connection_limits
+from odradek.server.limits import connection_limits, descriptor_budget_for_config
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
 from odradek.storage.config import LogConfig
@@ -94,17 +95,13 @@ OFFSETS_TOPIC = "__consumer_offsets"
 # against p99 15-29 ms and worst 99-109 ms at 5 ms, creation speed unchanged.
 THREAD_SWITCH_INTERVAL_S = 0.001
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
-# Partition loader threads per log dir while num.recovery.threads.per.data.dir is not a declared key:
-# opening and creating logs is fsync-bound here (4 fsyncs per new partition, measured 14 ms on one
-# thread), so 8 threads overlap them (116 new partitions/s against 42/s with 1).
-DEFAULT_RECOVERY_THREADS_PER_DATA_DIR = 8
 
 
-def config_or_default(config: KafkaConfig, name: str, default: int) -> int:
-    """A config key the config module does not declare yet (num.recovery.threads.per.data.dir):
-    its value when set, else `default`."""
-    value = config.get(name)
-    return default if value is None else int(value)
+def partition_loader_threads(config: KafkaConfig) -> int:
+    """Threads that create and open partition logs off the event loop: Kafka does this work on its
+    request handler threads (num.io.threads) and at start-up recovery on
+    num.recovery.threads.per.data.dir per log dir, so the pool takes the larger of the two."""
+    return max(config["num.io.threads"], config["num.recovery.threads.per.data.dir"] * len(config.log_dirs))
 
 
 class Broker:
@@ -164,14 +161,12 @@ class Broker:
             topic_configs,
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
             cleaner_config=config.cleaner_config(),
+            max_open_files=descriptor_budget_for_config(config).max_open_files,
         )
         self.cluster_id = ensure_meta_properties(config.log_dirs, self.broker_id, config.cluster_id)
         self.metadata_cache.cluster_id = self.cluster_id
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
-        threads = config_or_default(
-            config, "num.recovery.threads.per.data.dir", DEFAULT_RECOVERY_THREADS_PER_DATA_DIR
-        )
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -180,7 +175,7 @@ class Broker:
             topic_config=self._topic_log_config,
             log_dirs=config.log_dirs,
             checkpoint_interval_ms=config["replica.high.watermark.checkpoint.interval.ms"],
-            load_threads=threads * len(config.log_dirs),
+            load_threads=partition_loader_threads(config),
         )
         self.replica_manager.start()
         for name, topic in self.store.topics().items():

@@ -265,6 +265,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("num.partitions", _I, 1, at_least(1)),
         ConfigKey("default.replication.factor", _I, 1, at_least(1)),
         ConfigKey("max.broker.partitions", _I, 10000, at_least(1)),
+        # the partition loader pool (creating and opening logs off the event loop): see broker.py
+        ConfigKey("num.io.threads", _I, 8, at_least(1)),
+        ConfigKey("num.recovery.threads.per.data.dir", _I, 1, at_least(1)),
         ConfigKey("log.segment.bytes", _I, 1073741824, at_least(14)),
         ConfigKey("log.roll.ms", _L, None, at_least(1)),
         ConfigKey("log.roll.hours", _I, 168, at_least(1)),
@@ -353,8 +356,6 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
 IGNORED_KEYS = frozenset(
     {
         "num.network.threads",
-        "num.io.threads",
-        "num.recovery.threads.per.data.dir",
         "background.threads",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
