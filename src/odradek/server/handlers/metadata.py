@@ -12,8 +12,11 @@ that are not live); a leader that is not live answers LEADER_NOT_AVAILABLE, a li
 endpoint on the request's listener LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before), as Kafka.
 A missing topic is created when the request allows it (always before v4) and
 `auto.create.topics.enable` is true; an illegal name answers INVALID_TOPIC_EXCEPTION, a missing
-topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. Authorized operations (v8+) are reported
-only when asked for: with no authorizer every operation on the resource is allowed.
+topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. The requested topics are a set, as in
+Kafka: a name (or id) named twice is answered once, so a request's cost follows the distinct topics
+it names; missing topics are auto-created together, not one after another. Authorized operations
+(v8+) are reported only when asked for: with no authorizer every operation on the resource is
+allowed.
 
 Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said).
 
@@ -28,6 +31,7 @@ is LEADER_NOT_AVAILABLE, as in Kafka.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from odradek.controller.metadata import TopicMetadata
@@ -99,14 +103,14 @@ async def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> li
         topics = metadata.topics()
         return [topics[name] for name in sorted(topics)]
     allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
-    result: list[TopicMetadata | Topic] = []
-    for wanted in request.topics or []:
-        if wanted.name is None:
-            found = metadata.topic_by_id(wanted.topic_id)
-            result.append(found or Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=wanted.topic_id))
-        else:
-            result.append(metadata.topic(wanted.name) or await _missing(ctx, wanted.name, allow_create))
-    return result
+    ids = dict.fromkeys(wanted.topic_id for wanted in request.topics or [] if wanted.name is None)
+    names = dict.fromkeys(wanted.name for wanted in request.topics or [] if wanted.name is not None)
+    by_id = [metadata.topic_by_id(i) or Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=i) for i in ids]
+    missing = [name for name in names if metadata.topic(name) is None]
+    created = dict(
+        zip(missing, await asyncio.gather(*(_missing(ctx, n, allow_create) for n in missing)), strict=True)
+    )
+    return [*by_id, *(metadata.topic(name) or created[name] for name in names)]
 
 
 async def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadata | Topic:
