@@ -22,6 +22,7 @@ creation (Metadata, FindCoordinator) through the broker.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -31,10 +32,12 @@ from odradek.controller.metadata import Assignments, BrokerInfo, collision_key, 
 from odradek.controller.store import MetadataStore, StoredTopic
 from odradek.protocol.errors import ErrorCode, KafkaError
 
-# max.broker.partitions' default (server/config.py): an idle partition measured ~5 KiB of broker RSS and
-# one open file, and takes ~9 ms of loader time to create (8 threads); 10,000 replicas per broker is
-# ~50 MiB, 10,000 fds (the machine allows 20,000) and under 90 s of background creation.
+# max.broker.partitions' default (server/config.py): an idle partition measured ~5 KiB of broker RSS
+# (segment files are opened on demand through the LogManager's bounded file cache), so 10,000
+# replicas per broker is ~50 MiB and seconds of background creation.
 DEFAULT_MAX_BROKER_PARTITIONS = 10_000
+
+log = logging.getLogger(__name__)
 
 
 class AdminManager:
@@ -128,6 +131,7 @@ class AdminManager:
         async with self._lock:
             self._existing(name)
             await self.store.set_topic_configs(name, configs)
+        log.info("Topic %s config overrides are now %s", name, dict(configs) or "none")
 
     # -- checks ----------------------------------------------------------------------------------
 

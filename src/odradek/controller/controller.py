@@ -149,6 +149,10 @@ class Controller:
         states: TopicStates = {name: (topic.topic_id, new)}
         await self._send_leader_and_isr(states, new_partitions=frozenset((name, p) for p in new))
         await self._send_update_metadata(states)
+        created = "created" if len(new) == len(topic.assignment) else "grew"
+        log.info(
+            "Topic %s %s: %d new partitions online (controller epoch %d)", name, created, len(new), self.epoch
+        )
 
     async def _delete_topic(self, name: str) -> None:
         topic = self.store.topics().get(name)
@@ -168,6 +172,7 @@ class Controller:
         }
         await self._send_update_metadata({name: (topic.topic_id, gone)})
         await self.store.remove_topic(name, self.epoch)
+        log.info("Topic %s deleted (%d partitions)", name, len(topic.assignment))
 
     # -- sending ---------------------------------------------------------------------------------
 
