@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 import crc32c
@@ -25,6 +26,11 @@ API_FETCH = 1
 API_LIST_OFFSETS = 2
 API_METADATA = 3
 API_API_VERSIONS = 18
+
+# Errors a Kafka client retries after refreshing metadata: a broker that restarted opens its port
+# before every partition is loaded, and answers NOT_LEADER_OR_FOLLOWER for those still loading.
+RETRIABLE_FETCH_ERRORS = frozenset({3, 5, 6})  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER
+RETRY_WINDOW_S = 15.0
 
 CLIENT_ID = "odradek-compat"
 
@@ -232,8 +238,12 @@ class Connection:
         """Every record from `start` to the high watermark."""
         records: list[Record] = []
         offset = start
+        deadline = time.monotonic() + RETRY_WINDOW_S
         while True:
             result = self.fetch(topic, partition, offset)
+            if result.error_code in RETRIABLE_FETCH_ERRORS and time.monotonic() < deadline:
+                time.sleep(0.05)  # as a client does: a partition still loading after a restart
+                continue
             if result.error_code != 0:
                 raise AssertionError(f"fetch {topic}-{partition}@{offset} failed with {result.error_code}")
             fresh = [r for r in parse_record_batches(result.records) if r.offset >= offset]

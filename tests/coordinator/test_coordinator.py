@@ -389,8 +389,7 @@ def test_loading_every_partition_logs_one_summary_line(
         await h.coordinator.shutdown()
         caplog.clear()
         again = Harness(tmp_path, h.log)
-        await again.coordinator.startup()
-        await again.loaded()
+        await again.start()  # the FakeBroker makes it leader of every partition
         assert info_lines(caplog) == ["Loaded 1 groups from 4 partitions of __consumer_offsets in 0 ms"]
         await again.coordinator.shutdown()
 
