@@ -17,10 +17,8 @@ from odradek.testing.broker import BrokerProcess, free_port
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("broker") / "data")
-    process.start()
-    yield process
-    process.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "data") as process:
+        yield process
 
 
 def _connection(port: int, request_timeout_ms: int = 5000) -> NodeConnection:

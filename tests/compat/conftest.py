@@ -39,12 +39,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess |
         yield ExternalBroker(external)
         return
     root = tmp_path_factory.mktemp("session-broker")
-    process = BrokerProcess(root / "data", output_path=root / "broker.out")
-    process.start()
-    try:
+    with BrokerProcess(root / "data", output_path=root / "broker.out") as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture

@@ -13,12 +13,8 @@ from tests.server.raw_client import RawClient
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     root = tmp_path_factory.mktemp("broker")
-    process = BrokerProcess(root / "data", output_path=root / "broker.out")
-    process.start()
-    try:
+    with BrokerProcess(root / "data", output_path=root / "broker.out") as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture
