@@ -13,6 +13,7 @@ from odradek.controller.decisions import (
     assign_replicas,
     check_assignments,
     check_broker_partition_cap,
+    check_partition_count_fits,
     controlled_shutdown_election,
     new_partition_state,
     next_state,
@@ -130,3 +131,13 @@ def test_next_state_moves_both_epochs_and_stamps_the_controller_epoch():
     state = next_state(STATE, Election(3, (3,)), controller_epoch=7)
     assert (state.leader, state.isr, state.replicas) == (3, (3,), (1, 2, 3))
     assert (state.leader_epoch, state.partition_epoch, state.controller_epoch) == (5, 10, 7)
+
+
+def test_a_partition_count_beyond_every_brokers_cap_is_refused_before_assignment():
+    check_partition_count_fits(30, 3, 10)
+    with pytest.raises(KafkaError) as refused:
+        check_partition_count_fits(31, 3, 10)
+    assert (
+        refused.value.code == ErrorCode.POLICY_VIOLATION
+        and "max.broker.partitions=10" in refused.value.message
+    )

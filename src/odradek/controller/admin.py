@@ -68,6 +68,8 @@ class AdminManager:
         """Check and store a new topic (assignment and configs); returns it."""
         async with self._lock:
             self._check_new_name(name)
+            count = len(assignments) if assignments else num_partitions
+            decisions.check_partition_count_fits(count, len(self._live_ids()), self.max_broker_partitions)
             if assignments:
                 assignment = decisions.check_assignments(assignments, self._live_ids())
             else:
@@ -99,6 +101,9 @@ class AdminManager:
                 )
             if new_total == current:
                 raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            decisions.check_partition_count_fits(
+                new_total - current, len(self._live_ids()), self.max_broker_partitions
+            )
             if assignments is not None:
                 if len(assignments) != new_total - current:
                     raise KafkaError(

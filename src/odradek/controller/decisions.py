@@ -192,6 +192,18 @@ def check_broker_partition_cap(
             )
 
 
+def check_partition_count_fits(count: int, live_brokers: int, max_broker_partitions: int) -> None:
+    """POLICY_VIOLATION, before any assignment is computed or walked, when `count` new partitions
+    cannot fit under the cap even spread evenly (each has at least one replica), so a request for
+    millions of partitions costs no more than its size."""
+    if count > max_broker_partitions * max(live_brokers, 1):
+        raise KafkaError(
+            ErrorCode.POLICY_VIOLATION,
+            f"The request asks for {count} partitions, more than max.broker.partitions="
+            f"{max_broker_partitions} allows on {max(live_brokers, 1)} broker(s).",
+        )
+
+
 # -- leader election ------------------------------------------------------------------------------
 
 
