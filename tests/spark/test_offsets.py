@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from odradek.client.types import TopicPartition
 from odradek.spark.offsets import (
     OffsetRange,
+    backlog,
     canonical,
     from_offset_json,
     plan_ranges,
@@ -84,6 +85,22 @@ def test_split_ranges_covers_each_range_exactly_once(
         assert all(p.size > 0 for p in mine)
         covered = [o for p in mine for o in range(p.from_offset, p.until_offset)]
         assert covered == list(range(r.from_offset, r.until_offset))
+
+
+def test_max_records_per_partition_caps_every_task() -> None:
+    ranges = [OffsetRange(A0, 0, 10), OffsetRange(B0, 5, 7)]
+    pieces = split_ranges(ranges, None, 4)
+    assert [(p.topic_partition, p.from_offset, p.until_offset) for p in pieces] == [
+        (A0, 0, 3),
+        (A0, 3, 6),
+        (A0, 6, 10),
+        (B0, 5, 7),
+    ]
+    assert max(p.size for p in split_ranges(ranges, 6, 2)) <= 2
+
+
+def test_backlog_counts_new_partitions_from_zero() -> None:
+    assert backlog({A0: 5}, {A0: 8, B0: 4}) == 7
 
 
 def test_rate_limit_prorates_by_backlog_and_never_starves() -> None:

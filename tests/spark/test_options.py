@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from odradek.client.types import TopicPartition
@@ -16,6 +18,7 @@ from odradek.spark.options import (
     Subscribe,
     SubscribePattern,
     TimestampOffsets,
+    TriggerLimits,
     include_headers,
     parse_sink_options,
     parse_source_options,
@@ -30,7 +33,8 @@ def test_defaults_differ_between_batch_and_streaming() -> None:
     assert batch.starting == EarliestOffsets() and batch.ending == LatestOffsets()
     assert stream.starting == LatestOffsets()
     assert batch.fail_on_data_loss and not batch.include_headers
-    assert batch.min_partitions is None and stream.max_offsets_per_trigger is None
+    assert batch.min_partitions is None and stream.limits == TriggerLimits(None, None, 15 * 60 * 1000)
+    assert (batch.offset_fetch_attempts, batch.offset_retry_interval_ms) == (3, 1000)
 
 
 def test_keys_are_case_insensitive_and_values_parsed() -> None:
@@ -47,11 +51,11 @@ def test_keys_are_case_insensitive_and_values_parsed() -> None:
         streaming=True,
     )
     assert opts.bootstrap_servers == "h:1,g:2"
-    assert opts.subscription == SubscribePattern("web-.*")
-    assert opts.subscription.matches("web-clicks") and not opts.subscription.matches("xweb-clicks")
+    assert opts.subscription == SubscribePattern("web-.*", "web-.*")
+    assert opts.subscription.matches("web-clicks") and not opts.subscription.matches("clicks")
     assert opts.starting == EarliestOffsets()
     assert opts.include_headers and not opts.fail_on_data_loss
-    assert (opts.min_partitions, opts.max_offsets_per_trigger) == (8, 500)
+    assert (opts.min_partitions, opts.limits.max_offsets) == (8, 500)
 
 
 def test_subscribe_and_assign_forms() -> None:
@@ -107,7 +111,23 @@ def test_per_partition_offsets_and_timestamps() -> None:
         ({"startingOffsets": '{"t": {"0": -1}}'}, False, "cannot use -1"),
         ({"endingOffsets": '{"t": {"0": -2}}'}, False, "cannot use -2"),
         ({"endingOffsets": "latest"}, True, "not allowed in a streaming query"),
-        ({"maxOffsetsPerTrigger": "10"}, False, "only for streaming"),
+        ({"endingTimestamp": "10"}, True, "not allowed in a streaming query"),
+        ({"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, True, "higher than"),
+        ({"maxTriggerDelay": "soon"}, True, "'maxTriggerDelay' must be a duration"),
+        ({"fetchOffset.numRetries": "0"}, True, "'fetchOffset.numRetries' must be a positive integer"),
+        (
+            {"fetchOffset.retryIntervalMs": "-1"},
+            True,
+            "'fetchOffset.retryIntervalMs' must be an integer >= 0",
+        ),
+        ({"maxRecordsPerPartition": "0"}, False, "'maxRecordsPerPartition' must be a positive"),
+        ({"startingOffsets": '{"t": {"0": 9}}', "endingOffsets": '{"t": {"0": 5}}'}, False, "is after"),
+        ({"startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"u": {"0": 5}}'}, False, "different"),
+        ({"subscribePattern": "[a-z&&[^e]]", "subscribe": None}, True, "intersection"),
+        ({"kafka.isolation.level": "read_committed"}, True, "read_uncommitted only"),
+        ({"kafka.max.poll.records": "x"}, True, "'kafka.max.poll.records' must be a positive integer"),
+        ({"kafka.acks": "all"}, True, "'kafka.acks' is not supported: the source does not implement"),
+        ({"kafka.session.timeout.ms": "10"}, False, "'kafka.session.timeout.ms' is not supported"),
         ({"maxOffsetsPerTrigger": "0"}, True, "positive integer"),
         ({"minPartitions": "many"}, True, "positive integer"),
         ({"failOnDataLoss": "yes"}, True, "'true' or 'false'"),
@@ -116,33 +136,134 @@ def test_per_partition_offsets_and_timestamps() -> None:
         ({"subscribePattern": "(", "subscribe": None}, True, "not a valid pattern"),
         ({"startingOffsetsByTimestampStrategy": "skip"}, True, "'error' or 'latest'"),
         ({"kafka.bootstrap.servers": ""}, True, "must be specified"),
-        ({"kafka.group.id": "g"}, True, "'kafka.group.id' is not supported"),
         ({"kafka.auto.offset.reset": "earliest"}, True, "set the source option 'startingOffsets'"),
-        ({"kafka.security.protocol": "SASL_SSL"}, True, "only PLAINTEXT"),
-        ({"kafka.ssl.truststore.location": "/x"}, False, "only PLAINTEXT"),
+        (
+            {"kafka.security.protocol": "SASL_SSL"},
+            True,
+            "'kafka.security.protocol' is 'SASL_SSL': only PLAINTEXT",
+        ),
+        ({"kafka.ssl.truststore.location": "/x"}, False, "'kafka.ssl.truststore.location' is not supported"),
     ],
 )
 def test_bad_options_are_refused_naming_the_option(extra: dict, streaming: bool, message: str) -> None:
     options = {k: v for k, v in {**BASE, **extra}.items() if v is not None}
-    with pytest.raises(OptionError, match=message):
+    with pytest.raises(OptionError, match=re.escape(message)):
         parse_source_options(options, streaming=streaming)
 
 
-def test_other_kafka_options_are_accepted() -> None:
+def test_kafka_client_settings_take_effect() -> None:
     opts = parse_source_options(
-        {**BASE, "kafka.fetch.max.bytes": "1", "kafka.security.protocol": "plaintext"}, streaming=True
+        {
+            **BASE,
+            "kafka.fetch.max.bytes": "4096",
+            "kafka.max.partition.fetch.bytes": "65536",
+            "kafka.max.poll.records": "100",
+            "kafka.isolation.level": "read_uncommitted",
+            "kafka.security.protocol": "plaintext",
+            "kafka.request.timeout.ms": "5000",
+        },
+        streaming=True,
     )
-    assert opts.bootstrap_servers == "h:9092"
+    assert (opts.fetch_max_bytes, opts.max_poll_records, opts.client.timeout_s) == (4096, 100, 5.0)
     assert include_headers({"INCLUDEHEADERS": "true"}) and not include_headers({})
+
+
+def test_group_id_and_prefix_name_the_connections() -> None:
+    fixed = parse_source_options({**BASE, "kafka.group.id": "etl"}, streaming=True)
+    assert (fixed.group_id, fixed.client.client_id) == ("etl", "consumer-etl")
+    prefixed = parse_source_options({**BASE, "groupIdPrefix": "nightly"}, streaming=False)
+    assert (
+        prefixed.group_id.startswith("nightly-")
+        and prefixed.client.client_id == f"consumer-{prefixed.group_id}"
+    )
+    assert parse_source_options(BASE, streaming=True).group_id.startswith("spark-kafka-source-")
+    assert parse_source_options(BASE, streaming=False).group_id.startswith("spark-kafka-relation-")
+    named = parse_source_options({**BASE, "kafka.group.id": "etl", "kafka.client.id": "me"}, streaming=True)
+    assert named.client.client_id == "me"
+
+
+def test_the_global_timestamp_wins_as_in_spark() -> None:
+    opts = parse_source_options(
+        {
+            **BASE,
+            "startingTimestamp": "5",
+            "startingOffsetsByTimestamp": '{"t": {"0": 7}}',
+            "startingOffsets": "earliest",
+            "endingOffsetsByTimestamp": '{"t": {"0": 9}}',
+            "endingOffsets": "latest",
+        },
+        streaming=False,
+    )
+    assert opts.starting == GlobalTimestamp(5)
+    assert opts.ending == TimestampOffsets(((TopicPartition("t", 0), 9),))
+
+
+def test_trigger_limits_and_batch_leniency() -> None:
+    stream = parse_source_options(
+        {**BASE, "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "50", "maxTriggerDelay": "2s"},
+        streaming=True,
+    )
+    assert stream.limits == TriggerLimits(50, 10, 2000)
+    assert (
+        parse_source_options({**BASE, "maxTriggerDelay": "1min"}, streaming=True).limits.max_delay_ms
+        == 60_000
+    )
+    assert parse_source_options({**BASE, "maxTriggerDelay": "250"}, streaming=True).limits.max_delay_ms == 250
+    batch = parse_source_options(
+        {**BASE, "maxOffsetsPerTrigger": "5", "minOffsetsPerTrigger": "1"}, streaming=False
+    )
+    assert batch.limits.max_offsets == 5
+
+
+@pytest.mark.parametrize(
+    ("java", "python", "topic", "matches"),
+    [
+        (r"\Qweb.log\E", r"web\.log", "web-log", False),
+        (r"\p{Alpha}+-\p{Digit}+", r"[a-zA-Z]+-[0-9]+", "events-42", True),
+        (r"[\p{Lower}_]+\z", r"[a-z_]+\Z", "x.clicks_raw", True),
+        (r"(?<env>prod|dev)-\k<env>", r"(?P<env>prod|dev)-(?P=env)", "prod-prod", True),
+        (r"^orders$", r"^orders$", "orders-v2", False),
+        (r"orders", r"orders", "orders-v2", True),
+    ],
+)
+def test_subscribe_pattern_is_translated_from_java(java: str, python: str, topic: str, matches: bool) -> None:
+    opts = parse_source_options({"kafka.bootstrap.servers": "h:1", "subscribePattern": java}, streaming=True)
+    assert isinstance(opts.subscription, SubscribePattern)
+    assert opts.subscription.python_pattern == python
+    assert opts.subscription.matches(topic) is matches
 
 
 def test_sink_options() -> None:
     sink = parse_sink_options(
-        {"kafka.bootstrap.servers": "h:1", "topic": "out", "kafka.compression.type": "lz4"}
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "topic": "out",
+            "kafka.compression.type": "lz4",
+            "kafka.acks": "1",
+            "kafka.linger.ms": "0",
+            "kafka.batch.size": "1000",
+            "kafka.buffer.memory": "2000",
+            "kafka.client.id": "loader",
+        }
     )
-    assert (sink.topic, sink.compression) == ("out", CompressionType.LZ4)
-    assert parse_sink_options({"kafka.bootstrap.servers": "h:1"}).topic is None
-    with pytest.raises(OptionError, match="'kafka.value.serializer' is not supported"):
-        parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.value.serializer": "x"})
-    with pytest.raises(OptionError, match="compression"):
-        parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "brotli"})
+    assert (sink.topic, sink.compression, sink.acks, sink.linger_ms) == ("out", CompressionType.LZ4, 1, 0)
+    assert (sink.batch_bytes, sink.buffer_bytes, sink.client.client_id) == (1000, 2000, "loader")
+    plain = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
+    assert (plain.topic, plain.acks, plain.linger_ms) == (None, -1, None)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"kafka.value.serializer": "x"}, "'kafka.value.serializer' is not supported"),
+        ({"kafka.compression.type": "brotli"}, "compression"),
+        ({"kafka.acks": "0"}, "'kafka.acks' = 0 is not supported"),
+        ({"kafka.partitioner.class": "x.Y"}, "'kafka.partitioner.class' is not supported: a partitioner"),
+        ({"kafka.enable.idempotence": "true"}, "'kafka.enable.idempotence' is not supported: the sink"),
+        ({"kafka.max.poll.records": "5"}, "'kafka.max.poll.records' is not supported: the sink"),
+        ({"topic": " "}, "'topic' is empty"),
+    ],
+)
+def test_bad_sink_options_are_refused_naming_the_option(extra: dict, message: str) -> None:
+    with pytest.raises(OptionError, match=re.escape(message)):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", **extra})

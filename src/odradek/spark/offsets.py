@@ -8,8 +8,9 @@ Owns:
 - `OffsetRange`: one partition's [from_offset, until_offset) - the unit of one Spark task;
 - the pure planning rules, with Spark's Kafka source semantics: `plan_ranges` (start/end offsets to
   ranges, reporting data loss: vanished partitions, offsets that went backwards, new partitions that
-  do not start at 0), `split_ranges` (`minPartitions`), `rate_limit` (`maxOffsetsPerTrigger`,
-  prorated by each partition's backlog, never starving a small one).
+  do not start at 0), `split_ranges` (`minPartitions`, `maxRecordsPerPartition`), `rate_limit`
+  (`maxOffsetsPerTrigger`, prorated by each partition's backlog, never starving a small one),
+  `backlog` (the new records `minOffsetsPerTrigger` compares with).
 
 No I/O here. Callers: odradek.spark.source, odradek.pipeline, tests.
 """
@@ -92,20 +93,22 @@ def plan_ranges(
     return ranges, losses
 
 
-def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Drop empty ranges; when fewer than `min_partitions` remain, cut the big ones in pieces.
+def split_ranges(
+    ranges: Iterable[OffsetRange], min_partitions: int | None, max_records: int | None = None
+) -> list[OffsetRange]:
+    """Drop empty ranges; when fewer than `min_partitions` remain, cut the big ones in pieces; then
+    cut every piece longer than `max_records` (`maxRecordsPerPartition`) into equal pieces.
 
-    Each range gets round(size / total * min_partitions) pieces (at least one) of near-equal size,
-    so the resulting count is close to `min_partitions` and a big partition is read by several tasks.
+    For `min_partitions` each range gets round(size / total * min_partitions) pieces (at least one)
+    of near-equal size, so the resulting count is close to `min_partitions` and a big partition is
+    read by several tasks.
     """
-    nonempty = [r for r in ranges if r.size > 0]
-    if min_partitions is None or len(nonempty) >= min_partitions:
-        return nonempty
-    total = sum(r.size for r in nonempty)
-    pieces: list[OffsetRange] = []
-    for r in nonempty:
-        parts = max(round(r.size / total * min_partitions), 1)
-        pieces.extend(_cut(r, parts))
+    pieces = [r for r in ranges if r.size > 0]
+    if min_partitions is not None and len(pieces) < min_partitions:
+        total = sum(r.size for r in pieces)
+        pieces = [p for r in pieces for p in _cut(r, max(round(r.size / total * min_partitions), 1))]
+    if max_records is not None:
+        pieces = [p for r in pieces for p in _cut(r, math.ceil(r.size / max_records))]
     return pieces
 
 
@@ -119,6 +122,12 @@ def _cut(r: OffsetRange, parts: int) -> list[OffsetRange]:
             result.append(OffsetRange(r.topic_partition, begin, begin + length))
         begin += length
     return result
+
+
+def backlog(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int]) -> int:
+    """How many offsets lie between `start` and `latest` (a partition missing from `start` counts
+    from 0, as in Spark's `minOffsetsPerTrigger` check)."""
+    return sum(end - start.get(tp, 0) for tp, end in latest.items())
 
 
 def rate_limit(

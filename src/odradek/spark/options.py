@@ -1,40 +1,50 @@
-"""Options of the `odradek` Spark data source, parsed into values.
+"""Options of the `odradek` Spark data source and sink, parsed into values.
 
 Owns the option names and their meanings, which are those of Spark's Kafka source and sink so that
-existing Spark code ports by renaming the format: `kafka.bootstrap.servers`, exactly one of
-`subscribe` / `subscribePattern` / `assign`, `startingOffsets` / `endingOffsets` ("earliest",
-"latest", or per-partition JSON where -2 means earliest and -1 latest),
-`startingOffsetsByTimestamp` / `endingOffsetsByTimestamp` (per-partition JSON of epoch milliseconds),
-`startingTimestamp` / `endingTimestamp` (one timestamp for every partition),
-`startingOffsetsByTimestampStrategy` ("error" or "latest"), `maxOffsetsPerTrigger`, `minPartitions`,
-`failOnDataLoss`, `includeHeaders`, `kafkaConsumer.pollTimeoutMs`, and for the sink `topic` and
-`kafka.compression.type`.
+existing Spark code ports by renaming the format (docs/spark.md has the table):
+- source: `kafka.bootstrap.servers`, exactly one of `subscribe` / `subscribePattern` (a Java regex,
+  translated by odradek.spark.java_regex) / `assign`; `startingTimestamp`, then
+  `startingOffsetsByTimestamp`, then `startingOffsets` (the first one given wins, as in Spark), and
+  the same three for the end; `startingOffsetsByTimestampStrategy`; `maxOffsetsPerTrigger`,
+  `minOffsetsPerTrigger`, `maxTriggerDelay` (streaming; accepted and unused in batch, as in Spark);
+  `minPartitions`, `maxRecordsPerPartition`, `failOnDataLoss`, `includeHeaders`,
+  `kafkaConsumer.pollTimeoutMs`, `fetchOffset.numRetries`, `fetchOffset.retryIntervalMs`,
+  `groupIdPrefix`;
+- sink: `kafka.bootstrap.servers`, `topic`;
+- `kafka.*` keys: the ones this client honours (`_SOURCE_KAFKA_KEYS`, `_SINK_KAFKA_KEYS`) take
+  effect; every other one is refused by name with the reason, so no Kafka client setting is
+  silently ignored. TLS/SASL settings are refused (the client speaks PLAINTEXT only).
 
-Other `kafka.*` options are accepted and ignored, except those this client cannot honour (TLS/SASL
-settings, consumer groups, (de)serializers, `auto.offset.reset`), which are refused, as Spark refuses
-the last three.
+Invariants: option keys are case-insensitive (Spark lower-cases them); every bad value raises
+OptionError naming the option. `parse_source_options(streaming=None)` checks everything that does
+not depend on the kind of query (run at `load()`); True/False add the batch or streaming rules.
+Values are frozen dataclasses so they pickle to executors unchanged.
 
-Invariants: option keys are case-insensitive (Spark lower-cases them); every bad value is refused here,
-at planning time on the driver, with a message naming the option. Values are frozen dataclasses so
-they pickle to executors unchanged.
-
-Callers: odradek.spark.source (driver side) and tests.
+Callers: odradek.spark.source, reader, writer (driver side) and tests.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from odradek.client.types import TopicPartition
 from odradek.protocol.records.compression import CompressionType
+from odradek.spark.java_regex import JavaRegexError, to_python_regex
+
+log = logging.getLogger(__name__)
 
 EARLIEST = -2
 LATEST = -1
 
 _DEFAULT_POLL_TIMEOUT_MS = 120_000
+_DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+_DEFAULT_FETCH_MAX_BYTES = 8 << 20
+_DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 
 
 class OptionError(ValueError):
@@ -50,12 +60,18 @@ class Subscribe:
 
 @dataclass(frozen=True, slots=True)
 class SubscribePattern:
-    """`subscribePattern`: every topic whose whole name matches the regular expression."""
+    """`subscribePattern`: every topic in whose name the (Java) regular expression finds a match.
+
+    `pattern` is the Java text as given; `python_pattern` its translation (odradek.spark.java_regex).
+    Like Spark's source (which lists topics and keeps those where the regex `findFirstIn` the name),
+    the match may be anywhere in the name: anchor it with ^...$ to match whole names.
+    """
 
     pattern: str
+    python_pattern: str
 
     def matches(self, topic: str) -> bool:
-        return re.fullmatch(self.pattern, topic) is not None
+        return re.search(self.python_pattern, topic) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,29 +125,69 @@ OffsetSpec = EarliestOffsets | LatestOffsets | SpecificOffsets | TimestampOffset
 
 
 @dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """How the source's or sink's connections are made: where to, the client id they announce
+    (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise) and the
+    request timeout (`kafka.request.timeout.ms`)."""
+
+    bootstrap_servers: str
+    client_id: str
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerLimits:
+    """Admission control of a stream: `maxOffsetsPerTrigger`, and `minOffsetsPerTrigger` with
+    `maxTriggerDelay` (a trigger with fewer new records waits, but never longer than the delay)."""
+
+    max_offsets: int | None = None
+    min_offsets: int | None = None
+    max_delay_ms: int = _DEFAULT_MAX_TRIGGER_DELAY_MS
+
+
+@dataclass(frozen=True, slots=True)
 class SourceOptions:
     """Everything a read (batch or streaming) needs, validated."""
 
-    bootstrap_servers: str
+    client: ClientSettings
     subscription: Subscription
     starting: OffsetSpec
     ending: OffsetSpec
+    group_id: str
     fail_on_data_loss: bool = True
     include_headers: bool = False
     min_partitions: int | None = None
-    max_offsets_per_trigger: int | None = None
+    max_records_per_partition: int | None = None
+    limits: TriggerLimits = TriggerLimits()
     timestamp_not_found_latest: bool = False
     poll_timeout_ms: int = _DEFAULT_POLL_TIMEOUT_MS
+    offset_fetch_attempts: int = 3
+    offset_retry_interval_ms: int = 1000
+    max_poll_records: int | None = None
+    fetch_max_bytes: int = _DEFAULT_FETCH_MAX_BYTES
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.client.bootstrap_servers
 
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
-    """Everything a write needs: where to connect, the topic that overrides the `topic` column, and
-    the batch compression (`kafka.compression.type`)."""
+    """Everything a write needs: the connection, the topic that overrides the `topic` column, and
+    the producer settings (`kafka.acks`, `kafka.compression.type`, `kafka.linger.ms`,
+    `kafka.batch.size`, `kafka.buffer.memory`)."""
 
-    bootstrap_servers: str
+    client: ClientSettings
     topic: str | None = None
     compression: CompressionType = CompressionType.NONE
+    acks: int = -1
+    linger_ms: int | None = None
+    batch_bytes: int = 512 << 10
+    buffer_bytes: int = 8 << 20
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.client.bootstrap_servers
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -147,17 +203,40 @@ def _bool(opts: dict[str, str], name: str, default: bool) -> bool:
     raise OptionError(f"option '{name}' must be 'true' or 'false', got {raw!r}")
 
 
-def _positive_int(opts: dict[str, str], name: str) -> int | None:
+def _int(opts: dict[str, str], name: str, *, minimum: int = 1, default: int | None = None) -> int | None:
     raw = opts.get(name.lower())
     if raw is None:
-        return None
+        return default
+    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     try:
-        value = int(raw)
+        value = int(raw.strip())
     except ValueError:
-        raise OptionError(f"option '{name}' must be a positive integer, got {raw!r}") from None
-    if value <= 0:
-        raise OptionError(f"option '{name}' must be a positive integer, got {raw!r}")
+        raise OptionError(f"option '{name}' must be {what}, got {raw!r}") from None
+    if value < minimum:
+        raise OptionError(f"option '{name}' must be {what}, got {raw!r}")
     return value
+
+
+_TIME_UNITS_MS = {
+    "us": 0.001,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+
+
+def _duration_ms(opts: dict[str, str], name: str, default: int) -> int:
+    """A Spark time string (`15m`, `30s`, `500ms`; a bare number is milliseconds)."""
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    match = re.fullmatch(r"(\d+)\s*([a-z]*)", raw.strip().lower())
+    if match is None or match.group(2) not in ("", *_TIME_UNITS_MS):
+        raise OptionError(f"option '{name}' must be a duration such as '15m', '30s' or '500ms', got {raw!r}")
+    return int(int(match.group(1)) * _TIME_UNITS_MS.get(match.group(2) or "ms", 1))
 
 
 def bootstrap_servers(options: Mapping[str, str]) -> str:
@@ -204,14 +283,21 @@ def _subscription(opts: dict[str, str]) -> Subscription:
             raise OptionError(f"option 'subscribe' names no topic: {raw!r}")
         return Subscribe(topics)
     if given[0] == "subscribepattern":
-        if not raw:
-            raise OptionError("option 'subscribePattern' is empty")
-        try:
-            re.compile(raw)
-        except re.error as exc:
-            raise OptionError(f"option 'subscribePattern' is not a valid pattern: {exc}") from None
-        return SubscribePattern(raw)
+        return _pattern(raw)
     return Assign(_assignment(raw))
+
+
+def _pattern(raw: str) -> SubscribePattern:
+    if not raw:
+        raise OptionError("option 'subscribePattern' is empty")
+    try:
+        translated = to_python_regex(raw)
+        re.compile(translated)
+    except JavaRegexError as exc:
+        raise OptionError(f"option 'subscribePattern': {exc}") from None
+    except re.error as exc:
+        raise OptionError(f"option 'subscribePattern' is not a valid pattern: {exc}") from None
+    return SubscribePattern(raw, translated)
 
 
 def _assignment(raw: str) -> tuple[TopicPartition, ...]:
@@ -226,16 +312,16 @@ def _assignment(raw: str) -> tuple[TopicPartition, ...]:
 
 
 def _offset_spec(opts: dict[str, str], side: str, default: OffsetSpec) -> OffsetSpec:
-    """Resolve `<side>OffsetsByTimestamp`, `<side>Timestamp` then `<side>Offsets`, in Spark's order."""
-    by_timestamp = opts.get(f"{side}offsetsbytimestamp")
-    if by_timestamp is not None:
-        return TimestampOffsets(parse_partition_map(f"{side}OffsetsByTimestamp", by_timestamp))
+    """`<side>Timestamp`, else `<side>OffsetsByTimestamp`, else `<side>Offsets`: Spark's preference."""
     global_ts = opts.get(f"{side}timestamp")
     if global_ts is not None:
         try:
-            return GlobalTimestamp(int(global_ts))
+            return GlobalTimestamp(int(global_ts.strip()))
         except ValueError:
             raise OptionError(f"option '{side}Timestamp' must be epoch milliseconds: {global_ts!r}") from None
+    by_timestamp = opts.get(f"{side}offsetsbytimestamp")
+    if by_timestamp is not None:
+        return TimestampOffsets(parse_partition_map(f"{side}OffsetsByTimestamp", by_timestamp))
     raw = opts.get(f"{side}offsets")
     if raw is None:
         return default
@@ -256,6 +342,21 @@ def _check_batch_bounds(starting: OffsetSpec, ending: OffsetSpec) -> None:
         raise OptionError("option 'startingOffsets' for a batch query cannot use -1 (latest)")
     if isinstance(ending, SpecificOffsets) and EARLIEST in ending.as_dict().values():
         raise OptionError("option 'endingOffsets' for a batch query cannot use -2 (earliest)")
+    if type(starting) is type(ending) and isinstance(starting, SpecificOffsets | TimestampOffsets):
+        _check_start_before_end(starting.as_dict(), ending.as_dict())  # type: ignore[union-attr]
+
+
+def _check_start_before_end(start: dict[TopicPartition, int], end: dict[TopicPartition, int]) -> None:
+    if set(start) != set(end):
+        raise OptionError(
+            "the starting and ending options name different partitions:"
+            f" {sorted(map(str, start))} and {sorted(map(str, end))}"
+        )
+    for tp, first in sorted(start.items()):
+        if first > end[tp] >= 0 and first >= 0:
+            raise OptionError(
+                f"the starting offset/timestamp {first} of {tp} is after its ending one {end[tp]}"
+            )
 
 
 def _timestamp_strategy(opts: dict[str, str]) -> bool:
@@ -267,29 +368,100 @@ def _timestamp_strategy(opts: dict[str, str]) -> bool:
     return strategy == "latest"
 
 
-_REFUSED_CONSUMER_OPTIONS = {
-    "kafka.group.id": "offsets are tracked by Spark's checkpoint, not by a consumer group",
-    "kafka.auto.offset.reset": "set the source option 'startingOffsets' instead",
-    "kafka.key.deserializer": "keys are always returned as binary; cast them in the query",
-    "kafka.value.deserializer": "values are always returned as binary; cast them in the query",
-    "kafka.enable.auto.commit": "offsets are tracked by Spark's checkpoint, not by a consumer group",
-    "kafka.interceptor.classes": "there is no Java consumer to intercept",
+def _trigger_limits(opts: dict[str, str]) -> TriggerLimits:
+    limits = TriggerLimits(
+        max_offsets=_int(opts, "maxOffsetsPerTrigger"),
+        min_offsets=_int(opts, "minOffsetsPerTrigger"),
+        max_delay_ms=_duration_ms(opts, "maxTriggerDelay", _DEFAULT_MAX_TRIGGER_DELAY_MS),
+    )
+    if limits.min_offsets and limits.max_offsets and limits.min_offsets > limits.max_offsets:
+        raise OptionError(
+            f"option 'minOffsetsPerTrigger' ({limits.min_offsets}) is higher than"
+            f" 'maxOffsetsPerTrigger' ({limits.max_offsets})"
+        )
+    return limits
+
+
+# -- kafka.* keys -----------------------------------------------------------------------------------
+
+_COMMON_KAFKA_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id", "request.timeout.ms"})
+_SOURCE_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
+    "group.id",
+    "isolation.level",
+    "max.poll.records",
+    "fetch.max.bytes",
+    "max.partition.fetch.bytes",
 }
-_REFUSED_PRODUCER_OPTIONS = {
-    "kafka.key.serializer": "write keys as string or binary columns",
-    "kafka.value.serializer": "write values as string or binary columns",
+_SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
+    "acks",
+    "compression.type",
+    "linger.ms",
+    "batch.size",
+    "buffer.memory",
+}
+
+_REFUSED_CONSUMER_KEYS = {
+    "auto.offset.reset": "set the source option 'startingOffsets' to 'earliest' or 'latest' instead",
+    "key.deserializer": "keys are always returned as binary; deserialize them with DataFrame operations",
+    "value.deserializer": "values are always returned as binary; deserialize them with DataFrame operations",
+    "enable.auto.commit": "offsets are tracked in Spark's checkpoint, never committed to a group",
+    "interceptor.classes": "interceptors could change records, so they are not safe here",
+}
+_REFUSED_PRODUCER_KEYS = {
+    "key.serializer": "write keys as string or binary columns",
+    "value.serializer": "write values as string or binary columns",
+    "partitioner.class": "a partitioner is a Java class; set a 'partition' column to choose partitions",
 }
 
 
-def _check_connection_options(opts: dict[str, str], refused: dict[str, str]) -> None:
-    """Refuse Kafka client options this source cannot honour (it speaks PLAINTEXT only)."""
-    for name, advice in refused.items():
-        if name in opts:
-            raise OptionError(f"option '{name}' is not supported: {advice}")
+def _check_kafka_keys(
+    opts: dict[str, str], role: str, honoured: frozenset[str], refused: dict[str, str]
+) -> None:
+    """Refuse every `kafka.*` key this client does not honour, naming it and saying why."""
+    for key in sorted(k for k in opts if k.startswith("kafka.")):
+        name = key.removeprefix("kafka.")
+        if name in refused:
+            raise OptionError(f"option '{key}' is not supported: {refused[name]}")
+        if name.startswith(("ssl.", "sasl.")):
+            raise OptionError(f"option '{key}' is not supported: only PLAINTEXT connections are supported")
+        if name not in honoured:
+            raise OptionError(
+                f"option '{key}' is not supported: the {role} does not implement the Kafka setting"
+                f" '{name}' (it honours {', '.join('kafka.' + k for k in sorted(honoured))})"
+            )
     protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
-    secured = [k for k in opts if k.startswith(("kafka.ssl.", "kafka.sasl."))]
-    if protocol != "PLAINTEXT" or secured:
-        raise OptionError("only PLAINTEXT connections are supported (no TLS or SASL options)")
+    if protocol != "PLAINTEXT":
+        raise OptionError(
+            f"option 'kafka.security.protocol' is {protocol!r}: only PLAINTEXT connections are supported"
+        )
+
+
+def _client_settings(opts: dict[str, str], default_client_id: str) -> ClientSettings:
+    timeout_ms = _int(opts, "kafka.request.timeout.ms", default=_DEFAULT_REQUEST_TIMEOUT_MS)
+    client_id = opts.get("kafka.client.id", "").strip() or default_client_id
+    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000)
+
+
+def _group_id(opts: dict[str, str], streaming: bool | None) -> str:
+    """`kafka.group.id`, else `<groupIdPrefix>-<random>`, with Spark's default prefixes."""
+    group = opts.get("kafka.group.id", "").strip()
+    if group:
+        if "groupidprefix" in opts:
+            log.warning("option 'groupIdPrefix' is ignored because 'kafka.group.id' is set")
+        return group
+    default = "spark-kafka-source" if streaming else "spark-kafka-relation"
+    return f"{opts.get('groupidprefix', default).strip() or default}-{uuid.uuid4()}"
+
+
+def _isolation_level(opts: dict[str, str]) -> None:
+    level = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
+    if level == "read_committed":
+        raise OptionError(
+            "option 'kafka.isolation.level' = 'read_committed' is not supported: odradek's client reads"
+            " read_uncommitted only"
+        )
+    if level != "read_uncommitted":
+        raise OptionError(f"option 'kafka.isolation.level' must be 'read_uncommitted', got {level!r}")
 
 
 def include_headers(options: Mapping[str, str]) -> bool:
@@ -297,46 +469,79 @@ def include_headers(options: Mapping[str, str]) -> bool:
     return _bool(_lower(options), "includeHeaders", False)
 
 
-def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
-    """Validate the options of `spark.read` (streaming=False) or `spark.readStream` (True)."""
+def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) -> SourceOptions:
+    """Validate the options of `spark.read` (streaming=False), `spark.readStream` (True) or either
+    (None: only the rules common to both, as at `load()`)."""
     opts = _lower(options)
-    _check_connection_options(opts, _REFUSED_CONSUMER_OPTIONS)
+    _check_kafka_keys(opts, "source", _SOURCE_KAFKA_KEYS, _REFUSED_CONSUMER_KEYS)
+    _isolation_level(opts)
     starting = _offset_spec(opts, "starting", LatestOffsets() if streaming else EarliestOffsets())
     ending = _offset_spec(opts, "ending", LatestOffsets())
     if streaming:
         for name in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp"):
             if name.lower() in opts:
                 raise OptionError(f"option '{name}' is not allowed in a streaming query")
-    else:
-        if "maxoffsetspertrigger" in opts:
-            raise OptionError("option 'maxOffsetsPerTrigger' is only for streaming queries")
+    elif streaming is False:
         _check_batch_bounds(starting, ending)
+    group_id = _group_id(opts, streaming)
+    fetch_limits = [_int(opts, name) for name in ("kafka.fetch.max.bytes", "kafka.max.partition.fetch.bytes")]
     return SourceOptions(
-        bootstrap_servers=bootstrap_servers(opts),
+        client=_client_settings(opts, f"consumer-{group_id}"),
         subscription=_subscription(opts),
         starting=starting,
         ending=ending,
+        group_id=group_id,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
-        min_partitions=_positive_int(opts, "minPartitions"),
-        max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
+        min_partitions=_int(opts, "minPartitions"),
+        max_records_per_partition=_int(opts, "maxRecordsPerPartition"),
+        limits=_trigger_limits(opts),
         timestamp_not_found_latest=_timestamp_strategy(opts),
-        poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or _DEFAULT_POLL_TIMEOUT_MS,
+        poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", default=_DEFAULT_POLL_TIMEOUT_MS),
+        offset_fetch_attempts=_int(opts, "fetchOffset.numRetries", default=3),
+        offset_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", minimum=0, default=1000),
+        max_poll_records=_int(opts, "kafka.max.poll.records"),
+        fetch_max_bytes=min([limit for limit in fetch_limits if limit] or [_DEFAULT_FETCH_MAX_BYTES]),
     )
+
+
+def _acks(opts: dict[str, str]) -> int:
+    raw = opts.get("kafka.acks", "all").strip().lower()
+    if raw in ("all", "-1"):
+        return -1
+    if raw == "1":
+        return 1
+    if raw == "0":
+        raise OptionError(
+            "option 'kafka.acks' = 0 is not supported: the sink checks every write (use 1 or all)"
+        )
+    raise OptionError(f"option 'kafka.acks' must be all, -1 or 1, got {raw!r}")
+
+
+def _compression(opts: dict[str, str]) -> CompressionType:
+    codec = opts.get("kafka.compression.type", "none")
+    try:
+        return CompressionType.from_name(codec.strip())
+    except ValueError:
+        raise OptionError(
+            f"option 'kafka.compression.type' must be none, gzip, snappy, lz4 or zstd, got {codec!r}"
+        ) from None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate the options of `df.write` / `df.writeStream`."""
     opts = _lower(options)
-    _check_connection_options(opts, _REFUSED_PRODUCER_OPTIONS)
+    _check_kafka_keys(opts, "sink", _SINK_KAFKA_KEYS, _REFUSED_PRODUCER_KEYS)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")
-    codec = opts.get("kafka.compression.type", "none")
-    try:
-        compression = CompressionType.from_name(codec.strip())
-    except ValueError:
-        raise OptionError(
-            f"option 'kafka.compression.type' must be none, gzip, snappy, lz4 or zstd, got {codec!r}"
-        ) from None
-    return SinkOptions(bootstrap_servers(opts), topic.strip() if topic else None, compression)
+    defaults = SinkOptions(ClientSettings("", "", 0))
+    return SinkOptions(
+        client=_client_settings(opts, "odradek-spark-sink"),
+        topic=topic.strip() if topic else None,
+        compression=_compression(opts),
+        acks=_acks(opts),
+        linger_ms=_int(opts, "kafka.linger.ms", minimum=0),
+        batch_bytes=_int(opts, "kafka.batch.size", default=defaults.batch_bytes),
+        buffer_bytes=_int(opts, "kafka.buffer.memory", default=defaults.buffer_bytes),
+    )

@@ -2,8 +2,14 @@
 
 Owns the translation of parsed options (odradek.spark.options) into concrete per-partition offsets
 by asking the broker (Metadata, ListOffsets through odradek.client), with Spark's Kafka source rules:
-- `subscribe` covers every partition of the named topics that exist; `subscribePattern` every
-  partition of every non-internal topic whose name matches; `assign` exactly the given partitions;
+- `subscribe` covers every partition of the named topics, and a named topic that does not exist
+  fails the read (`UnknownTopicError`), as Spark's source does; `subscribePattern` covers every
+  partition of every non-internal topic whose name the pattern finds a match in; `assign` the given
+  partitions that exist, and fails when an assigned topic does not exist;
+- the broker calls that resolve offsets are attempted `fetchOffset.numRetries` times,
+  `fetchOffset.retryIntervalMs` apart, before the last error fails the query (`with_retries`);
+- in a batch read a starting offset after its ending offset fails the read whatever
+  `failOnDataLoss` says (`check_batch_ranges`), as Spark's batch source does;
 - per-partition JSON offsets and timestamps must name exactly the partitions the subscription
   covers; -2 resolves to the log start offset, -1 to the high watermark;
 - a timestamp with no offset at or after it fails the query when starting (unless
@@ -17,10 +23,13 @@ Callers: odradek.spark.source (driver side only; never in executors).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from odradek.client import KafkaClient
 from odradek.client.types import TopicPartition
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.spark.offsets import PartitionOffsets
 from odradek.spark.options import (
     EARLIEST,
@@ -31,11 +40,14 @@ from odradek.spark.options import (
     LatestOffsets,
     OffsetSpec,
     OptionError,
+    SourceOptions,
     SpecificOffsets,
     Subscribe,
     Subscription,
     TimestampOffsets,
 )
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +63,53 @@ class DataLossError(RuntimeError):
     """Records the query should have read are gone (and `failOnDataLoss` is true)."""
 
 
+class UnknownTopicError(KafkaError):
+    """A topic named by `subscribe` or `assign` does not exist."""
+
+    def __init__(self, topics: Iterable[str], option: str) -> None:
+        names = ", ".join(repr(t) for t in sorted(topics))
+        super().__init__(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {names} of option '{option}' does not exist"
+        )
+
+
+class OffsetRangeError(RuntimeError):
+    """A batch read's starting offset is after its ending offset."""
+
+
+def client_for(options: SourceOptions) -> KafkaClient:
+    """A driver-side client with the read's connection settings."""
+    settings = options.client
+    return KafkaClient(settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s)
+
+
+def with_retries(options: SourceOptions, body: Callable[[KafkaClient], T]) -> T:
+    """Run `body` with a fresh client, up to `fetchOffset.numRetries` times on broker errors."""
+    for attempt in range(1, options.offset_fetch_attempts + 1):
+        try:
+            with client_for(options) as client:
+                return body(client)
+        except (KafkaError, OSError) as exc:
+            if attempt == options.offset_fetch_attempts:
+                raise
+            log.warning(
+                "attempt %d of %d to get offsets failed: %s", attempt, options.offset_fetch_attempts, exc
+            )
+            time.sleep(options.offset_retry_interval_ms / 1000)
+    raise AssertionError("unreachable: offset_fetch_attempts is positive")
+
+
+def check_batch_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> None:
+    """Fail a batch read whose start is past its end on some partition (Spark's wording)."""
+    for tp in sorted(start):
+        if tp in end and start[tp] > end[tp]:
+            raise OffsetRangeError(
+                f"Beginning offset {start[tp]} is after the ending offset {end[tp]} for topic {tp.topic}"
+                f" partition {tp.partition}. You either provided an invalid fromOffset, or the Kafka topic"
+                " has been damaged"
+            )
+
+
 def report_data_loss(messages: Iterable[str], fail_on_data_loss: bool) -> None:
     """Raise for the first loss when failing on data loss, else log each one."""
     for message in messages:
@@ -62,14 +121,25 @@ def report_data_loss(messages: Iterable[str], fail_on_data_loss: bool) -> None:
 def subscribed_partitions(client: KafkaClient, subscription: Subscription) -> list[TopicPartition]:
     """The partitions the subscription covers right now, sorted."""
     if isinstance(subscription, Assign):
-        return sorted(subscription.partitions)
+        topics = sorted({tp.topic for tp in subscription.partitions})
+        cluster = client.metadata(topics)
+        _check_exist(cluster.topics, topics, "assign")
+        existing = {meta.topic_partition for topic in topics for meta in cluster.partitions_of(topic)}
+        return sorted(tp for tp in subscription.partitions if tp in existing)
     if isinstance(subscription, Subscribe):
         cluster = client.metadata(list(subscription.topics))
-        topics: Iterable[str] = subscription.topics
+        _check_exist(cluster.topics, subscription.topics, "subscribe")
+        topics = list(subscription.topics)
     else:
         cluster = client.metadata(None)
         topics = [t for t in cluster.topics if t not in cluster.internal_topics and subscription.matches(t)]
     return sorted(meta.topic_partition for topic in topics for meta in cluster.partitions_of(topic))
+
+
+def _check_exist(known: Mapping[str, object], topics: Iterable[str], option: str) -> None:
+    missing = [t for t in topics if t not in known]
+    if missing:
+        raise UnknownTopicError(missing, option)
 
 
 def resolve_offsets(

@@ -29,6 +29,7 @@ from pyspark.sql.types import (
 
 from odradek.client.types import TopicPartition
 from odradek.protocol.records.record import RecordColumns
+from odradek.spark.options import OptionError
 
 _HEADER_SPARK = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 _BASE_SPARK = [
@@ -61,6 +62,15 @@ def spark_schema(include_headers: bool) -> StructType:
     if include_headers:
         fields.append(StructField("headers", ArrayType(_HEADER_SPARK)))
     return StructType(fields)
+
+
+def check_fixed_schema(schema: StructType, with_headers: bool) -> None:
+    """Refuse a read schema other than Spark's Kafka source schema (raises OptionError)."""
+    if schema != spark_schema(with_headers):
+        raise OptionError(
+            "the odradek source has a fixed schema and cannot be read with another one:"
+            f" {schema.simpleString()}"
+        )
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:

@@ -2,11 +2,20 @@
 
 Owns the mapping from Spark's entry points to this package: `schema()` (Spark's Kafka source schema,
 with `headers` when `includeHeaders` is true), `reader()` / `streamReader()` (odradek.spark.reader),
-`writer()` / `streamWriter()` (odradek.spark.writer). Options are validated here, on the driver, so a
-bad option fails the query before any task runs.
+`writer()` / `streamWriter()` (odradek.spark.writer).
+
+When options are checked, the earliest PySpark allows:
+- `schema()` runs at `spark.read...load()` / `spark.readStream...load()`; it checks every source
+  option that means the same in batch and streaming, so a bad value fails `load()`;
+- `reader()` adds the batch-only rules (runs when the first action plans the scan);
+- the streaming-only rules (no `endingOffsets`) fail the query's first step: PySpark does not tell
+  `load()` whether the read is a stream, and `streamReader()` must not raise (see reader.py);
+- `writer()` / `streamWriter()` check the sink options and the DataFrame's schema at `save()` /
+  `start()`.
 
 The source has a fixed schema: a user-specified one is refused, as Spark's Kafka source refuses it.
-The sink appends only: Spark's overwrite mode is refused, as Spark's Kafka sink refuses it.
+The sink refuses save mode Overwrite, as Spark's Kafka sink does (Append and the default
+ErrorIfExists are accepted; odradek.spark.register sees to the latter).
 Callers: PySpark (after `odradek.spark.register(spark)`).
 """
 
@@ -17,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from odradek.spark.options import OptionError, include_headers, parse_sink_options, parse_source_options
 from odradek.spark.reader import BatchReader, StreamReader
-from odradek.spark.schema import spark_schema
+from odradek.spark.schema import check_fixed_schema, spark_schema
 from odradek.spark.writer import BatchWriter, StreamWriter, sink_layout
 
 
@@ -29,17 +38,16 @@ class OdradekDataSource(DataSource):
         return "odradek"
 
     def schema(self) -> StructType:
+        parse_source_options(self.options, streaming=None)
         return spark_schema(include_headers(self.options))
 
     def reader(self, schema: StructType) -> BatchReader:
         options = parse_source_options(self.options, streaming=False)
-        _check_fixed_schema(schema, options.include_headers)
+        check_fixed_schema(schema, options.include_headers)
         return BatchReader(options)
 
     def streamReader(self, schema: StructType) -> StreamReader:
-        options = parse_source_options(self.options, streaming=True)
-        _check_fixed_schema(schema, options.include_headers)
-        return StreamReader(options)
+        return StreamReader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
         options = parse_sink_options(self.options)
@@ -52,14 +60,9 @@ class OdradekDataSource(DataSource):
         return StreamWriter(options, sink_layout(schema, options))
 
 
-def _check_fixed_schema(schema: StructType, with_headers: bool) -> None:
-    if schema != spark_schema(with_headers):
-        raise OptionError(
-            "the odradek source has a fixed schema and cannot be read with another one:"
-            f" {schema.simpleString()}"
-        )
-
-
 def _refuse_overwrite(overwrite: bool) -> None:
     if overwrite:
-        raise OptionError("save mode Overwrite is not allowed for odradek: records can only be appended")
+        raise OptionError(
+            "save mode Overwrite is not allowed for odradek: allowed save modes are Append and"
+            " ErrorIfExists (default), as for Spark's Kafka sink"
+        )

@@ -8,8 +8,12 @@ non-null `partition` goes there; otherwise a keyed row goes where Kafka's defaul
 of the key) sends it, and an unkeyed row to a sticky partition.
 
 Behaviour: each Spark task opens its own connection, turns its Arrow batches into records, and
-produces them with acks=all; the commit message reports how many records each partition got.
-Delivery is at-least-once, as with Spark's Kafka sink (a retried task writes its rows again).
+produces them with `kafka.acks` (all by default, or 1), in batches of about `kafka.batch.size` bytes,
+flushing when `kafka.buffer.memory` bytes are buffered or, with `kafka.linger.ms`, once the oldest
+buffered record waited that long (checked after each Arrow batch of rows); the commit message
+reports how many records each partition got. A null `topic` in a row without the `topic` option
+fails the task with Spark's message, before any row of that Arrow batch is sent. Delivery is
+at-least-once, as with Spark's Kafka sink (a retried task writes its rows again).
 
 Callers: PySpark, through odradek.spark.source. Schema validation runs on the driver when Spark asks
 for the writer; `write` runs on executors on a pickled copy.
@@ -17,6 +21,7 @@ for the writer; `write` runs on executors on a pickled copy.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -100,12 +105,32 @@ def write_batches(
     """Produce every row of `batches`; the body of one sink task."""
     counts: dict[TopicPartition, int] = {}
     last: dict[TopicPartition, int] = {}
-    with KafkaClient(options.bootstrap_servers) as client:
-        producer = Producer(client, compression=options.compression)
+    settings = options.client
+    with KafkaClient(
+        settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s
+    ) as client:
+        producer = Producer(
+            client,
+            acks=options.acks,
+            compression=options.compression,
+            batch_bytes=options.batch_bytes,
+            buffer_bytes=options.buffer_bytes,
+        )
+        buffered_since: float | None = None
         for batch in batches:
+            buffered_since = buffered_since or time.monotonic()
             _send_batch(producer, batch, options, layout, counts)
+            if (
+                options.linger_ms is not None
+                and (time.monotonic() - buffered_since) * 1000 >= options.linger_ms
+            ):
+                last.update(producer.flush())
+                buffered_since = None
         last.update(producer.flush())
     return ProducedRecords(counts, last)
+
+
+NULL_TOPIC_MESSAGE = "null topic present in the data. Use the topic option for setting a default topic."
 
 
 def _send_batch(
@@ -116,6 +141,8 @@ def _send_batch(
     counts: dict[TopicPartition, int],
 ) -> None:
     n = batch.num_rows
+    if not options.topic and layout.has_topic and batch.column("topic").null_count:
+        raise ValueError(NULL_TOPIC_MESSAGE)
     values = _as_bytes(batch.column("value"))
     keys = _as_bytes(batch.column("key")) if layout.has_key else [None] * n
     headers = batch.column("headers").to_pylist() if layout.has_headers else [None] * n
@@ -126,8 +153,6 @@ def _send_batch(
     for value, key, row_headers, topic, partition in zip(
         values, keys, headers, topics, partitions, strict=True
     ):
-        if topic is None:
-            raise ValueError("null topic in a row written to odradek, and no 'topic' option")
         pairs = [(h["key"], h["value"]) for h in row_headers] if row_headers else ()
         tp = producer.send(topic, value, key, pairs, partition)
         counts[tp] = counts.get(tp, 0) + 1
