@@ -103,6 +103,13 @@ def consume_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
         consumer.close()
 
 
+def assert_one_line(error: BaseException, message: str) -> None:
+    """The error reached the user with `message` on one line of its text, and no Python traceback."""
+    text = str(error)
+    assert any(message in line for line in text.splitlines()), text
+    assert "Traceback" not in text, text
+
+
 def wait_until(
     condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition", poll_s: float = 0.2
 ) -> None:

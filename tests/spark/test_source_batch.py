@@ -12,7 +12,7 @@ from pyspark.errors import PySparkException
 
 from odradek.client import TopicPartition
 from odradek.spark.schema import spark_schema
-from tests.spark.helpers import RETAIN_LITTLE, produce, wait_for_log_start
+from tests.spark.helpers import RETAIN_LITTLE, assert_one_line, produce, wait_for_log_start
 
 BASE_TS = 1_700_000_000_000
 SPARK_KAFKA_DDL = (
@@ -112,12 +112,19 @@ def test_subscribe_pattern_and_assign(spark, bootstrap, make_topic) -> None:
     assert sorted(r.value for r in assigned) == [b"a1", b"b0"]
 
 
-def test_starting_offsets_beyond_the_end(spark, bootstrap, make_topic) -> None:
+def test_starting_offsets_beyond_the_end_fail_whatever_fail_on_data_loss(
+    spark, bootstrap, make_topic
+) -> None:
     topic, _ = _three_partition_topic(make_topic, bootstrap)
     options = {"assign": json.dumps({topic: [0]}), "startingOffsets": json.dumps({topic: {"0": 1000}})}
-    with pytest.raises(PySparkException, match="end offset 10 is before its start offset 1000"):
-        _read(spark, bootstrap, **options).collect()
-    assert _read(spark, bootstrap, failOnDataLoss="false", **options).collect() == []
+    for fail_on_data_loss in ("true", "false"):
+        df = _read(spark, bootstrap, failOnDataLoss=fail_on_data_loss, **options)
+        with pytest.raises(PySparkException) as failure:
+            df.collect()
+        assert_one_line(
+            failure.value,
+            f"Beginning offset 1000 is after the ending offset 10 for topic {topic} partition 0",
+        )
 
 
 def test_records_removed_by_retention_are_data_loss(spark, bootstrap, make_topic, client) -> None:

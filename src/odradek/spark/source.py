@@ -13,6 +13,12 @@ When options are checked, the earliest PySpark allows:
 - `writer()` / `streamWriter()` check the sink options and the DataFrame's schema at `save()` /
   `start()`.
 
+One-line errors: PySpark hides Python tracebacks (`spark.sql.execution.pyspark.udf.hideTraceback.enabled`,
+set by odradek.spark.register) through the environment variable SPARK_HIDE_TRACEBACK of its workers,
+but does not give it to the process that runs a streaming source. The data source, created where the
+variable is set, remembers it and sets it in that process when Spark asks for the stream reader (a
+process that serves this one source alone).
+
 The source has a fixed schema: a user-specified one is refused, as Spark's Kafka source refuses it.
 The sink refuses save mode Overwrite, as Spark's Kafka sink does (Append and the default
 ErrorIfExists are accepted; odradek.spark.register sees to the latter).
@@ -20,6 +26,8 @@ Callers: PySpark (after `odradek.spark.register(spark)`).
 """
 
 from __future__ import annotations
+
+import os
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
@@ -29,9 +37,15 @@ from odradek.spark.reader import BatchReader, StreamReader
 from odradek.spark.schema import check_fixed_schema, spark_schema
 from odradek.spark.writer import BatchWriter, StreamWriter, sink_layout
 
+_HIDE_TRACEBACK_ENV = "SPARK_HIDE_TRACEBACK"
+
 
 class OdradekDataSource(DataSource):
     """Batch and streaming source and sink for odradek (and any Kafka broker)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.hide_traceback = bool(os.environ.get(_HIDE_TRACEBACK_ENV))
 
     @classmethod
     def name(cls) -> str:
@@ -47,6 +61,8 @@ class OdradekDataSource(DataSource):
         return BatchReader(options)
 
     def streamReader(self, schema: StructType) -> StreamReader:
+        if self.hide_traceback:
+            os.environ[_HIDE_TRACEBACK_ENV] = "1"
         return StreamReader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
