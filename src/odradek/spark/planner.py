@@ -118,17 +118,23 @@ def report_data_loss(messages: Iterable[str], fail_on_data_loss: bool) -> None:
         log.warning("%s; going on because failOnDataLoss is false", message)
 
 
-def subscribed_partitions(client: KafkaClient, subscription: Subscription) -> list[TopicPartition]:
-    """The partitions the subscription covers right now, sorted."""
+def subscribed_partitions(
+    client: KafkaClient, subscription: Subscription, *, known: Iterable[str] = ()
+) -> list[TopicPartition]:
+    """The partitions the subscription covers right now, sorted.
+
+    A named topic that does not exist fails, unless it is in `known` (topics a stream already read:
+    one deleted since is data loss, which the caller reports, not a wrong option).
+    """
     if isinstance(subscription, Assign):
         topics = sorted({tp.topic for tp in subscription.partitions})
         cluster = client.metadata(topics)
-        _check_exist(cluster.topics, topics, "assign")
+        _check_exist(cluster.topics, topics, "assign", known)
         existing = {meta.topic_partition for topic in topics for meta in cluster.partitions_of(topic)}
         return sorted(tp for tp in subscription.partitions if tp in existing)
     if isinstance(subscription, Subscribe):
         cluster = client.metadata(list(subscription.topics))
-        _check_exist(cluster.topics, subscription.topics, "subscribe")
+        _check_exist(cluster.topics, subscription.topics, "subscribe", known)
         topics = list(subscription.topics)
     else:
         cluster = client.metadata(None)
@@ -136,8 +142,10 @@ def subscribed_partitions(client: KafkaClient, subscription: Subscription) -> li
     return sorted(meta.topic_partition for topic in topics for meta in cluster.partitions_of(topic))
 
 
-def _check_exist(known: Mapping[str, object], topics: Iterable[str], option: str) -> None:
-    missing = [t for t in topics if t not in known]
+def _check_exist(
+    existing: Mapping[str, object], topics: Iterable[str], option: str, known: Iterable[str]
+) -> None:
+    missing = [t for t in topics if t not in existing and t not in set(known)]
     if missing:
         raise UnknownTopicError(missing, option)
 

@@ -214,7 +214,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_offset_json(start)
-        latest = with_retries(self.options, self._latest_offsets)
+        known = {tp.topic for tp in begin}
+        latest = with_retries(self.options, lambda client: self._latest_offsets(client, known))
         vanished = [tp for tp in sorted(begin) if tp not in latest]
         report_data_loss(
             (f"partition {tp} vanished; records after offset {begin[tp]} are lost" for tp in vanished),
@@ -267,6 +268,6 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, not on the broker."""
 
-    def _latest_offsets(self, client: KafkaClient) -> PartitionOffsets:
-        tps = subscribed_partitions(client, self.options.subscription)
+    def _latest_offsets(self, client: KafkaClient, known: set[str] | None = None) -> PartitionOffsets:
+        tps = subscribed_partitions(client, self.options.subscription, known=known or ())
         return client.list_offsets(dict.fromkeys(tps, LATEST)) if tps else {}
