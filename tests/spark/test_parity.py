@@ -289,6 +289,8 @@ def test_overwrite_and_ignore_are_refused_as_by_spark(spark, bootstrap, make_top
         ({"kafka.partitioner.class": "com.example.P"}, "option 'kafka.partitioner.class' is not supported"),
         ({"kafka.transactional.id": "tx"}, "option 'kafka.transactional.id' is not supported"),
         ({"kafka.key.serializer": "x"}, "option 'kafka.key.serializer' is not supported"),
+        ({"kafka.security.protocol": "SASL_SSL"}, "only PLAINTEXT connections are supported"),
+        ({"kafka.sasl.mechanism": "PLAIN"}, "option 'kafka.sasl.mechanism' is not supported"),
     ],
 )
 def test_bad_sink_options_fail_save_with_one_line(spark, bootstrap, options, message) -> None:
@@ -314,6 +316,33 @@ def test_a_null_topic_fails_with_sparks_message(spark, bootstrap, make_topic) ->
         failure.value, "null topic present in the data. Use the topic option for setting a default topic."
     )
     assert consume_all(bootstrap, topic, 1, timeout_s=2) == []
+
+
+def test_a_stream_in_complete_mode_appends_each_batch(spark, bootstrap, make_topic, tmp_path) -> None:
+    source, target = make_topic(1, hint="complete-src"), make_topic(1, hint="complete-dst")
+    produce(bootstrap, source, [(0, b"k%d" % (i % 3), b"x") for i in range(12)])
+    counts = (
+        _reader(spark, bootstrap, stream=True, subscribe=source, startingOffsets="earliest")
+        .load()
+        .groupBy("key")
+        .count()
+        .selectExpr("key", "cast(count as string) as value")
+    )
+    query = (
+        counts.writeStream.format("odradek")
+        .outputMode("complete")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", target)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert sorted((r.key, r.value) for r in consume_all(bootstrap, target, 1)) == [
+        (b"k0", b"4"),
+        (b"k1", b"4"),
+        (b"k2", b"4"),
+    ]
 
 
 def test_producer_settings_take_effect(spark, bootstrap, make_topic, client) -> None:

@@ -45,6 +45,8 @@ _DEFAULT_POLL_TIMEOUT_MS = 120_000
 _DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 _DEFAULT_FETCH_MAX_BYTES = 8 << 20
 _DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+_DEFAULT_BATCH_BYTES = 512 << 10
+_DEFAULT_BUFFER_BYTES = 8 << 20
 
 
 class OptionError(ValueError):
@@ -182,8 +184,8 @@ class SinkOptions:
     compression: CompressionType = CompressionType.NONE
     acks: int = -1
     linger_ms: int | None = None
-    batch_bytes: int = 512 << 10
-    buffer_bytes: int = 8 << 20
+    batch_bytes: int = _DEFAULT_BATCH_BYTES
+    buffer_bytes: int = _DEFAULT_BUFFER_BYTES
 
     @property
     def bootstrap_servers(self) -> str:
@@ -203,10 +205,15 @@ def _bool(opts: dict[str, str], name: str, default: bool) -> bool:
     raise OptionError(f"option '{name}' must be 'true' or 'false', got {raw!r}")
 
 
-def _int(opts: dict[str, str], name: str, *, minimum: int = 1, default: int | None = None) -> int | None:
+def _int(opts: dict[str, str], name: str, default: int, *, minimum: int = 1) -> int:
+    value = _optional_int(opts, name, minimum=minimum)
+    return default if value is None else value
+
+
+def _optional_int(opts: dict[str, str], name: str, *, minimum: int = 1) -> int | None:
     raw = opts.get(name.lower())
     if raw is None:
-        return default
+        return None
     what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     try:
         value = int(raw.strip())
@@ -370,8 +377,8 @@ def _timestamp_strategy(opts: dict[str, str]) -> bool:
 
 def _trigger_limits(opts: dict[str, str]) -> TriggerLimits:
     limits = TriggerLimits(
-        max_offsets=_int(opts, "maxOffsetsPerTrigger"),
-        min_offsets=_int(opts, "minOffsetsPerTrigger"),
+        max_offsets=_optional_int(opts, "maxOffsetsPerTrigger"),
+        min_offsets=_optional_int(opts, "minOffsetsPerTrigger"),
         max_delay_ms=_duration_ms(opts, "maxTriggerDelay", _DEFAULT_MAX_TRIGGER_DELAY_MS),
     )
     if limits.min_offsets and limits.max_offsets and limits.min_offsets > limits.max_offsets:
@@ -437,7 +444,7 @@ def _check_kafka_keys(
 
 
 def _client_settings(opts: dict[str, str], default_client_id: str) -> ClientSettings:
-    timeout_ms = _int(opts, "kafka.request.timeout.ms", default=_DEFAULT_REQUEST_TIMEOUT_MS)
+    timeout_ms = _int(opts, "kafka.request.timeout.ms", _DEFAULT_REQUEST_TIMEOUT_MS)
     client_id = opts.get("kafka.client.id", "").strip() or default_client_id
     return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000)
 
@@ -484,7 +491,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     elif streaming is False:
         _check_batch_bounds(starting, ending)
     group_id = _group_id(opts, streaming)
-    fetch_limits = [_int(opts, name) for name in ("kafka.fetch.max.bytes", "kafka.max.partition.fetch.bytes")]
+    fetch_limits = [
+        _optional_int(opts, name) for name in ("kafka.fetch.max.bytes", "kafka.max.partition.fetch.bytes")
+    ]
     return SourceOptions(
         client=_client_settings(opts, f"consumer-{group_id}"),
         subscription=_subscription(opts),
@@ -493,14 +502,14 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         group_id=group_id,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
-        min_partitions=_int(opts, "minPartitions"),
-        max_records_per_partition=_int(opts, "maxRecordsPerPartition"),
+        min_partitions=_optional_int(opts, "minPartitions"),
+        max_records_per_partition=_optional_int(opts, "maxRecordsPerPartition"),
         limits=_trigger_limits(opts),
         timestamp_not_found_latest=_timestamp_strategy(opts),
-        poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", default=_DEFAULT_POLL_TIMEOUT_MS),
-        offset_fetch_attempts=_int(opts, "fetchOffset.numRetries", default=3),
-        offset_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", minimum=0, default=1000),
-        max_poll_records=_int(opts, "kafka.max.poll.records"),
+        poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", _DEFAULT_POLL_TIMEOUT_MS),
+        offset_fetch_attempts=_int(opts, "fetchOffset.numRetries", 3),
+        offset_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", 1000, minimum=0),
+        max_poll_records=_optional_int(opts, "kafka.max.poll.records"),
         fetch_max_bytes=min([limit for limit in fetch_limits if limit] or [_DEFAULT_FETCH_MAX_BYTES]),
     )
 
@@ -535,13 +544,12 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")
-    defaults = SinkOptions(ClientSettings("", "", 0))
     return SinkOptions(
         client=_client_settings(opts, "odradek-spark-sink"),
         topic=topic.strip() if topic else None,
         compression=_compression(opts),
         acks=_acks(opts),
-        linger_ms=_int(opts, "kafka.linger.ms", minimum=0),
-        batch_bytes=_int(opts, "kafka.batch.size", default=defaults.batch_bytes),
-        buffer_bytes=_int(opts, "kafka.buffer.memory", default=defaults.buffer_bytes),
+        linger_ms=_optional_int(opts, "kafka.linger.ms", minimum=0),
+        batch_bytes=_int(opts, "kafka.batch.size", _DEFAULT_BATCH_BYTES),
+        buffer_bytes=_int(opts, "kafka.buffer.memory", _DEFAULT_BUFFER_BYTES),
     )

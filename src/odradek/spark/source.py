@@ -21,7 +21,8 @@ process that serves this one source alone).
 
 The source has a fixed schema: a user-specified one is refused, as Spark's Kafka source refuses it.
 The sink refuses save mode Overwrite, as Spark's Kafka sink does (Append and the default
-ErrorIfExists are accepted; odradek.spark.register sees to the latter).
+ErrorIfExists are accepted; odradek.spark.register sees to the latter); a stream in any output mode
+appends its rows, as Spark's Kafka sink does.
 Callers: PySpark (after `odradek.spark.register(spark)`).
 """
 
@@ -71,8 +72,9 @@ class OdradekDataSource(DataSource):
         return BatchWriter(options, sink_layout(schema, options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> StreamWriter:
+        """Every output mode appends: in complete mode Spark asks to truncate first, which Spark's
+        Kafka sink (and this one) cannot do to a topic, so each micro-batch's rows are appended."""
         options = parse_sink_options(self.options)
-        _refuse_overwrite(overwrite)
         return StreamWriter(options, sink_layout(schema, options))
 
 
