@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TypeVar
 
 from odradek.client import KafkaClient
@@ -119,7 +119,7 @@ def report_data_loss(messages: Iterable[str], fail_on_data_loss: bool) -> None:
 
 
 def subscribed_partitions(
-    client: KafkaClient, subscription: Subscription, *, known: Iterable[str] = ()
+    client: KafkaClient, subscription: Subscription, *, known: Collection[str] = ()
 ) -> list[TopicPartition]:
     """The partitions the subscription covers right now, sorted.
 
@@ -143,9 +143,9 @@ def subscribed_partitions(
 
 
 def _check_exist(
-    existing: Mapping[str, object], topics: Iterable[str], option: str, known: Iterable[str]
+    existing: Mapping[str, object], topics: Iterable[str], option: str, known: Collection[str]
 ) -> None:
-    missing = [t for t in topics if t not in existing and t not in set(known)]
+    missing = [t for t in topics if t not in existing and t not in known]
     if missing:
         raise UnknownTopicError(missing, option)
 

@@ -30,7 +30,7 @@ Callers: PySpark, through odradek.spark.source.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -227,12 +227,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._waits_for_more(begin, latest):
             return to_offset_json(begin)
         if isinstance(limit, ReadMaxRows):
-            new = [tp for tp in latest if tp not in begin]
-            earliest = (
-                with_retries(self.options, lambda c: c.list_offsets(dict.fromkeys(new, EARLIEST)))
-                if new
-                else {}
-            )
+            earliest = self._earliest_of([tp for tp in latest if tp not in begin])
             latest = rate_limit({**earliest, **begin}, latest, limit.max_rows)
         return to_offset_json(latest)
 
@@ -242,9 +237,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if limits.min_offsets is None or self._target is not None:
             return False
         now = time.time()
-        if (now - self._last_trigger_s) * 1000 < limits.max_delay_ms and backlog(
-            begin, latest
-        ) < limits.min_offsets:
+        waited_ms = (now - self._last_trigger_s) * 1000
+        if waited_ms < limits.max_delay_ms and backlog(begin, latest) < limits.min_offsets:
             return True
         self._last_trigger_s = now
         return False
@@ -254,10 +248,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, finish = from_offset_json(start), from_offset_json(end)
-        new = [tp for tp in finish if tp not in begin]
-        earliest: PartitionOffsets = {}
-        if new:
-            earliest = with_retries(self.options, lambda c: c.list_offsets(dict.fromkeys(new, EARLIEST)))
+        earliest = self._earliest_of([tp for tp in finish if tp not in begin])
         ranges, losses = plan_ranges(begin, finish, earliest)
         report_data_loss(losses, self.options.fail_on_data_loss)
         return to_input_partitions(ranges, self.options)
@@ -268,6 +259,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, not on the broker."""
 
-    def _latest_offsets(self, client: KafkaClient, known: set[str] | None = None) -> PartitionOffsets:
-        tps = subscribed_partitions(client, self.options.subscription, known=known or ())
+    def _earliest_of(self, new: list[TopicPartition]) -> PartitionOffsets:
+        """The log start offsets of partitions the stream has not read yet."""
+        if not new:
+            return {}
+        return with_retries(self.options, lambda client: client.list_offsets(dict.fromkeys(new, EARLIEST)))
+
+    def _latest_offsets(self, client: KafkaClient, known: Collection[str] = ()) -> PartitionOffsets:
+        tps = subscribed_partitions(client, self.options.subscription, known=known)
         return client.list_offsets(dict.fromkeys(tps, LATEST)) if tps else {}
