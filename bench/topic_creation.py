@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from odradek.testing.broker import BrokerProcess
-from tests.compat.test_topic_creation_load import (
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the raw-frame helpers of tests/compat
+
+from odradek.testing.broker import BrokerProcess  # noqa: E402
+from tests.compat.test_topic_creation_load import (  # noqa: E402
     INCIDENT_FRAME,
     api_versions_probes,
     create_topics_error,
     create_topics_v7,
     wait_for,
 )
-from tests.compat.wire import Connection, record_batch
+from tests.compat.wire import Connection, record_batch  # noqa: E402
 
 LEADER_NOT_AVAILABLE = 5
 
