@@ -13,8 +13,14 @@ Owns the broker's life cycle.
   logs open in the ReplicaManager's worker threads (`partition_loader_threads`: the larger of
   num.io.threads and num.recovery.threads.per.data.dir per log dir) after the port is open, and
   each partition serves as soon as it is ready.
-- Control plane (`BrokerControlPlane`): LeaderAndIsr and StopReplica go to the ReplicaManager,
-  UpdateMetadata to the metadata cache (Kafka's KafkaApis). Topic config changes come from the
+- Control plane (`BrokerControlPlane`): the same three functions serve the in-process
+  `LocalChannel` and, in ZooKeeper mode, the wire handlers (handlers/leader_and_isr.py,
+  update_metadata.py, stop_replica.py). Each first fences the whole request as Kafka does: a
+  controller epoch older than the newest this broker has seen in any of the three requests gets
+  STALE_CONTROLLER_EPOCH, a broker epoch older than `broker_epoch` (this broker's registration
+  epoch, KIP-380; -1 on either side: not checked) gets STALE_BROKER_EPOCH, and nothing changes.
+  Then LeaderAndIsr and StopReplica go to the ReplicaManager, UpdateMetadata to the metadata cache
+  (Kafka's KafkaApis). Topic config changes come from the
   store's watch (Kafka: /config/changes) and reach the metadata cache and the existing logs.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
   unload group coordinator shards (Kafka's onLeadershipChange).
@@ -74,10 +80,12 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from odradek.replication import fencing
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
+from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.limits import connection_limits, descriptor_budget_for_config
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
@@ -117,6 +125,10 @@ class Broker:
         self.broker_id = config.broker_id
         self.clock = clock
         self.cluster_id = ""
+        # The registration epoch (the czxid of /brokers/ids/<id>), set when the broker registers in
+        # ZooKeeper mode; NO_EPOCH on a single node: controller requests' broker epochs go unchecked.
+        self.broker_epoch = fencing.NO_EPOCH
+        self._controller_epoch = -1  # the newest controller epoch of an accepted controller request
         self.store = LocalMetadataStore(config.log_dirs[0])
         self.metadata_cache = MetadataCache(config.broker_id)
         self.admin = AdminManager(
@@ -260,13 +272,46 @@ class Broker:
     # -- control plane (what the controller sends) ----------------------------------------------------
 
     def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        error = self._fence_controller_request("LeaderAndIsr", request)
+        if error != ErrorCode.NONE:
+            return leader_and_isr.refusal(request, error)
         return self.replica_manager.become_leader_or_follower(request)
 
     def handle_update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        error = self._fence_controller_request("UpdateMetadata", request)
+        if error != ErrorCode.NONE:
+            return update_metadata.refusal(request, error)
         return self.metadata_cache.update_metadata(request)
 
     def handle_stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        error = self._fence_controller_request("StopReplica", request)
+        if error != ErrorCode.NONE:
+            return stop_replica.refusal(request, error)
         return self.replica_manager.stop_replicas(request)
+
+    def _fence_controller_request(
+        self, api: str, request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
+    ) -> ErrorCode:
+        """The whole-request check shared by the three controller requests; an accepted request
+        raises the controller epoch this broker has seen."""
+        error = fencing.controller_request_error(
+            request.controller_epoch, self._controller_epoch, request.broker_epoch, self.broker_epoch
+        )
+        if error != ErrorCode.NONE:
+            log.warning(
+                "Refused %s from controller %d (controller epoch %d, broker epoch %d): %s; this broker "
+                "has seen controller epoch %d and registered with broker epoch %d",
+                api,
+                request.controller_id,
+                request.controller_epoch,
+                request.broker_epoch,
+                error.name,
+                self._controller_epoch,
+                self.broker_epoch,
+            )
+            return error
+        self._controller_epoch = request.controller_epoch
+        return ErrorCode.NONE
 
     def _on_store_event(self, event: StoreEvent) -> None:
         """Topic config changes (Kafka: /config/changes) reach the metadata cache and the logs."""

@@ -6,8 +6,10 @@ handler in the registry, parse the request header and decode the body with the c
 body. It is the network layer's `RequestHandler`.
 
 Behaviour, following Kafka:
-- Unknown API key, a frame too short for a header, an undecodable header or body: log a line with
-  the client address and API key, close the connection (`CloseConnection`).
+- Unknown API key (including one the broker's mode does not enable: the ZooKeeper-only controller
+  APIs on a single node, see handlers/__init__.py), a frame too short for a header, an undecodable
+  header or body: log a line with the client address and API key, close the connection
+  (`CloseConnection`).
 - A version outside the handler's range: ApiVersions answers UNSUPPORTED_VERSION (35) in a v0 body
   listing the supported ranges, so a client newer than the broker retries with a version it finds
   there. Other APIs answer with their `error_response(request, version, UNSUPPORTED_VERSION)` when
@@ -42,7 +44,7 @@ from odradek.protocol.headers import (
 from odradek.protocol.messages.api_versions import ApiVersionsResponse
 from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
 from odradek.server.context import RequestContext
-from odradek.server.handlers import registry
+from odradek.server.handlers import registry_for
 from odradek.server.handlers.api_versions import supported_versions
 from odradek.server.network import ClientInfo, CloseConnection
 
@@ -66,7 +68,7 @@ class Dispatcher:
 
     def __init__(self, broker: Broker, handlers: Mapping[int, ModuleType] | None = None) -> None:
         self._broker = broker
-        self._handlers = registry() if handlers is None else handlers
+        self._handlers = registry_for(broker.config) if handlers is None else handlers
 
     @property
     def handlers(self) -> Mapping[int, ModuleType]:
@@ -78,7 +80,8 @@ class Dispatcher:
         api_key, api_version = peek_api_key_version(frame)
         module = self._handlers.get(api_key)
         if module is None:
-            raise self._reject(client, api_key, "unknown API key")
+            reason = "API not enabled on this broker" if api_key in API_SPECS else "unknown API key"
+            raise self._reject(client, api_key, reason)
         if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
             return self._unsupported_version(module, frame, client, api_key, api_version)
         header, request = self._decode(frame, client)

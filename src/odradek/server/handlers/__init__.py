@@ -6,9 +6,16 @@ Every module `odradek.server.handlers.<name>` defines `API_KEY`, `MIN_VERSION`, 
 error response), and optionally `def error_response(request, version, code) -> response`. Adding a
 module name here adds the API: the dispatcher routes to it and ApiVersions advertises its range.
 
+Mode-dependent APIs: a module with `ZK_BROKER_ONLY = True` (Kafka's `"listeners": ["zkBroker"]`: the
+controller-to-broker APIs LeaderAndIsr, UpdateMetadata, StopReplica) is served only by a broker with
+`zookeeper.connect` set. `registry(zookeeper_mode)` gives the set of one mode; a single-node broker
+neither routes nor advertises these APIs, so a request for one is an unknown API to it and its
+connection is closed, as a Kafka broker closes the connection of a request for an API its mode does
+not enable.
+
 Invariant: a listed module that is not written yet is skipped with a warning, so the broker starts
 with whatever exists. Two modules may not claim one API key. Callers: the dispatcher and the
-ApiVersions handler, through `registry()`.
+ApiVersions handler, through `registry()` / `registry_for()`.
 """
 
 from __future__ import annotations
@@ -17,6 +24,10 @@ import functools
 import importlib
 import logging
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from odradek.server.config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +59,10 @@ HANDLER_MODULES: list[str] = [
     "list_groups",
     "delete_groups",
     "offset_delete",
+    # controller to broker (ZooKeeper mode only)
+    "leader_and_isr",
+    "update_metadata",
+    "stop_replica",
 ]
 
 
@@ -72,6 +87,20 @@ def load_handlers(names: list[str]) -> dict[int, ModuleType]:
 
 
 @functools.cache
-def registry() -> dict[int, ModuleType]:
-    """The handlers of `HANDLER_MODULES`, loaded once per process."""
+def _all_handlers() -> dict[int, ModuleType]:
     return load_handlers(HANDLER_MODULES)
+
+
+@functools.cache
+def registry(zookeeper_mode: bool = False) -> dict[int, ModuleType]:
+    """The handlers of `HANDLER_MODULES` a broker of this mode serves, loaded once per process."""
+    return {
+        key: module
+        for key, module in _all_handlers().items()
+        if zookeeper_mode or not getattr(module, "ZK_BROKER_ONLY", False)
+    }
+
+
+def registry_for(config: KafkaConfig) -> dict[int, ModuleType]:
+    """The handlers a broker with `config` serves: ZooKeeper mode when zookeeper.connect is set."""
+    return registry(config.zookeeper_connect is not None)

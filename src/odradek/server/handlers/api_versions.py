@@ -2,11 +2,12 @@
 
 API: v0-v4.
 
-Behaviour: lists every API in the handler registry with the version range its module declares, so
-the advertised set is exactly what the dispatcher routes. A v3+ request whose client software name
-or version is not Kafka's `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` gets INVALID_REQUEST with the
-list anyway, as Kafka does. A version outside v0-v4 never reaches this module: the dispatcher
-answers it with UNSUPPORTED_VERSION in a v0 body.
+Behaviour: lists every API in the handler registry of the broker's mode (`registry_for`: the
+ZooKeeper-only controller APIs only with zookeeper.connect set) with the version range its module
+declares, so the advertised set is exactly what the dispatcher routes. A v3+ request whose client
+software name or version is not Kafka's `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` gets
+INVALID_REQUEST with the list anyway, as Kafka does. A version outside v0-v4 never reaches this
+module: the dispatcher answers it with UNSUPPORTED_VERSION in a v0 body (the mode's list too).
 
 Deliberate deviations: no supported or finalized features (a ZooKeeper-mode broker has none the
 clients need), finalized features epoch -1; never throttled.
@@ -22,7 +23,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from odradek.server.context import RequestContext
-from odradek.server.handlers import registry
+from odradek.server.handlers import registry, registry_for
 
 API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
@@ -34,7 +35,7 @@ _SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 def supported_versions(
     handlers: Mapping[int, ModuleType] | None = None,
 ) -> list[ApiVersionsResponse.ApiVersion]:
-    """One entry per API of `handlers` (default: the registry), by API key."""
+    """One entry per API of `handlers` (default: the single-node registry), by API key."""
     return [
         ApiVersionsResponse.ApiVersion(api_key=key, min_version=m.MIN_VERSION, max_version=m.MAX_VERSION)
         for key, m in sorted((registry() if handlers is None else handlers).items())
@@ -48,7 +49,7 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
     )
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE if valid else ErrorCode.INVALID_REQUEST,
-        api_keys=supported_versions(),
+        api_keys=supported_versions(registry_for(ctx.broker.config)),
     )
 
 

@@ -1,0 +1,65 @@
+"""LeaderAndIsr handler: the controller tells this broker which partitions it leads and follows.
+
+API: v2-v7 (the topic-grouped request forms). v0-v1 (ungrouped partition states, sent only by
+controllers older than Kafka 2.2) are answered UNSUPPORTED_VERSION by the dispatcher and not
+advertised.
+
+Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
+controller and closes the connection of a LeaderAndIsr from the wire, as a Kafka broker does for an
+API its mode does not enable). The request goes to `Broker.handle_leader_and_isr`, the same function
+the in-process `LocalChannel` calls, which fences it as Kafka does: a controller epoch older than the
+newest this broker has seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than
+this broker's registration (neither being -1) with STALE_BROKER_EPOCH; partition states are then
+checked one by one (replication/fencing.py). Responses before v5 carry the partition errors flat,
+with topic names.
+
+Deliberate deviations: none known for v2-v7.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.LEADER_AND_ISR
+MIN_VERSION = 2
+MAX_VERSION = 7
+ZK_BROKER_ONLY = True
+_FIRST_TOPIC_GROUPED_RESPONSE = 5
+
+
+async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    return for_version(ctx.broker.handle_leader_and_isr(request), ctx.api_version)
+
+
+def refusal(request: LeaderAndIsrRequest, code: int) -> LeaderAndIsrResponse:
+    """The answer to a request refused whole: `code` at the top and for every partition."""
+    Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+    return LeaderAndIsrResponse(
+        error_code=code,
+        topics=[
+            LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                topic_id=topic.topic_id,
+                partition_errors=[
+                    Error(topic_name=topic.topic_name, partition_index=p.partition_index, error_code=code)
+                    for p in topic.partition_states
+                ],
+            )
+            for topic in request.topic_states
+        ],
+    )
+
+
+def for_version(response: LeaderAndIsrResponse, version: int) -> LeaderAndIsrResponse:
+    """The broker's topic-grouped response in the shape of `version` (flat before v5)."""
+    if version >= _FIRST_TOPIC_GROUPED_RESPONSE:
+        return response
+    return LeaderAndIsrResponse(
+        error_code=response.error_code,
+        partition_errors=[e for topic in response.topics for e in topic.partition_errors],
+    )
+
+
+def error_response(request: LeaderAndIsrRequest, version: int, code: int) -> LeaderAndIsrResponse:
+    return for_version(refusal(request, code), version)
