@@ -12,11 +12,12 @@ Behaviour:
   its response (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4, the versions `channel.py`
   builds). A broker the channel does not know (never added, or removed) fails the call with
   BROKER_NOT_AVAILABLE at once.
-- A connection that cannot be opened, closes, or does not answer within the request timeout
-  (`controller.socket.timeout.ms`, Kafka's timeout of the controller's requests) is closed, and the
-  sender reconnects after a backoff (100 ms doubling up to 1 s) and sends the same request again,
-  until it is answered or the broker is removed, as Kafka's RequestSendThread retries. A response
-  that cannot be decoded is treated the same way.
+- A connection that cannot be opened (within 10 s, Kafka's socket.connection.setup.timeout.ms
+  default), closes, or does not answer within the request timeout (`controller.socket.timeout.ms`,
+  Kafka's timeout of the controller's requests) is closed, and the sender reconnects after a
+  backoff (100 ms doubling up to 1 s) and sends the same request again, until it is answered or
+  the broker is removed, as Kafka's RequestSendThread retries. A response that cannot be decoded
+  is treated the same way. A response carrying an error code is returned to the caller as is.
 - `add_broker` (a broker joined) starts its sender; adding a known broker again with a new endpoint
   replaces the sender; `remove_broker` (a broker left) stops it and fails its queued and in-flight
   calls with BROKER_NOT_AVAILABLE; `close()` does that for every broker.
@@ -83,8 +84,8 @@ class ChannelSettings:
     """How the channel connects: which listener, and its timeouts and backoff."""
 
     listener_name: str = DEFAULT_INTER_BROKER_PROTOCOL
-    request_timeout_ms: int = 30_000
-    connect_timeout_ms: int = 10_000
+    request_timeout_ms: int = 30_000  # controller.socket.timeout.ms
+    connect_timeout_ms: int = 10_000  # Kafka's socket.connection.setup.timeout.ms default
     reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
     reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
 
@@ -191,13 +192,11 @@ class RemoteChannel(ControllerChannel):
     @classmethod
     def from_config(cls, config: KafkaConfig) -> RemoteChannel:
         """The channel of the controller on the broker configured by `config`."""
-        timeout_ms = config["controller.socket.timeout.ms"]
         return cls(
             config.broker_id,
             ChannelSettings(
                 listener_name=inter_broker_listener_name(config),
-                request_timeout_ms=timeout_ms,
-                connect_timeout_ms=timeout_ms,
+                request_timeout_ms=config["controller.socket.timeout.ms"],
             ),
         )
 
