@@ -3,8 +3,9 @@
 With no arguments: broker 0 on PLAINTEXT://127.0.0.1:9092 storing its logs in the user's state dir.
 A bad configuration is printed (naming the key) and exits 2, as does one that asks for a protection
 odradek does not provide (ACLs, TLS, SASL); a failure to start (a log dir owned by another broker,
-the port in use) exits 1; a graceful shutdown exits 0. Before the broker starts, the soft open-file
-limit is raised to the hard limit (server/limits.py), both logged.
+the port in use, a broker id a live broker holds in ZooKeeper) exits 1; a graceful shutdown exits 0.
+Before the broker starts, the soft open-file limit is raised to the hard limit (server/limits.py),
+both logged.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import sys
 
 from odradek.controller.meta_properties import MetaPropertiesError
+from odradek.controller.zk.errors import BrokerIdInUseError
 from odradek.log_setup import configure_logging
 from odradek.protocol.records import record_loops
 from odradek.server.broker import run_broker
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     raise_open_file_limit()
     try:
         asyncio.run(run_broker(config))
-    except (MetaPropertiesError, StorageError, ConfigError, OSError) as exc:
+    except (MetaPropertiesError, StorageError, ConfigError, OSError, BrokerIdInUseError) as exc:
         log.error("odradek broker %d failed to start: %s", config.broker_id, exc)
         return 1
     return 0

@@ -6,7 +6,8 @@ dataclasses of protocol/messages) a ZooKeeper-mode controller sends over the wir
 Kafka 3.9 ZooKeeper-mode broker speaks (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4: the
 topic-grouped forms with topic ids). `LocalChannel` hands them to this process's broker by calling
 its handling functions directly; a remote channel (one connection per broker, requests in order,
-responses read back) implements the same three methods later.
+responses read back) implements the same three methods; until it exists, a ZooKeeper-mode controller
+reaches other brokers through the `PendingRemoteChannel` placeholder (`ClusterChannel` routes).
 
 Invariants: per broker, requests are delivered one at a time in the order sent (the local channel
 is a direct call; a remote one queues), so a broker sees LeaderAndIsr before the UpdateMetadata that
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+
+log = logging.getLogger(__name__)
 
 LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
@@ -69,11 +73,11 @@ class LocalChannel(ControllerChannel):
     travels, so a controller handling thousands of partitions lets other requests in between."""
 
     def __init__(self, broker_id: int, broker: BrokerControlPlane) -> None:
-        self._broker_id = broker_id
+        self.broker_id = broker_id
         self._broker = broker
 
     def _check(self, broker_id: int) -> None:
-        if broker_id != self._broker_id:
+        if broker_id != self.broker_id:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in this process")
 
     async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
@@ -226,3 +230,50 @@ def stop_replica_request(
             for name, by_partition in sorted(partitions.items())
         ],
     )
+
+
+class PendingRemoteChannel(ControllerChannel):
+    """PLACEHOLDER until the RemoteChannel (controller/remote_channel.py: one connection per broker
+    over network_client, requests in order) replaces it: requests to other brokers are only logged
+    at DEBUG and recorded in `sent` as (api name, broker id, request), and answered with success, so
+    the controller's decisions and its ZooKeeper writes are real now while the wire is not."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, object]] = []
+
+    def _record(self, api: str, broker_id: int, request: object) -> None:
+        log.debug("Not sent yet (no remote channel): %s to broker %d", api, broker_id)
+        self.sent.append((api, broker_id, request))
+
+    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        self._record("LeaderAndIsr", broker_id, request)
+        return LeaderAndIsrResponse()
+
+    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        self._record("UpdateMetadata", broker_id, request)
+        return UpdateMetadataResponse()
+
+    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
+        self._record("StopReplica", broker_id, request)
+        return StopReplicaResponse()
+
+
+class ClusterChannel(ControllerChannel):
+    """A ZooKeeper-mode controller's channel: this broker through `local`, every other through
+    `remote`."""
+
+    def __init__(self, local: LocalChannel, remote: ControllerChannel) -> None:
+        self._local = local
+        self._remote = remote
+
+    def _route(self, broker_id: int) -> ControllerChannel:
+        return self._local if self._local.broker_id == broker_id else self._remote
+
+    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        return await self._route(broker_id).leader_and_isr(broker_id, request)
+
+    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        return await self._route(broker_id).update_metadata(broker_id, request)
+
+    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
+        return await self._route(broker_id).stop_replica(broker_id, request)

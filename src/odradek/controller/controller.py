@@ -18,9 +18,23 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   live replicas and UpdateMetadata with everything to every live broker.
 - Topic created / partitions added: each new partition gets `new_partition_state`; LeaderAndIsr
   (is_new) to its live replicas, UpdateMetadata to all.
+- Brokers changed (ZooKeeper mode: the children of `/brokers/ids`): the live brokers are replaced;
+  every partition whose leader is no longer live, and every leaderless partition with a replica on a
+  broker that joined, gets an offline election (fenced write), then LeaderAndIsr to its live
+  replicas; UpdateMetadata with everything to every live broker when the membership changed, and
+  LeaderAndIsr for all its partitions to a broker that joined (Kafka's onBrokerStartup /
+  onBrokerFailure).
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
+
+- Resignation: a store write refused because another controller was elected since
+  (`ControllerMovedError`) stops the event handling and calls `on_resign` (the broker then watches
+  `/controller` again).
+
+`reelect_live_leaders`: at startup a single node re-elects every partition (its one broker is new,
+so leader epochs move on); a ZooKeeper-mode controller taking over re-elects only partitions whose
+leader is not live, as Kafka's failover does.
 
 Invariants: state reaches the store before any broker hears of it; events are handled one at a time
 in arrival order; a failure handling one event is logged and the next is handled.
@@ -33,7 +47,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from odradek.controller import decisions
 from odradek.controller.channel import (
@@ -46,25 +61,45 @@ from odradek.controller.channel import (
 )
 from odradek.controller.metadata import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, BrokerInfo, PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.zk.errors import ControllerMovedError
 
 log = logging.getLogger(__name__)
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 
 
+@dataclass(frozen=True, slots=True)
+class BrokersChanged:
+    """The live brokers now (ZooKeeper mode's `/brokers/ids` watch)."""
+
+    live: tuple[BrokerInfo, ...]
+
+
+ControllerEvent = StoreEvent | BrokersChanged
+
+
 class Controller:
     """See the module docstring."""
 
     def __init__(
-        self, broker_id: int, store: MetadataStore, channel: ControllerChannel, unclean_default: bool = False
+        self,
+        broker_id: int,
+        store: MetadataStore,
+        channel: ControllerChannel,
+        unclean_default: bool = False,
+        *,
+        reelect_live_leaders: bool = True,
+        on_resign: Callable[[], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.store = store
         self._channel = channel
         self._unclean_default = unclean_default
+        self._reelect_live_leaders = reelect_live_leaders
+        self._on_resign = on_resign
         self.epoch = 0
         self.live_brokers: dict[int, BrokerInfo] = {}
-        self._events: asyncio.Queue[StoreEvent] = asyncio.Queue()
+        self._events: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -81,18 +116,27 @@ class Controller:
         topics = {name: t for name, t in self.store.topics().items() if not t.marked_for_deletion}
         await self._send_leader_and_isr(_states_of(topics.values()), full=True)
         await self._send_update_metadata(_states_of(topics.values()))
-        self.store.watch(self._events.put_nowait)
+        self.store.watch(self._on_store_event)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-events")
         for name, topic in self.store.topics().items():
             if topic.marked_for_deletion:
                 self._events.put_nowait(StoreEvent(StoreEventKind.DELETION_REQUESTED, name))
 
+    def _on_store_event(self, event: StoreEvent) -> None:
+        if self._task is not None:
+            self._events.put_nowait(event)
+
+    def brokers_changed(self, live: Iterable[BrokerInfo]) -> None:
+        """Queue a membership change (handled in order with the store's events)."""
+        if self._task is not None:
+            self._events.put_nowait(BrokersChanged(tuple(live)))
+
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     def _startup_states(self, topic: StoredTopic) -> dict[int, PartitionState]:
         live = self.live_brokers.keys()
@@ -101,7 +145,7 @@ class Controller:
             state = topic.states.get(index)
             if state is None:
                 states[index] = decisions.new_partition_state(replicas, live, self.epoch)
-            else:
+            elif self._reelect_live_leaders or state.leader not in live:
                 election = decisions.offline_election(state, live, self._unclean(topic))
                 states[index] = decisions.next_state(state, election, self.epoch)
         return states
@@ -119,6 +163,12 @@ class Controller:
                 await self._handle(event)
             except asyncio.CancelledError:
                 raise
+            except ControllerMovedError as exc:
+                log.warning("Broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, exc)
+                self._task = None
+                if self._on_resign is not None:
+                    self._on_resign()
+                return
             except Exception:
                 log.exception("The controller failed to handle %s", event)
             finally:
@@ -128,8 +178,10 @@ class Controller:
         """Wait until every event received so far is handled."""
         await self._events.join()
 
-    async def _handle(self, event: StoreEvent) -> None:
-        if event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
+    async def _handle(self, event: ControllerEvent) -> None:
+        if isinstance(event, BrokersChanged):
+            await self._on_brokers_changed(event.live)
+        elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
             await self._bring_new_partitions_online(event.topic)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
             await self._delete_topic(event.topic)
@@ -153,6 +205,50 @@ class Controller:
         log.info(
             "Topic %s %s: %d new partitions online (controller epoch %d)", name, created, len(new), self.epoch
         )
+
+    async def _on_brokers_changed(self, live: tuple[BrokerInfo, ...]) -> None:
+        before = set(self.live_brokers)
+        self.live_brokers = {b.broker_id: b for b in live}
+        joined, left = set(self.live_brokers) - before, before - set(self.live_brokers)
+        if not joined and not left:
+            return
+        log.info(
+            "Live brokers are now %s (joined %s, left %s)",
+            sorted(self.live_brokers),
+            sorted(joined),
+            sorted(left),
+        )
+        elected = self._elect_offline(joined)
+        if elected:
+            await self.store.write_partition_states(elected, self.epoch)
+        topics = {n: t for n, t in self.store.topics().items() if not t.marked_for_deletion}
+        changed: TopicStates = {n: (topics[n].topic_id, elected[n]) for n in elected if n in topics}
+        await self._send_update_metadata(_states_of(topics.values()))
+        everything = _states_of(topics.values())
+        for broker_id in sorted(joined):
+            mine = _for_replica(everything, broker_id)
+            await self._send_leader_and_isr_to(broker_id, mine, full=True)
+        await self._send_leader_and_isr(changed)
+        log.info("Offline election moved %d partitions", sum(len(s) for _, s in changed.values()))
+
+    def _elect_offline(self, joined: set[int]) -> dict[str, dict[int, PartitionState]]:
+        """Offline elections for partitions whose leader is not live, or leaderless ones with a
+        replica on a broker that `joined`, when the election changes something."""
+        live = self.live_brokers.keys()
+        elected: dict[str, dict[int, PartitionState]] = {}
+        for name, topic in self.store.topics().items():
+            if topic.marked_for_deletion:
+                continue
+            for index, state in topic.states.items():
+                if state.leader in live:
+                    continue
+                if state.leader == decisions.NO_LEADER and not joined & set(state.replicas):
+                    continue
+                election = decisions.offline_election(state, live, self._unclean(topic))
+                if election.leader == state.leader and election.isr == state.isr:
+                    continue
+                elected.setdefault(name, {})[index] = decisions.next_state(state, election, self.epoch)
+        return elected
 
     async def _delete_topic(self, name: str) -> None:
         topic = self.store.topics().get(name)
@@ -190,12 +286,21 @@ class Controller:
             mine = _for_replica(topics, broker_id)
             if not mine and not full:
                 continue
-            leaders = {s.leader for _, states in mine.values() for s in states.values()}
-            live_leaders = [self.live_brokers[b] for b in sorted(leaders) if b in self.live_brokers]
-            request = leader_and_isr_request(self._identity(), mine, live_leaders, new_partitions, full)
-            response = await self._channel.leader_and_isr(broker_id, request)
-            if response.error_code:
-                log.warning("Broker %d refused LeaderAndIsr: error %d", broker_id, response.error_code)
+            await self._send_leader_and_isr_to(broker_id, mine, new_partitions, full)
+
+    async def _send_leader_and_isr_to(
+        self,
+        broker_id: int,
+        mine: TopicStates,
+        new_partitions: frozenset[tuple[str, int]] = frozenset(),
+        full: bool = False,
+    ) -> None:
+        leaders = {s.leader for _, states in mine.values() for s in states.values()}
+        live_leaders = [self.live_brokers[b] for b in sorted(leaders) if b in self.live_brokers]
+        request = leader_and_isr_request(self._identity(), mine, live_leaders, new_partitions, full)
+        response = await self._channel.leader_and_isr(broker_id, request)
+        if response.error_code:
+            log.warning("Broker %d refused LeaderAndIsr: error %d", broker_id, response.error_code)
 
     async def _send_update_metadata(self, topics: TopicStates) -> None:
         request = update_metadata_request(self._identity(), topics, self.live_brokers.values())

@@ -46,8 +46,22 @@ listener.security.protocol.map). The broker registers one advertised endpoint pe
 `advertised.listeners` (else of `listeners`; a port 0 listener advertises the port it was bound to),
 and handlers answer with the endpoints of the listener the request arrived on.
 
-Deliberate deviations: `zookeeper.connect` is ignored with a warning (the metadata store is always the
-local single-node file).
+Modes: without `zookeeper.connect`, a single node: the store is the local JSON file and this broker
+is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's KafkaServer start-up):
+- connect (zookeeper.session.timeout.ms, zookeeper.connection.timeout.ms; the chroot is created),
+  take the cluster id from `/cluster/id` (written if absent) and check it against meta.properties;
+- the store is a `ZkMetadataStore` (controller/zk/store.py), loaded before the logs;
+- after binding, register `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint
+  first, then the others; broker.rack). A live broker holding the id stops the start-up with
+  `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
+- race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
+  talking to this broker through a `LocalChannel` and to the others through a `ClusterChannel`
+  whose remote side is still the `PendingRemoteChannel` placeholder; membership changes reach it;
+  a loser watches `/controller` and races again when it goes; a controller whose fenced write fails
+  resigns and watches again;
+- ZooKeeper session expiry: when the new session is up, the broker resigns if it was controller,
+  reloads the store (its watches died with the session), registers again and races again;
+- shutdown closes the session after the controller stopped (registration and seat go at once).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`,
 `metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `fetch_sessions`
@@ -64,17 +78,19 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.controller.admin import AdminManager
-from odradek.controller.channel import LocalChannel
+from odradek.controller.channel import ClusterChannel, LocalChannel, PendingRemoteChannel
 from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
-from odradek.controller.meta_properties import ensure_meta_properties
+from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
 from odradek.controller.metadata import BrokerInfo, Endpoint, TopicMetadata
-from odradek.controller.store import StoreEvent, StoreEventKind
+from odradek.controller.store import MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
+from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -91,6 +107,11 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
+
+if TYPE_CHECKING:
+    from odradek.controller.zk.client import KafkaZkClient
+    from odradek.controller.zk.store import ZkMetadataStore
+    from odradek.controller.zk.znodes import BrokerRegistration
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +139,9 @@ class Broker:
     log_manager: LogManager
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
-    controller: Controller
+    controller: Controller | None
+    store: MetadataStore
+    _zk_store: ZkMetadataStore  # ZooKeeper mode only
 
     def __init__(self, config: KafkaConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
@@ -143,6 +166,11 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
+        self.controller = None
+        self._zk: KafkaZkClient | None = None  # ZooKeeper mode only (kazoo is imported only then)
+        self._election_lock = asyncio.Lock()
+        self._session_expired = False
+        self._background: set[asyncio.Task[None]] = set()
 
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
         """Where clients are told to connect, per listener (advertised.listeners, else listeners): an
@@ -162,9 +190,11 @@ class Broker:
         """Load the store and log dirs, start the components, become controller, then accept."""
         sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
         config = self.config
+        zk_cluster_id = None
         if config.zookeeper_connect is not None:
-            log.warning("zookeeper.connect is set, but only single-node local metadata exists: ignoring it")
-        self.store.load()
+            zk_cluster_id = await self._connect_zookeeper(config.zookeeper_connect)
+        else:
+            self.store.load()
         topic_configs = {name: config.log_config(t.configs) for name, t in self.store.topics().items()}
         self.log_manager = LogManager(
             config.log_dirs,
@@ -175,7 +205,9 @@ class Broker:
             cleaner_config=config.cleaner_config(),
             max_open_files=descriptor_budget_for_config(config).max_open_files,
         )
-        self.cluster_id = ensure_meta_properties(config.log_dirs, self.broker_id, config.cluster_id)
+        self.cluster_id = ensure_meta_properties(
+            config.log_dirs, self.broker_id, zk_cluster_id or config.cluster_id
+        )
         self.metadata_cache.cluster_id = self.cluster_id
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
@@ -196,14 +228,17 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self, config, self.clock)
         await self.group_coordinator.startup()
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
-        self.controller = Controller(
-            self.broker_id,
-            self.store,
-            LocalChannel(self.broker_id, self),
-            config["unclean.leader.election.enable"],
-        )
-        broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
-        await self.controller.startup([broker_info])
+        if self._zk is None:
+            self.controller = Controller(
+                self.broker_id,
+                self.store,
+                LocalChannel(self.broker_id, self),
+                config["unclean.leader.election.enable"],
+            )
+            broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
+            await self.controller.startup([broker_info])
+        else:
+            await self._join_cluster()
         self._start_periodic_tasks()
         self._started = True
         self._server.listen()
@@ -252,7 +287,9 @@ class Broker:
             await self.group_coordinator.shutdown()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
-            await self.controller.shutdown()
+            if self.controller is not None:
+                await self.controller.shutdown()
+            await self._leave_cluster()
             await self.replica_manager.shutdown()
         for task in self._tasks:
             task.cancel()
@@ -260,6 +297,143 @@ class Broker:
         self._tasks.clear()
         self.log_manager.shutdown()
         log.info("odradek broker %d shut down", self.broker_id)
+
+    # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------
+
+    async def _connect_zookeeper(self, connect: str) -> str:
+        """Open the session, load the ZooKeeper store (the admin manager writes to it), return the
+        cluster id of `/cluster/id`."""
+        from odradek.controller.zk.client import KafkaZkClient
+        from odradek.controller.zk.store import ZkMetadataStore
+        from odradek.controller.zk.znodes import ZooKeeperConnect
+
+        config = self.config
+        zk = await KafkaZkClient.connect(
+            ZooKeeperConnect.parse(connect),
+            config["zookeeper.session.timeout.ms"],
+            config.zookeeper_connection_timeout_ms,
+        )
+        try:
+            cluster_id = await zk.get_or_create_cluster_id(config.cluster_id or new_cluster_id())
+            if config.cluster_id is not None and config.cluster_id != cluster_id:
+                raise MetaPropertiesError(
+                    "cluster.id",
+                    f"configured {config.cluster_id} but ZooKeeper's /cluster/id is {cluster_id}",
+                )
+            store = ZkMetadataStore(zk, self.broker_id)
+            await store.load()
+        except BaseException:
+            await zk.close()
+            raise
+        self._zk, self.store, self._zk_store = zk, store, store
+        self.admin = AdminManager(
+            store, lambda: list(store.brokers().values()), config["max.broker.partitions"]
+        )
+        log.info("Connected to ZooKeeper at %s (cluster id %s)", connect, cluster_id)
+        return cluster_id
+
+    def _registration(self) -> BrokerRegistration:
+        from odradek.controller.zk.znodes import BrokerRegistration
+
+        inter_broker = self.config.inter_broker_listener_name
+        endpoints = sorted(self.advertised_endpoints(), key=lambda e: e.listener != inter_broker)
+        protocols = {listener.name: listener.security_protocol for listener in self.config.listeners}
+        return BrokerRegistration(
+            self.broker_id,
+            tuple((e.listener, e.host, e.port) for e in endpoints),
+            {e.listener: protocols.get(e.listener, "PLAINTEXT") for e in endpoints},
+            self.config["broker.rack"],
+            self.clock.time_ms(),
+        )
+
+    async def _join_cluster(self) -> None:
+        """Register, then race for the controller seat; see the module docstring."""
+        try:
+            epoch = await self._zk_store.zk.register_broker(self._registration())
+        except BrokerIdInUseError:
+            await self._zk_store.zk.close()
+            raise
+        log.info("Registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, epoch)
+        self._zk_store.on_brokers_changed(self._on_brokers_changed)
+        self._zk_store.zk.on_session_state(self._on_session_state)
+        await self._elect()
+
+    async def _elect(self) -> None:
+        """Race for `/controller` until this broker holds it or another broker does (then watch it)."""
+        async with self._election_lock:
+            while self.controller is None and not self._shutting_down:
+                live = await self._zk_store.read_brokers()
+                controller = Controller(
+                    self.broker_id,
+                    self.store,
+                    ClusterChannel(LocalChannel(self.broker_id, self), PendingRemoteChannel()),
+                    self.config["unclean.leader.election.enable"],
+                    reelect_live_leaders=False,
+                    on_resign=self._on_resign,
+                )
+                try:
+                    await controller.startup(live.values())
+                except ControllerMovedError:
+                    await controller.shutdown()
+                    current = await self._zk_store.zk.controller_id(watcher=self._on_controller_changed)
+                    if current is not None:
+                        log.info("Broker %d is the controller", current)
+                        return
+                    continue
+                self.controller = controller
+                now = self._zk_store.brokers()
+                if set(now) != set(controller.live_brokers):
+                    controller.brokers_changed(now.values())
+
+    def _in_background(self, job: Callable[[], Awaitable[None]]) -> None:
+        task = asyncio.get_running_loop().create_task(job())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _on_controller_changed(self) -> None:
+        if self.controller is None and not self._shutting_down:
+            self._in_background(self._elect)
+
+    def _on_resign(self) -> None:
+        self.controller = None
+        self._zk_store.resign()
+        self._on_controller_changed()
+
+    def _on_brokers_changed(self, brokers: Mapping[int, BrokerInfo]) -> None:
+        if self.controller is not None:
+            self.controller.brokers_changed(brokers.values())
+
+    def _on_session_state(self, state: str) -> None:
+        if state == "expired":
+            log.warning(
+                "Broker %d lost its ZooKeeper session: registering again once reconnected", self.broker_id
+            )
+            self._session_expired = True
+        elif state == "connected" and self._session_expired and not self._shutting_down:
+            self._session_expired = False
+            self._in_background(self._rejoin_after_expiry)
+
+    async def _rejoin_after_expiry(self) -> None:
+        """A new session: resign, reload the store (its watches died), register and race again."""
+        if self.controller is not None:
+            controller, self.controller = self.controller, None
+            await controller.shutdown()
+        self._zk_store.resign()
+        await self._zk_store.load()
+        epoch = await self._zk_store.zk.register_broker(self._registration())
+        log.info("Broker %d registered again after a session expiry (broker epoch %d)", self.broker_id, epoch)
+        await self._elect()
+
+    async def _leave_cluster(self) -> None:
+        """Close the ZooKeeper session: this broker's registration and controller seat go at once."""
+        if self._zk is None:
+            return
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._zk_store.close()
+        await self._zk.close()
+        self._zk = None
 
     def request_stop(self) -> None:
         """Ask `serve_until_stopped` to shut down (safe from a signal handler)."""

@@ -33,6 +33,12 @@ Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped sin
 `transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
 Only PLAINTEXT listeners are accepted. `cluster.id` is an odradek key: when set it must match
 the id in meta.properties; when absent the id stored there (or a new random one) is used.
+`broker.id.generation.enable` defaults to false (Kafka: true) and true is refused: broker ids are
+always configured.
+
+ZooKeeper mode: `zookeeper.connect` (checked as `host:port[,host:port...][/chroot]`),
+`zookeeper.session.timeout.ms`, `zookeeper.connection.timeout.ms` (else the session timeout),
+`inter.broker.listener.name` (must name a listener; else the first PLAINTEXT listener).
 
 Callers: cli (builds it), broker and everything the broker wires (reads it).
 """
@@ -48,6 +54,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from odradek.controller.zk.znodes import ZooKeeperConnect
 from odradek.storage.cleaner import CleanerConfig
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
@@ -238,6 +245,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("zookeeper.connect", _S, None),
         ConfigKey("zookeeper.session.timeout.ms", _I, 18000, at_least(1)),
         ConfigKey("zookeeper.connection.timeout.ms", _I, None, at_least(1)),
+        ConfigKey("broker.id.generation.enable", _B, False),
+        ConfigKey("inter.broker.listener.name", _S, None),
         ConfigKey("reserved.broker.max.id", _I, 1000, at_least(0)),
         ConfigKey("delete.topic.enable", _B, True),
         ConfigKey("auto.create.topics.enable", _B, True),
@@ -361,7 +370,6 @@ IGNORED_KEYS = frozenset(
         "socket.receive.buffer.bytes",
         "socket.listen.backlog.size",
         "inter.broker.protocol.version",
-        "inter.broker.listener.name",
         "control.plane.listener.name",
         "log.message.format.version",
         "log.cleaner.io.max.bytes.per.second",
@@ -371,7 +379,6 @@ IGNORED_KEYS = frozenset(
         "leader.imbalance.check.interval.seconds",
         "leader.imbalance.per.broker.percentage",
         "zookeeper.max.in.flight.requests",
-        "broker.id.generation.enable",
         "metric.reporters",
         "metrics.num.samples",
         "metrics.recording.level",
@@ -756,6 +763,7 @@ class KafkaConfig:
         return advertised
 
     def _validate_cross_key(self) -> None:
+        self._validate_cluster_keys()
         if self.broker_id < 0:
             raise ConfigError("broker.id", self.broker_id, "broker.id generation is not supported, set >= 0")
         if self.broker_id > self["reserved.broker.max.id"]:
@@ -773,6 +781,39 @@ class KafkaConfig:
         retention_ms = self.log_retention_ms
         if retention_ms == 0:
             raise ConfigError("log.retention.ms", retention_ms, "Value must be -1 (unlimited) or positive")
+
+    def _validate_cluster_keys(self) -> None:
+        """ZooKeeper mode's keys: a parseable zookeeper.connect, an inter-broker listener that exists,
+        and no generated broker ids (broker.id.generation.enable: true is refused, the default is
+        false where Kafka's is true)."""
+        if self._values["broker.id.generation.enable"]:
+            raise ConfigError(
+                "broker.id.generation.enable", "true", "generated broker ids are not supported: set broker.id"
+            )
+        connect = self._values["zookeeper.connect"]
+        if connect is not None:
+            try:
+                ZooKeeperConnect.parse(connect)
+            except ValueError as exc:
+                raise ConfigError("zookeeper.connect", connect, str(exc)) from None
+        name = self._values["inter.broker.listener.name"]
+        if name is not None and name not in {listener.name for listener in self.listeners}:
+            raise ConfigError("inter.broker.listener.name", name, "must be the name of one of the listeners")
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """inter.broker.listener.name, else the first listener speaking security.inter.broker.protocol
+        (PLAINTEXT, the only protocol odradek accepts)."""
+        name = self._values["inter.broker.listener.name"]
+        if name is not None:
+            return str(name)
+        return next((lis.name for lis in self.listeners if lis.security_protocol == "PLAINTEXT"), "PLAINTEXT")
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int:
+        """zookeeper.connection.timeout.ms, else zookeeper.session.timeout.ms (Kafka's fallback)."""
+        value = self._values["zookeeper.connection.timeout.ms"]
+        return int(value if value is not None else self._values["zookeeper.session.timeout.ms"])
 
     # -- derived values Kafka computes --------------------------------------------------------------
 

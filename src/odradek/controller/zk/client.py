@@ -40,6 +40,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
 from odradek.controller.zk import znodes
+from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.controller.zk.znodes import (
     BrokerRegistration,
     LeaderAndIsrZNode,
@@ -47,19 +48,13 @@ from odradek.controller.zk.znodes import (
     ZooKeeperConnect,
 )
 
+__all__ = ["BrokerIdInUseError", "ControllerMovedError", "ControllerSeat", "KafkaZkClient", "VersionedState"]
+
 log = logging.getLogger(__name__)
 
 SessionListener = Callable[[str], None]
 Watcher = Callable[[], None]
 TopicPartitionKey = tuple[str, int]
-
-
-class BrokerIdInUseError(Exception):
-    """Another live broker is registered with this broker id."""
-
-
-class ControllerMovedError(Exception):
-    """This broker is not (or no longer) the controller: the epoch check of a controller write failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +276,49 @@ class KafkaZkClient:
     async def topic_configs(self, name: str) -> dict[str, str]:
         found = await self.get(znodes.entity_config_path("topics", name))
         return znodes.decode_entity_config(found[0]) if found is not None else {}
+
+    async def add_partitions(self, name: str, assignment: TopicAssignment) -> None:
+        """Rewrite a topic's assignment with its added partitions (Kafka's AdminZkClient.addPartitions);
+        NoNodeError when the topic is gone."""
+        await self._bridge(
+            self._kazoo.set_async(znodes.topic_path(name), znodes.encode_topic_assignment(assignment))
+        )
+
+    async def change_entity_config(self, entity_type: str, name: str, configs: Mapping[str, str]) -> None:
+        """Write `/config/<type>/<name>`, then the `/config/changes/config_change_<seq>` notification
+        every broker watches (Kafka's AdminZkClient.changeConfigs)."""
+        path = znodes.entity_config_path(entity_type, name)
+        data = znodes.encode_entity_config(configs)
+        try:
+            await self._bridge(self._kazoo.set_async(path, data))
+        except NoNodeError:
+            await self._bridge(self._kazoo.create_async(path, data, makepath=True))
+        await self._bridge(
+            self._kazoo.create_async(
+                f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                znodes.encode_config_change(entity_type, name),
+                sequence=True,
+            )
+        )
+
+    async def config_changes(self, watcher: Watcher | None = None) -> list[str]:
+        """The notification znodes under `/config/changes` (sorted: by sequence)."""
+        return await self.children(znodes.CONFIG_CHANGES_PATH, watcher)
+
+    async def config_change(self, child: str) -> tuple[str, str] | None:
+        """The (entity type, name) of one notification, or None when it was purged meanwhile."""
+        found = await self.get(f"{znodes.CONFIG_CHANGES_PATH}/{child}")
+        return znodes.decode_config_change(found[0]) if found is not None else None
+
+    async def mark_topic_for_deletion(self, name: str) -> None:
+        """Create `/admin/delete_topics/<t>` (the controller deletes the topic); already marked is fine."""
+        try:
+            await self._bridge(self._kazoo.create_async(znodes.delete_topic_path(name), b"", makepath=True))
+        except NodeExistsError:
+            pass
+
+    async def topics_marked_for_deletion(self, watcher: Watcher | None = None) -> list[str]:
+        return await self.children(znodes.DELETE_TOPICS_PATH, watcher)
 
     async def partition_state(self, topic: str, partition: int) -> VersionedState | None:
         found = await self.get(znodes.partition_state_path(topic, partition))

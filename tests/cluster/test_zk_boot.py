@@ -1,0 +1,221 @@
+"""ZooKeeper mode boots: three `odradek serve` processes on a real ZooKeeper register, elect one
+controller, create topics through any broker, fail the controller over after kill -9, refuse a
+duplicate broker id and register again after a restart.
+
+Every test gets its own chroot on one module-wide ZooKeeper server and its own three brokers
+(zookeeper.session.timeout.ms 4000, so a killed broker's session expires in seconds). Cluster state is
+read straight from ZooKeeper with kazoo, in Kafka's JSON, as an operator with zkCli.sh would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from kazoo.client import KazooClient
+
+from odradek.controller.zk import znodes
+from odradek.network_client import NodeConnection
+from odradek.protocol.messages.create_topics import CreateTopicsRequest
+from odradek.testing.broker import BrokerProcess, BrokerStartError
+from odradek.testing.zookeeper import ZooKeeperServer
+
+pytestmark = pytest.mark.slow
+
+SESSION_TIMEOUT_MS = 4000
+FAILOVER_BOUND_S = SESSION_TIMEOUT_MS / 1000 + 6
+CREATE_TOPICS = 19
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
+        yield server
+
+
+@dataclass
+class Cluster:
+    connect: str  # zookeeper.connect with this test's chroot
+    brokers: dict[int, BrokerProcess]
+    zk: KazooClient  # reads the chroot
+    tmp: Path
+
+    def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
+        overrides = {"zookeeper.connect": self.connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}
+        return BrokerProcess(
+            self.tmp / (data or f"broker-{broker_id}"), broker_id=broker_id, overrides=overrides
+        )
+
+    def read(self, path: str) -> dict | None:
+        if not self.zk.exists(path):
+            return None
+        return json.loads(self.zk.get(path)[0])
+
+    def controller(self) -> int | None:
+        found = self.read(znodes.CONTROLLER_PATH)
+        return found["brokerid"] if found else None
+
+    def controller_epoch(self) -> int:
+        return int(self.zk.get(znodes.CONTROLLER_EPOCH_PATH)[0])
+
+    def state(self, topic: str, partition: int) -> dict | None:
+        return self.read(znodes.partition_state_path(topic, partition))
+
+
+@pytest.fixture
+def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
+    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=5.0)
+    made = Cluster(zookeeper.connect_string + chroot, {}, zk, tmp_path)
+    try:
+        for broker_id in (1, 2, 3):
+            made.brokers[broker_id] = made.broker(broker_id)
+            made.brokers[broker_id].start()
+        zk.start(timeout=10)
+        yield made
+    finally:
+        for process in made.brokers.values():
+            process.kill()
+        zk.stop()
+        zk.close()
+
+
+def eventually(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        time.sleep(0.1)
+
+
+def create_topic(process: BrokerProcess, name: str, assignment: dict[int, list[int]]) -> int:
+    """CreateTopics v5 sent to `process` itself (timeout 0: answered once the znodes are written)."""
+
+    async def send() -> int:
+        connection = NodeConnection(process.broker_id, process.host, process.port, client_id="cluster-test")
+        await connection.connect()
+        try:
+            topic = CreateTopicsRequest.CreatableTopic(
+                name=name,
+                num_partitions=-1,
+                replication_factor=-1,
+                assignments=[
+                    CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=r)
+                    for p, r in assignment.items()
+                ],
+            )
+            response = await connection.send(
+                CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=0)
+            )
+            return response.topics[0].error_code
+        finally:
+            await connection.close()
+
+    return asyncio.run(send())
+
+
+def test_three_brokers_register_and_elect_one_controller(cluster):
+    ids = eventually(
+        lambda: sorted(cluster.zk.get_children(znodes.BROKER_IDS_PATH)) == ["1", "2", "3"], 15, "3 ids"
+    )
+    assert ids
+    for broker_id, process in cluster.brokers.items():
+        registration = cluster.read(znodes.broker_path(broker_id))
+        assert registration["version"] == 5 and registration["jmx_port"] == -1
+        assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{process.port}"]
+        assert registration["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+        assert (registration["host"], registration["port"]) == ("127.0.0.1", process.port)
+    controller = eventually(cluster.controller, 15, "a controller")
+    assert controller in (1, 2, 3)
+    assert cluster.controller_epoch() == 1
+    assert cluster.read(znodes.CLUSTER_ID_PATH)["id"]
+
+
+def test_create_topics_through_a_broker_that_is_not_the_controller(cluster):
+    controller = eventually(cluster.controller, 15, "a controller")
+    other = next(b for b in cluster.brokers if b != controller)
+    assignment = {0: [1, 2], 1: [2, 3], 2: [3, 1]}
+    assert create_topic(cluster.brokers[other], "orders", assignment) == 0
+    topic = cluster.read(znodes.topic_path("orders"))
+    assert topic["version"] == 3
+    assert topic["partitions"] == {str(p): r for p, r in assignment.items()}
+    assert len(znodes.uuid_from_kafka(topic["topic_id"]).bytes) == 16
+    assert cluster.read(znodes.entity_config_path("topics", "orders")) == {"version": 1, "config": {}}
+    for partition, replicas in assignment.items():
+        state = eventually(lambda p=partition: cluster.state("orders", p), 10, f"state of orders-{partition}")
+        assert (state["leader"], state["leader_epoch"], state["isr"]) == (replicas[0], 0, replicas)
+        assert state["controller_epoch"] == 1
+
+
+def test_controller_failover_after_kill_9_moves_the_dead_brokers_leaders(cluster):
+    controller = eventually(cluster.controller, 15, "a controller")
+    alive = [b for b in cluster.brokers if b != controller]
+    pair = {0: [controller, alive[0]], 1: [alive[0], controller], 2: [controller, alive[1]]}
+    assert create_topic(cluster.brokers[alive[0]], "pair", pair) == 0
+    assert create_topic(cluster.brokers[alive[1]], "solo", {0: [controller]}) == 0
+    before = {
+        (t, p): eventually(lambda t=t, p=p: cluster.state(t, p), 10, f"{t}-{p}")
+        for t, p in [("pair", 0), ("pair", 1), ("pair", 2), ("solo", 0)]
+    }
+    killed_at = time.monotonic()
+    cluster.brokers[controller].kill()
+
+    successor = eventually(
+        lambda: cluster.controller() not in (None, controller) and cluster.controller(),
+        FAILOVER_BOUND_S,
+        "a new controller",
+    )
+    assert successor in alive
+    assert cluster.controller_epoch() == 2
+    expected = {("pair", 0): alive[0], ("pair", 1): alive[0], ("pair", 2): alive[1], ("solo", 0): -1}
+
+    def moved() -> bool:
+        return all(
+            (cluster.state(t, p) or {}).get("leader_epoch") == before[(t, p)]["leader_epoch"] + 1
+            for t, p in expected
+            if before[(t, p)]["leader"] == controller
+        )
+
+    eventually(moved, FAILOVER_BOUND_S - (time.monotonic() - killed_at) + 2, "the dead broker's partitions")
+    for (t, p), leader in expected.items():
+        state = cluster.state(t, p)
+        assert state["leader"] == leader, (t, p, state)
+        if before[(t, p)]["leader"] == controller:
+            assert state["leader_epoch"] == before[(t, p)]["leader_epoch"] + 1
+            assert state["controller_epoch"] == 2
+            assert controller not in state["isr"] or leader == -1
+        else:
+            assert state == before[(t, p)]
+
+    cluster.brokers[controller].start()
+    eventually(
+        lambda: str(controller) in cluster.zk.get_children(znodes.BROKER_IDS_PATH), 15, "re-registration"
+    )
+    assert cluster.controller() == successor
+
+
+def test_a_broker_with_a_live_brokers_id_exits_with_an_error(cluster):
+    eventually(lambda: len(cluster.zk.get_children(znodes.BROKER_IDS_PATH)) == 3, 15, "3 ids")
+    duplicate = cluster.broker(2, data="duplicate-2")
+    try:
+        try:
+            duplicate.start()
+        except BrokerStartError:
+            pass
+        assert duplicate.wait(30) == 1
+        assert "broker id 2 is already registered in ZooKeeper by a live broker" in duplicate.output_tail()
+    finally:
+        duplicate.kill()
+    assert cluster.brokers[2].is_running()
+    assert json.loads(cluster.zk.get(znodes.broker_path(2))[0])["port"] == cluster.brokers[2].port
