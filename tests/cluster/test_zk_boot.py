@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -184,19 +185,15 @@ def test_controller_failover_after_kill_9_moves_the_dead_brokers_leaders(cluster
         return all(
             (cluster.state(t, p) or {}).get("leader_epoch") == before[(t, p)]["leader_epoch"] + 1
             for t, p in expected
-            if before[(t, p)]["leader"] == controller
         )
 
     eventually(moved, FAILOVER_BOUND_S - (time.monotonic() - killed_at) + 2, "the dead broker's partitions")
     for (t, p), leader in expected.items():
-        state = cluster.state(t, p)
+        state, old = cluster.state(t, p), before[(t, p)]
         assert state["leader"] == leader, (t, p, state)
-        if before[(t, p)]["leader"] == controller:
-            assert state["leader_epoch"] == before[(t, p)]["leader_epoch"] + 1
-            assert state["controller_epoch"] == 2
-            assert controller not in state["isr"] or leader == -1
-        else:
-            assert state == before[(t, p)]
+        assert state["leader_epoch"] == old["leader_epoch"] + 1 and state["controller_epoch"] == 2
+        expected_isr = old["isr"] if leader == -1 else [r for r in old["isr"] if r != controller]
+        assert state["isr"] == expected_isr, (t, p, state)
 
     cluster.brokers[controller].start()
     eventually(
@@ -219,3 +216,27 @@ def test_a_broker_with_a_live_brokers_id_exits_with_an_error(cluster):
         duplicate.kill()
     assert cluster.brokers[2].is_running()
     assert json.loads(cluster.zk.get(znodes.broker_path(2))[0])["port"] == cluster.brokers[2].port
+
+
+def test_a_controller_whose_session_expired_resigns_and_registers_again(cluster):
+    controller = eventually(cluster.controller, 15, "a controller")
+    epoch_before = cluster.zk.exists(znodes.broker_path(controller)).czxid
+    frozen = cluster.brokers[controller]
+    frozen.send_signal(signal.SIGSTOP)
+    try:
+        successor = eventually(
+            lambda: cluster.controller() not in (None, controller) and cluster.controller(),
+            FAILOVER_BOUND_S,
+            "a controller other than the frozen one",
+        )
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    assert cluster.controller_epoch() == 2
+
+    def registered_again() -> bool:
+        stat = cluster.zk.exists(znodes.broker_path(controller))
+        return stat is not None and stat.czxid > epoch_before
+
+    eventually(registered_again, 15, "registration in a new session")
+    assert cluster.controller() == successor and cluster.controller_epoch() == 2
+    assert "registered again after a session expiry" in frozen.output_tail()

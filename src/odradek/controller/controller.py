@@ -20,10 +20,11 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   (is_new) to its live replicas, UpdateMetadata to all.
 - Brokers changed (ZooKeeper mode: the children of `/brokers/ids`): the live brokers are replaced;
   every partition whose leader is no longer live, and every leaderless partition with a replica on a
-  broker that joined, gets an offline election (fenced write), then LeaderAndIsr to its live
-  replicas; UpdateMetadata with everything to every live broker when the membership changed, and
-  LeaderAndIsr for all its partitions to a broker that joined (Kafka's onBrokerStartup /
-  onBrokerFailure).
+  broker that joined, gets an offline election, a partition whose live leader has dead brokers in
+  its ISR loses them (leader epoch + 1, as Kafka's OfflineReplica transition); the states are
+  written fenced, then UpdateMetadata with everything goes to every live broker, LeaderAndIsr for
+  all its partitions to a broker that joined and for the changed partitions to their live replicas
+  (Kafka's onBrokerStartup / onBrokerFailure).
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -145,9 +146,13 @@ class Controller:
             state = topic.states.get(index)
             if state is None:
                 states[index] = decisions.new_partition_state(replicas, live, self.epoch)
-            elif self._reelect_live_leaders or state.leader not in live:
+            elif self._reelect_live_leaders:
                 election = decisions.offline_election(state, live, self._unclean(topic))
                 states[index] = decisions.next_state(state, election, self.epoch)
+            else:
+                changed = self._after_membership(topic, state, set(live))
+                if changed is not None:
+                    states[index] = changed
         return states
 
     def _unclean(self, topic: StoredTopic) -> bool:
@@ -229,26 +234,41 @@ class Controller:
             mine = _for_replica(everything, broker_id)
             await self._send_leader_and_isr_to(broker_id, mine, full=True)
         await self._send_leader_and_isr(changed)
-        log.info("Offline election moved %d partitions", sum(len(s) for _, s in changed.values()))
+        if changed:
+            log.info(
+                "Membership change: %d partitions have a new leader or ISR",
+                sum(len(s) for _, s in changed.values()),
+            )
 
     def _elect_offline(self, joined: set[int]) -> dict[str, dict[int, PartitionState]]:
-        """Offline elections for partitions whose leader is not live, or leaderless ones with a
-        replica on a broker that `joined`, when the election changes something."""
-        live = self.live_brokers.keys()
+        """The new states of every partition a membership change changes."""
         elected: dict[str, dict[int, PartitionState]] = {}
         for name, topic in self.store.topics().items():
             if topic.marked_for_deletion:
                 continue
             for index, state in topic.states.items():
-                if state.leader in live:
-                    continue
-                if state.leader == decisions.NO_LEADER and not joined & set(state.replicas):
-                    continue
-                election = decisions.offline_election(state, live, self._unclean(topic))
-                if election.leader == state.leader and election.isr == state.isr:
-                    continue
-                elected.setdefault(name, {})[index] = decisions.next_state(state, election, self.epoch)
+                changed = self._after_membership(topic, state, joined)
+                if changed is not None:
+                    elected.setdefault(name, {})[index] = changed
         return elected
+
+    def _after_membership(
+        self, topic: StoredTopic, state: PartitionState, joined: set[int]
+    ) -> PartitionState | None:
+        """A partition's state over the current live brokers, None when unchanged: an offline
+        election when its leader is not live (for a leaderless one, only when a broker holding a
+        replica `joined`); the ISR without its dead members when the leader lives (Kafka's
+        OfflineReplica transition; the leader epoch moves)."""
+        live = self.live_brokers.keys()
+        if state.leader in live:
+            election = decisions.Election(state.leader, tuple(r for r in state.isr if r in live))
+        elif state.leader == decisions.NO_LEADER and not joined & set(state.replicas):
+            return None
+        else:
+            election = decisions.offline_election(state, live, self._unclean(topic))
+        if election.leader == state.leader and election.isr == state.isr:
+            return None
+        return decisions.next_state(state, election, self.epoch)
 
     async def _delete_topic(self, name: str) -> None:
         topic = self.store.topics().get(name)

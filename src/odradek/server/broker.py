@@ -124,6 +124,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 # against p99 15-29 ms and worst 99-109 ms at 5 ms, creation speed unchanged.
 THREAD_SWITCH_INTERVAL_S = 0.001
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
+ZOOKEEPER_RETRY_S = 1.0  # between attempts of a background election or re-registration that failed
 
 
 def partition_loader_threads(config: KafkaConfig) -> int:
@@ -386,7 +387,25 @@ class Broker:
                     controller.brokers_changed(now.values())
 
     def _in_background(self, job: Callable[[], Awaitable[None]]) -> None:
-        task = asyncio.get_running_loop().create_task(job())
+        """Run `job` (election, re-registration) as a task; on failure (ZooKeeper unreachable) try
+        again every ZOOKEEPER_RETRY_S, unless the session expired (the rejoin starts over) or the
+        broker stops."""
+
+        async def run() -> None:
+            while not self._shutting_down:
+                try:
+                    await job()
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if self._session_expired:
+                        log.info("%s abandoned: the ZooKeeper session expired", job.__name__)
+                        return
+                    log.warning("%s failed (%r): trying again", job.__name__, exc)
+                    await asyncio.sleep(ZOOKEEPER_RETRY_S)
+
+        task = asyncio.get_running_loop().create_task(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -416,6 +435,7 @@ class Broker:
     async def _rejoin_after_expiry(self) -> None:
         """A new session: resign, reload the store (its watches died), register and race again."""
         if self.controller is not None:
+            log.warning("Broker %d resigns as controller: its ZooKeeper session expired", self.broker_id)
             controller, self.controller = self.controller, None
             await controller.shutdown()
         self._zk_store.resign()

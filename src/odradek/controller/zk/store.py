@@ -40,7 +40,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
@@ -51,6 +51,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
+RETRY_AFTER_CONNECTION_LOSS_S = 0.5
 BrokersListener = Callable[[Mapping[int, BrokerInfo]], None]
 
 
@@ -74,11 +75,11 @@ class ZkMetadataStore(MetadataStore):
     # -- start-up and watches ---------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Read every topic and live broker and set the watches (again after a session expiry)."""
-        self._topics = {}
+        """Read every topic and live broker and set the watches (again after a session expiry: the
+        watches died with the old session, and what changed meanwhile becomes events)."""
         changes = await self.zk.config_changes(self._spawner(self._on_config_changes))
         self._last_config_change = changes[-1] if changes else ""
-        await self._on_topic_children()
+        await self._on_topic_children(rewatch=True)
         await self._on_deletion_markers()
         await self._on_broker_children()
 
@@ -98,16 +99,26 @@ class ZkMetadataStore(MetadataStore):
         return spawn
 
     async def _logged(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        try:
-            await job()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("Reading ZooKeeper after a watch fired failed")
+        """Run a watch's read: again after a lost connection (the session lives on, and so must the
+        watch); not after a session expiry (the broker reloads everything in the new session)."""
+        while True:
+            try:
+                await job()
+                return
+            except asyncio.CancelledError:
+                raise
+            except ConnectionLoss:
+                await asyncio.sleep(RETRY_AFTER_CONNECTION_LOSS_S)
+            except SessionExpiredError:
+                log.debug("A watch's read was abandoned: the ZooKeeper session expired")
+                return
+            except Exception:
+                log.exception("Reading ZooKeeper after a watch fired failed")
+                return
 
-    async def _on_topic_children(self) -> None:
+    async def _on_topic_children(self, rewatch: bool = False) -> None:
         names = set(await self.zk.topics(self._spawner(self._on_topic_children)))
-        for name in sorted(names - self._topics.keys()):
+        for name in sorted(names if rewatch else names - self._topics.keys()):
             await self._refresh_topic(name, watch=True)
         for name in self._topics.keys() - names:
             self._topics.pop(name, None)
