@@ -1,0 +1,113 @@
+"""The controller of a cluster: membership changes (a leader dies, a follower dies, a broker comes back),
+failover start-up that keeps live leaders, the requests it sends to other brokers through the
+PendingRemoteChannel placeholder, and resignation when a fenced write fails."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from odradek.controller.channel import ClusterChannel, LocalChannel, PendingRemoteChannel
+from odradek.controller.controller import Controller
+from odradek.controller.local import LocalMetadataStore
+from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
+from odradek.controller.store import StoredTopic
+from odradek.controller.zk.errors import ControllerMovedError
+from tests.controller.test_local_controller import RecordingBroker, run
+
+BROKERS = {b: BrokerInfo(b, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + b),)) for b in (0, 1, 2)}
+ASSIGNMENT = {0: (0, 1), 1: (1, 2), 2: (2, 0)}
+
+
+class Cluster:
+    """Controller on broker 0 over a local store, brokers 1 and 2 behind the placeholder."""
+
+    def __init__(self, path: Path, reelect_live_leaders: bool = False) -> None:
+        self.store = LocalMetadataStore(path)
+        self.store.load()
+        self.broker = RecordingBroker()
+        self.remote = PendingRemoteChannel()
+        self.resigned = asyncio.Event()
+        self.controller = Controller(
+            0,
+            self.store,
+            ClusterChannel(LocalChannel(0, self.broker), self.remote),
+            reelect_live_leaders=reelect_live_leaders,
+            on_resign=self.resigned.set,
+        )
+
+    def states(self) -> dict[int, PartitionState]:
+        return dict(self.store.topics()["t"].states)
+
+
+async def _started_with_topic(path: Path) -> Cluster:
+    cluster = Cluster(path)
+    await cluster.controller.startup(BROKERS.values())
+    await cluster.store.create_topic(StoredTopic("t", uuid.uuid4(), ASSIGNMENT))
+    await cluster.controller.idle()
+    return cluster
+
+
+def test_a_dead_leaders_partitions_move_and_dead_followers_leave_the_isr(tmp_path):
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        before = cluster.states()
+        cluster.remote.sent.clear()
+        cluster.controller.brokers_changed([BROKERS[0], BROKERS[1]])
+        await cluster.controller.idle()
+        after = cluster.states()
+        assert (after[1].leader, after[1].isr, after[1].leader_epoch) == (1, (1,), before[1].leader_epoch + 1)
+        assert (after[2].leader, after[2].isr, after[2].leader_epoch) == (0, (0,), before[2].leader_epoch + 1)
+        assert after[0] == before[0]  # leader 0 and follower 1 both live
+        sent = [(api, broker) for api, broker, _ in cluster.remote.sent]
+        assert ("UpdateMetadata", 1) in sent and ("LeaderAndIsr", 1) in sent
+        assert all(broker != 2 for _, broker in sent)
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
+def test_a_leaderless_partition_comes_back_with_its_isr_member(tmp_path):
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        cluster.controller.brokers_changed([BROKERS[0]])
+        await cluster.controller.idle()
+        assert (cluster.states()[1].leader, cluster.states()[1].isr) == (-1, (1, 2))
+        cluster.controller.brokers_changed([BROKERS[0], BROKERS[2]])
+        await cluster.controller.idle()
+        assert (cluster.states()[1].leader, cluster.states()[1].isr) == (2, (2,))
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
+def test_failover_start_up_keeps_live_leaders_and_moves_dead_ones(tmp_path):
+    async def scenario() -> None:
+        first = await _started_with_topic(tmp_path)
+        await first.controller.shutdown()
+        before = first.states()
+        successor = Cluster(tmp_path)
+        await successor.controller.startup([BROKERS[0], BROKERS[1]])
+        after = successor.states()
+        assert successor.controller.epoch == 2
+        assert after[0] == before[0]
+        assert (after[2].leader, after[2].leader_epoch, after[2].controller_epoch) == (0, 1, 2)
+        await successor.controller.shutdown()
+
+    run(scenario)
+
+
+def test_a_controller_whose_fenced_write_fails_resigns(tmp_path):
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+
+        async def moved(*_: object) -> None:
+            raise ControllerMovedError("another controller was elected")
+
+        cluster.store.write_partition_states = moved  # type: ignore[method-assign]
+        cluster.controller.brokers_changed([BROKERS[0], BROKERS[1]])
+        await asyncio.wait_for(cluster.resigned.wait(), 5)
+        await cluster.controller.shutdown()
+
+    run(scenario)

@@ -1,0 +1,140 @@
+"""ZkMetadataStore against a real ZooKeeper server: admin writes land in Kafka's znodes and reach a
+second broker's store as events, controller writes are fenced by the controller epoch and
+conditional on the partition epoch, a deposed controller's write raises ControllerMovedError."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from kazoo.client import KazooClient
+
+from odradek.controller.metadata import PartitionState
+from odradek.controller.store import StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.zk import znodes
+from odradek.controller.zk.client import ControllerMovedError, KafkaZkClient
+from odradek.controller.zk.store import ZkMetadataStore
+from odradek.controller.zk.znodes import ZooKeeperConnect
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.testing.zookeeper import ZooKeeperServer
+from tests.controller.zk.test_zk_client import on_loop
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
+        yield server
+
+
+@pytest.fixture
+def chroot(zookeeper):
+    return ZooKeeperConnect.parse(f"{zookeeper.connect_string}/s-{uuid.uuid4().hex[:8]}")
+
+
+async def _store(connect: ZooKeeperConnect, broker_id: int) -> ZkMetadataStore:
+    client = await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+    store = ZkMetadataStore(client, broker_id)
+    await store.load()
+    return store
+
+
+async def _close(*stores: ZkMetadataStore) -> None:
+    for store in stores:
+        await store.close()
+        await store.zk.close()
+
+
+def _delete_controller_znode(connect: ZooKeeperConnect) -> None:
+    kazoo = KazooClient(hosts=connect.hosts + connect.chroot, timeout=5.0)
+    kazoo.start(timeout=10)
+    try:
+        kazoo.delete(znodes.CONTROLLER_PATH)
+    finally:
+        kazoo.stop()
+        kazoo.close()
+
+
+class Events:
+    """The events a store delivered, awaitable."""
+
+    def __init__(self, store: ZkMetadataStore) -> None:
+        self.seen: list[StoreEvent] = []
+        self._changed = asyncio.Event()
+        store.watch(self._on_event)
+
+    def _on_event(self, event: StoreEvent) -> None:
+        asyncio.get_running_loop()  # raises unless delivered on the loop
+        self.seen.append(event)
+        self._changed.set()
+
+    async def wait_for(self, kind: StoreEventKind, topic: str) -> None:
+        async with asyncio.timeout(10):
+            while StoreEvent(kind, topic) not in self.seen:
+                self._changed.clear()
+                await self._changed.wait()
+
+
+@on_loop
+async def test_admin_writes_by_one_broker_reach_another_as_events(chroot):
+    writer, reader = await _store(chroot, 1), await _store(chroot, 2)
+    events = Events(reader)
+    try:
+        topic = StoredTopic("orders", uuid.uuid4(), {0: (1, 2)}, {"retention.ms": "1000"})
+        await writer.create_topic(topic)
+        assert writer.topics()["orders"] == topic
+        with pytest.raises(KafkaError) as taken:
+            await writer.create_topic(topic)
+        assert taken.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
+        await events.wait_for(StoreEventKind.TOPIC_CREATED, "orders")
+        assert reader.topics()["orders"] == topic
+
+        await writer.add_partitions("orders", {1: (2, 1)})
+        await events.wait_for(StoreEventKind.PARTITIONS_ADDED, "orders")
+        assert reader.topics()["orders"].assignment == {0: (1, 2), 1: (2, 1)}
+
+        await writer.set_topic_configs("orders", {"retention.ms": "5000"})
+        await events.wait_for(StoreEventKind.CONFIGS_CHANGED, "orders")
+        assert reader.topics()["orders"].configs == {"retention.ms": "5000"}
+        changes = await writer.zk.config_changes()
+        assert changes and changes[-1].startswith(znodes.CONFIG_CHANGE_PREFIX)
+        assert await writer.zk.config_change(changes[-1]) == ("topics", "orders")
+
+        await writer.request_deletion("orders")
+        await events.wait_for(StoreEventKind.DELETION_REQUESTED, "orders")
+        assert reader.topics()["orders"].marked_for_deletion
+        assert await writer.zk.topics_marked_for_deletion() == ["orders"]
+        assert events.seen.count(StoreEvent(StoreEventKind.TOPIC_CREATED, "orders")) == 1
+    finally:
+        await _close(writer, reader)
+
+
+@on_loop
+async def test_controller_writes_are_fenced_and_conditional(chroot):
+    first, second = await _store(chroot, 1), await _store(chroot, 2)
+    try:
+        await first.create_topic(StoredTopic("t", uuid.uuid4(), {0: (1, 2)}))
+        epoch = await first.elect_controller()
+        assert epoch == 1 and first.controller_epoch == 1
+        new = PartitionState(1, 0, (1, 2), (1, 2), epoch, 0)
+        await first.write_partition_states({"t": {0: new}}, epoch)
+        assert first.topics()["t"].states[0] == new
+        moved = PartitionState(2, 1, (1, 2), (2,), epoch, 1)
+        await first.write_partition_states({"t": {0: moved}}, epoch)
+        read = await first.zk.partition_state("t", 0)
+        assert read is not None and read.zk_version == 1 and (read.state.leader, read.state.isr) == (2, (2,))
+        with pytest.raises(KafkaError) as stale:
+            await first.write_partition_states({"t": {0: moved}}, epoch - 1)
+        assert stale.value.code == ErrorCode.STALE_CONTROLLER_EPOCH
+
+        with pytest.raises(ControllerMovedError):
+            await second.elect_controller()
+        await asyncio.to_thread(_delete_controller_znode, chroot)  # as first's session expiry would
+        assert await second.elect_controller() == 2
+        assert second.topics()["t"].states[0] == moved  # the new controller re-read every state
+        with pytest.raises(ControllerMovedError):
+            await first.write_partition_states({"t": {0: moved}}, epoch)
+        await second.remove_topic("t", 2)
+        assert "t" not in second.topics() and await second.zk.topics() == []
+    finally:
+        await _close(first, second)
