@@ -120,8 +120,8 @@ class ZkMetadataStore(MetadataStore):
         names = set(await self.zk.topics(self._spawner(self._on_topic_children)))
         for name in sorted(names if rewatch else names - self._topics.keys()):
             await self._refresh_topic(name, watch=True)
-        for name in self._topics.keys() - names:
-            self._topics.pop(name, None)
+        for name in sorted(self._topics.keys() - names):
+            await self._refresh_topic(name)  # forgets it only if its znode is really gone
 
     async def _on_deletion_markers(self) -> None:
         for name in await self.zk.topics_marked_for_deletion(self._spawner(self._on_deletion_markers)):
@@ -260,13 +260,14 @@ class ZkMetadataStore(MetadataStore):
         self._controller_epoch = self._seat.epoch
         async with self._refresh_lock:
             for name, topic in list(self._topics.items()):
-                states: dict[int, PartitionState] = {}
-                for index, replicas in topic.assignment.items():
-                    state = await self._read_state(name, index, replicas)
-                    if state is not None:
-                        states[index] = state
-                if name in self._topics:
-                    self._topics[name] = replace(self._topics[name], states=states)
+                indexes = list(topic.assignment)
+                read = await asyncio.gather(
+                    *(self._read_state(name, index, topic.assignment[index]) for index in indexes)
+                )
+                states = {
+                    index: state for index, state in zip(indexes, read, strict=True) if state is not None
+                }
+                self._topics[name] = replace(topic, states=states)
         return self._seat.epoch
 
     def resign(self) -> None:
