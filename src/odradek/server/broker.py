@@ -381,6 +381,13 @@ class Broker:
                         log.info("Broker %d is the controller", current)
                         return
                     continue
+                except Exception:
+                    log.exception(
+                        "Broker %d failed to start as controller: giving up the seat", self.broker_id
+                    )
+                    await controller.shutdown()
+                    await self._zk_store.give_up_seat()
+                    raise
                 self.controller = controller
                 now = self._zk_store.brokers()
                 if set(now) != set(controller.live_brokers):

@@ -138,3 +138,17 @@ async def test_controller_writes_are_fenced_and_conditional(chroot):
         assert "t" not in second.topics() and await second.zk.topics() == []
     finally:
         await _close(first, second)
+
+
+@on_loop
+async def test_a_controller_that_gives_up_its_seat_lets_another_broker_win(chroot):
+    first, second = await _store(chroot, 1), await _store(chroot, 2)
+    try:
+        assert await first.elect_controller() == 1
+        await second.give_up_seat()  # not the holder: changes nothing
+        assert await second.zk.controller_id() == 1
+        await first.give_up_seat()
+        assert await second.zk.controller_id() is None
+        assert await second.elect_controller() == 2
+    finally:
+        await _close(first, second)

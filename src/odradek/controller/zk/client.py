@@ -215,6 +215,17 @@ class KafkaZkClient:
         found = await self.get(znodes.CONTROLLER_PATH, watcher)
         return znodes.decode_controller(found[0]) if found is not None else None
 
+    async def delete_controller(self, broker_id: int) -> None:
+        """Give up the controller seat if `broker_id` holds it (Kafka's triggerControllerMove), so the
+        other brokers race again."""
+        found = await self.get(znodes.CONTROLLER_PATH)
+        if found is None or znodes.decode_controller(found[0]) != broker_id:
+            return
+        try:
+            await self._bridge(self._kazoo.delete_async(znodes.CONTROLLER_PATH, found[1].version))
+        except (NoNodeError, BadVersionError):
+            pass
+
     async def elect_controller(self, broker_id: int, now_ms: int) -> ControllerSeat:
         """Take the controller seat and bump the controller epoch in one conditional multi."""
         epoch, version = await self._controller_epoch()

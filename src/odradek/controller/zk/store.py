@@ -274,6 +274,13 @@ class ZkMetadataStore(MetadataStore):
         """Forget the seat: no controller write passes this store's check any more."""
         self._seat = None
 
+    async def give_up_seat(self) -> None:
+        """Forget the seat and delete `/controller` if this broker holds it (a controller that could
+        not start hands the cluster to the next one)."""
+        if self._seat is not None:
+            self._seat = None
+            await self.zk.delete_controller(self._broker_id)
+
     async def write_partition_states(
         self, states: Mapping[str, Mapping[int, PartitionState]], controller_epoch: int
     ) -> None:
