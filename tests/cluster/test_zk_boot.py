@@ -50,7 +50,11 @@ class Cluster:
     tmp: Path
 
     def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
-        overrides = {"zookeeper.connect": self.connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}
+        overrides = {
+            "zookeeper.connect": self.connect,
+            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+            "broker.rack": f"rack-{broker_id}",
+        }
         return BrokerProcess(
             self.tmp / (data or f"broker-{broker_id}"), broker_id=broker_id, overrides=overrides
         )
@@ -137,6 +141,7 @@ def test_three_brokers_register_and_elect_one_controller(cluster):
         assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{process.port}"]
         assert registration["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
         assert (registration["host"], registration["port"]) == ("127.0.0.1", process.port)
+        assert registration["rack"] == f"rack-{broker_id}"
     controller = eventually(cluster.controller, 15, "a controller")
     assert controller in (1, 2, 3)
     assert cluster.controller_epoch() == 1

@@ -4,7 +4,7 @@ coordinator and the listeners.
 Owns the broker's life cycle.
 - Startup: set the interpreter's thread switch interval to 1 ms (THREAD_SWITCH_INTERVAL_S), so
   worker threads holding the GIL delay the event loop less; read the metadata store (the local
-  JSON file); lock and load the log dirs (LogManager:
+  JSON file, or ZooKeeper: see Modes); lock and load the log dirs (LogManager:
   recovery, per-topic log configs, producer.id.expiration.ms); check or write meta.properties
   (broker.id, cluster.id); bind every listener; start the ReplicaManager and the group coordinator;
   become controller (local mode: the controller lives in this process and talks to this broker
