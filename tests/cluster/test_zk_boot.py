@@ -245,3 +245,53 @@ def test_a_controller_whose_session_expired_resigns_and_registers_again(cluster)
     eventually(registered_again, 15, "registration in a new session")
     assert cluster.controller() == successor and cluster.controller_epoch() == 2
     assert "registered again after a session expiry" in frozen.output_tail()
+
+
+def test_every_broker_serves_the_cluster_metadata_and_its_own_partitions(cluster):
+    """The controller reaches the other brokers over the wire (RemoteChannel): every broker's Metadata
+    lists the three brokers and each partition's leader, and confluent-kafka produces to and consumes
+    from partitions led by each broker (replication factor 1: no replica fetchers yet)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    controller = eventually(cluster.controller, 15, "a controller")
+    other = next(b for b in cluster.brokers if b != controller)
+    bootstrap = ",".join(p.bootstrap for p in cluster.brokers.values())
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[other].bootstrap})
+    admin.create_topics([NewTopic("spread", num_partitions=3, replica_assignment=[[1], [2], [3]])])[
+        "spread"
+    ].result(30)
+
+    for process in cluster.brokers.values():
+        metadata = eventually(
+            lambda p=process: _spread_leaders(AdminClient({"bootstrap.servers": p.bootstrap})), 15, "leaders"
+        )
+        assert metadata == {0: 1, 1: 2, 2: 3}, (process.broker_id, metadata)
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(30):
+        producer.produce("spread", value=b"v%d" % i, partition=i % 3)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spread-readers"})
+    consumer.assign([TopicPartition("spread", p, 0) for p in range(3)])
+    got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    deadline = time.monotonic() + 30
+    while sum(map(len, got.values())) < 30 and time.monotonic() < deadline:
+        for message in consumer.consume(30, timeout=1):
+            assert message.error() is None, message.error()
+            got[message.partition()].append(message.value())
+    consumer.close()
+    assert got == {p: [b"v%d" % i for i in range(30) if i % 3 == p] for p in range(3)}
+
+
+def _spread_leaders(admin) -> dict[int, int] | None:
+    topics = admin.list_topics("spread", timeout=5).topics
+    topic = topics.get("spread")
+    if topic is None or topic.error is not None or len(topic.partitions) != 3:
+        return None
+    leaders = {p: m.leader for p, m in topic.partitions.items()}
+    return (
+        leaders
+        if all(leader >= 0 for leader in leaders.values()) and len(admin.list_topics(timeout=5).brokers) == 3
+        else None
+    )

@@ -1,6 +1,6 @@
 """The controller of a cluster: membership changes (a leader dies, a follower dies, a broker comes back),
-failover start-up that keeps live leaders, the requests it sends to other brokers through the
-PendingRemoteChannel placeholder, and resignation when a fenced write fails."""
+failover start-up that keeps live leaders, the requests it sends to other brokers (recorded by
+a RecordingChannel standing in for the RemoteChannel), and resignation when a fenced write fails."""
 
 from __future__ import annotations
 
@@ -8,26 +8,51 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from odradek.controller.channel import ClusterChannel, LocalChannel, PendingRemoteChannel
+from odradek.controller.channel import ClusterChannel, ControllerChannel, LocalChannel
 from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import StoredTopic
 from odradek.controller.zk.errors import ControllerMovedError
+from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from tests.controller.test_local_controller import RecordingBroker, run
 
 BROKERS = {b: BrokerInfo(b, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + b),)) for b in (0, 1, 2)}
 ASSIGNMENT = {0: (0, 1), 1: (1, 2), 2: (2, 0)}
 
 
+class RecordingChannel(ControllerChannel):
+    """Answers every request with success and records it as (api name, broker id, request)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, object]] = []
+
+    def _record(self, api: str, broker_id: int, request: object) -> None:
+        self.sent.append((api, broker_id, request))
+
+    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        self._record("LeaderAndIsr", broker_id, request)
+        return LeaderAndIsrResponse()
+
+    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        self._record("UpdateMetadata", broker_id, request)
+        return UpdateMetadataResponse()
+
+    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
+        self._record("StopReplica", broker_id, request)
+        return StopReplicaResponse()
+
+
 class Cluster:
-    """Controller on broker 0 over a local store, brokers 1 and 2 behind the placeholder."""
+    """Controller on broker 0 over a local store, brokers 1 and 2 behind a RecordingChannel."""
 
     def __init__(self, path: Path, reelect_live_leaders: bool = False) -> None:
         self.store = LocalMetadataStore(path)
         self.store.load()
         self.broker = RecordingBroker()
-        self.remote = PendingRemoteChannel()
+        self.remote = RecordingChannel()
         self.resigned = asyncio.Event()
         self.controller = Controller(
             0,

@@ -7,7 +7,8 @@ Kafka 3.9 ZooKeeper-mode broker speaks (LeaderAndIsr v7, UpdateMetadata v8, Stop
 topic-grouped forms with topic ids). `LocalChannel` hands them to this process's broker by calling
 its handling functions directly; a remote channel (one connection per broker, requests in order,
 responses read back) implements the same three methods; until it exists, a ZooKeeper-mode controller
-reaches other brokers through the `PendingRemoteChannel` placeholder (`ClusterChannel` routes).
+reaches other brokers through the `RemoteChannel` (controller/remote_channel.py; `ClusterChannel`
+routes).
 
 Invariants: per broker, requests are delivered one at a time in the order sent (the local channel
 is a direct call; a remote one queues), so a broker sees LeaderAndIsr before the UpdateMetadata that
@@ -230,32 +231,6 @@ def stop_replica_request(
             for name, by_partition in sorted(partitions.items())
         ],
     )
-
-
-class PendingRemoteChannel(ControllerChannel):
-    """PLACEHOLDER until the RemoteChannel (controller/remote_channel.py: one connection per broker
-    over network_client, requests in order) replaces it: requests to other brokers are only logged
-    at DEBUG and recorded in `sent` as (api name, broker id, request), and answered with success, so
-    the controller's decisions and its ZooKeeper writes are real now while the wire is not."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, int, object]] = []
-
-    def _record(self, api: str, broker_id: int, request: object) -> None:
-        log.debug("Not sent yet (no remote channel): %s to broker %d", api, broker_id)
-        self.sent.append((api, broker_id, request))
-
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        self._record("LeaderAndIsr", broker_id, request)
-        return LeaderAndIsrResponse()
-
-    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        self._record("UpdateMetadata", broker_id, request)
-        return UpdateMetadataResponse()
-
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
-        self._record("StopReplica", broker_id, request)
-        return StopReplicaResponse()
 
 
 class ClusterChannel(ControllerChannel):

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -237,6 +238,14 @@ class RemoteChannel(ControllerChannel):
         sender = self._senders.pop(broker_id, None)
         if sender is not None:
             await sender.stop(f"broker {broker_id} left the controller's channel")
+
+    async def sync_brokers(self, brokers: Iterable[BrokerInfo]) -> None:
+        """Send to exactly these live brokers (the controller's own broker is reached in-process)."""
+        live = {b.broker_id: b for b in brokers if b.broker_id != self.controller_id}
+        for broker_id in self.broker_ids - live.keys():
+            await self.remove_broker(broker_id)
+        for broker in live.values():
+            await self.add_broker(broker)
 
     async def close(self) -> None:
         """Stop every sender and close every connection."""

@@ -55,8 +55,9 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
   first, then the others; broker.rack). A live broker holding the id stops the start-up with
   `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
 - race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
-  talking to this broker through a `LocalChannel` and to the others through a `ClusterChannel`
-  whose remote side is still the `PendingRemoteChannel` placeholder; membership changes reach it;
+  talking to this broker through a `LocalChannel` and to the others through a `RemoteChannel`
+  (one connection per live broker on its inter-broker listener, kept in step with `/brokers/ids`);
+  membership changes reach it;
   a loser watches `/controller` and races again when it goes; a controller whose fenced write fails
   resigns and watches again;
 - ZooKeeper session expiry: when the new session is up, the broker resigns if it was controller,
@@ -83,11 +84,12 @@ from typing import TYPE_CHECKING
 
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.controller.admin import AdminManager
-from odradek.controller.channel import ClusterChannel, LocalChannel, PendingRemoteChannel
+from odradek.controller.channel import ClusterChannel, LocalChannel
 from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
 from odradek.controller.metadata import BrokerInfo, Endpoint, TopicMetadata
+from odradek.controller.remote_channel import RemoteChannel
 from odradek.controller.store import MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
@@ -170,6 +172,8 @@ class Broker:
         self.controller = None
         self._zk: KafkaZkClient | None = None  # ZooKeeper mode only (kazoo is imported only then)
         self._election_lock = asyncio.Lock()
+        self._remote_channel: RemoteChannel | None = None  # while controller in ZooKeeper mode
+        self._membership_lock = asyncio.Lock()
         self._session_expired = False
         self._background: set[asyncio.Task[None]] = set()
 
@@ -290,6 +294,8 @@ class Broker:
         if self._started:
             if self.controller is not None:
                 await self.controller.shutdown()
+            if self._remote_channel is not None:
+                await self._remote_channel.close()
             await self._leave_cluster()
             await self.replica_manager.shutdown()
         for task in self._tasks:
@@ -350,7 +356,7 @@ class Broker:
     async def _join_cluster(self) -> None:
         """Register, then race for the controller seat; see the module docstring."""
         try:
-            epoch = await self._zk_store.zk.register_broker(self._registration())
+            epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
         except BrokerIdInUseError:
             await self._zk_store.zk.close()
             raise
@@ -364,10 +370,12 @@ class Broker:
         async with self._election_lock:
             while self.controller is None and not self._shutting_down:
                 live = await self._zk_store.read_brokers()
+                remote = RemoteChannel.from_config(self.config)
+                await remote.sync_brokers(live.values())
                 controller = Controller(
                     self.broker_id,
                     self.store,
-                    ClusterChannel(LocalChannel(self.broker_id, self), PendingRemoteChannel()),
+                    ClusterChannel(LocalChannel(self.broker_id, self), remote),
                     self.config["unclean.leader.election.enable"],
                     reelect_live_leaders=False,
                     on_resign=self._on_resign,
@@ -376,6 +384,7 @@ class Broker:
                     await controller.startup(live.values())
                 except ControllerMovedError:
                     await controller.shutdown()
+                    await remote.close()
                     current = await self._zk_store.zk.controller_id(watcher=self._on_controller_changed)
                     if current is not None:
                         log.info("Broker %d is the controller", current)
@@ -386,9 +395,10 @@ class Broker:
                         "Broker %d failed to start as controller: giving up the seat", self.broker_id
                     )
                     await controller.shutdown()
+                    await remote.close()
                     await self._zk_store.give_up_seat()
                     raise
-                self.controller = controller
+                self.controller, self._remote_channel = controller, remote
                 now = self._zk_store.brokers()
                 if set(now) != set(controller.live_brokers):
                     controller.brokers_changed(now.values())
@@ -422,12 +432,27 @@ class Broker:
 
     def _on_resign(self) -> None:
         self.controller = None
+        self._close_remote_channel_later()
         self._zk_store.resign()
         self._on_controller_changed()
 
     def _on_brokers_changed(self, brokers: Mapping[int, BrokerInfo]) -> None:
-        if self.controller is not None:
-            self.controller.brokers_changed(brokers.values())
+        """The controller's channel learns the new membership before the controller acts on it."""
+        controller, remote = self.controller, self._remote_channel
+        if controller is None or remote is None:
+            return
+
+        async def apply() -> None:
+            async with self._membership_lock:
+                await remote.sync_brokers(brokers.values())
+                controller.brokers_changed(brokers.values())
+
+        self._in_background(apply)
+
+    def _close_remote_channel_later(self) -> None:
+        remote, self._remote_channel = self._remote_channel, None
+        if remote is not None:
+            self._in_background(remote.close)
 
     def _on_session_state(self, state: str) -> None:
         if state == "expired":
@@ -447,7 +472,7 @@ class Broker:
             await controller.shutdown()
         self._zk_store.resign()
         await self._zk_store.load()
-        epoch = await self._zk_store.zk.register_broker(self._registration())
+        epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
         log.info("Broker %d registered again after a session expiry (broker epoch %d)", self.broker_id, epoch)
         await self._elect()
 
