@@ -8,8 +8,8 @@ fenced by its controller epoch: its election (`/controller_epoch`), partition st
 (`.../partitions/<p>/state`) and the removal of a deleted topic. Watchers hear a `StoreEvent` after
 each change is durable (ZooKeeper watches; in-process calls for the local file).
 
-Implementations: `LocalMetadataStore` (controller/local.py, one JSON file, single node). A ZooKeeper
-store (kazoo) slots in behind the same methods.
+Implementations: `LocalMetadataStore` (controller/local.py, one JSON file, single node) and
+`ZkMetadataStore` (controller/zk/store.py, Kafka's znodes, cluster mode).
 
 Invariants: values are immutable snapshots; a write is durable before `topics()` shows it and before
 any watcher hears of it; a controller write carrying an epoch older than the store's is refused
