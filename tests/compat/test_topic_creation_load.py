@@ -107,7 +107,8 @@ def test_the_incident_request_is_refused_and_a_large_creation_never_blocks_the_b
         with Connection(broker.bootstrap) as conn:
             assert conn.metadata(["tmpdel2"]).topics["tmpdel2"].error_code == UNKNOWN_TOPIC_OR_PARTITION
             batch = record_batch([(None, b"first")])
-            assert wait_for(lambda: conn.produce("large", LARGE - 1, batch, acks=1).error_code == 0, 120, 0.05)
+            last_takes_produce = lambda: conn.produce("large", LARGE - 1, batch, acks=1).error_code == 0  # noqa: E731
+            assert wait_for(last_takes_produce, 120, 0.05)
         time.sleep(0.5)  # probes keep running past the creation's end
     assert len(leaders(broker.bootstrap, "large")) == LARGE
     assert len(latencies) >= 50, f"only {len(latencies)} probes"

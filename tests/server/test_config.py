@@ -168,7 +168,12 @@ def test_unknown_keys_warn_and_ignored_keys_do_not(caplog):
         )
     assert config.unknown_keys == ["made.up.key"]
     assert "made.up.key" in caplog.text
-    for harmless in ("num.network.threads", "ssl.client.auth", "security.inter.broker.protocol", "authorizer"):
+    for harmless in (
+        "num.network.threads",
+        "ssl.client.auth",
+        "security.inter.broker.protocol",
+        "authorizer",
+    ):
         assert harmless not in caplog.text
 
 

@@ -133,7 +133,7 @@ def test_leader_and_isr_from_a_stale_controller_epoch_changes_nothing(tmp_path):
         assert [e.error_code for t in response.topics for e in t.partition_errors] == [
             ErrorCode.STALE_CONTROLLER_EPOCH
         ]
-        assert leader_of_orders(broker) == before
+        assert leader_of_orders(broker) == before and broker.replica_manager.pending_count() == 0
 
     run(tmp_path, scenario)
 

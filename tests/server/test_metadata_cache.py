@@ -24,7 +24,7 @@ def test_update_metadata_fills_brokers_controller_and_partitions():
     states = {0: PartitionState(1, 4, (1, 2), (1,), 3, 7), 1: PartitionState(0, 2, (0, 1), (0, 1), 3, 2)}
     assert cache.update_metadata(update(3, {"orders": (ORDERS, states)})).error_code == ErrorCode.NONE
     assert cache.brokers() == [B0, B1] and cache.brokers()[0].endpoint("INTERNAL").host == "i0"
-    assert cache.controller_id() == 1 and cache.controller_epoch == 3
+    assert cache.controller_id() == 1
     topic = cache.topic("orders")
     assert topic is not None and cache.topic_by_id(ORDERS) is topic and not topic.is_internal
     first = topic.partitions[0]
@@ -44,18 +44,6 @@ def test_partition_updates_merge_and_deletion_markers_remove():
     assert sorted(cache.topic("t").partitions) == [2]
     cache.update_metadata(update(1, {"t": (ORDERS, {2: gone[0]})}))
     assert cache.topic("t") is None and cache.topic_by_id(ORDERS) is None and cache.topic_configs("t") == {}
-
-
-def test_a_stale_controller_changes_nothing():
-    cache = MetadataCache(0)
-    cache.update_metadata(update(5, {"t": (ORDERS, {0: PartitionState(0, 0, (0,), (0,), 5, 0)})}))
-    stale = update(
-        4, {"t": (ORDERS, {0: PartitionState(1, 9, (1,), (1,), 4, 9)})}, brokers=(B1,), controller_id=7
-    )
-    assert cache.update_metadata(stale).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
-    assert (
-        cache.partition("t", 0).leader_epoch == 0 and cache.controller_id() == 1 and len(cache.brokers()) == 2
-    )
 
 
 def test_topic_configs_are_known_before_and_after_the_partitions():

@@ -5,9 +5,9 @@ Owns:
 - the map (topic, partition) -> `Partition` of every partition with a replica on this broker. It
   changes only through the controller's requests, in single-node mode too: LeaderAndIsr
   (`become_leader_or_follower`) makes partitions lead or follow, StopReplica (`stop_replicas`) stops
-  them and optionally deletes their logs. Both are fenced by Kafka's rules (see `fencing`): a stale
-  controller epoch refuses the whole request (STALE_CONTROLLER_EPOCH), an old leader epoch refuses
-  the partition;
+  them and optionally deletes their logs. The broker fences each whole request by controller and
+  broker epoch before handing it here (one controller epoch for all three controller requests, as
+  Kafka keeps); here each partition is fenced by its leader epoch (see `fencing`);
 - the partition loader: an accepted partition state waits in `pending` while a pool of worker
   threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
@@ -202,8 +202,6 @@ class ReplicaManager:
         load_threads: int = DEFAULT_LOAD_THREADS,
     ) -> None:
         self.broker_id = broker_id
-        self.broker_epoch = fencing.NO_EPOCH
-        self.controller_epoch = -1
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.clock = clock
@@ -319,27 +317,16 @@ class ReplicaManager:
     # -- LeaderAndIsr ----------------------------------------------------------------------------
 
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        """Accept (fenced) partition states; their logs load in the background (module docstring)."""
-        error = fencing.controller_request_error(
-            request.controller_epoch, self.controller_epoch, request.broker_epoch, self.broker_epoch
-        )
-        if error != ErrorCode.NONE:
-            log.warning(
-                "Refused LeaderAndIsr from controller %d epoch %d: error %d (controller epoch is %d)",
-                request.controller_id,
-                request.controller_epoch,
-                error,
-                self.controller_epoch,
-            )
-            return _leader_and_isr_response(request, lambda *_: error, error)
-        self.controller_epoch = request.controller_epoch
+        """Accept partition states, each fenced by its leader epoch; their logs load in the
+        background (module docstring). The whole request was fenced by controller and broker epoch
+        before it got here (Broker.handle_leader_and_isr)."""
         codes: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_states:
             for state in topic.partition_states:
                 key = (topic.topic_name, state.partition_index)
                 codes[key] = self._accept(key, topic.topic_id, state)
         self._start_loaders()
-        return _leader_and_isr_response(request, lambda name, index: codes[(name, index)])
+        return leader_and_isr_response(request, lambda name, index: codes[(name, index)])
 
     def _accept(
         self, key: TopicPartition, topic_id: uuid.UUID, state: LeaderAndIsrRequest.LeaderAndIsrPartitionState
@@ -380,23 +367,9 @@ class ReplicaManager:
     # -- StopReplica -----------------------------------------------------------------------------
 
     def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        """Stop (and optionally delete) replicas, fenced by controller and leader epoch."""
-        error = fencing.controller_request_error(
-            request.controller_epoch, self.controller_epoch, request.broker_epoch, self.broker_epoch
-        )
+        """Stop (and optionally delete) replicas, each fenced by its leader epoch (the whole request
+        was fenced by controller and broker epoch in Broker.handle_stop_replica)."""
         partitions = [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
-        if error != ErrorCode.NONE:
-            log.warning(
-                "Refused StopReplica from controller %d epoch %d: error %d (controller epoch is %d)",
-                request.controller_id,
-                request.controller_epoch,
-                error,
-                self.controller_epoch,
-            )
-            return StopReplicaResponse(
-                error_code=error, partition_errors=[_stop_error(name, p, error) for name, p in partitions]
-            )
-        self.controller_epoch = request.controller_epoch
         errors = []
         for name, p in partitions:
             key = (name, p.partition_index)
@@ -412,7 +385,7 @@ class ReplicaManager:
                     p.leader_epoch,
                     current,
                 )
-            errors.append(_stop_error(name, p, code))
+            errors.append(stop_error(name, p, code))
         self._start_loaders()
         self.ready_changed.notify()
         return StopReplicaResponse(partition_errors=errors)
@@ -736,9 +709,11 @@ def _partition_state(state: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> P
     )
 
 
-def _leader_and_isr_response(
+def leader_and_isr_response(
     request: LeaderAndIsrRequest, code_of: Callable[[str, int], int], error: int = ErrorCode.NONE
 ) -> LeaderAndIsrResponse:
+    """The topic-grouped answer to `request`: `code_of(topic, partition)` per partition, `error` at
+    the top."""
     Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
     return LeaderAndIsrResponse(
         error_code=error,
@@ -759,9 +734,10 @@ def _leader_and_isr_response(
     )
 
 
-def _stop_error(
+def stop_error(
     name: str, partition: StopReplicaRequest.StopReplicaPartitionState, code: int
 ) -> StopReplicaResponse.StopReplicaPartitionError:
+    """One partition's line in a StopReplica answer."""
     return StopReplicaResponse.StopReplicaPartitionError(
         topic_name=name, partition_index=partition.partition_index, error_code=code
     )

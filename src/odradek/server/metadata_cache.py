@@ -7,8 +7,8 @@ replicas, controller epoch, partition epoch), plus each topic's config overrides
 Fed only by:
 - UpdateMetadata (`update_metadata`): brokers and controller are replaced by the request's; each
   partition state in it replaces the cached one, and a partition whose leader is LEADER_DURING_DELETE
-  is removed (a topic with no partition left goes). A request from a controller epoch older than the
-  newest seen is refused with STALE_CONTROLLER_EPOCH and changes nothing (Kafka's rule).
+  is removed (a topic with no partition left goes). The broker has already refused a request from
+  a controller epoch older than the newest it has seen (STALE_CONTROLLER_EPOCH, Kafka's rule).
 - topic config changes (`update_topic_configs`): in ZooKeeper mode every broker hears them through
   the `/config/changes` notifications, in local mode from the store's watch. A topic's configs are
   forgotten when its last partition leaves the cache.
@@ -38,7 +38,6 @@ from odradek.controller.metadata import (
     TopicMetadata,
 )
 from odradek.controller.waiters import Waiters
-from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 
 
@@ -48,7 +47,6 @@ class MetadataCache:
     def __init__(self, broker_id: int, cluster_id: str = "") -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
-        self.controller_epoch = -1
         self._controller_id = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicMetadata] = {}
@@ -59,10 +57,8 @@ class MetadataCache:
     # -- updates ---------------------------------------------------------------------------------
 
     def update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        """Apply an UpdateMetadata request (see the module docstring)."""
-        if request.controller_epoch < self.controller_epoch:
-            return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        self.controller_epoch = request.controller_epoch
+        """Apply an UpdateMetadata request (see the module docstring); it was fenced by controller
+        and broker epoch in Broker.handle_update_metadata."""
         self._controller_id = request.controller_id
         self._brokers = {b.id: _broker(b) for b in request.live_brokers}
         for topic in request.topic_states:

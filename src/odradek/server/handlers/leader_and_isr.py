@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from odradek.replication.replica_manager import leader_and_isr_response
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LEADER_AND_ISR
@@ -35,20 +36,7 @@ async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAnd
 
 def refusal(request: LeaderAndIsrRequest, code: int) -> LeaderAndIsrResponse:
     """The answer to a request refused whole: `code` at the top and for every partition."""
-    Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-    return LeaderAndIsrResponse(
-        error_code=code,
-        topics=[
-            LeaderAndIsrResponse.LeaderAndIsrTopicError(
-                topic_id=topic.topic_id,
-                partition_errors=[
-                    Error(topic_name=topic.topic_name, partition_index=p.partition_index, error_code=code)
-                    for p in topic.partition_states
-                ],
-            )
-            for topic in request.topic_states
-        ],
-    )
+    return leader_and_isr_response(request, lambda *_: code, code)
 
 
 def for_version(response: LeaderAndIsrResponse, version: int) -> LeaderAndIsrResponse:

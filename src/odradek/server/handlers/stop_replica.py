@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+from odradek.replication.replica_manager import stop_error
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.STOP_REPLICA
@@ -36,9 +37,7 @@ def refusal(request: StopReplicaRequest, code: int) -> StopReplicaResponse:
     return StopReplicaResponse(
         error_code=code,
         partition_errors=[
-            StopReplicaResponse.StopReplicaPartitionError(
-                topic_name=topic.topic_name, partition_index=p.partition_index, error_code=code
-            )
+            stop_error(topic.topic_name, p, code)
             for topic in request.topic_states
             for p in topic.partition_states
         ],
