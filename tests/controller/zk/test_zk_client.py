@@ -18,7 +18,6 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
-from odradek.testing.zookeeper import ZooKeeperServer
 
 
 def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
@@ -29,18 +28,6 @@ def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
         asyncio.run(test(*args, **kwargs))
 
     return run
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
-        yield server
-
-
-@pytest.fixture
-def chroot(zookeeper):
-    """A fresh chroot per test, so tests share the server but not the state."""
-    return ZooKeeperConnect.parse(f"{zookeeper.connect_string}/t-{uuid.uuid4().hex[:8]}")
 
 
 async def _client(connect: ZooKeeperConnect) -> KafkaZkClient:

@@ -17,19 +17,7 @@ from odradek.controller.zk.client import ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.store import ZkMetadataStore
 from odradek.controller.zk.znodes import ZooKeeperConnect
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.testing.zookeeper import ZooKeeperServer
 from tests.controller.zk.test_zk_client import on_loop
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
-        yield server
-
-
-@pytest.fixture
-def chroot(zookeeper):
-    return ZooKeeperConnect.parse(f"{zookeeper.connect_string}/s-{uuid.uuid4().hex[:8]}")
 
 
 async def _store(connect: ZooKeeperConnect, broker_id: int) -> ZkMetadataStore:

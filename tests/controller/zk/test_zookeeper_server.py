@@ -3,17 +3,10 @@ for their session, and survives a restart with its data."""
 
 from __future__ import annotations
 
-import pytest
 from kazoo.client import KazooClient
 
 from odradek.controller.zk import znodes
 from odradek.testing.zookeeper import ZooKeeperServer, four_letter_word
-
-
-@pytest.fixture
-def zookeeper(tmp_path):
-    with ZooKeeperServer(tmp_path / "zk") as server:
-        yield server
 
 
 def _client(server: ZooKeeperServer) -> KazooClient:
