@@ -15,7 +15,7 @@ import pytest
 
 from odradek.controller.channel import ControllerIdentity, stop_replica_request, update_metadata_request
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.controller.remote_channel import ChannelSettings, RemoteChannel, inter_broker_listener_name
+from odradek.controller.remote_channel import ChannelSettings, RemoteChannel
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import decode_request, encode_response
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -301,4 +301,11 @@ def test_from_config_reads_the_listener_and_the_controller_socket_timeout(tmp_pa
     channel = RemoteChannel.from_config(config)
     assert (channel.controller_id, channel.settings.listener_name) == (3, "PLAINTEXT")
     assert channel.settings.request_timeout_ms == 1234
-    assert inter_broker_listener_name(KafkaConfig(base)) == "PLAINTEXT"
+    assert RemoteChannel.from_config(KafkaConfig(base)).settings.listener_name == "PLAINTEXT"
+    named = {
+        **base,
+        "listeners": "INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT",
+    }
+    # the listener the broker registers first for inter-broker traffic (KafkaConfig's rule)
+    assert RemoteChannel.from_config(KafkaConfig(named)).settings.listener_name == "INTERNAL"

@@ -2,8 +2,8 @@
 ControllerChannelManager).
 
 Owns, per broker the controller knows: one `NodeConnection` to the broker's endpoint on the
-inter-broker listener (`inter.broker.listener.name`; default the listener named after
-`security.inter.broker.protocol`, PLAINTEXT), a queue of requests and one sender task (Kafka's
+inter-broker listener (`KafkaConfig.inter_broker_listener_name`: `inter.broker.listener.name`, else
+the first PLAINTEXT listener, the one every broker registers first), a queue of requests and one sender task (Kafka's
 RequestSendThread) that delivers them one at a time, in the order sent, each awaiting its response
 before the next goes out.
 
@@ -64,27 +64,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_INTER_BROKER_PROTOCOL = "PLAINTEXT"
+DEFAULT_INTER_BROKER_LISTENER = "PLAINTEXT"
 RECONNECT_BACKOFF_MS = 100
 RECONNECT_BACKOFF_MAX_MS = 1000
 _DELIVERY_FAILURES = (NodeUnreachable, NodeDisconnected, RequestTimedOut, ProtocolDecodeError)
-
-
-def inter_broker_listener_name(config: KafkaConfig) -> str:
-    """Kafka's rule: `inter.broker.listener.name`, else the listener named after
-    `security.inter.broker.protocol`. Both keys are accepted but not declared by the config (it
-    ignores them), so they are read from the given properties."""
-    named = config.originals.get("inter.broker.listener.name")
-    if named:
-        return named.strip()
-    return config.originals.get("security.inter.broker.protocol", DEFAULT_INTER_BROKER_PROTOCOL).strip()
 
 
 @dataclass(frozen=True, slots=True)
 class ChannelSettings:
     """How the channel connects: which listener, and its timeouts and backoff."""
 
-    listener_name: str = DEFAULT_INTER_BROKER_PROTOCOL
+    listener_name: str = DEFAULT_INTER_BROKER_LISTENER
     request_timeout_ms: int = 30_000  # controller.socket.timeout.ms
     connect_timeout_ms: int = 10_000  # Kafka's socket.connection.setup.timeout.ms default
     reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
@@ -196,7 +186,7 @@ class RemoteChannel(ControllerChannel):
         return cls(
             config.broker_id,
             ChannelSettings(
-                listener_name=inter_broker_listener_name(config),
+                listener_name=config.inter_broker_listener_name,
                 request_timeout_ms=config["controller.socket.timeout.ms"],
             ),
         )
