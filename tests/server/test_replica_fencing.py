@@ -217,3 +217,21 @@ def test_internal_topics_load_before_the_partitions_queued_ahead_of_them(tmp_pat
         assert log_manager.order[:2] == [("t", 0), ("__consumer_offsets", 0)]
 
     run(scenario, tmp_path, log_manager)
+
+
+def test_a_state_accepted_as_the_last_loader_finishes_still_loads(tmp_path):
+    """A LeaderAndIsr handled in the same turn of the loop in which the last loader ran out of work
+    (before that task's done callbacks ran) must start a loader of its own."""
+
+    async def scenario(rm: ReplicaManager) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_change(change: Any) -> None:
+            if change.partition == 0 and change.is_leader:
+                loop.call_soon(rm.become_leader_or_follower, leader_and_isr(1, {1: state(0)}))
+
+        rm.add_leadership_listener(on_change)
+        rm.become_leader_or_follower(leader_and_isr(1, {0: state(0)}))
+        assert await serving(rm, 0, 1)
+
+    run(scenario, tmp_path)

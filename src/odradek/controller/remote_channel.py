@@ -3,9 +3,9 @@ ControllerChannelManager).
 
 Owns, per broker the controller knows: one `NodeConnection` to the broker's endpoint on the
 inter-broker listener (`KafkaConfig.inter_broker_listener_name`: `inter.broker.listener.name`, else
-the first PLAINTEXT listener, the one every broker registers first), a queue of requests and one sender task (Kafka's
-RequestSendThread) that delivers them one at a time, in the order sent, each awaiting its response
-before the next goes out.
+the first PLAINTEXT listener, the one every broker registers first), a queue of requests and one
+sender task (Kafka's RequestSendThread) that delivers them one at a time, in the order sent, each
+awaiting its response before the next goes out.
 
 Behaviour:
 - `leader_and_isr` / `update_metadata` / `stop_replica` queue the request for the broker and return

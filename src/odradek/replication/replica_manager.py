@@ -413,21 +413,24 @@ class ReplicaManager:
     def _start_loaders(self) -> None:
         loop = asyncio.get_running_loop()
         while len(self._loaders) < self._load_threads and (self._load_queue or self._deletions):
-            task = loop.create_task(self._load_loop(), name="partition-loader")
-            self._loaders.add(task)
-            task.add_done_callback(self._loaders.discard)
+            self._loaders.add(loop.create_task(self._load_loop(), name="partition-loader"))
 
     async def _load_loop(self) -> None:
-        """Take deletions, then loads, one at a time, until none is left or the broker stops."""
-        while not self._stopping.is_set():
-            if self._deletions:
-                await self._delete(self._deletions.popleft())
-            elif self._load_queue:
-                key = self._load_queue.popleft()
-                self._queued.discard(key)
-                await self._load(key)
-            else:
-                return
+        """Take deletions, then loads, one at a time, until none is left or the broker stops. The
+        task leaves `_loaders` in the same step in which it finds no work (not in a done callback,
+        a turn later), so work queued in between starts a loader of its own."""
+        try:
+            while not self._stopping.is_set():
+                if self._deletions:
+                    await self._delete(self._deletions.popleft())
+                elif self._load_queue:
+                    key = self._load_queue.popleft()
+                    self._queued.discard(key)
+                    await self._load(key)
+                else:
+                    return
+        finally:
+            self._loaders.discard(asyncio.current_task())  # type: ignore[arg-type]
 
     async def _load(self, key: TopicPartition) -> None:
         pending = self._pending.get(key)
