@@ -1,18 +1,22 @@
 """Suite-wide fixtures and markers.
 
 Owns: the `compat` marker (applied to every test under tests/compat, which runs real Kafka clients
-against real broker processes) and `unique_topic`, a topic name no other test uses, so tests sharing
-one broker never see each other's data. Topic names use only Kafka's legal characters
-([a-zA-Z0-9._-], at most 249) and avoid '.' so they never collide with '_' in metric names.
+against real broker processes); `unique_topic`, a topic name no other test uses, so tests sharing
+one broker never see each other's data (Kafka's legal characters [a-zA-Z0-9._-], at most 249, and
+no '.', so names never collide with '_' in metric names); and `zookeeper`, one real ZooKeeper
+server per test module that asks for it (cluster and ZooKeeper tests take a chroot each on it).
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from odradek.testing.zookeeper import ZooKeeperServer
 
 _COMPAT_DIR = Path(__file__).parent / "compat"
 _ILLEGAL_TOPIC_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -33,3 +37,9 @@ def topic_name(hint: str) -> str:
 @pytest.fixture
 def unique_topic(request: pytest.FixtureRequest) -> str:
     return topic_name(request.node.name)
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
+        yield server

@@ -13,95 +13,20 @@ import asyncio
 import json
 import signal
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TypeVar
 
 import pytest
-from kazoo.client import KazooClient
 
 from odradek.controller.zk import znodes
 from odradek.network_client import NodeConnection
 from odradek.protocol.messages.create_topics import CreateTopicsRequest
 from odradek.testing.broker import BrokerProcess, BrokerStartError
-from odradek.testing.zookeeper import ZooKeeperServer
+from odradek.testing.cluster import eventually
+from tests.cluster.conftest import SESSION_TIMEOUT_MS
 
 pytestmark = pytest.mark.slow
 
-SESSION_TIMEOUT_MS = 4000
 FAILOVER_BOUND_S = SESSION_TIMEOUT_MS / 1000 + 6
 CREATE_TOPICS = 19
-T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
-        yield server
-
-
-@dataclass
-class Cluster:
-    connect: str  # zookeeper.connect with this test's chroot
-    brokers: dict[int, BrokerProcess]
-    zk: KazooClient  # reads the chroot
-    tmp: Path
-
-    def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
-        overrides = {
-            "zookeeper.connect": self.connect,
-            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
-            "broker.rack": f"rack-{broker_id}",
-        }
-        return BrokerProcess(
-            self.tmp / (data or f"broker-{broker_id}"), broker_id=broker_id, overrides=overrides
-        )
-
-    def read(self, path: str) -> dict | None:
-        if not self.zk.exists(path):
-            return None
-        return json.loads(self.zk.get(path)[0])
-
-    def controller(self) -> int | None:
-        found = self.read(znodes.CONTROLLER_PATH)
-        return found["brokerid"] if found else None
-
-    def controller_epoch(self) -> int:
-        return int(self.zk.get(znodes.CONTROLLER_EPOCH_PATH)[0])
-
-    def state(self, topic: str, partition: int) -> dict | None:
-        return self.read(znodes.partition_state_path(topic, partition))
-
-
-@pytest.fixture
-def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=5.0)
-    made = Cluster(zookeeper.connect_string + chroot, {}, zk, tmp_path)
-    try:
-        for broker_id in (1, 2, 3):
-            made.brokers[broker_id] = made.broker(broker_id)
-            made.brokers[broker_id].start()
-        zk.start(timeout=10)
-        yield made
-    finally:
-        for process in made.brokers.values():
-            process.kill()
-        zk.stop()
-        zk.close()
-
-
-def eventually(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.1)
 
 
 def create_topic(process: BrokerProcess, name: str, assignment: dict[int, list[int]]) -> int:

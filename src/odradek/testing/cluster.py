@@ -1,0 +1,170 @@
+"""A local cluster of real processes: one ZooKeeper server (or one the caller names) and N `odradek
+serve` brokers, each in its own data directory, on loopback ports.
+
+Owns the broker processes it started (and the ZooKeeper server, when it started one), the cluster's
+ZooKeeper chroot, and a kazoo client that reads that chroot as an operator with zkCli.sh would
+(Kafka's znodes and JSON, see controller/zk/znodes.py). `start()` returns once every broker listens;
+`wait_for_controller()` once one of them holds `/controller`. `close()` kills what is still running
+and stops the ZooKeeper server it started; `stop()` shuts the brokers down gracefully (SIGTERM, the
+controlled shutdown path) first.
+
+Brokers are numbered from 1 (broker.id = 1..N) and put in racks `rack-<id>`, so rack-aware
+assignment spreads replicas the way a three-rack cluster would.
+
+Callers: cluster and fault tests (tests/cluster), benchmarks, and the `odradek cluster` command.
+Not used by the broker itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+
+from odradek.controller.zk import znodes
+from odradek.testing.broker import BrokerProcess
+from odradek.testing.zookeeper import ZooKeeperServer
+
+T = TypeVar("T")
+DEFAULT_SESSION_TIMEOUT_MS = 6000
+
+
+def eventually(probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.1) -> T:
+    """The first truthy value of `probe()`, polled until `timeout_s`; AssertionError naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        time.sleep(interval_s)
+
+
+class LocalCluster:
+    """N brokers on one ZooKeeper chroot; see the module docstring."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        brokers: int = 3,
+        *,
+        zookeeper_connect: str | None = None,
+        chroot: str | None = None,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        overrides: Mapping[str, object] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.broker_count = brokers
+        self.chroot = chroot or f"/odradek-{uuid.uuid4().hex[:8]}"
+        self.session_timeout_ms = session_timeout_ms
+        self.overrides = dict(overrides or {})
+        self._zookeeper_connect = zookeeper_connect
+        self.zookeeper: ZooKeeperServer | None = None
+        self.brokers: dict[int, BrokerProcess] = {}
+        self.zk: KazooClient | None = None
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    @property
+    def connect(self) -> str:
+        """`zookeeper.connect` of the brokers: the server and this cluster's chroot."""
+        if self._zookeeper_connect is None:
+            raise RuntimeError("the cluster has not started its ZooKeeper server")
+        return self._zookeeper_connect + self.chroot
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's `host:port`, comma-separated, as clients take bootstrap.servers."""
+        return ",".join(process.bootstrap for process in self.brokers.values())
+
+    def start(self, timeout_s: float = 30.0) -> LocalCluster:
+        """Start ZooKeeper (unless one was named) and every broker; return once all listen."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._zookeeper_connect is None:
+            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper").start(timeout_s)
+            self._zookeeper_connect = self.zookeeper.connect_string
+        for broker_id in range(1, self.broker_count + 1):
+            self.brokers[broker_id] = self.broker(broker_id)
+            self.brokers[broker_id].start(timeout_s)
+        self.zk = KazooClient(hosts=self.connect, timeout=5.0)
+        self.zk.start(timeout=timeout_s)
+        return self
+
+    def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
+        """A broker process of this cluster (not started): its own data dir and rack, the chroot."""
+        settings: dict[str, object] = {
+            "zookeeper.connect": self.connect,
+            "zookeeper.session.timeout.ms": self.session_timeout_ms,
+            "broker.rack": f"rack-{broker_id}",
+            **self.overrides,
+        }
+        directory = self.data_dir / (data or f"broker-{broker_id}")
+        return BrokerProcess(directory, broker_id=broker_id, overrides=settings)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Graceful shutdown of every broker (SIGTERM), then `close()`."""
+        for process in self.brokers.values():
+            process.stop(timeout_s)
+        self.close()
+
+    def close(self) -> None:
+        """Kill brokers still running, close the reader, stop the ZooKeeper server this started."""
+        for process in self.brokers.values():
+            process.kill()
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+            self.zk = None
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+            self.zookeeper = None
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- reading the cluster state from ZooKeeper -------------------------------------------------
+
+    def _reader(self) -> KazooClient:
+        if self.zk is None:
+            raise RuntimeError("the cluster is not started")
+        return self.zk
+
+    def read(self, path: str) -> Any:
+        """The JSON of the znode at `path` under the chroot, or None when it does not exist."""
+        zk = self._reader()
+        if not zk.exists(path):
+            return None
+        return json.loads(zk.get(path)[0])
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(int(child) for child in self._reader().get_children(znodes.BROKER_IDS_PATH))
+
+    def controller(self) -> int | None:
+        found = self.read(znodes.CONTROLLER_PATH)
+        return found["brokerid"] if found else None
+
+    def controller_epoch(self) -> int:
+        return int(self._reader().get(znodes.CONTROLLER_EPOCH_PATH)[0])
+
+    def state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """`/brokers/topics/<topic>/partitions/<p>/state`: leader, leader_epoch, isr, ..."""
+        return self.read(znodes.partition_state_path(topic, partition))
+
+    def wait_for_controller(self, timeout_s: float = 15.0) -> int:
+        """Once every broker registered and one holds `/controller`: its id."""
+        expected = sorted(self.brokers)
+        eventually(lambda: self.live_broker_ids() == expected, timeout_s, f"brokers {expected} registered")
+        return eventually(self.controller, timeout_s, "a controller")
