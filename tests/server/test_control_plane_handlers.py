@@ -37,7 +37,12 @@ from odradek.server.network import ClientInfo, CloseConnection
 from tests.server.raw_client import request_frame
 
 CLIENT = ClientInfo("127.0.0.1", 5555, 1)
-ZK_APIS = {ApiKey.LEADER_AND_ISR: (2, 7), ApiKey.UPDATE_METADATA: (5, 8), ApiKey.STOP_REPLICA: (3, 4)}
+ZK_APIS = {
+    ApiKey.LEADER_AND_ISR: (2, 7),
+    ApiKey.UPDATE_METADATA: (5, 8),
+    ApiKey.STOP_REPLICA: (3, 4),
+    ApiKey.ALTER_PARTITION: (0, 3),
+}
 OTHER_BROKER = 7
 
 

@@ -63,12 +63,12 @@ def test_high_watermark_is_min_leo_over_isr(tmp_path: Path) -> None:
     partition.make_leader(state(replicas=(0, 1, 2)))
     _, moved = partition.append_records_to_leader(batch(4), required_acks=1)
     assert not moved and partition.high_watermark == 0  # followers have not fetched yet
-    assert partition.update_follower_fetch_state(1, 4) is False  # replica 2 still unknown
-    assert partition.update_follower_fetch_state(2, 2) is True
+    assert partition.update_follower_fetch_state(1, 4)[0] is False  # replica 2 still unknown
+    assert partition.update_follower_fetch_state(2, 2)[0] is True
     assert partition.high_watermark == 2
-    assert partition.update_follower_fetch_state(2, 4) is True
+    assert partition.update_follower_fetch_state(2, 4)[0] is True
     assert partition.high_watermark == 4
-    assert partition.update_follower_fetch_state(1, 1) is False  # never moves backwards
+    assert partition.update_follower_fetch_state(1, 1)[0] is False  # never moves backwards
     assert partition.high_watermark == 4
 
 
@@ -76,7 +76,7 @@ def test_out_of_sync_replica_does_not_hold_back_the_high_watermark(tmp_path: Pat
     partition = make_partition(tmp_path)
     partition.make_leader(state(replicas=(0, 1, 2), isr=(0, 1)))
     partition.append_records_to_leader(batch(2), required_acks=1)
-    assert partition.update_follower_fetch_state(1, 2) is True
+    assert partition.update_follower_fetch_state(1, 2)[0] is True
     assert partition.high_watermark == 2 and partition.follower_log_end_offset(2) == -1
 
 

@@ -25,6 +25,14 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   written fenced, then UpdateMetadata with everything goes to every live broker, LeaderAndIsr for
   all its partitions to a broker that joined and for the changed partitions to their live replicas
   (Kafka's onBrokerStartup / onBrokerFailure).
+- ISR change asked by a partition's leader (AlterPartition, `alter_partition`): handled in turn
+  with the other events; each partition is checked by `decisions.isr_change` (leader and leader
+  epoch, partition epoch, live replicas), the accepted states are written (the store's conditional
+  write moves the partition epoch), the leader gets its answer, then UpdateMetadata with the changed
+  partitions goes to every live broker (Kafka's ZooKeeper-mode AlterPartition: no LeaderAndIsr, the
+  leader epoch stays). A request from a broker that is not live, or with a broker epoch other than
+  its registration's, is STALE_BROKER_EPOCH; a broker that is not (or no longer) controller answers
+  NOT_CONTROLLER.
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -49,7 +57,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from odradek.controller import decisions
 from odradek.controller.channel import (
@@ -63,6 +71,8 @@ from odradek.controller.channel import (
 from odradek.controller.metadata import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, BrokerInfo, PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
 from odradek.controller.zk.errors import ControllerMovedError
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +86,16 @@ class BrokersChanged:
     live: tuple[BrokerInfo, ...]
 
 
-ControllerEvent = StoreEvent | BrokersChanged
+@dataclass(frozen=True, slots=True)
+class IsrChangeAsked:
+    """A leader's AlterPartition, answered through `answer`."""
+
+    request: AlterPartitionRequest
+    answer: asyncio.Future[AlterPartitionResponse]
+
+
+ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked
+IsrDecision = ErrorCode | PartitionState
 
 
 class Controller:
@@ -132,12 +151,28 @@ class Controller:
         if self._task is not None:
             self._events.put_nowait(BrokersChanged(tuple(live)))
 
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """A leader's ISR change, decided in turn with the other events (module docstring)."""
+        if self._task is None:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        answer: asyncio.Future[AlterPartitionResponse] = asyncio.get_running_loop().create_future()
+        self._events.put_nowait(IsrChangeAsked(request, answer))
+        return await answer
+
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
         task, self._task = self._task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        self._refuse_waiting()
+
+    def _refuse_waiting(self) -> None:
+        """Answer NOT_CONTROLLER to every queued request (this broker stopped being controller)."""
+        while not self._events.empty():
+            event = self._events.get_nowait()
+            self._events.task_done()
+            _answer(event, ErrorCode.NOT_CONTROLLER)
 
     def _startup_states(self, topic: StoredTopic) -> dict[int, PartitionState]:
         live = self.live_brokers.keys()
@@ -167,15 +202,19 @@ class Controller:
             try:
                 await self._handle(event)
             except asyncio.CancelledError:
+                _answer(event, ErrorCode.NOT_CONTROLLER)
                 raise
             except ControllerMovedError as exc:
                 log.warning("Broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, exc)
                 self._task = None
+                _answer(event, ErrorCode.NOT_CONTROLLER)
+                self._refuse_waiting()
                 if self._on_resign is not None:
                     self._on_resign()
                 return
             except Exception:
                 log.exception("The controller failed to handle %s", event)
+                _answer(event, ErrorCode.UNKNOWN_SERVER_ERROR)
             finally:
                 self._events.task_done()
 
@@ -188,8 +227,99 @@ class Controller:
             await self._on_brokers_changed(event.live)
         elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
             await self._bring_new_partitions_online(event.topic)
+        elif isinstance(event, IsrChangeAsked):
+            await self._change_isr(event)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
             await self._delete_topic(event.topic)
+
+    async def _change_isr(self, event: IsrChangeAsked) -> None:
+        request = event.request
+        epochs = self.store.broker_epochs()
+        known_epoch = epochs.get(request.broker_id, request.broker_epoch)
+        if request.broker_id not in self.live_brokers or -1 != request.broker_epoch != known_epoch:
+            event.answer.set_result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+            return
+        decided = self._decide_isr_changes(request)
+        writes: dict[str, dict[int, PartitionState]] = {}
+        topics = self.store.topics()
+        for (name, index), decision in decided.items():
+            if isinstance(decision, PartitionState) and decision != topics[name].states[index]:
+                writes.setdefault(name, {})[index] = replace(decision, controller_epoch=self.epoch)
+        if writes:
+            await self.store.write_partition_states(writes, self.epoch)
+        event.answer.set_result(self._isr_response(request, decided))
+        if writes:
+            topics = self.store.topics()
+            changed: TopicStates = {
+                name: (topics[name].topic_id, {i: topics[name].states[i] for i in states})
+                for name, states in writes.items()
+                if name in topics
+            }
+            for name, (_, states) in changed.items():
+                for index, state in states.items():
+                    log.info(
+                        "ISR of %s-%d is now %s (asked by its leader %d, partition epoch %d)",
+                        name,
+                        index,
+                        list(state.isr),
+                        request.broker_id,
+                        state.partition_epoch,
+                    )
+            await self._send_update_metadata(changed)
+
+    def _decide_isr_changes(self, request: AlterPartitionRequest) -> dict[tuple[str, int], IsrDecision]:
+        topics = self.store.topics()
+        by_id = {t.topic_id: t for t in topics.values()}
+        decided: dict[tuple[str, int], IsrDecision] = {}
+        for asked in request.topics:
+            topic = topics.get(asked.topic_name) if asked.topic_name else by_id.get(asked.topic_id)
+            for p in asked.partitions:
+                name = topic.name if topic is not None else asked.topic_name or str(asked.topic_id)
+                state = None
+                if topic is not None and not topic.marked_for_deletion:
+                    state = topic.states.get(p.partition_index)
+                if state is None:
+                    decided[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                isr = [b.broker_id for b in p.new_isr_with_epochs] or p.new_isr
+                decided[(name, p.partition_index)] = decisions.isr_change(
+                    state, request.broker_id, p.leader_epoch, p.partition_epoch, isr, self.live_brokers
+                )
+        return decided
+
+    def _isr_response(
+        self, request: AlterPartitionRequest, decided: Mapping[tuple[str, int], IsrDecision]
+    ) -> AlterPartitionResponse:
+        """Each partition's answer: its stored state when the change (or no change) holds there."""
+        topics = self.store.topics()
+        answered: dict[str, AlterPartitionResponse.TopicData] = {}
+        for (name, index), decision in decided.items():
+            topic = topics.get(name)
+            entry = answered.setdefault(
+                name,
+                AlterPartitionResponse.TopicData(
+                    topic_name=name, topic_id=topic.topic_id if topic else uuid.UUID(int=0)
+                ),
+            )
+            stored = topic.states.get(index) if topic is not None else None
+            if isinstance(decision, PartitionState) and (stored is None or stored.isr != decision.isr):
+                decision = ErrorCode.INVALID_UPDATE_VERSION
+            if isinstance(decision, ErrorCode) or stored is None:
+                code = decision if isinstance(decision, ErrorCode) else ErrorCode.INVALID_UPDATE_VERSION
+                entry.partitions.append(
+                    AlterPartitionResponse.PartitionData(partition_index=index, error_code=code)
+                )
+                continue
+            entry.partitions.append(
+                AlterPartitionResponse.PartitionData(
+                    partition_index=index,
+                    leader_id=stored.leader,
+                    leader_epoch=stored.leader_epoch,
+                    isr=list(stored.isr),
+                    partition_epoch=stored.partition_epoch,
+                )
+            )
+        return AlterPartitionResponse(topics=list(answered.values()))
 
     async def _bring_new_partitions_online(self, name: str) -> None:
         topic = self.store.topics().get(name)
@@ -328,6 +458,12 @@ class Controller:
             response = await self._channel.update_metadata(broker_id, request)
             if response.error_code:
                 log.warning("Broker %d refused UpdateMetadata: error %d", broker_id, response.error_code)
+
+
+def _answer(event: ControllerEvent, code: ErrorCode) -> None:
+    """Refuse a request event not answered yet with `code` (other events need no answer)."""
+    if isinstance(event, IsrChangeAsked) and not event.answer.done():
+        event.answer.set_result(AlterPartitionResponse(error_code=code))
 
 
 def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:

@@ -17,6 +17,11 @@ Owns Kafka's rules (ZooKeeper-mode controller, see /work/shared/kafka-zk-layout.
 - Preferred replica: the first replica of the assignment, only if alive and in the ISR.
 - Controlled shutdown: the first live ISR member not shutting down; shutting brokers leave the ISR
   (no such member: no change).
+- ISR change asked by a leader (AlterPartition): refused with FENCED_LEADER_EPOCH when the leader
+  epoch is not the current one or the asker does not lead, INVALID_UPDATE_VERSION when the
+  partition epoch is not the current one, INELIGIBLE_REPLICA when the new ISR names a broker that is
+  not a live replica or leaves the leader out; accepted, the leader epoch stays and only the
+  partition epoch moves (the store's version).
 - Every decision that changes leader or ISR moves leader epoch and partition epoch by one and stamps
   the controller epoch (`next_state`).
 - max.broker.partitions (KIP-578's proposed name): a request that would put more replicas on a
@@ -259,6 +264,26 @@ def controlled_shutdown_election(
     isr = tuple(r for r in state.isr if r not in shutting_down)
     leader = next((r for r in state.replicas if r in isr and r in live), None)
     return None if leader is None else Election(leader, isr)
+
+
+def isr_change(
+    state: PartitionState,
+    asker: int,
+    leader_epoch: int,
+    partition_epoch: int,
+    new_isr: Sequence[int],
+    live: Collection[int],
+) -> ErrorCode | PartitionState:
+    """A leader's AlterPartition for one partition: the error, or the state to write (the same
+    state when nothing changes)."""
+    if state.leader != asker or leader_epoch != state.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if partition_epoch != state.partition_epoch:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    isr = tuple(new_isr)
+    if asker not in isr or any(r not in state.replicas or r not in live for r in isr):
+        return ErrorCode.INELIGIBLE_REPLICA
+    return state if isr == state.isr else replace(state, isr=isr)
 
 
 def next_state(state: PartitionState, election: Election, controller_epoch: int) -> PartitionState:

@@ -83,6 +83,10 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def controller_epoch(self) -> int: ...
 
+    def broker_epochs(self) -> Mapping[int, int]:
+        """Each registered broker's epoch (ZooKeeper mode); empty where brokers do not register."""
+        return {}
+
     # -- admin writes (any broker) --------------------------------------------------------------
 
     @abc.abstractmethod

@@ -5,10 +5,23 @@ controller epoch, partition epoch), the local `Log`, the high watermark (HW) and
 leads, the log end offset (LEO) of every follower by replica id.
 
 Invariants:
-- HW = min LEO over the ISR (this broker's own LEO for itself, the LEO each follower last proved by
-  fetching for the others; a follower that has not fetched yet counts as -1). The HW never moves
-  backwards while this broker leads and never passes the local LEO. A single node is the
-  replication-factor-1 case of the same rule: the ISR is {self}, so an append moves the HW to the LEO.
+- HW = min LEO over the maximal ISR (the ISR plus the members of an expansion not yet confirmed by
+  the controller, as Kafka's maximalIsr; this broker's own LEO for itself, the LEO each follower
+  last proved by fetching for the others; a follower that has not fetched yet counts as -1). The HW
+  never moves backwards while this broker leads and never passes the local LEO. A single node is
+  the replication-factor-1 case of the same rule: the ISR is {self}, so an append moves the HW to
+  the LEO.
+- ISR changes are the leader's proposals and the controller's decisions (Kafka's AlterPartition):
+  a follower whose LEO reached the HW and the start of the current leader epoch is proposed for
+  the ISR (`update_follower_fetch_state` returns the proposal); one that has not caught up to the
+  leader's LEO for replica.lag.time.max.ms is proposed for removal (`isr_to_shrink`). A follower
+  is caught up at a fetch from the leader's LEO, or from the LEO the leader had at the follower's
+  previous fetch (Kafka's lastCaughtUpTimeMs rule). One proposal is in flight at a time
+  (`pending_isr`); the committed ISR changes only through `apply_isr` (the controller's answer,
+  same leader epoch, newer partition epoch) or a LeaderAndIsr.
+- A follower appends what its leader sent as it came (offsets and epochs included), sets its HW to
+  min(leader's HW, own LEO) and truncates where its log diverges from the leader's
+  (`truncate_to`, which pulls the HW down with the LEO).
 - The last stable offset (LSO) equals the HW: there are no transactions yet.
 - Consumers read below the HW (read_uncommitted) or the LSO (read_committed); replicas read to the LEO.
 - A client that names a leader epoch (>= 0) older than ours is fenced (FENCED_LEADER_EPOCH), newer
@@ -33,13 +46,13 @@ Everything runs on the broker's event loop except `prepare_leader_epoch` (worker
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odradek.controller.metadata import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP
-from odradek.storage.leader_epoch import EpochEndOffset
+from odradek.storage.leader_epoch import UNDEFINED_EPOCH, EpochEndOffset
 from odradek.storage.log import Log, LogAppendInfo
 
 NO_LEADER_EPOCH = -1
@@ -65,6 +78,26 @@ class LogReadResult:
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower (Kafka's Replica): its LEO as last proved by a fetch,
+    when it was last caught up, and the leader's LEO and clock at its previous fetch."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = UNKNOWN_OFFSET
+    last_fetch_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IsrProposal:
+    """An ISR change this leader asks the controller for (AlterPartition)."""
+
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...] = field(default=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +141,9 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
-        self._follower_leos: dict[int, int] = {}
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        self._followers: dict[int, FollowerState] = {}
 
     def __repr__(self) -> str:
         return (
@@ -138,20 +173,29 @@ class Partition:
     def min_insync_replicas(self) -> int:
         return self.log.config.min_insync_replicas
 
-    def make_leader(self, state: PartitionState) -> bool:
-        """Lead with `state`; followers' LEOs restart unknown on a new epoch. True if the HW moved."""
+    def make_leader(self, state: PartitionState, now_ms: int = 0) -> bool:
+        """Lead with `state`. On a new epoch (or a new leadership) followers' LEOs restart unknown,
+        ISR members counting as caught up now (Kafka's becomeLeader). True if the HW moved."""
         self._check_newer(state)
-        if state.leader_epoch != self.leader_epoch or not self.is_leader:
-            self._follower_leos = {}
+        new_term = state.leader_epoch != self.leader_epoch or not self.is_leader
         self._apply(state)
-        self._follower_leos = {r: self._follower_leos.get(r, UNKNOWN_OFFSET) for r in self._followers()}
+        if new_term:
+            self.leader_epoch_start_offset = self.log_end_offset
+            self._followers = {}
+        self._followers = {
+            r: self._followers.get(r) or FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
+            for r in self._replica_followers()
+        }
         return self.maybe_increment_high_watermark()
 
-    def make_follower(self, state: PartitionState) -> None:
-        """Follow `state.leader`: keep the log and HW, forget followers. (No fetcher copies data yet.)"""
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow `state.leader`: keep the log and HW, forget followers. True when the leader or
+        its epoch changed (the fetcher must start over from this broker's LEO)."""
         self._check_newer(state)
+        changed = state.leader != self.leader_id or state.leader_epoch != self.leader_epoch
         self._apply(state)
-        self._follower_leos = {}
+        self._followers = {}
+        return changed
 
     def _check_newer(self, state: PartitionState) -> None:
         older = state.leader_epoch < self.leader_epoch
@@ -171,37 +215,138 @@ class Partition:
         self.controller_epoch = state.controller_epoch
         self.replicas = tuple(state.replicas)
         self.isr = tuple(state.isr)
+        self.pending_isr = None
 
-    def _followers(self) -> list[int]:
+    def _replica_followers(self) -> list[int]:
         return [r for r in self.replicas if r != self.local_broker_id]
+
+    # -- ISR -----------------------------------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR with the members of a pending expansion (a pending shrink counts only once the
+        controller confirmed it)."""
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + tuple(r for r in pending if r not in self.isr)
+
+    def _propose(self, isr: tuple[int, ...]) -> IsrProposal:
+        self.pending_isr = isr
+        return IsrProposal(self.leader_epoch, self.partition_epoch, isr)
+
+    def _maybe_expand_isr(self, replica_id: int, follower: FollowerState) -> IsrProposal | None:
+        """Propose `replica_id` for the ISR once its LEO reached the HW and this leader epoch's start."""
+        if replica_id in self.maximal_isr or self.pending_isr is not None:
+            return None
+        caught_up = follower.log_end_offset >= max(self.high_watermark, self.leader_epoch_start_offset)
+        return self._propose(self.isr + (replica_id,)) if caught_up else None
+
+    def isr_to_shrink(self, now_ms: int, lag_time_max_ms: int) -> IsrProposal | None:
+        """Propose the ISR without the followers not caught up for `lag_time_max_ms`
+        (replica.lag.time.max.ms), unless a proposal is in flight or the ISR would be empty."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        lagging = {
+            r
+            for r in self.isr
+            if r != self.local_broker_id
+            and now_ms - self._followers.get(r, FollowerState()).last_caught_up_ms > lag_time_max_ms
+        }
+        if not lagging:
+            return None
+        return self._propose(tuple(r for r in self.isr if r not in lagging))
+
+    def apply_isr(self, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...]) -> bool:
+        """The controller accepted an ISR change (AlterPartition). Ignored when a LeaderAndIsr moved
+        the partition on meanwhile. True if the HW moved."""
+        if leader_epoch != self.leader_epoch or partition_epoch <= self.partition_epoch:
+            return False
+        self.partition_epoch = partition_epoch
+        self.isr = tuple(isr)
+        self.pending_isr = None
+        return self.maybe_increment_high_watermark()
+
+    def clear_pending_isr(self, proposal: IsrProposal) -> None:
+        """The controller refused `proposal` (or could not be reached): another may be made."""
+        if self.pending_isr == proposal.isr:
+            self.pending_isr = None
 
     # -- high watermark ------------------------------------------------------------------------
 
     def maybe_increment_high_watermark(self) -> bool:
-        """HW = min LEO over the ISR, if that is higher than the current HW. True if it moved."""
+        """HW = min LEO over the maximal ISR, if that is higher than the current HW. True if it moved."""
         if not self.is_leader:
             return False
         new_hw = self.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica != self.local_broker_id:
-                new_hw = min(new_hw, self._follower_leos.get(replica, UNKNOWN_OFFSET))
+                follower = self._followers.get(replica)
+                new_hw = min(new_hw, follower.log_end_offset if follower is not None else UNKNOWN_OFFSET)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             return True
         return False
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetching from `fetch_offset` holds everything below it. True if the HW moved."""
-        if replica_id not in self._follower_leos:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, now_ms: int = 0
+    ) -> tuple[bool, IsrProposal | None]:
+        """A follower fetching from `fetch_offset` holds everything below it: (whether the HW
+        moved, an ISR expansion to propose)."""
+        follower = self._followers.get(replica_id)
+        if follower is None:
             raise KafkaError(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"broker {replica_id} is not a follower of {self.topic}-{self.partition}",
             )
-        self._follower_leos[replica_id] = min(fetch_offset, self.log_end_offset)
-        return self.maybe_increment_high_watermark()
+        leader_leo = self.log_end_offset
+        follower.log_end_offset = min(fetch_offset, leader_leo)
+        if fetch_offset >= leader_leo:
+            follower.last_caught_up_ms = now_ms
+        elif fetch_offset >= follower.last_fetch_leader_leo:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_leader_leo, follower.last_fetch_ms = leader_leo, now_ms
+        proposal = self._maybe_expand_isr(replica_id, follower)
+        return self.maybe_increment_high_watermark(), proposal
 
     def follower_log_end_offset(self, replica_id: int) -> int:
-        return self._follower_leos.get(replica_id, UNKNOWN_OFFSET)
+        follower = self._followers.get(replica_id)
+        return follower.log_end_offset if follower is not None else UNKNOWN_OFFSET
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> EpochEndOffset | None:
+        """Fetch v12+'s check (the leader answers): where the fetcher's log leaves this one, or None.
+        Its last fetched epoch must end in this log at or after `fetch_offset`."""
+        if last_fetched_epoch < 0:
+            return None
+        end = self.log.leader_epoch_cache.end_offset_for(last_fetched_epoch, self.log_end_offset)
+        if end.leader_epoch == UNDEFINED_EPOCH:
+            return None
+        if end.leader_epoch != last_fetched_epoch or end.end_offset < fetch_offset:
+            return end
+        return None
+
+    # -- follower ------------------------------------------------------------------------------
+
+    def append_records_as_follower(
+        self, records: memoryview, leader_high_watermark: int
+    ) -> LogAppendInfo | None:
+        """Append what the leader sent (offsets and epochs as they came), then take its HW."""
+        info = self.log.append_as_follower(records) if len(records) else None
+        self.update_follower_high_watermark(leader_high_watermark)
+        return info
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        self.high_watermark = max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the log from `offset` (a follower diverging from its leader); the HW follows."""
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (the leader's log starts past this whole log)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
 
     # -- checks --------------------------------------------------------------------------------
 

@@ -25,6 +25,14 @@ Owns:
   `fetch_purgatory` (fetch long polls). An append retries the fetches watching its partition (the
   LEO moved) and, when the high watermark moved, the produces; a replica's fetch that moves the
   high watermark retries both;
+- replication: the `ReplicaFetcherManager` (replication/fetcher.py) fetches the partitions this
+  broker follows from their leaders, at the endpoints LeaderAndIsr names (live_leaders); a
+  partition that becomes leader or stops leaves it. As leader, a follower's fetch moves its LEO
+  (and maybe the HW); the ISR changes a partition proposes (a follower caught up; every
+  replica.lag.time.max.ms / 2 the followers not caught up for replica.lag.time.max.ms) go to the
+  controller as AlterPartition through `alter_partition` (the broker's channel to the controller),
+  all proposals pending at once in one request, and the controller's answers are applied
+  (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
 - the high watermark checkpoint `replication-offset-checkpoint` at the root of each log dir (Kafka's
   text format, written by temp file and rename): read at `start()`, written every
   replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
@@ -56,7 +64,7 @@ import asyncio
 import collections
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,15 +74,18 @@ from odradek.clock import Clock
 from odradek.controller.metadata import INTERNAL_TOPICS, PartitionState, TopicMetadata
 from odradek.controller.waiters import Waiters
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.primitives import FileSlice
 from odradek.purgatory import DelayedOperationPurgatory
 from odradek.replication import fencing
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
+from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
     UNKNOWN_OFFSET,
+    IsrProposal,
     Partition,
     TimestampAndOffset,
     prepare_leader_epoch,
@@ -82,6 +93,7 @@ from odradek.replication.partition import (
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 
@@ -91,6 +103,9 @@ TopicPartition = tuple[str, int]
 _T = TypeVar("_T")
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
 DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
+DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
+ALTER_PARTITION_TIMEOUT_S = 30.0
+AlterPartitionSender = Callable[[AlterPartitionRequest, float], Awaitable[AlterPartitionResponse]]
 
 
 class PartitionDirectory(Protocol):
@@ -143,6 +158,7 @@ class FetchPartitionRequest(NamedTuple):
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = NO_LEADER_EPOCH
+    last_fetched_epoch: int = NO_LEADER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +182,7 @@ class FetchPartitionResult(NamedTuple):
     records: tuple[FileSlice, ...] | list[FileSlice] = ()
     size: int = 0
     error_message: str | None = None
+    diverging_epoch: EpochEndOffset | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +217,10 @@ class ReplicaManager:
         log_dirs: Iterable[str | Path] = (),
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         load_threads: int = DEFAULT_LOAD_THREADS,
+        fetcher_settings: FetcherSettings | None = None,
+        replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+        alter_partition: AlterPartitionSender | None = None,
+        broker_epoch: Callable[[], int] = lambda: -1,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -228,6 +249,15 @@ class ReplicaManager:
         self._deletions: collections.deque[TopicPartition] = collections.deque()
         self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
         self._loaders: set[asyncio.Task[None]] = set()
+        # replication
+        self.fetchers = ReplicaFetcherManager(fetcher_settings or FetcherSettings(broker_id), self.partition)
+        self._leader_endpoints: dict[int, LeaderEndpoint] = {}
+        self._replica_lag_time_max_ms = replica_lag_time_max_ms
+        self._alter_partition = alter_partition
+        self._broker_epoch = broker_epoch
+        self._isr_proposals: dict[TopicPartition, IsrProposal] = {}
+        self._isr_sender: asyncio.Task[None] | None = None
+        self._isr_expiration: asyncio.Task[None] | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -240,11 +270,20 @@ class ReplicaManager:
             self._checkpoint_task = asyncio.get_running_loop().create_task(
                 self._checkpoint_periodically(), name="high-watermark-checkpoint"
             )
+        if self._alter_partition is not None:
+            self._isr_expiration = asyncio.get_running_loop().create_task(
+                self._expire_lagging_followers(), name="isr-expiration"
+            )
 
     async def shutdown(self) -> None:
         """Stop the loader (waiting only for the partitions in progress) and the periodic checkpoint
         (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
+        await self.fetchers.shutdown()
+        for task in (self._isr_expiration, self._isr_sender):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self._loaders:
             await asyncio.gather(*self._loaders, return_exceptions=True)
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -320,6 +359,10 @@ class ReplicaManager:
         """Accept partition states, each fenced by its leader epoch; their logs load in the
         background (module docstring). The whole request was fenced by controller and broker epoch
         before it got here (Broker.handle_leader_and_isr)."""
+        for leader in request.live_leaders:
+            self._leader_endpoints[leader.broker_id] = LeaderEndpoint(
+                leader.broker_id, leader.host_name, leader.port
+            )
         codes: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_states:
             for state in topic.partition_states:
@@ -391,6 +434,8 @@ class ReplicaManager:
         return StopReplicaResponse(partition_errors=errors)
 
     def _stop(self, key: TopicPartition, delete: bool) -> None:
+        self.fetchers.remove_partitions([key])
+        self._isr_proposals.pop(key, None)
         self._pending.pop(key, None)
         hosted = self._partitions.pop(key, None)
         if hosted is not None:
@@ -498,16 +543,29 @@ class ReplicaManager:
         state = pending.state
         try:
             if state.leader == self.broker_id:
-                hw_moved = hosted.make_leader(state)
+                self.fetchers.remove_partitions([key])
+                hw_moved = hosted.make_leader(state, self.clock.time_ms())
             else:
-                hosted.make_follower(state)
-                hw_moved = False
+                self._follow(key, hosted, state)
+                hw_moved = True  # parked acks=-1 produces answer NOT_LEADER_OR_FOLLOWER
         except KafkaError as exc:
             log.warning("Not applying %s to %s-%d: %s", state, *key, exc.message)
             return
+        self._isr_proposals.pop(key, None)
         self._complete_delayed(*key, hw_moved=hw_moved)
         self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
         self.ready_changed.notify()
+
+    def _follow(self, key: TopicPartition, hosted: Partition, state: PartitionState) -> None:
+        """Make the partition a follower and fetch it from its leader, if it has a live one."""
+        changed = hosted.make_follower(state)
+        leader = self._leader_endpoints.get(state.leader)
+        if leader is None:
+            self.fetchers.remove_partitions([key])
+            if state.leader >= 0:
+                log.warning("%s-%d: no endpoint known for its leader %d; not fetching", *key, state.leader)
+        elif changed or key not in self.fetchers.following():
+            self.fetchers.add_partitions({key: (leader, state.leader_epoch)})
 
     def _notify_leadership(self, change: LeadershipChange) -> None:
         for listener in self._leadership_listeners:
@@ -615,6 +673,10 @@ class ReplicaManager:
         hosted = self._partitions.get((topic, index))
         if hosted is None:
             return FetchPartitionResult(topic, index, self._not_hosted((topic, index))[0])
+        if request.last_fetched_epoch >= 0:
+            diverging = self._diverging(hosted, request)
+            if diverging is not None:
+                return diverging
         try:
             read = hosted.read_records(
                 request.fetch_offset,
@@ -647,23 +709,139 @@ class ReplicaManager:
             read.size,
         )
 
+    def _diverging(self, hosted: Partition, request: FetchPartitionRequest) -> FetchPartitionResult | None:
+        """Fetch v12+: the answer to a fetcher whose log diverges from this leader's, else None."""
+        try:
+            hosted.check_leader(request.current_leader_epoch)
+        except KafkaError as exc:
+            return FetchPartitionResult(hosted.topic, hosted.partition, exc.code, error_message=exc.message)
+        end = hosted.diverging_epoch(request.last_fetched_epoch, request.fetch_offset)
+        if end is None:
+            return None
+        return FetchPartitionResult(
+            hosted.topic,
+            hosted.partition,
+            ErrorCode.NONE,
+            hosted.high_watermark,
+            hosted.last_stable_offset,
+            hosted.log_start_offset,
+            diverging_epoch=end,
+        )
+
     def _update_follower_fetch_state(
         self, replica_id: int, requests: list[FetchPartitionRequest], results: list[FetchPartitionResult]
     ) -> list[FetchPartitionResult]:
-        """Record each follower's fetch offset as its LEO. A broker that is not a replica of the
-        partition gets no records for it (as in Kafka), the other partitions are unaffected."""
+        """Record each follower's fetch offset as its LEO (maybe moving the HW and proposing it for
+        the ISR). A broker that is not a replica of the partition gets no records for it (as in
+        Kafka), the other partitions are unaffected."""
         updated = []
+        now_ms = self.clock.time_ms()
         for request, result in zip(requests, results, strict=True):
-            hosted = self._partitions.get((request.topic, request.partition))
-            if hosted is not None and result.error_code == ErrorCode.NONE:
+            key = (request.topic, request.partition)
+            hosted = self._partitions.get(key)
+            if hosted is not None and result.error_code == ErrorCode.NONE and result.diverging_epoch is None:
                 try:
-                    if hosted.update_follower_fetch_state(replica_id, request.fetch_offset):
-                        self._complete_delayed(request.topic, request.partition, hw_moved=True)
+                    hw_moved, proposal = hosted.update_follower_fetch_state(
+                        replica_id, request.fetch_offset, now_ms
+                    )
                 except KafkaError as exc:
                     log.warning("Ignoring the fetch position of broker %d: %s", replica_id, exc.message)
                     result = result._replace(records=(), size=0)
+                else:
+                    if hw_moved:
+                        self._complete_delayed(*key, hw_moved=True)
+                    if proposal is not None:
+                        self._propose_isr(key, proposal)
             updated.append(result)
         return updated
+
+    # -- ISR changes -----------------------------------------------------------------------------
+
+    async def _expire_lagging_followers(self) -> None:
+        """Every replica.lag.time.max.ms / 2, propose shrinking the ISR of partitions led here."""
+        interval_s = self._replica_lag_time_max_ms / 2000
+        while not self._stopping.is_set():
+            try:
+                await asyncio.wait_for(self._stopping.wait(), interval_s)
+            except TimeoutError:
+                now_ms = self.clock.time_ms()
+                for key, hosted in list(self._partitions.items()):
+                    proposal = hosted.isr_to_shrink(now_ms, self._replica_lag_time_max_ms)
+                    if proposal is not None:
+                        log.info(
+                            "Shrinking the ISR of %s-%d from %s to %s: followers not caught up for %d ms",
+                            *key,
+                            list(hosted.isr),
+                            list(proposal.isr),
+                            self._replica_lag_time_max_ms,
+                        )
+                        self._propose_isr(key, proposal)
+
+    def _propose_isr(self, key: TopicPartition, proposal: IsrProposal) -> None:
+        """Queue an ISR change for the controller; one sender takes every proposal pending."""
+        if self._alter_partition is None:
+            self._partitions[key].clear_pending_isr(proposal)
+            return
+        self._isr_proposals[key] = proposal
+        if self._isr_sender is None or self._isr_sender.done():
+            self._isr_sender = asyncio.get_running_loop().create_task(
+                self._send_isr_changes(), name="alter-partition"
+            )
+
+    async def _send_isr_changes(self) -> None:
+        while self._isr_proposals and not self._stopping.is_set():
+            proposals, self._isr_proposals = self._isr_proposals, {}
+            try:
+                response = await self._alter_partition(
+                    self._isr_request(proposals), ALTER_PARTITION_TIMEOUT_S
+                )
+            except Exception as exc:
+                log.warning("AlterPartition for %d partitions failed: %s", len(proposals), exc)
+                response = AlterPartitionResponse(error_code=ErrorCode.REQUEST_TIMED_OUT)
+            self._apply_isr_response(proposals, response)
+
+    def _isr_request(self, proposals: Mapping[TopicPartition, IsrProposal]) -> AlterPartitionRequest:
+        topics: dict[str, AlterPartitionRequest.TopicData] = {}
+        for (name, index), proposal in proposals.items():
+            topics.setdefault(name, AlterPartitionRequest.TopicData(topic_name=name)).partitions.append(
+                AlterPartitionRequest.PartitionData(
+                    partition_index=index,
+                    leader_epoch=proposal.leader_epoch,
+                    new_isr=list(proposal.isr),
+                    partition_epoch=proposal.partition_epoch,
+                )
+            )
+        return AlterPartitionRequest(
+            broker_id=self.broker_id, broker_epoch=self._broker_epoch(), topics=list(topics.values())
+        )
+
+    def _apply_isr_response(
+        self, proposals: Mapping[TopicPartition, IsrProposal], response: AlterPartitionResponse
+    ) -> None:
+        answers = {
+            (topic.topic_name, p.partition_index): p for topic in response.topics for p in topic.partitions
+        }
+        for key, proposal in proposals.items():
+            hosted = self._partitions.get(key)
+            if hosted is None:
+                continue
+            answer = answers.get(key)
+            code = response.error_code or (
+                answer.error_code if answer is not None else ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+            if code != ErrorCode.NONE or answer is None:
+                log.info(
+                    "The controller did not change the ISR of %s-%d to %s: error %d",
+                    *key,
+                    list(proposal.isr),
+                    code,
+                )
+                hosted.clear_pending_isr(proposal)
+                continue
+            if hosted.apply_isr(answer.leader_epoch, answer.partition_epoch, tuple(answer.isr)):
+                self._complete_delayed(*key, hw_moved=True)
+            else:
+                hosted.clear_pending_isr(proposal)
 
     # -- list offsets ----------------------------------------------------------------------------
 

@@ -99,6 +99,7 @@ from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, Leader
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.replication import fencing
+from odradek.replication.fetcher import FetcherSettings
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
@@ -107,6 +108,7 @@ from odradek.server.handlers import leader_and_isr, stop_replica, update_metadat
 from odradek.server.limits import connection_limits, descriptor_budget_for_config
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
+from odradek.server.to_controller import BrokerToControllerChannel
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -127,6 +129,20 @@ OFFSETS_TOPIC = "__consumer_offsets"
 THREAD_SWITCH_INTERVAL_S = 0.001
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
 ZOOKEEPER_RETRY_S = 1.0  # between attempts of a background election or re-registration that failed
+
+
+def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
+    """The replica fetchers' settings: Kafka's replica.fetch.* keys."""
+    return FetcherSettings(
+        config.broker_id,
+        max_wait_ms=config["replica.fetch.wait.max.ms"],
+        min_bytes=config["replica.fetch.min.bytes"],
+        max_bytes=config["replica.fetch.response.max.bytes"],
+        partition_max_bytes=config["replica.fetch.max.bytes"],
+        backoff_ms=config["replica.fetch.backoff.ms"],
+        request_timeout_ms=config["replica.socket.timeout.ms"],
+        num_fetchers=config["num.replica.fetchers"],
+    )
 
 
 def partition_loader_threads(config: KafkaConfig) -> int:
@@ -216,6 +232,13 @@ class Broker:
         self.metadata_cache.cluster_id = self.cluster_id
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+        self.to_controller = BrokerToControllerChannel(
+            self.broker_id,
+            self.metadata_cache,
+            config.inter_broker_listener_name,
+            lambda: self.controller,
+            request_timeout_ms=config["request.timeout.ms"],
+        )
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -225,6 +248,10 @@ class Broker:
             log_dirs=config.log_dirs,
             checkpoint_interval_ms=config["replica.high.watermark.checkpoint.interval.ms"],
             load_threads=partition_loader_threads(config),
+            fetcher_settings=fetcher_settings(config),
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+            alter_partition=self.to_controller.alter_partition if self._zk is not None else None,
+            broker_epoch=lambda: self.broker_epoch,
         )
         self.replica_manager.start()
         for name, topic in self.store.topics().items():
@@ -298,6 +325,7 @@ class Broker:
                 await self._remote_channel.close()
             await self._leave_cluster()
             await self.replica_manager.shutdown()
+            await self.to_controller.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -84,6 +84,7 @@ class CachedPartition:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int
+    last_fetched_epoch: int = -1
     high_watermark: int = UNKNOWN
     last_stable_offset: int = UNKNOWN
     log_start_offset: int = UNKNOWN
@@ -99,6 +100,7 @@ class CachedPartition:
             partition.fetch_offset,
             partition.partition_max_bytes,
             partition.current_leader_epoch,
+            partition.last_fetched_epoch,
         )
 
     @property
@@ -109,6 +111,7 @@ class CachedPartition:
         self.fetch_offset = partition.fetch_offset
         self.partition_max_bytes = partition.partition_max_bytes
         self.current_leader_epoch = partition.current_leader_epoch
+        self.last_fetched_epoch = partition.last_fetched_epoch
 
     def must_respond(self, data: FetchResponse.PartitionData) -> bool:
         """Whether an incremental response must carry `data`; remembers what the client is told."""

@@ -587,6 +587,12 @@ class Log:
             self.producer_state.load(self._segments, self.log_end_offset, now)
             return True
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start an empty log at `offset` (a follower whose leader's log
+        starts past this whole log)."""
+        with self._lock:
+            self._truncate_fully_and_start_at(offset, self._clock.time_ms())
+
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         self._delete_segments(self._segments, now_ms)
         segment = LogSegment.create(self.dir, offset, self.files, self.config, now_ms)

@@ -63,6 +63,8 @@ HANDLER_MODULES: list[str] = [
     "leader_and_isr",
     "update_metadata",
     "stop_replica",
+    # broker to controller (ZooKeeper mode only)
+    "alter_partition",
 ]
 
 

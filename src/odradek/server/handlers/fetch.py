@@ -30,8 +30,12 @@ error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TO
 top-level error code with session id 0 and no partitions; otherwise the session is updated, all its
 partitions are read in its order, and only the partitions that changed are answered.
 
-Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion). No
-last_fetched_epoch divergence check (no leader epoch cache), so diverging_epoch is never set.
+Divergence (v12+, KIP-595's check, used by follower fetchers): a partition whose last_fetched_epoch
+(>= 0) does not end in this leader's log at or after fetch_offset (the leader epoch cache's answer
+for that epoch) answers no records and diverging_epoch = (the newest epoch at or below it, where it
+ends here), so the fetcher truncates before fetching again.
+
+Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion).
 throttle_time_ms is always 0.
 """
 
@@ -115,7 +119,12 @@ async def _read(
     names = _topic_names(ctx, partitions)
     reads = [
         FetchPartitionRequest(
-            name, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch
+            name,
+            p.partition,
+            p.fetch_offset,
+            p.partition_max_bytes,
+            p.current_leader_epoch,
+            p.last_fetched_epoch,
         )
         for p, name in zip(partitions, names, strict=True)
         if name is not None
@@ -159,7 +168,11 @@ def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[Top
 def _partition(
     result: FetchPartitionResult, aborted: list[FetchResponse.AbortedTransaction] | None
 ) -> PartitionData:
+    diverging = result.diverging_epoch
     return PartitionData(
+        diverging_epoch=(
+            FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None
+        ),
         partition_index=result.partition,
         error_code=result.error_code,
         high_watermark=result.high_watermark,

@@ -1,0 +1,354 @@
+"""Replica fetchers: a follower copies its leaders' logs (Kafka's ReplicaFetcherManager and
+ReplicaFetcherThread).
+
+Owns, per leader broker and fetcher id (hash of the partition modulo num.replica.fetchers), one
+asyncio task with one `NodeConnection` to the leader's inter-broker endpoint, and per partition it
+follows the leader epoch it follows it in and when it may fetch again after an error.
+
+Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch):
+- A fetch names every ready partition: fetch offset = the local LEO, last_fetched_epoch = the
+  latest epoch of the local leader epoch cache, current_leader_epoch = the epoch followed; replica
+  id = this broker, replica.fetch.wait.max.ms / min.bytes / response.max.bytes / max.bytes. The
+  leader holds the request until data arrives (its fetch purgatory), so an append at the leader
+  reaches its followers in one round trip.
+- An answer with records: appended as they came (`Partition.append_records_as_follower`: offsets
+  and epochs are the leader's), then the follower's HW = min(leader's HW, own LEO). Nothing is
+  appended if the partition moved on (another epoch, or a LEO that changed) while the fetch was out.
+- diverging_epoch (the leader's log leaves this one): truncate to min(the leader's end offset of
+  that epoch, this log's end offset of the same epoch), then fetch again from there.
+- OFFSET_OUT_OF_RANGE: below the leader's log start offset the log is emptied and starts there;
+  above the leader's LEO it is truncated to the leader's HW.
+- Any other partition error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+  UNKNOWN_TOPIC_OR_PARTITION, ...): the partition waits replica.fetch.backoff.ms and tries again,
+  until LeaderAndIsr moves it; a lost connection or a top-level error delays every partition of
+  the fetcher the same way, and the connection is opened again.
+- A partition becoming leader or stopped is removed; a new leader or epoch moves it to the
+  right fetcher (`ReplicaFetcherManager.add_partitions`).
+
+Deliberate deviations: truncation and the follower's append run on the event loop, as the leader's
+append does; the follower does not move its log start offset up to the leader's (its own retention
+applies); fetch sessions are not used between brokers (every follower fetch is a full one).
+
+Invariants: appends happen only at the local LEO the fetch was built from; a response for a
+partition removed or moved meanwhile is dropped. Never blocks the event loop on the network.
+
+Callers: the ReplicaManager (add / remove partitions as LeaderAndIsr and StopReplica change them,
+shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from odradek.network_client import NodeConnection, NodeDisconnected, NodeUnreachable, RequestTimedOut
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
+from odradek.protocol.primitives import ProtocolDecodeError
+from odradek.replication.partition import Partition
+from odradek.storage.leader_epoch import UNDEFINED_EPOCH
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 12  # topics by name, last_fetched_epoch and diverging_epoch
+_LOST = (NodeUnreachable, NodeDisconnected, RequestTimedOut, ProtocolDecodeError)
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    """Kafka's replica.fetch.* settings of this broker."""
+
+    broker_id: int
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    request_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+    num_fetchers: int = 1  # num.replica.fetchers
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderEndpoint:
+    broker_id: int
+    host: str
+    port: int
+
+
+@dataclass(slots=True)
+class _FetchState:
+    leader_epoch: int
+    ready_at: float = 0.0  # monotonic seconds
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    leader_epoch: int
+    fetch_offset: int
+
+
+PartitionLookup = Callable[[str, int], Partition | None]
+
+
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from one leader (see the module docstring)."""
+
+    def __init__(self, leader: LeaderEndpoint, settings: FetcherSettings, lookup: PartitionLookup) -> None:
+        self.leader = leader
+        self._settings = settings
+        self._lookup = lookup
+        self._states: dict[TopicPartition, _FetchState] = {}
+        self._wake = asyncio.Event()
+        self._connection: NodeConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._unreachable_logged = False
+
+    @property
+    def partitions(self) -> frozenset[TopicPartition]:
+        return frozenset(self._states)
+
+    def add(self, key: TopicPartition, leader_epoch: int) -> None:
+        self._states[key] = _FetchState(leader_epoch)
+        self._wake.set()
+        if self._task is None:
+            name = f"replica-fetcher-{self._settings.broker_id}-from-{self.leader.broker_id}"
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
+
+    def remove(self, key: TopicPartition) -> None:
+        self._states.pop(key, None)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self._disconnect()
+
+    # -- the fetch loop --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self._states:
+            ready = self._ready(time.monotonic())
+            if not ready:
+                await self._sleep_until_ready()
+                continue
+            request, sent = self._build(ready)
+            if not sent:
+                continue
+            response = await self._fetch(request)
+            if response is None or response.error_code != ErrorCode.NONE:
+                self._back_off(sent)
+                continue
+            for topic in response.responses:
+                for data in topic.partitions:
+                    key = (topic.topic, data.partition_index)
+                    if key in sent:
+                        self._process(key, sent[key], data)
+        self._task = None
+        await self._disconnect()
+
+    def _ready(self, now: float) -> list[TopicPartition]:
+        return [key for key, state in self._states.items() if state.ready_at <= now]
+
+    async def _sleep_until_ready(self) -> None:
+        self._wake.clear()
+        soonest = min(state.ready_at for state in self._states.values())
+        try:
+            await asyncio.wait_for(self._wake.wait(), max(0.0, soonest - time.monotonic()))
+        except TimeoutError:
+            pass
+
+    def _build(self, ready: Iterable[TopicPartition]) -> tuple[FetchRequest, dict[TopicPartition, _Sent]]:
+        settings = self._settings
+        topics: dict[str, FetchRequest.FetchTopic] = {}
+        sent: dict[TopicPartition, _Sent] = {}
+        for key in ready:
+            partition = self._lookup(*key)
+            state = self._states[key]
+            if partition is None or partition.is_leader or partition.leader_epoch != state.leader_epoch:
+                self._states.pop(key)
+                continue
+            fetch_offset = partition.log_end_offset
+            topics.setdefault(key[0], FetchRequest.FetchTopic(topic=key[0])).partitions.append(
+                FetchRequest.FetchPartition(
+                    partition=key[1],
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=fetch_offset,
+                    last_fetched_epoch=partition.log.leader_epoch_cache.latest_epoch,
+                    log_start_offset=partition.log_start_offset,
+                    partition_max_bytes=settings.partition_max_bytes,
+                )
+            )
+            sent[key] = _Sent(state.leader_epoch, fetch_offset)
+        request = FetchRequest(
+            replica_id=settings.broker_id,
+            max_wait_ms=settings.max_wait_ms,
+            min_bytes=settings.min_bytes,
+            max_bytes=settings.max_bytes,
+            session_id=0,
+            session_epoch=-1,
+            topics=list(topics.values()),
+        )
+        return request, sent
+
+    async def _fetch(self, request: FetchRequest) -> FetchResponse | None:
+        try:
+            connection = await self._connected()
+            response: FetchResponse = await connection.send(ApiKey.FETCH, FETCH_VERSION, request)
+        except _LOST as exc:
+            if not self._unreachable_logged:
+                log.warning("Replica fetch from broker %d failed: %s", self.leader.broker_id, exc)
+                self._unreachable_logged = True
+            await self._disconnect()
+            return None
+        self._unreachable_logged = False
+        return response
+
+    def _back_off(self, keys: Iterable[TopicPartition]) -> None:
+        ready_at = time.monotonic() + self._settings.backoff_ms / 1000
+        for key in keys:
+            state = self._states.get(key)
+            if state is not None:
+                state.ready_at = ready_at
+
+    # -- one partition's answer ------------------------------------------------------------------
+
+    def _process(self, key: TopicPartition, sent: _Sent, data: FetchResponse.PartitionData) -> None:
+        state = self._states.get(key)
+        partition = self._lookup(*key)
+        if state is None or partition is None or state.leader_epoch != sent.leader_epoch:
+            return
+        if partition.is_leader or partition.leader_epoch != sent.leader_epoch:
+            return
+        try:
+            if data.error_code == ErrorCode.NONE:
+                self._on_data(partition, sent, data)
+            elif data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                self._on_out_of_range(partition, sent, data)
+            else:
+                log.debug(
+                    "Fetching %s-%d from broker %d: error %d", *key, self.leader.broker_id, data.error_code
+                )
+                self._back_off([key])
+        except KafkaError as exc:
+            log.error("Replicating %s-%d from broker %d failed: %s", *key, self.leader.broker_id, exc.message)
+            self._back_off([key])
+        except Exception:
+            log.exception("Replicating %s-%d from broker %d failed", *key, self.leader.broker_id)
+            self._back_off([key])
+
+    def _on_data(self, partition: Partition, sent: _Sent, data: FetchResponse.PartitionData) -> None:
+        diverging = data.diverging_epoch
+        if diverging is not None and diverging.epoch != UNDEFINED_EPOCH:
+            self._truncate_to_diverging(partition, diverging.epoch, diverging.end_offset)
+            return
+        if partition.log_end_offset != sent.fetch_offset:
+            return
+        partition.append_records_as_follower(data.records or memoryview(b""), data.high_watermark)
+
+    def _truncate_to_diverging(self, partition: Partition, epoch: int, leader_end: int) -> None:
+        mine = partition.log.leader_epoch_cache.end_offset_for(epoch, partition.log_end_offset)
+        offset = leader_end if mine.leader_epoch == UNDEFINED_EPOCH else min(leader_end, mine.end_offset)
+        log.info(
+            "Truncating %s-%d from %d to %d: its log diverges from leader %d's at epoch %d",
+            partition.topic,
+            partition.partition,
+            partition.log_end_offset,
+            offset,
+            self.leader.broker_id,
+            epoch,
+        )
+        partition.truncate_to(offset)
+
+    def _on_out_of_range(self, partition: Partition, sent: _Sent, data: FetchResponse.PartitionData) -> None:
+        name = f"{partition.topic}-{partition.partition}"
+        if sent.fetch_offset < data.log_start_offset:
+            log.info(
+                "%s: leader %d's log starts at %d, past this log's end %d: starting over there",
+                name,
+                self.leader.broker_id,
+                data.log_start_offset,
+                sent.fetch_offset,
+            )
+            partition.truncate_fully_and_start_at(data.log_start_offset)
+        else:
+            log.info(
+                "%s: offset %d is past leader %d's log: truncating to its high watermark %d",
+                name,
+                sent.fetch_offset,
+                self.leader.broker_id,
+                data.high_watermark,
+            )
+            partition.truncate_to(max(data.high_watermark, 0))
+
+    # -- connection ------------------------------------------------------------------------------
+
+    async def _connected(self) -> NodeConnection:
+        current = self._connection
+        if current is not None and current.connected:
+            return current
+        connection = NodeConnection(
+            self.leader.broker_id,
+            self.leader.host,
+            self.leader.port,
+            client_id=f"replica-fetcher-{self._settings.broker_id}",
+            request_timeout_ms=self._settings.request_timeout_ms + self._settings.max_wait_ms,
+        )
+        await connection.connect()
+        self._connection = connection
+        return connection
+
+    async def _disconnect(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+
+class ReplicaFetcherManager:
+    """The fetchers of this broker, one per (leader, fetcher id); see the module docstring."""
+
+    def __init__(self, settings: FetcherSettings, lookup: PartitionLookup) -> None:
+        self._settings = settings
+        self._lookup = lookup
+        self._fetchers: dict[tuple[LeaderEndpoint, int], ReplicaFetcher] = {}
+        self._placement: dict[TopicPartition, tuple[LeaderEndpoint, int]] = {}
+
+    def fetcher_id(self, key: TopicPartition) -> int:
+        return zlib.crc32(f"{key[0]}-{key[1]}".encode()) % max(1, self._settings.num_fetchers)
+
+    def add_partitions(self, partitions: Mapping[TopicPartition, tuple[LeaderEndpoint, int]]) -> None:
+        """Follow each partition's (leader, leader epoch), moving it from another fetcher if needed."""
+        for key, (leader, leader_epoch) in partitions.items():
+            placement = (leader, self.fetcher_id(key))
+            if self._placement.get(key) != placement:
+                self._remove(key)
+            fetcher = self._fetchers.get(placement)
+            if fetcher is None:
+                fetcher = self._fetchers[placement] = ReplicaFetcher(leader, self._settings, self._lookup)
+            fetcher.add(key, leader_epoch)
+            self._placement[key] = placement
+
+    def remove_partitions(self, keys: Iterable[TopicPartition]) -> None:
+        for key in keys:
+            self._remove(key)
+
+    def _remove(self, key: TopicPartition) -> None:
+        placement = self._placement.pop(key, None)
+        fetcher = self._fetchers.get(placement) if placement is not None else None
+        if fetcher is not None:
+            fetcher.remove(key)
+
+    def following(self) -> dict[TopicPartition, int]:
+        """Each partition being fetched and the broker it is fetched from."""
+        return {key: leader.broker_id for key, (leader, _) in self._placement.items()}
+
+    async def shutdown(self) -> None:
+        fetchers, self._fetchers = list(self._fetchers.values()), {}
+        self._placement = {}
+        await asyncio.gather(*(fetcher.stop() for fetcher in fetchers))
