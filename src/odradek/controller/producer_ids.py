@@ -18,8 +18,9 @@ Invariants:
 - A block is recorded durably before any id of it is handed out, so no id is ever handed out twice,
   across restarts included; the unused rest of a block is skipped after a restart, as in Kafka.
 - A record that does not parse is never guessed over: allocation fails with UNKNOWN_SERVER_ERROR
-  until it is repaired, since starting again from 0 would reuse ids. An empty or missing record
-  (nothing claimed yet) starts at 0.
+  until it is repaired, since starting again from 0 would reuse ids (an empty file included). No
+  file, or the empty znode brokers create at start-up, means nothing was claimed: the first block
+  starts at 0.
 - Ids run from 0 to 2**63 - 1; when they are exhausted allocation fails (UNKNOWN_SERVER_ERROR), as
   Kafka's does. A ZooKeeper failure fails the allocation too (UNKNOWN_SERVER_ERROR, by the
   dispatcher); the next call tries again.
