@@ -62,12 +62,14 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
   resigns and watches again;
 - ZooKeeper session expiry: when the new session is up, the broker resigns if it was controller,
   reloads the store (its watches died with the session), registers again and races again;
+- producer ids: the broker's `ProducerIdManager` claims its blocks in `/latest_producer_id_block`
+  (cluster-wide), where a single node records them in `<first log dir>/producer-id-block`;
 - shutdown closes the session after the controller stopped (registration and seat go at once).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`,
 `metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `fetch_sessions`
-(the FetchSessionCache), `cluster_id`, `advertised_endpoints()`, `auto_create_topic()` (Kafka's auto
-topic creation) and `wait_for_leaders()`.
+(the FetchSessionCache), `producer_id_manager`, `cluster_id`, `advertised_endpoints()`,
+`auto_create_topic()` (Kafka's auto topic creation) and `wait_for_leaders()`.
 
 Callers: `odradek serve` (cli/serve.py) through `run_broker`, and in-process tests.
 """
@@ -89,6 +91,12 @@ from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
 from odradek.controller.metadata import BrokerInfo, Endpoint, TopicMetadata
+from odradek.controller.producer_ids import (
+    FileProducerIdBlockSource,
+    ProducerIdBlockSource,
+    ProducerIdManager,
+    ZkProducerIdBlockSource,
+)
 from odradek.controller.remote_channel import RemoteChannel
 from odradek.controller.store import MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
@@ -158,6 +166,7 @@ class Broker:
     log_manager: LogManager
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
+    producer_id_manager: ProducerIdManager
     controller: Controller | None
     store: MetadataStore
     _zk_store: ZkMetadataStore  # ZooKeeper mode only
@@ -230,6 +239,7 @@ class Broker:
             config.log_dirs, self.broker_id, zk_cluster_id or config.cluster_id
         )
         self.metadata_cache.cluster_id = self.cluster_id
+        self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
         self.to_controller = BrokerToControllerChannel(
@@ -281,6 +291,11 @@ class Broker:
             self.cluster_id,
             self.replica_manager.pending_count(),
         )
+
+    def _producer_id_block_source(self) -> ProducerIdBlockSource:
+        if self._zk is None:
+            return FileProducerIdBlockSource(self.config.log_dirs[0], self.broker_id)
+        return ZkProducerIdBlockSource(self._zk, self.broker_id)
 
     def _start_periodic_tasks(self) -> None:
         config, log_manager = self.config, self.log_manager

@@ -18,13 +18,17 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
   are `multi`s that start with a check of `/controller_epoch`'s zkVersion, so a controller that lost
   its seat cannot write (Kafka 2.2+); a partition state update is also conditional on the state
   znode's zkVersion (the partition epoch) and reports per partition whether it applied;
+- a producer id block is claimed by a write of `/latest_producer_id_block` conditional on the
+  zkVersion read with the previous block (a create when the znode is missing), so two brokers never
+  claim the same block;
 - reads return decoded values with the zkVersion where a later conditional write needs it.
 
 Session: `on_session_state(callback)` hears "connected", "suspended" (connection lost, session may
 survive) and "expired" (ephemeral znodes gone: the broker must re-register and, if it was controller,
 resign). Kazoo reconnects by itself within the session timeout.
 
-Callers: the ZooKeeper-mode controller and broker start-up; tests against a real ZooKeeper server.
+Callers: the ZooKeeper-mode controller and broker start-up, the producer id manager's ZooKeeper block
+source; tests against a real ZooKeeper server.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedErro
 from odradek.controller.zk.znodes import (
     BrokerRegistration,
     LeaderAndIsrZNode,
+    ProducerIdBlock,
     TopicAssignment,
     ZooKeeperConnect,
 )
@@ -383,6 +388,31 @@ class KafkaZkClient:
                 await self._bridge(self._kazoo.delete_async(path))
             except NoNodeError:
                 pass
+
+    # -- producer id blocks -----------------------------------------------------------------------------
+
+    async def latest_producer_id_block(self) -> tuple[ProducerIdBlock | None, int]:
+        """The last block claimed by any broker (None when none was: the znode is empty or missing) and
+        the zkVersion the next claim is conditional on (-1 when the znode is missing)."""
+        found = await self.get(znodes.PRODUCER_ID_BLOCK_PATH)
+        if found is None:
+            return None, -1
+        data, stat = found
+        return (znodes.decode_producer_id_block(data) if data else None), stat.version
+
+    async def conditional_update_producer_id_block(self, block: ProducerIdBlock, zk_version: int) -> bool:
+        """Write `block` if `/latest_producer_id_block` is still at `zk_version` (-1: create it); False
+        when another broker claimed a block since it was read."""
+        data = znodes.encode_producer_id_block(block)
+        path = znodes.PRODUCER_ID_BLOCK_PATH
+        try:
+            if zk_version < 0:
+                await self._bridge(self._kazoo.create_async(path, data))
+            else:
+                await self._bridge(self._kazoo.set_async(path, data, zk_version))
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            return False
+        return True
 
 
 def _succeed(future: asyncio.Future[Any], value: Any) -> None:

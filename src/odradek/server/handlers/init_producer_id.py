@@ -12,32 +12,28 @@ Behaviour (Kafka 3.9's, for idempotent producers):
   INVALID_TRANSACTION_TIMEOUT (Kafka checks both before consulting the transaction state);
 - any other transactional_id: COORDINATOR_NOT_AVAILABLE (see the deviations).
 An error answers producer_id -1 and producer_epoch -1. Producer ids come from the broker's
-`ProducerIdManager` (blocks of 1000 recorded in `<first log dir>/producer-id-block`), so they are
-never reused across restarts; reserving a block fsyncs one small file on the event loop, once per
-1000 ids.
+`ProducerIdManager` (controller/producer_ids.py), in blocks of 1000 claimed as Kafka's ZooKeeper mode
+does: in ZooKeeper mode by a conditional write of `/latest_producer_id_block`, so ids are unique
+across the cluster; on a single node the same record lives in `<first log dir>/producer-id-block`
+(one fsync on the event loop per 1000 ids). Ids are never reused, across restarts included.
 
 Deliberate deviations: odradek has no transaction coordinator (FindCoordinator answers key type
 TRANSACTION with COORDINATOR_NOT_AVAILABLE), so a transactional producer gets COORDINATOR_NOT_AVAILABLE:
 a retriable error, so the producer retries until its own timeout instead of failing as if it were
-not authorized. Kafka 3.9 always has a coordinator and would initialize the transactional id. The
-id manager is created by this module on first use, one per broker (keyed weakly by the broker),
-because the broker does not own one. Producer ids are unique per broker, not cluster-wide.
-throttle_time_ms is always 0.
+not authorized. Kafka 3.9 always has a coordinator and would initialize the transactional id. A
+Kafka 3.x broker asks its controller for id blocks (AllocateProducerIds) and the controller claims
+them in ZooKeeper; an odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same
+znode, same JSON). throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
-from odradek.controller.producer_ids import ProducerIdManager
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from odradek.server.context import RequestContext
-
-if TYPE_CHECKING:
-    from odradek.server.broker import Broker
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
@@ -46,8 +42,6 @@ MAX_VERSION = 5
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
-_MANAGERS: weakref.WeakKeyDictionary[Broker, ProducerIdManager] = weakref.WeakKeyDictionary()
-
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
@@ -55,7 +49,7 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"{pair} must be both set or both -1")
     if request.transactional_id is not None:
         _refuse_transactional(ctx, request)
-    producer_id = producer_id_manager(ctx.broker).generate_producer_id()
+    producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
 
 
@@ -69,14 +63,6 @@ def _refuse_transactional(ctx: RequestContext, request: InitProducerIdRequest) -
             f"transaction timeout {request.transaction_timeout_ms} ms is outside (0, {max_timeout_ms}]",
         )
     raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "odradek has no transaction coordinator")
-
-
-def producer_id_manager(broker: Broker) -> ProducerIdManager:
-    """The broker's producer id manager, created on first use over its first log dir."""
-    manager = _MANAGERS.get(broker)
-    if manager is None:
-        manager = _MANAGERS[broker] = ProducerIdManager(broker.config.log_dirs[0], broker.broker_id)
-    return manager
 
 
 def error_response(request: InitProducerIdRequest, version: int, code: int) -> InitProducerIdResponse:
