@@ -93,7 +93,8 @@ class LocalCluster:
         """Start ZooKeeper (unless one was named) and every broker; return once all listen."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._zookeeper_connect is None:
-            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper").start(timeout_s)
+            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper")
+            self.zookeeper.start(timeout_s)
             self._zookeeper_connect = self.zookeeper.connect_string
         for broker_id in range(1, self.broker_count + 1):
             self.brokers[broker_id] = self.broker(broker_id)
