@@ -209,6 +209,14 @@ def consume_first(bootstrap: str, topic: str) -> bytes | None:
         consumer.close()
 
 
+def connected_admin(bootstrap: str) -> AdminClient:
+    """An AdminClient that has described the cluster: one whose first request was CreateTopics, right
+    after the cluster came up, was seen looking up the controller until the request timed out."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.describe_cluster(request_timeout=CLIENT_TIMEOUT_S).result(CLIENT_TIMEOUT_S)
+    return admin
+
+
 def create_topic(admin: AdminClient, topic: str, replication_factor: int) -> None:
     (created,) = admin.create_topics([NewTopic(topic, 1, replication_factor)]).values()
     created.result(CLIENT_TIMEOUT_S)
@@ -249,13 +257,14 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="no replica fetchers yet: the followers never fetch, so the high watermark of a "
     "replication-factor-3 partition stays at 0 and consumers see nothing",
 )
 def test_replicated_topic_round_trip(tmp_path, run_cluster):
     cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
     bootstrap = cluster.wait_until_up()["bootstrap.servers"]
-    create_topic(AdminClient({"bootstrap.servers": bootstrap}), "replicated", BROKERS)
+    create_topic(connected_admin(bootstrap), "replicated", BROKERS)
     produce(bootstrap, "replicated", b"copied", acks="1")
     assert consume_first(bootstrap, "replicated") == b"copied"
     assert cluster.stop() == 0
