@@ -4,7 +4,8 @@ Owns one subprocess at a time. `start()` returns once the listener accepts TCP c
 scraping the log); `stop()` sends SIGTERM and waits for the graceful exit code; `kill()` sends SIGKILL
 (a crash, for recovery tests); `restart()` starts again on the same port and data dir. The broker's
 stdout and stderr go to `output_path`, whose tail is put in the exception when the process dies or
-never listens.
+never listens. The process runs in a process group of its own, so a Ctrl-C at the terminal reaches
+only its owner, which decides when and in what order to stop it.
 
 Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
 """
@@ -102,7 +103,12 @@ class BrokerProcess:
         env.setdefault("PYTHONUNBUFFERED", "1")
         with open(self.output_path, "ab") as out:
             self._proc = subprocess.Popen(
-                self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+                self.command(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                process_group=0,
             )
         self._wait_listening(timeout)
 

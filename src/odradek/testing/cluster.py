@@ -9,7 +9,9 @@ and stops the ZooKeeper server it started; `stop()` shuts the brokers down grace
 controlled shutdown path) first.
 
 Brokers are numbered from 1 (broker.id = 1..N) and put in racks `rack-<id>`, so rack-aware
-assignment spreads replicas the way a three-rack cluster would.
+assignment spreads replicas the way a three-rack cluster would. Each listens on 127.0.0.1: on a free
+port, or with `base_port` on base_port + id - 1. The chroot is the caller's (`""`: none) or a fresh
+one per cluster.
 
 Callers: cluster and fault tests (tests/cluster), benchmarks, and the `odradek cluster` command.
 Not used by the broker itself.
@@ -60,12 +62,14 @@ class LocalCluster:
         chroot: str | None = None,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         overrides: Mapping[str, object] | None = None,
+        base_port: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.broker_count = brokers
-        self.chroot = chroot or f"/odradek-{uuid.uuid4().hex[:8]}"
+        self.chroot = chroot if chroot is not None else f"/odradek-{uuid.uuid4().hex[:8]}"
         self.session_timeout_ms = session_timeout_ms
         self.overrides = dict(overrides or {})
+        self.base_port = base_port
         self._zookeeper_connect = zookeeper_connect
         self.zookeeper: ZooKeeperServer | None = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -89,7 +93,8 @@ class LocalCluster:
         """Start ZooKeeper (unless one was named) and every broker; return once all listen."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._zookeeper_connect is None:
-            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper").start(timeout_s)
+            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper")
+            self.zookeeper.start(timeout_s)
             self._zookeeper_connect = self.zookeeper.connect_string
         for broker_id in range(1, self.broker_count + 1):
             self.brokers[broker_id] = self.broker(broker_id)
@@ -107,13 +112,14 @@ class LocalCluster:
             **self.overrides,
         }
         directory = self.data_dir / (data or f"broker-{broker_id}")
-        return BrokerProcess(directory, broker_id=broker_id, overrides=settings)
+        port = None if self.base_port is None else self.base_port + broker_id - 1
+        return BrokerProcess(directory, port=port, broker_id=broker_id, overrides=settings)
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Graceful shutdown of every broker (SIGTERM), then `close()`."""
-        for process in self.brokers.values():
-            process.stop(timeout_s)
+    def stop(self, timeout_s: float = 30.0) -> dict[int, int | None]:
+        """Graceful shutdown of every broker (SIGTERM), then `close()`; each broker's exit code."""
+        codes = {broker_id: process.stop(timeout_s) for broker_id, process in self.brokers.items()}
         self.close()
+        return codes
 
     def close(self) -> None:
         """Kill brokers still running, close the reader, stop the ZooKeeper server this started."""

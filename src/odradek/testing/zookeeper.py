@@ -5,7 +5,8 @@ Debian's `zookeeper` package installs (`/usr/share/java/zookeeper.jar`); `ODRADE
 names another classpath. `start()` returns once the server answers the `ruok` four-letter word with
 `imok` (never by scraping its log); `stop()` sends SIGTERM and waits; `kill()` sends SIGKILL. The
 server's output goes to `<data_dir>/zookeeper.out`, whose tail is put in the exception when it never
-comes up.
+comes up. Like a BrokerProcess, it runs in a process group of its own: a Ctrl-C at the terminal
+reaches only its owner, which stops the brokers before their ZooKeeper.
 
 The session timeouts it grants are bounded by `minSessionTimeout`/`maxSessionTimeout`, set wide
 (1 s .. 60 s) so tests can ask for short sessions and brokers for Kafka's 18 s default.
@@ -111,7 +112,11 @@ class ZooKeeperServer:
         argv = ["java", "-Xmx256m", f"-Dzookeeper.log.dir={self.data_dir}", "-cp", classpath, _MAIN_CLASS]
         with open(self.output_path, "ab") as out:
             self._process = subprocess.Popen(
-                [*argv, str(config)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                [*argv, str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                process_group=0,
             )
         deadline = time.monotonic() + timeout_s
         while four_letter_word(self.host, self.port, "ruok") != "imok":

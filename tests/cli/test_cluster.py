@@ -1,0 +1,270 @@
+"""`odradek cluster` as a process: usage errors, a three-broker cluster that Kafka clients use through
+the bootstrap servers it prints, a SIGTERM that leaves no process behind, and a restart on the same
+data dir that finds the topics and records again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.cli.main import build_parser, command_modules
+from odradek.testing.broker import free_port
+from odradek.testing.cluster import eventually
+
+BROKERS = 3
+UP_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 120.0
+CLIENT_TIMEOUT_S = 30.0
+
+
+def cluster_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "odradek", "cluster", *args]
+
+
+def test_cluster_is_a_registered_command():
+    assert "cluster" in [m.COMMAND for m in command_modules()]
+    args = build_parser().parse_args(["cluster", "--override", "num.partitions=3"])
+    assert (args.brokers, args.base_port, args.data_dir) == (3, 9092, Path("odradek-cluster"))
+    assert args.override == [("num.partitions", "3")]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--brokers", "0"], "--brokers"),
+        (["--base-port", "70000"], "--base-port"),
+        (["--base-port", "65535", "--brokers", "2"], "65535"),
+        (["--override", "num.partitions"], "KEY=VALUE"),
+        (["--override", "listeners=PLAINTEXT://127.0.0.1:1"], "listeners"),
+        (["--override", "num.partitions=lots"], "num.partitions"),
+    ],
+)
+def test_usage_errors_exit_2_in_one_line(tmp_path, args, named):
+    result = subprocess.run(
+        cluster_argv("--data-dir", str(tmp_path), *args), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert named in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not list(tmp_path.iterdir())  # nothing started
+
+
+def test_without_zookeeper_says_how_to_install_it(tmp_path):
+    env = {**os.environ, "ODRADEK_ZOOKEEPER_CLASSPATH": str(tmp_path / "no-zookeeper.jar")}
+    result = subprocess.run(
+        cluster_argv("--data-dir", str(tmp_path / "data")),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert "apt-get install zookeeper" in line
+
+
+# ---------------------------------------------------------------------------------------------
+# a running cluster
+
+
+def consecutive_free_ports(count: int) -> int:
+    """The first of `count` consecutive loopback ports nobody listens on right now."""
+
+    def probe() -> int | None:
+        base = free_port()
+        return base if all(_bindable(port) for port in range(base, base + count)) else None
+
+    return eventually(probe, 10, f"{count} consecutive free ports", interval_s=0)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def children(pid: int) -> set[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class ClusterCommand:
+    """One `odradek cluster` process, its stdout and stderr in files, and the processes it started."""
+
+    def __init__(self, data_dir: Path, base_port: int, output_dir: Path) -> None:
+        self.stdout_path = output_dir / "cluster.stdout"
+        self.stderr_path = output_dir / "cluster.stderr"
+        argv = cluster_argv(
+            "--brokers", str(BROKERS), "--data-dir", str(data_dir), "--base-port", str(base_port)
+        )
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.started: set[int] = set()
+
+    def announced(self) -> dict[str, str]:
+        """The `key=value` lines printed so far."""
+        lines = self.stdout_path.read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+    def wait_until_up(self) -> dict[str, str]:
+        def up() -> dict[str, str] | None:
+            if self.process.poll() is not None:
+                raise AssertionError(f"exited with {self.process.returncode}: {self.stderr_path.read_text()}")
+            found = self.announced()
+            return found if "controller" in found else None
+
+        found = eventually(up, UP_TIMEOUT_S, "the cluster announced")
+        self.started = children(self.process.pid)
+        return found
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(STOP_TIMEOUT_S)
+
+    def clean_up(self) -> None:
+        """Whatever happened: the command and every process it started are gone."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for pid in self.started | children(self.process.pid):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def run_cluster(tmp_path: Path) -> Iterator[Callable[[Path, int], ClusterCommand]]:
+    commands: list[ClusterCommand] = []
+
+    def run(data_dir: Path, base_port: int) -> ClusterCommand:
+        output_dir = tmp_path / f"run-{len(commands)}"
+        output_dir.mkdir()
+        commands.append(ClusterCommand(data_dir, base_port, output_dir))
+        return commands[-1]
+
+    try:
+        yield run
+    finally:
+        for command in commands:
+            command.clean_up()
+
+
+def produce(bootstrap: str, topic: str, value: bytes, acks: str = "all") -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks})
+    delivered: list[object] = []
+    producer.produce(topic, value, on_delivery=lambda error, message: delivered.append(error))
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+    assert delivered == [None]
+
+
+def consume_first(bootstrap: str, topic: str) -> bytes | None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    try:
+
+        def first() -> bytes | None:
+            message = consumer.poll(0.5)
+            return None if message is None or message.error() else message.value()
+
+        return eventually(first, CLIENT_TIMEOUT_S, f"a record of {topic}", interval_s=0)
+    finally:
+        consumer.close()
+
+
+def connected_admin(bootstrap: str) -> AdminClient:
+    """An AdminClient that has described the cluster: one whose first request was CreateTopics, right
+    after the cluster came up, was seen looking up the controller until the request timed out."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.describe_cluster(request_timeout=CLIENT_TIMEOUT_S).result(CLIENT_TIMEOUT_S)
+    return admin
+
+
+def create_topic(admin: AdminClient, topic: str, replication_factor: int) -> None:
+    (created,) = admin.create_topics([NewTopic(topic, 1, replication_factor)]).values()
+    created.result(CLIENT_TIMEOUT_S)
+
+
+@pytest.mark.slow
+def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_cluster):
+    base_port = consecutive_free_ports(BROKERS)
+    cluster = run_cluster(tmp_path / "data", base_port)
+    announced = cluster.wait_until_up()
+    bootstrap = announced["bootstrap.servers"]
+    assert bootstrap == ",".join(f"127.0.0.1:{base_port + i}" for i in range(BROKERS))
+    assert len(cluster.started) == BROKERS + 1  # the brokers and ZooKeeper
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_cluster(request_timeout=CLIENT_TIMEOUT_S).result(CLIENT_TIMEOUT_S)
+    assert sorted(node.id for node in described.nodes) == [1, 2, 3]
+    assert str(described.controller.id) == announced["controller"]
+    create_topic(admin, "replicated", BROKERS)
+    (topic,) = admin.describe_topics(TopicCollection(["replicated"])).values()
+    assert len(topic.result(CLIENT_TIMEOUT_S).partitions[0].replicas) == BROKERS
+    create_topic(admin, "single", 1)
+    produce(bootstrap, "single", b"kept")
+    assert consume_first(bootstrap, "single") == b"kept"
+
+    assert cluster.stop() == 0
+    zookeeper_port = int(announced["zookeeper.connect"].rpartition(":")[2])
+    assert not [pid for pid in cluster.started if alive(pid)]
+    assert not [port for port in [*range(base_port, base_port + BROKERS), zookeeper_port] if listening(port)]
+
+    again = run_cluster(tmp_path / "data", base_port)
+    again.wait_until_up()
+    assert {"replicated", "single"} <= set(admin.list_topics(timeout=CLIENT_TIMEOUT_S).topics)
+    assert consume_first(bootstrap, "single") == b"kept"
+    assert again.stop() == 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="no replica fetchers yet: the followers never fetch, so the high watermark of a "
+    "replication-factor-3 partition stays at 0 and consumers see nothing",
+)
+def test_replicated_topic_round_trip(tmp_path, run_cluster):
+    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
+    bootstrap = cluster.wait_until_up()["bootstrap.servers"]
+    create_topic(connected_admin(bootstrap), "replicated", BROKERS)
+    produce(bootstrap, "replicated", b"copied", acks="1")
+    assert consume_first(bootstrap, "replicated") == b"copied"
+    assert cluster.stop() == 0
