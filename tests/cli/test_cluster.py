@@ -255,12 +255,6 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="no replica fetchers yet: the followers never fetch, so the high watermark of a "
-    "replication-factor-3 partition stays at 0 and consumers see nothing",
-)
 def test_replicated_topic_round_trip(tmp_path, run_cluster):
     cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
     bootstrap = cluster.wait_until_up()["bootstrap.servers"]

@@ -225,10 +225,10 @@ class Controller:
     async def _handle(self, event: ControllerEvent) -> None:
         if isinstance(event, BrokersChanged):
             await self._on_brokers_changed(event.live)
-        elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
-            await self._bring_new_partitions_online(event.topic)
         elif isinstance(event, IsrChangeAsked):
             await self._change_isr(event)
+        elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
+            await self._bring_new_partitions_online(event.topic)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
             await self._delete_topic(event.topic)
 

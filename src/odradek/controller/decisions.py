@@ -283,7 +283,7 @@ def isr_change(
     isr = tuple(new_isr)
     if asker not in isr or any(r not in state.replicas or r not in live for r in isr):
         return ErrorCode.INELIGIBLE_REPLICA
-    return state if isr == state.isr else replace(state, isr=isr)
+    return state if isr == state.isr else replace(state, isr=isr, partition_epoch=state.partition_epoch + 1)
 
 
 def next_state(state: PartitionState, election: Election, controller_epoch: int) -> PartitionState:

@@ -51,7 +51,8 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 - connect (zookeeper.session.timeout.ms, zookeeper.connection.timeout.ms; the chroot is created),
   take the cluster id from `/cluster/id` (written if absent) and check it against meta.properties;
 - the store is a `ZkMetadataStore` (controller/zk/store.py), loaded before the logs;
-- after binding, register `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint
+- after binding and listening (so the controller's first requests find the port open, as Kafka
+  starts its socket server before registering), register `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint
   first, then the others; broker.rack). A live broker holding the id stops the start-up with
   `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
 - race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
@@ -280,10 +281,12 @@ class Broker:
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
             await self.controller.startup([broker_info])
         else:
+            self._server.listen()  # before registering: the controller connects as soon as it hears of us
             await self._join_cluster()
         self._start_periodic_tasks()
         self._started = True
-        self._server.listen()
+        if self._zk is None:
+            self._server.listen()
         log.info(
             "odradek broker %d started, listening on %s (cluster id %s, %d partitions loading)",
             self.broker_id,

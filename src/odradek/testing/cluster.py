@@ -19,6 +19,7 @@ Not used by the broker itself.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -31,11 +32,32 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 
 from odradek.controller.zk import znodes
+from odradek.network_client import NodeConnection
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess
 from odradek.testing.zookeeper import ZooKeeperServer
 
 T = TypeVar("T")
 DEFAULT_SESSION_TIMEOUT_MS = 6000
+
+
+def metadata_view(process: BrokerProcess) -> tuple[int, list[int]] | None:
+    """(controller id, broker ids) as `process` answers Metadata v12 now; None when unreachable."""
+
+    async def ask() -> tuple[int, list[int]]:
+        connection = NodeConnection(process.broker_id, process.host, process.port, client_id="local-cluster")
+        await connection.connect()
+        try:
+            response = await connection.send(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
+        finally:
+            await connection.close()
+        return response.controller_id, sorted(b.node_id for b in response.brokers)
+
+    try:
+        return asyncio.run(ask())
+    except (ConnectionError, TimeoutError):
+        return None
 
 
 def eventually(probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.1) -> T:
@@ -170,7 +192,17 @@ class LocalCluster:
         return self.read(znodes.partition_state_path(topic, partition))
 
     def wait_for_controller(self, timeout_s: float = 15.0) -> int:
-        """Once every broker registered and one holds `/controller`: its id."""
+        """Once every broker registered, one holds `/controller`, and every broker's Metadata names
+        it and every broker (the controller's UpdateMetadata reached them all): its id. Clients
+        that look the controller up once (librdkafka's admin client) then find it at once."""
         expected = sorted(self.brokers)
         eventually(lambda: self.live_broker_ids() == expected, timeout_s, f"brokers {expected} registered")
-        return eventually(self.controller, timeout_s, "a controller")
+        controller = eventually(self.controller, timeout_s, "a controller")
+        for process in self.brokers.values():
+            if process.is_running():
+                eventually(
+                    lambda p=process: metadata_view(p) == (controller, expected),
+                    timeout_s,
+                    f"broker {process.broker_id}'s metadata naming controller {controller}",
+                )
+        return controller

@@ -1,0 +1,164 @@
+"""Replication on a real cluster: three `odradek serve` processes on a real ZooKeeper, with
+confluent-kafka as the client.
+
+What must hold (the seeds' guarantees): every replica of a partition ends up with the leader's log,
+byte for byte; acks=all answers only once min.insync.replicas have the batch, and is refused below
+it while acks=1 goes on; a kill -9 of the leader during an idempotent acks=all load loses no
+acknowledged record and duplicates none, offsets staying dense; a paused follower leaves the ISR
+after replica.lag.time.max.ms and rejoins once it catches up.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import NewTopic
+
+from odradek.testing.cluster import LocalCluster, eventually
+from odradek.testing.zookeeper import ZooKeeperServer
+from tests.cluster.conftest import SESSION_TIMEOUT_MS
+from tests.compat.helpers import QUIET, admin, consume
+
+pytestmark = pytest.mark.slow
+
+LAG_MS = 3000  # replica.lag.time.max.ms of these brokers
+TIMEOUT_S = 60
+
+
+@pytest.fixture
+def replicated(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
+    made = LocalCluster(
+        tmp_path,
+        3,
+        zookeeper_connect=zookeeper.connect_string,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        overrides={"replica.lag.time.max.ms": LAG_MS, "replica.fetch.backoff.ms": 200},
+    )
+    try:
+        made.start()
+        made.wait_for_controller()
+        yield made
+    finally:
+        made.close()
+
+
+def create_replicated_topic(cluster: LocalCluster, name: str, partitions: int = 1) -> None:
+    client = admin(cluster.bootstrap)
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=3, config={"min.insync.replicas": "2"})
+    client.create_topics([topic], operation_timeout=30)[name].result(30)
+    for p in range(partitions):
+        eventually(lambda p=p: len((cluster.state(name, p) or {}).get("isr", ())) == 3, 15, f"{name}-{p} ISR")
+
+
+def segment_bytes(cluster: LocalCluster, broker_id: int, name: str) -> bytes:
+    directory = cluster.data_dir / f"broker-{broker_id}" / f"{name}-0"
+    return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
+
+
+def producer(cluster: LocalCluster, **conf: object) -> Producer:
+    settings = {"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "acks": "all", **QUIET}
+    return Producer({**settings, **conf})
+
+
+def produce_all(cluster: LocalCluster, topic: str, values: list[bytes], **conf: object) -> list[object]:
+    """Produce `values` to partition 0; the delivery errors (empty when all were acknowledged)."""
+    client = producer(cluster, **conf)
+    errors: list[object] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for value in values:
+        client.produce(topic, value=value, partition=0, on_delivery=on_delivery)
+        client.poll(0)
+    assert client.flush(TIMEOUT_S) == 0
+    return errors
+
+
+def test_every_replica_holds_the_leaders_log_byte_for_byte(replicated: LocalCluster) -> None:
+    create_replicated_topic(replicated, "copied")
+    assert produce_all(replicated, "copied", [b"value-%d" % i for i in range(2000)]) == []
+    leader = replicated.state("copied", 0)["leader"]
+    expected = segment_bytes(replicated, leader, "copied")
+    assert len(expected) > 2000 * 7
+    for broker_id in replicated.brokers:
+        eventually(
+            lambda b=broker_id: segment_bytes(replicated, b, "copied") == expected, 15, f"broker {broker_id}'s copy"
+        )
+    read = consume(replicated.bootstrap, "copied", 2000)
+    assert [m.value() for m in read] == [b"value-%d" % i for i in range(2000)]
+
+
+def test_kill_9_of_the_leader_under_idempotent_acks_all_load_loses_and_duplicates_nothing(
+    replicated: LocalCluster,
+) -> None:
+    create_replicated_topic(replicated, "orders")
+    old_leader = replicated.state("orders", 0)["leader"]
+    client = producer(replicated, **{"enable.idempotence": True, "message.timeout.ms": 60000})
+    acked: dict[bytes, int] = {}
+    failures: list[object] = []
+    lock = threading.Lock()
+
+    def on_delivery(err: object, msg: object) -> None:
+        with lock:
+            if err is not None:
+                failures.append(err)
+            else:
+                acked[msg.value()] = msg.offset()  # type: ignore[attr-defined]
+
+    total = 6000
+    for i in range(total):
+        client.produce("orders", value=b"order-%06d" % i, partition=0, on_delivery=on_delivery)
+        client.poll(0)
+        if i == total // 3:
+            eventually(lambda: client.poll(0.1) is not None and len(acked) > 500, 30, "first acknowledgements")
+            replicated.brokers[old_leader].kill()
+        if i % 200 == 0:
+            time.sleep(0.01)
+    assert client.flush(TIMEOUT_S) == 0
+    assert failures == []
+    new_leader = replicated.state("orders", 0)["leader"]
+    assert new_leader != old_leader and new_leader in replicated.brokers
+    assert len(acked) == total
+    read = consume(replicated.brokers[new_leader].bootstrap, "orders", total)
+    values = [m.value() for m in read]
+    assert sorted(values) == sorted(acked)  # nothing lost, nothing twice
+    assert [m.offset() for m in read] == list(range(total))  # dense offsets
+    assert all(acked[m.value()] == m.offset() for m in read)  # where each was acknowledged
+
+
+def test_below_min_insync_replicas_acks_all_is_refused_and_acks_1_goes_on(replicated: LocalCluster) -> None:
+    create_replicated_topic(replicated, "narrow")
+    leader = replicated.state("narrow", 0)["leader"]
+    for broker_id in [b for b in replicated.brokers if b != leader]:
+        replicated.brokers[broker_id].kill()
+    eventually(lambda: replicated.state("narrow", 0)["isr"] == [leader], 20, "the ISR down to the leader")
+    errors = produce_all(replicated, "narrow", [b"refused"], **{"message.timeout.ms": 5000, "retries": 0})
+    assert [e.code() for e in errors] == [KafkaError.NOT_ENOUGH_REPLICAS]  # type: ignore[attr-defined]
+    assert produce_all(replicated, "narrow", [b"accepted"], acks="1") == []
+    assert [m.value() for m in consume(replicated.bootstrap, "narrow", 1)] == [b"accepted"]
+
+
+def test_a_paused_follower_leaves_the_isr_and_rejoins_after_catching_up(replicated: LocalCluster) -> None:
+    create_replicated_topic(replicated, "paused")
+    leader = replicated.state("paused", 0)["leader"]
+    follower = next(b for b in replicated.brokers if b != leader)
+    replicated.brokers[follower].send_signal(signal.SIGSTOP)
+    try:
+        assert produce_all(replicated, "paused", [b"while-paused-%d" % i for i in range(100)]) == []
+        eventually(
+            lambda: follower not in replicated.state("paused", 0)["isr"], LAG_MS / 1000 + 10, "the ISR shrink"
+        )
+        assert produce_all(replicated, "paused", [b"after-shrink-%d" % i for i in range(100)]) == []
+    finally:
+        replicated.brokers[follower].send_signal(signal.SIGCONT)
+    eventually(lambda: follower in replicated.state("paused", 0)["isr"], 20, "the follower back in the ISR")
+    expected = segment_bytes(replicated, leader, "paused")
+    eventually(lambda: segment_bytes(replicated, follower, "paused") == expected, 15, "the follower's copy")

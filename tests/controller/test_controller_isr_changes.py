@@ -1,0 +1,91 @@
+"""The controller's answer to a leader's AlterPartition: accepted changes are written (partition
+epoch + 1, leader epoch unchanged) and reach every broker by UpdateMetadata; stale epochs, brokers
+that are not live replicas and unknown partitions are refused with Kafka's errors and change
+nothing; a broker that stopped being controller answers NOT_CONTROLLER."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from tests.controller.test_controller_membership import _started_with_topic
+from tests.controller.test_local_controller import run
+
+
+def ask(
+    leader: int, partition: int, leader_epoch: int, partition_epoch: int, isr: list[int]
+) -> AlterPartitionRequest:
+    data = AlterPartitionRequest.PartitionData(
+        partition_index=partition, leader_epoch=leader_epoch, new_isr=isr, partition_epoch=partition_epoch
+    )
+    return AlterPartitionRequest(
+        broker_id=leader,
+        broker_epoch=-1,
+        topics=[AlterPartitionRequest.TopicData(topic_name="t", partitions=[data])],
+    )
+
+
+def answer(response: AlterPartitionResponse) -> AlterPartitionResponse.PartitionData:
+    assert response.error_code == ErrorCode.NONE
+    return response.topics[0].partitions[0]
+
+
+def test_a_leaders_isr_change_is_written_and_announced(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        before = cluster.states()[1]  # replicas (1, 2), led by 1
+        cluster.remote.sent.clear()
+        shrunk = answer(
+            await cluster.controller.alter_partition(
+                ask(1, 1, before.leader_epoch, before.partition_epoch, [1])
+            )
+        )
+        after = cluster.states()[1]
+        assert (shrunk.error_code, shrunk.isr, shrunk.leader_id) == (0, [1], 1)
+        assert after.isr == (1,) and after.leader_epoch == before.leader_epoch
+        assert shrunk.partition_epoch == after.partition_epoch == before.partition_epoch + 1
+        announced = [(api, b) for api, b, _ in cluster.remote.sent]
+        assert ("UpdateMetadata", 1) in announced and ("UpdateMetadata", 2) in announced
+        assert not any(api == "LeaderAndIsr" for api, _ in announced)
+        grown = answer(
+            await cluster.controller.alter_partition(
+                ask(1, 1, after.leader_epoch, after.partition_epoch, [1, 2])
+            )
+        )
+        assert grown.isr == [1, 2] and cluster.states()[1].isr == (1, 2)
+
+    run(scenario)
+
+
+def test_stale_or_ineligible_isr_changes_are_refused_and_change_nothing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        state = cluster.states()[1]
+        cases = [
+            (
+                ask(2, 1, state.leader_epoch, state.partition_epoch, [2]),
+                ErrorCode.FENCED_LEADER_EPOCH,
+            ),  # not leader
+            (ask(1, 1, state.leader_epoch - 1, state.partition_epoch, [1]), ErrorCode.FENCED_LEADER_EPOCH),
+            (ask(1, 1, state.leader_epoch, state.partition_epoch + 5, [1]), ErrorCode.INVALID_UPDATE_VERSION),
+            (ask(1, 1, state.leader_epoch, state.partition_epoch, [1, 0]), ErrorCode.INELIGIBLE_REPLICA),
+            (
+                ask(1, 1, state.leader_epoch, state.partition_epoch, [2]),
+                ErrorCode.INELIGIBLE_REPLICA,
+            ),  # no leader
+            (ask(1, 9, 0, 0, [1]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ]
+        for request, code in cases:
+            response = await cluster.controller.alter_partition(request)
+            assert response.topics[0].partitions[0].error_code == code
+        assert cluster.states()[1] == state
+        unknown = ask(7, 1, state.leader_epoch, state.partition_epoch, [1])  # broker 7 is not live
+        assert (await cluster.controller.alter_partition(unknown)).error_code == ErrorCode.STALE_BROKER_EPOCH
+        await cluster.controller.shutdown()
+        refused = await cluster.controller.alter_partition(
+            ask(1, 1, state.leader_epoch, state.partition_epoch, [1])
+        )
+        assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+    run(scenario)
