@@ -45,6 +45,7 @@ def test_a_leaders_isr_change_is_written_and_announced(tmp_path: Path) -> None:
         assert (shrunk.error_code, shrunk.isr, shrunk.leader_id) == (0, [1], 1)
         assert after.isr == (1,) and after.leader_epoch == before.leader_epoch
         assert shrunk.partition_epoch == after.partition_epoch == before.partition_epoch + 1
+        await cluster.controller.idle()  # the leader is answered first, the brokers told after
         announced = [(api, b) for api, b, _ in cluster.remote.sent]
         assert ("UpdateMetadata", 1) in announced and ("UpdateMetadata", 2) in announced
         assert not any(api == "LeaderAndIsr" for api, _ in announced)
