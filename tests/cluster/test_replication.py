@@ -50,7 +50,9 @@ def replicated(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalClus
 
 def create_replicated_topic(cluster: LocalCluster, name: str, partitions: int = 1) -> None:
     client = admin(cluster.bootstrap)
-    topic = NewTopic(name, num_partitions=partitions, replication_factor=3, config={"min.insync.replicas": "2"})
+    topic = NewTopic(
+        name, num_partitions=partitions, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
     client.create_topics([topic], operation_timeout=30)[name].result(30)
     for p in range(partitions):
         eventually(lambda p=p: len((cluster.state(name, p) or {}).get("isr", ())) == 3, 15, f"{name}-{p} ISR")
@@ -90,7 +92,9 @@ def test_every_replica_holds_the_leaders_log_byte_for_byte(replicated: LocalClus
     assert len(expected) > 2000 * 7
     for broker_id in replicated.brokers:
         eventually(
-            lambda b=broker_id: segment_bytes(replicated, b, "copied") == expected, 15, f"broker {broker_id}'s copy"
+            lambda b=broker_id: segment_bytes(replicated, b, "copied") == expected,
+            15,
+            f"broker {broker_id}'s copy",
         )
     read = consume(replicated.bootstrap, "copied", 2000)
     assert [m.value() for m in read] == [b"value-%d" % i for i in range(2000)]
@@ -118,7 +122,9 @@ def test_kill_9_of_the_leader_under_idempotent_acks_all_load_loses_and_duplicate
         client.produce("orders", value=b"order-%06d" % i, partition=0, on_delivery=on_delivery)
         client.poll(0)
         if i == total // 3:
-            eventually(lambda: client.poll(0.1) is not None and len(acked) > 500, 30, "first acknowledgements")
+            eventually(
+                lambda: client.poll(0.1) is not None and len(acked) > 500, 30, "first acknowledgements"
+            )
             replicated.brokers[old_leader].kill()
         if i % 200 == 0:
             time.sleep(0.01)

@@ -9,7 +9,8 @@ Everything lives in DIR (default ./odradek-cluster): `zookeeper/` (the server's 
 `broker-<id>/` (the log dir) and `broker-<id>.out` (the broker's output), so running the command
 again brings the same cluster back, topics and records included. The overrides are broker configs
 given to every broker; those the command sets per broker (broker.id, listeners, log.dirs, ...) are
-refused.
+refused. Unless overridden, `offsets.topic.replication.factor` is min(3, N) (Kafka's code default,
+where its single-node server.properties says 1), so committed group offsets survive a broker.
 
 Ctrl-C, SIGTERM or SIGHUP stops the brokers gracefully (SIGTERM each), then ZooKeeper, and exits 0;
 1 if a broker did not exit 0 or the cluster did not come up (the reason on stderr); 2 on a usage
@@ -97,7 +98,7 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
     last_port = args.base_port + args.brokers - 1
     if last_port > 65535:
         raise UsageError(f"{args.brokers} brokers from port {args.base_port} go past port 65535")
-    overrides = dict(args.override)
+    overrides = {"offsets.topic.replication.factor": str(min(3, args.brokers)), **dict(args.override)}
     try:
         config = KafkaConfig(overrides)
     except ConfigError as exc:
