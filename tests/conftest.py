@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import re
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from odradek.testing.zookeeper import ZooKeeperServer
+
+# kafka-python 3.x loads its schemas with importlib.resources.{read,open}_text, deprecated in 3.11;
+# the suite turns warnings into errors, so import it once here with only that warning silenced.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="(read|open)_text is deprecated", category=DeprecationWarning)
+    import kafka  # noqa: F401
 
 _COMPAT_DIR = Path(__file__).parent / "compat"
 _ILLEGAL_TOPIC_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import NewTopic
+from kafka import KafkaAdminClient
 
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
@@ -168,3 +169,23 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_after_catching_up(replicat
     eventually(lambda: follower in replicated.state("paused", 0)["isr"], 20, "the follower back in the ISR")
     expected = segment_bytes(replicated, leader, "paused")
     eventually(lambda: segment_bytes(replicated, follower, "paused") == expected, 15, "the follower's copy")
+
+
+def test_admin_clients_describe_replicas_and_isr(replicated: LocalCluster) -> None:
+    create_replicated_topic(replicated, "described", partitions=3)
+    expected = {p: replicated.state("described", p) for p in range(3)}
+    listed = admin(replicated.bootstrap).list_topics("described", timeout=10).topics["described"]
+    for index, partition in listed.partitions.items():
+        assert partition.leader == expected[index]["leader"]
+        assert sorted(partition.replicas) == [1, 2, 3]
+        assert sorted(partition.isrs) == sorted(expected[index]["isr"])
+    client = KafkaAdminClient(bootstrap_servers=replicated.bootstrap.split(","))
+    try:
+        (described,) = client.describe_topics(["described"])
+    finally:
+        client.close()
+    for partition in described["partitions"]:
+        index = partition["partition_index"]
+        assert partition["leader_id"] == expected[index]["leader"]
+        assert sorted(partition["replica_nodes"]) == [1, 2, 3]
+        assert sorted(partition["isr_nodes"]) == sorted(expected[index]["isr"])

@@ -13,7 +13,6 @@ Owns the broker processes the compat tests talk to:
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -21,13 +20,6 @@ import pytest
 
 from odradek.testing.broker import BrokerProcess
 from tests.compat.helpers import ExternalBroker
-
-# kafka-python 3.x loads its schemas with importlib.resources.{read,open}_text, deprecated in 3.11;
-# the suite turns warnings into errors, so import it once here with only that warning silenced.
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message="(read|open)_text is deprecated", category=DeprecationWarning)
-    import kafka  # noqa: F401
-
 
 BrokerFactory = Callable[..., BrokerProcess]
 
