@@ -18,6 +18,9 @@ Behaviour:
   follower appends fetched batches without copying them again.
 
 Invariants: never blocks the event loop; once closed, a connection stays closed.
+`ReusedConnection` keeps one `NodeConnection` open across requests to a node, opening it again
+after it was lost or when the caller names another node.
+
 Callers: the controller channel, replica fetchers, the AlterPartition / ControlledShutdown senders.
 Depends only on protocol/.
 """
@@ -167,3 +170,39 @@ class NodeConnection:
         if self._reader_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
+
+
+class ReusedConnection:
+    """One connection kept open across requests: `to(node)` returns it while it is open and to that
+    node, otherwise closes it and opens a new one; `close()` drops it."""
+
+    def __init__(self, client_id: str, request_timeout_ms: int) -> None:
+        self._client_id = client_id
+        self._request_timeout_ms = request_timeout_ms
+        self._connection: NodeConnection | None = None
+
+    async def to(self, node_id: int, host: str, port: int) -> NodeConnection:
+        current = self._connection
+        if (
+            current is not None
+            and current.connected
+            and (current.node_id, current.host, current.port)
+            == (
+                node_id,
+                host,
+                port,
+            )
+        ):
+            return current
+        await self.close()
+        connection = NodeConnection(
+            node_id, host, port, client_id=self._client_id, request_timeout_ms=self._request_timeout_ms
+        )
+        await connection.connect()
+        self._connection = connection
+        return connection
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()

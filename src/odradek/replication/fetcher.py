@@ -45,7 +45,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from odradek.network_client import NodeConnection, NodeDisconnected, NodeUnreachable, RequestTimedOut
+from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -105,7 +105,9 @@ class ReplicaFetcher:
         self._lookup = lookup
         self._states: dict[TopicPartition, _FetchState] = {}
         self._wake = asyncio.Event()
-        self._connection: NodeConnection | None = None
+        self._connection = ReusedConnection(
+            f"replica-fetcher-{settings.broker_id}", settings.request_timeout_ms + settings.max_wait_ms
+        )
         self._task: asyncio.Task[None] | None = None
         self._unreachable_logged = False
 
@@ -128,7 +130,7 @@ class ReplicaFetcher:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        await self._disconnect()
+        await self._connection.close()
 
     # -- the fetch loop --------------------------------------------------------------------------
 
@@ -151,7 +153,7 @@ class ReplicaFetcher:
                     if key in sent:
                         self._process(key, sent[key], data)
         self._task = None
-        await self._disconnect()
+        await self._connection.close()
 
     def _ready(self, now: float) -> list[TopicPartition]:
         return [key for key, state in self._states.items() if state.ready_at <= now]
@@ -199,13 +201,14 @@ class ReplicaFetcher:
 
     async def _fetch(self, request: FetchRequest) -> FetchResponse | None:
         try:
-            connection = await self._connected()
+            leader = self.leader
+            connection = await self._connection.to(leader.broker_id, leader.host, leader.port)
             response: FetchResponse = await connection.send(ApiKey.FETCH, FETCH_VERSION, request)
         except _LOST as exc:
             if not self._unreachable_logged:
                 log.warning("Replica fetch from broker %d failed: %s", self.leader.broker_id, exc)
                 self._unreachable_logged = True
-            await self._disconnect()
+            await self._connection.close()
             return None
         self._unreachable_logged = False
         return response
@@ -286,28 +289,6 @@ class ReplicaFetcher:
                 data.high_watermark,
             )
             partition.truncate_to(max(data.high_watermark, 0))
-
-    # -- connection ------------------------------------------------------------------------------
-
-    async def _connected(self) -> NodeConnection:
-        current = self._connection
-        if current is not None and current.connected:
-            return current
-        connection = NodeConnection(
-            self.leader.broker_id,
-            self.leader.host,
-            self.leader.port,
-            client_id=f"replica-fetcher-{self._settings.broker_id}",
-            request_timeout_ms=self._settings.request_timeout_ms + self._settings.max_wait_ms,
-        )
-        await connection.connect()
-        self._connection = connection
-        return connection
-
-    async def _disconnect(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
 
 
 class ReplicaFetcherManager:

@@ -52,9 +52,9 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
   take the cluster id from `/cluster/id` (written if absent) and check it against meta.properties;
 - the store is a `ZkMetadataStore` (controller/zk/store.py), loaded before the logs;
 - after binding and listening (so the controller's first requests find the port open, as Kafka
-  starts its socket server before registering), register `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint
-  first, then the others; broker.rack). A live broker holding the id stops the start-up with
-  `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
+  starts its socket server before registering), register `/brokers/ids/<id>` (ephemeral; the
+  inter-broker listener's endpoint first, then the others; broker.rack). A live broker holding the
+  id stops the start-up with `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
 - race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
   talking to this broker through a `LocalChannel` and to the others through a `RemoteChannel`
   (one connection per live broker on its inter-broker listener, kept in step with `/brokers/ids`);

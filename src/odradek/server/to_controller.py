@@ -28,7 +28,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from odradek.controller.metadata import BrokerInfo
-from odradek.network_client import NodeConnection, NodeDisconnected, NodeUnreachable, RequestTimedOut
+from odradek.network_client import (
+    NodeConnection,
+    NodeDisconnected,
+    NodeUnreachable,
+    RequestTimedOut,
+    ReusedConnection,
+)
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
@@ -76,9 +82,8 @@ class BrokerToControllerChannel:
         self._metadata = metadata
         self._listener_name = listener_name
         self._local_controller = local_controller
-        self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_s = retry_backoff_ms / 1000
-        self._connection: NodeConnection | None = None
+        self._connection = ReusedConnection(f"broker-{broker_id}-to-controller", request_timeout_ms)
         self._closed = False
 
     async def alter_partition(
@@ -94,7 +99,7 @@ class BrokerToControllerChannel:
 
     async def close(self) -> None:
         self._closed = True
-        await self._disconnect()
+        await self._connection.close()
 
     async def _send(
         self,
@@ -127,36 +132,16 @@ class BrokerToControllerChannel:
             response = await connection.send(api_key, version, request)
         except _LOST as exc:
             log.debug("Request %s to the controller failed: %s", ApiKey(api_key).name, exc)
-            await self._disconnect()
+            await self._connection.close()
             return None
         if response.error_code == ErrorCode.NOT_CONTROLLER:
-            await self._disconnect()
+            await self._connection.close()
         return response
 
     async def _connected(self) -> NodeConnection | None:
         controller_id = self._metadata.controller_id()
-        current = self._connection
-        if current is not None and current.connected and current.node_id == controller_id:
-            return current
-        await self._disconnect()
-        endpoint = None
         for broker in self._metadata.brokers():
-            if broker.broker_id == controller_id:
-                endpoint = broker.endpoint(self._listener_name)
-        if endpoint is None:
-            return None
-        connection = NodeConnection(
-            controller_id,
-            endpoint.host,
-            endpoint.port,
-            client_id=f"broker-{self.broker_id}-to-controller",
-            request_timeout_ms=self._request_timeout_ms,
-        )
-        await connection.connect()
-        self._connection = connection
-        return connection
-
-    async def _disconnect(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
+            endpoint = broker.endpoint(self._listener_name) if broker.broker_id == controller_id else None
+            if endpoint is not None:
+                return await self._connection.to(controller_id, endpoint.host, endpoint.port)
+        return None
