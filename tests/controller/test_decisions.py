@@ -15,6 +15,7 @@ from odradek.controller.decisions import (
     check_broker_partition_cap,
     check_partition_count_fits,
     controlled_shutdown_election,
+    isr_change,
     new_partition_state,
     next_state,
     offline_election,
@@ -125,6 +126,12 @@ def test_controlled_shutdown_moves_leadership_and_shrinks_the_isr():
     assert controlled_shutdown_election(STATE, {1, 2, 3}, {1}) == Election(3, (3,))
     alone = PartitionState(1, 4, (1, 2), (1,), 2, 9)
     assert controlled_shutdown_election(alone, {1, 2}, {1}) is None
+
+
+def test_an_isr_expansion_to_a_broker_shutting_down_is_ineligible():
+    assert isr_change(STATE, 1, 4, 9, (1, 2, 3), {1, 2, 3}, shutting_down={2}) == ErrorCode.INELIGIBLE_REPLICA
+    kept = isr_change(STATE, 1, 4, 9, (1, 3), {1, 2, 3}, shutting_down={1, 3})
+    assert kept == STATE  # members already in the ISR may stay while they shut down
 
 
 def test_next_state_moves_both_epochs_and_stamps_the_controller_epoch():

@@ -42,6 +42,7 @@ ZK_APIS = {
     ApiKey.UPDATE_METADATA: (5, 8),
     ApiKey.STOP_REPLICA: (3, 4),
     ApiKey.ALTER_PARTITION: (0, 3),
+    ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
 }
 OTHER_BROKER = 7
 

@@ -1,8 +1,9 @@
 """The controller: the one writer of partition state, reacting to the metadata store.
 
-Owns, while this broker is controller: the controller epoch, the live brokers, and the bringing of
-partitions online and offline. It reacts to store events (a topic created, partitions added, a
-deletion requested) one at a time on its own queue (Kafka's ControllerEventManager), decides with
+Owns, while this broker is controller: the controller epoch, the live brokers, the brokers in
+controlled shutdown, and the bringing of partitions online and offline. It reacts to store events (a
+topic created, partitions added, a deletion requested) and to brokers' requests (AlterPartition,
+ControlledShutdown) one at a time on its own queue (Kafka's ControllerEventManager), decides with
 the pure functions of `decisions`, writes the new partition states to the store (fenced by its
 epoch) and only then tells the brokers through its `ControllerChannel`: LeaderAndIsr to the
 partition's replicas, UpdateMetadata to every live broker, StopReplica to the replicas of a deleted
@@ -33,6 +34,17 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   leader epoch stays). A request from a broker that is not live, or with a broker epoch other than
   its registration's, is STALE_BROKER_EPOCH; a broker that is not (or no longer) controller answers
   NOT_CONTROLLER.
+- Controlled shutdown asked by a broker (ControlledShutdown, `controlled_shutdown`): handled in turn
+  with the other events; the broker is marked shutting down until it leaves the live brokers. Every
+  partition it leads with another live ISR member not shutting down gets
+  `decisions.controlled_shutdown_election`; every partition it follows under a live leader loses it
+  from the ISR (both: leader epoch + 1); the states are written fenced, then LeaderAndIsr goes to
+  the partitions' live replicas and UpdateMetadata to every live broker, and the broker is answered
+  with the partitions it still leads (remaining_partitions). Partitions with one replica are left
+  alone and not counted, as Kafka does: they cannot move. A broker that is not live answers
+  BROKER_NOT_AVAILABLE, a stale broker epoch STALE_BROKER_EPOCH, a non-controller NOT_CONTROLLER.
+  Brokers shutting down are never elected leader (new partitions, offline elections) and never
+  added to an ISR (AlterPartition: INELIGIBLE_REPLICA).
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -73,6 +85,10 @@ from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, Sto
 from odradek.controller.zk.errors import ControllerMovedError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from odradek.protocol.messages.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +110,15 @@ class IsrChangeAsked:
     answer: asyncio.Future[AlterPartitionResponse]
 
 
-ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownAsked:
+    """A broker's ControlledShutdown, answered through `answer`."""
+
+    request: ControlledShutdownRequest
+    answer: asyncio.Future[ControlledShutdownResponse]
+
+
+ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked | ControlledShutdownAsked
 IsrDecision = ErrorCode | PartitionState
 
 
@@ -119,6 +143,7 @@ class Controller:
         self._on_resign = on_resign
         self.epoch = 0
         self.live_brokers: dict[int, BrokerInfo] = {}
+        self.shutting_down: set[int] = set()
         self._events: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -159,6 +184,14 @@ class Controller:
         self._events.put_nowait(IsrChangeAsked(request, answer))
         return await answer
 
+    async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+        """A broker's controlled shutdown, handled in turn with the other events (module docstring)."""
+        if self._task is None:
+            return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        answer: asyncio.Future[ControlledShutdownResponse] = asyncio.get_running_loop().create_future()
+        self._events.put_nowait(ControlledShutdownAsked(request, answer))
+        return await answer
+
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
         task, self._task = self._task, None
@@ -175,7 +208,7 @@ class Controller:
             _answer(event, ErrorCode.NOT_CONTROLLER)
 
     def _startup_states(self, topic: StoredTopic) -> dict[int, PartitionState]:
-        live = self.live_brokers.keys()
+        live = self._eligible()
         states: dict[int, PartitionState] = {}
         for index, replicas in topic.assignment.items():
             state = topic.states.get(index)
@@ -189,6 +222,10 @@ class Controller:
                 if changed is not None:
                     states[index] = changed
         return states
+
+    def _eligible(self) -> set[int]:
+        """The live brokers that may be elected leader or join an ISR: not shutting down."""
+        return set(self.live_brokers) - self.shutting_down
 
     def _unclean(self, topic: StoredTopic) -> bool:
         value = topic.configs.get(UNCLEAN_LEADER_ELECTION)
@@ -227,6 +264,8 @@ class Controller:
             await self._on_brokers_changed(event.live)
         elif isinstance(event, IsrChangeAsked):
             await self._change_isr(event)
+        elif isinstance(event, ControlledShutdownAsked):
+            await self._shut_down_broker(event)
         elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
             await self._bring_new_partitions_online(event.topic)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
@@ -234,9 +273,7 @@ class Controller:
 
     async def _change_isr(self, event: IsrChangeAsked) -> None:
         request = event.request
-        epochs = self.store.broker_epochs()
-        known_epoch = epochs.get(request.broker_id, request.broker_epoch)
-        if request.broker_id not in self.live_brokers or -1 != request.broker_epoch != known_epoch:
+        if request.broker_id not in self.live_brokers or self._stale(request.broker_id, request.broker_epoch):
             event.answer.set_result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
             return
         decided = self._decide_isr_changes(request)
@@ -267,6 +304,10 @@ class Controller:
                     )
             await self._send_update_metadata(changed)
 
+    def _stale(self, broker_id: int, broker_epoch: int) -> bool:
+        """A broker epoch other than the broker's registration's (-1: not checked)."""
+        return -1 != broker_epoch != self.store.broker_epochs().get(broker_id, broker_epoch)
+
     def _decide_isr_changes(self, request: AlterPartitionRequest) -> dict[tuple[str, int], IsrDecision]:
         topics = self.store.topics()
         by_id = {t.topic_id: t for t in topics.values()}
@@ -283,7 +324,13 @@ class Controller:
                     continue
                 isr = [b.broker_id for b in p.new_isr_with_epochs] or p.new_isr
                 decided[(name, p.partition_index)] = decisions.isr_change(
-                    state, request.broker_id, p.leader_epoch, p.partition_epoch, isr, self.live_brokers
+                    state,
+                    request.broker_id,
+                    p.leader_epoch,
+                    p.partition_epoch,
+                    isr,
+                    self.live_brokers,
+                    self.shutting_down,
                 )
         return decided
 
@@ -321,12 +368,68 @@ class Controller:
             )
         return AlterPartitionResponse(topics=list(answered.values()))
 
+    async def _shut_down_broker(self, event: ControlledShutdownAsked) -> None:
+        broker_id, broker_epoch = event.request.broker_id, event.request.broker_epoch
+        if broker_id not in self.live_brokers:
+            event.answer.set_result(ControlledShutdownResponse(error_code=ErrorCode.BROKER_NOT_AVAILABLE))
+            return
+        if self._stale(broker_id, broker_epoch):
+            event.answer.set_result(ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+            return
+        self.shutting_down.add(broker_id)
+        moved = self._without_shutting_broker(broker_id)
+        if moved:
+            await self.store.write_partition_states(moved, self.epoch)
+            topics = self.store.topics()
+            changed: TopicStates = {n: (topics[n].topic_id, moved[n]) for n in moved if n in topics}
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(changed)
+        remaining = self._still_led_by(broker_id)
+        log.info(
+            "Controlled shutdown of broker %d: %d partitions changed, %d still led by it",
+            broker_id,
+            sum(len(states) for states in moved.values()),
+            len(remaining),
+        )
+        event.answer.set_result(ControlledShutdownResponse(remaining_partitions=remaining))
+
+    def _without_shutting_broker(self, broker_id: int) -> dict[str, dict[int, PartitionState]]:
+        """The new states of the partitions with more than one replica a controlled shutdown changes:
+        leadership moved off `broker_id`, or `broker_id` out of a live leader's ISR."""
+        changed: dict[str, dict[int, PartitionState]] = {}
+        for name, topic in self.store.topics().items():
+            if topic.marked_for_deletion:
+                continue
+            for index, state in topic.states.items():
+                if len(state.replicas) < 2:
+                    continue
+                election = self._shutdown_election(state, broker_id)
+                if election is not None:
+                    changed.setdefault(name, {})[index] = decisions.next_state(state, election, self.epoch)
+        return changed
+
+    def _shutdown_election(self, state: PartitionState, broker_id: int) -> decisions.Election | None:
+        if state.leader == broker_id:
+            return decisions.controlled_shutdown_election(state, self.live_brokers.keys(), self.shutting_down)
+        if broker_id in state.isr and state.leader in self.live_brokers:
+            return decisions.Election(state.leader, tuple(r for r in state.isr if r != broker_id))
+        return None
+
+    def _still_led_by(self, broker_id: int) -> list[ControlledShutdownResponse.RemainingPartition]:
+        return [
+            ControlledShutdownResponse.RemainingPartition(topic_name=name, partition_index=index)
+            for name, topic in sorted(self.store.topics().items())
+            if not topic.marked_for_deletion
+            for index, state in sorted(topic.states.items())
+            if state.leader == broker_id and len(state.replicas) > 1
+        ]
+
     async def _bring_new_partitions_online(self, name: str) -> None:
         topic = self.store.topics().get(name)
         if topic is None or topic.marked_for_deletion:
             return
         new = {
-            index: decisions.new_partition_state(replicas, self.live_brokers.keys(), self.epoch)
+            index: decisions.new_partition_state(replicas, self._eligible(), self.epoch)
             for index, replicas in topic.assignment.items()
             if index not in topic.states
         }
@@ -344,6 +447,7 @@ class Controller:
     async def _on_brokers_changed(self, live: tuple[BrokerInfo, ...]) -> None:
         before = set(self.live_brokers)
         self.live_brokers = {b.broker_id: b for b in live}
+        self.shutting_down &= set(self.live_brokers)
         joined, left = set(self.live_brokers) - before, before - set(self.live_brokers)
         if not joined and not left:
             return
@@ -388,14 +492,14 @@ class Controller:
         """A partition's state over the current live brokers, None when unchanged: an offline
         election when its leader is not live (for a leaderless one, only when a broker holding a
         replica `joined`); the ISR without its dead members when the leader lives (Kafka's
-        OfflineReplica transition; the leader epoch moves)."""
+        OfflineReplica transition; the leader epoch moves). Brokers shutting down are not elected."""
         live = self.live_brokers.keys()
         if state.leader in live:
             election = decisions.Election(state.leader, tuple(r for r in state.isr if r in live))
         elif state.leader == decisions.NO_LEADER and not joined & set(state.replicas):
             return None
         else:
-            election = decisions.offline_election(state, live, self._unclean(topic))
+            election = decisions.offline_election(state, self._eligible(), self._unclean(topic))
         if election.leader == state.leader and election.isr == state.isr:
             return None
         return decisions.next_state(state, election, self.epoch)
@@ -464,6 +568,8 @@ def _answer(event: ControllerEvent, code: ErrorCode) -> None:
     """Refuse a request event not answered yet with `code` (other events need no answer)."""
     if isinstance(event, IsrChangeAsked) and not event.answer.done():
         event.answer.set_result(AlterPartitionResponse(error_code=code))
+    elif isinstance(event, ControlledShutdownAsked) and not event.answer.done():
+        event.answer.set_result(ControlledShutdownResponse(error_code=code))
 
 
 def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:

@@ -20,8 +20,8 @@ Owns Kafka's rules (ZooKeeper-mode controller, see /work/shared/kafka-zk-layout.
 - ISR change asked by a leader (AlterPartition): refused with FENCED_LEADER_EPOCH when the leader
   epoch is not the current one or the asker does not lead, INVALID_UPDATE_VERSION when the
   partition epoch is not the current one, INELIGIBLE_REPLICA when the new ISR names a broker that is
-  not a live replica or leaves the leader out; accepted, the leader epoch stays and only the
-  partition epoch moves (the store's version).
+  not a live replica, adds a broker in controlled shutdown, or leaves the leader out; accepted, the
+  leader epoch stays and only the partition epoch moves (the store's version).
 - Every decision that changes leader or ISR moves leader epoch and partition epoch by one and stamps
   the controller epoch (`next_state`).
 - max.broker.partitions (KIP-578's proposed name): a request that would put more replicas on a
@@ -273,15 +273,18 @@ def isr_change(
     partition_epoch: int,
     new_isr: Sequence[int],
     live: Collection[int],
+    shutting_down: Collection[int] = (),
 ) -> ErrorCode | PartitionState:
     """A leader's AlterPartition for one partition: the error, or the state to write (the same
-    state when nothing changes)."""
+    state when nothing changes). Members already in the ISR may be shutting down; new ones not."""
     if state.leader != asker or leader_epoch != state.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
     if partition_epoch != state.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION
     isr = tuple(new_isr)
     if asker not in isr or any(r not in state.replicas or r not in live for r in isr):
+        return ErrorCode.INELIGIBLE_REPLICA
+    if any(r in shutting_down and r not in state.isr for r in isr):
         return ErrorCode.INELIGIBLE_REPLICA
     return state if isr == state.isr else replace(state, isr=isr, partition_epoch=state.partition_epoch + 1)
 

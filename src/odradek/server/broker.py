@@ -33,13 +33,22 @@ Owns the broker's life cycle.
   (rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point and log
   start offset checkpoints every log.flush.offset.checkpoint.interval.ms. The high watermark
   checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
-- Shutdown (SIGTERM / SIGINT, or `shutdown()`): stop accepting; release admin requests waiting for
-  leaders; stop the group coordinator, which answers every JoinGroup / SyncGroup parked in a
-  rebalance (and any group request still queued) with NOT_COORDINATOR, as Kafka does when a
-  coordinator unloads its groups; let connections answer what they have already received; stop the
-  controller, then the ReplicaManager (its loader finishes only the partitions in progress; final
-  high watermark checkpoint) and the periodic tasks; then LogManager.shutdown (flush, checkpoints,
-  clean shutdown marker).
+- Shutdown (SIGTERM / SIGINT, or `shutdown()`): first, in ZooKeeper mode with
+  controlled.shutdown.enable, the controlled shutdown (Kafka's): while the broker still serves (its
+  followers catch up, clients get NOT_LEADER_OR_FOLLOWER and move), ControlledShutdown goes to the
+  active controller through `to_controller` (in-process when this broker is controller: it moves
+  its own partitions before resigning), which moves the leadership of its replicated partitions to
+  other ISR members and takes it out of the ISRs it follows; while partitions remain (no other ISR
+  member yet) or the controller cannot be reached, it is asked again after
+  controlled.shutdown.retry.backoff.ms, controlled.shutdown.max.retries attempts in all (each
+  bounded by controller.socket.timeout.ms); one INFO line tells how many partitions moved and how
+  many remain, and the shutdown goes on whatever the outcome. Then: stop accepting; release admin
+  requests waiting for leaders; stop the group coordinator, which answers every JoinGroup /
+  SyncGroup parked in a rebalance (and any group request still queued) with NOT_COORDINATOR, as
+  Kafka does when a coordinator unloads its groups; let connections answer what they have already
+  received; stop the controller, then the ReplicaManager (its loader finishes only the partitions
+  in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
+  (flush, checkpoints, clean shutdown marker).
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
@@ -104,6 +113,7 @@ from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
@@ -117,7 +127,7 @@ from odradek.server.handlers import leader_and_isr, stop_replica, update_metadat
 from odradek.server.limits import connection_limits, descriptor_budget_for_config
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
-from odradek.server.to_controller import BrokerToControllerChannel
+from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -330,6 +340,8 @@ class Broker:
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
         log.info("odradek broker %d shutting down", self.broker_id)
+        if self._started and self._zk is not None and self.config["controlled.shutdown.enable"]:
+            await self._controlled_shutdown()
         self._server.close()
         self._shutting_down = True
         self.metadata_cache.changed.notify()
@@ -352,6 +364,57 @@ class Broker:
         log.info("odradek broker %d shut down", self.broker_id)
 
     # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's partitions; see the module docstring."""
+        led = self._replicated_partitions_led()
+        attempts = max(self.config["controlled.shutdown.max.retries"], 1)
+        for attempt in range(1, attempts + 1):
+            if await self._ask_controlled_shutdown():
+                break
+            if attempt < attempts:
+                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+        remaining = self._replicated_partitions_led()
+        log.info(
+            "Controlled shutdown of broker %d: moved %d partitions, %d remain",
+            self.broker_id,
+            len(led - remaining),
+            len(remaining),
+        )
+
+    async def _ask_controlled_shutdown(self) -> bool:
+        """One attempt: True when the controller left this broker no partition to lead."""
+        request = ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch)
+        timeout_s = self.config["controller.socket.timeout.ms"] / 1000
+        try:
+            response = await self.to_controller.controlled_shutdown(request, timeout_s)
+        except ControllerUnavailable as exc:
+            log.warning("Controlled shutdown of broker %d failed: %s", self.broker_id, exc)
+            return False
+        if response.error_code != ErrorCode.NONE:
+            log.warning(
+                "Controlled shutdown of broker %d refused: %s",
+                self.broker_id,
+                ErrorCode(response.error_code).name,
+            )
+            return False
+        if response.remaining_partitions:
+            log.info(
+                "Controlled shutdown of broker %d: it still leads %s",
+                self.broker_id,
+                ", ".join(f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions),
+            )
+            return False
+        return True
+
+    def _replicated_partitions_led(self) -> set[tuple[str, int]]:
+        """The partitions with more than one replica this broker leads, as its metadata cache says."""
+        return {
+            (name, index)
+            for name, topic in self.metadata_cache.topics().items()
+            for index, state in topic.partitions.items()
+            if state.leader == self.broker_id and len(state.replicas) > 1
+        }
 
     async def _connect_zookeeper(self, connect: str) -> str:
         """Open the session, load the ZooKeeper store (the admin manager writes to it), return the

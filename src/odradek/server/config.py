@@ -38,7 +38,9 @@ always configured.
 
 ZooKeeper mode: `zookeeper.connect` (checked as `host:port[,host:port...][/chroot]`),
 `zookeeper.session.timeout.ms`, `zookeeper.connection.timeout.ms` (else the session timeout),
-`inter.broker.listener.name` (must name a listener; else the first PLAINTEXT listener).
+`inter.broker.listener.name` (must name a listener; else the first PLAINTEXT listener), and the
+controlled shutdown's `controlled.shutdown.enable`, `controlled.shutdown.max.retries`,
+`controlled.shutdown.retry.backoff.ms` (Kafka's defaults: true, 3, 5000).
 
 Callers: cli (builds it), broker and everything the broker wires (reads it).
 """
@@ -251,6 +253,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("delete.topic.enable", _B, True),
         ConfigKey("auto.create.topics.enable", _B, True),
         ConfigKey("controlled.shutdown.enable", _B, True),
+        ConfigKey("controlled.shutdown.max.retries", _I, 3),
+        ConfigKey("controlled.shutdown.retry.backoff.ms", _L, 5000),
         # network
         ConfigKey("listeners", _S, "PLAINTEXT://127.0.0.1:9092", _listeners_validator),
         ConfigKey("advertised.listeners", _S, None, _listeners_validator),

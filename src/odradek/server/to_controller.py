@@ -16,6 +16,8 @@ Behaviour:
 
 Invariants: never blocks the event loop; at most one connection open.
 
+Requests: AlterPartition (v1) and ControlledShutdown (v3).
+
 Callers: the ReplicaManager's ISR changes (AlterPartition) and the broker's controlled shutdown.
 """
 
@@ -38,11 +40,16 @@ from odradek.network_client import (
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from odradek.protocol.messages.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+)
 from odradek.protocol.primitives import ProtocolDecodeError
 
 log = logging.getLogger(__name__)
 
 ALTER_PARTITION_VERSION = 1  # topics by name, the ISR as broker ids
+CONTROLLED_SHUTDOWN_VERSION = 3  # with the broker epoch
 DEFAULT_RETRY_BACKOFF_MS = 100
 _LOST = (NodeUnreachable, NodeDisconnected, RequestTimedOut, ProtocolDecodeError)
 
@@ -63,6 +70,8 @@ class LocalController(Protocol):
     """The in-process controller, when this broker holds the seat."""
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse: ...
+
+    async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse: ...
 
 
 class BrokerToControllerChannel:
@@ -94,6 +103,17 @@ class BrokerToControllerChannel:
             ALTER_PARTITION_VERSION,
             request,
             lambda controller: controller.alter_partition(request),
+            timeout_s,
+        )
+
+    async def controlled_shutdown(
+        self, request: ControlledShutdownRequest, timeout_s: float
+    ) -> ControlledShutdownResponse:
+        return await self._send(
+            ApiKey.CONTROLLED_SHUTDOWN,
+            CONTROLLED_SHUTDOWN_VERSION,
+            request,
+            lambda controller: controller.controlled_shutdown(request),
             timeout_s,
         )
 

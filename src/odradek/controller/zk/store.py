@@ -21,7 +21,9 @@ difference (no duplicate events).
 
 Partition states are read when a topic is first seen and again when this broker becomes controller
 (a new controller reloads everything); afterwards only the controller writes them, and its writes
-update the snapshot with the new zkVersion.
+update the snapshot with the new zkVersion. A refresh that was reading while the controller wrote
+keeps the written states (a refresh does not hold the controller's writes back, so without this a
+topic's first refresh could drop the states its creation wrote).
 
 Invariants: a controller write with an epoch other than the seat's is refused
 (STALE_CONTROLLER_EPOCH); a write rejected by ZooKeeper's epoch check raises `ControllerMovedError`
@@ -155,6 +157,7 @@ class ZkMetadataStore(MetadataStore):
                     states[index] = state
             if assignment.topic_id is None:
                 raise ValueError(f"topic znode of {name} has no topic_id (written before Kafka 2.8)")
+            states.update(_newer_states(self._topics.get(name), states))
             topic = StoredTopic(
                 name,
                 assignment.topic_id,
@@ -351,3 +354,17 @@ def _broker_info(registration: znodes.BrokerRegistration) -> BrokerInfo:
 
 def _unknown_topic() -> KafkaError:
     return KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+
+
+def _newer_states(
+    latest: StoredTopic | None, read: Mapping[int, PartitionState]
+) -> dict[int, PartitionState]:
+    """The states the controller wrote while a refresh was reading (they are not older than the
+    refresh's reads: a higher partition epoch, or a partition the read did not find yet)."""
+    if latest is None:
+        return {}
+    return {
+        index: state
+        for index, state in latest.states.items()
+        if index not in read or state.partition_epoch > read[index].partition_epoch
+    }

@@ -7,11 +7,11 @@ error response), and optionally `def error_response(request, version, code) -> r
 module name here adds the API: the dispatcher routes to it and ApiVersions advertises its range.
 
 Mode-dependent APIs: a module with `ZK_BROKER_ONLY = True` (Kafka's `"listeners": ["zkBroker"]`: the
-controller-to-broker APIs LeaderAndIsr, UpdateMetadata, StopReplica) is served only by a broker with
-`zookeeper.connect` set. `registry(zookeeper_mode)` gives the set of one mode; a single-node broker
-neither routes nor advertises these APIs, so a request for one is an unknown API to it and its
-connection is closed, as a Kafka broker closes the connection of a request for an API its mode does
-not enable.
+controller-to-broker APIs LeaderAndIsr, UpdateMetadata, StopReplica and the broker-to-controller
+APIs AlterPartition, ControlledShutdown) is served only by a broker with `zookeeper.connect` set.
+`registry(zookeeper_mode)` gives the set of one mode; a single-node broker neither routes nor
+advertises these APIs, so a request for one is an unknown API to it and its connection is closed, as
+a Kafka broker closes the connection of a request for an API its mode does not enable.
 
 Invariant: a listed module that is not written yet is skipped with a warning, so the broker starts
 with whatever exists. Two modules may not claim one API key. Callers: the dispatcher and the
@@ -65,6 +65,7 @@ HANDLER_MODULES: list[str] = [
     "stop_replica",
     # broker to controller (ZooKeeper mode only)
     "alter_partition",
+    "controlled_shutdown",
 ]
 
 
