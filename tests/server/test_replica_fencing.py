@@ -235,3 +235,24 @@ def test_a_state_accepted_as_the_last_loader_finishes_still_loads(tmp_path):
         assert await serving(rm, 0, 1)
 
     run(scenario, tmp_path)
+
+
+def test_an_accepted_state_stops_the_partitions_fetcher_before_its_log_is_prepared(tmp_path):
+    """A fetched append landing between the loader writing the new leader epoch's start offset and
+    the state taking effect would leave an old-epoch batch past that start, and followers would
+    truncate and refetch it forever: the fetcher stops as soon as the state is accepted."""
+    remote = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 1),))  # nothing listens there
+
+    async def scenario(rm: ReplicaManager) -> None:
+        follow = leader_and_isr_request(
+            ControllerIdentity(0, 1), {"t": (TOPIC_ID, {0: state(3, (1, 0), leader=1)})}, [remote]
+        )
+        rm.become_leader_or_follower(follow)
+        assert await wait_until(lambda: rm.fetchers.following() == {("t", 0): 1}, 10, rm.ready_changed)
+        lead = leader_and_isr(1, {0: state(4, (1, 0))})
+        rm.become_leader_or_follower(lead)
+        assert rm.fetchers.following() == {}  # at once, before the loader ran
+        assert await serving(rm, 0)
+        assert rm.fetchers.following() == {}
+
+    run(scenario, tmp_path)

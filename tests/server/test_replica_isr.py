@@ -106,10 +106,3 @@ def test_follower_appends_the_leaders_batches_and_takes_its_high_watermark(tmp_p
     assert follower.log_end_offset == 0 and follower.high_watermark == 0  # the whole batch goes
     follower.truncate_fully_and_start_at(7)
     assert (follower.log_start_offset, follower.log_end_offset, follower.high_watermark) == (7, 7, 7)
-
-
-def test_a_follower_change_of_leader_is_reported(tmp_path: Path) -> None:
-    follower = partition_at(tmp_path, "follower", broker_id=1)
-    assert follower.make_follower(state(leader=0, epoch=2, replicas=(0, 1))) is True
-    assert follower.make_follower(state(leader=0, epoch=2, replicas=(0, 1), partition_epoch=1)) is False
-    assert follower.make_follower(state(leader=2, epoch=3, replicas=(0, 1, 2), partition_epoch=2)) is True

@@ -188,14 +188,12 @@ class Partition:
         }
         return self.maybe_increment_high_watermark()
 
-    def make_follower(self, state: PartitionState) -> bool:
-        """Follow `state.leader`: keep the log and HW, forget followers. True when the leader or
-        its epoch changed (the fetcher must start over from this broker's LEO)."""
+    def make_follower(self, state: PartitionState) -> None:
+        """Follow `state.leader`: keep the log and HW, forget followers (the ReplicaManager's fetcher
+        copies the leader's log from the LEO)."""
         self._check_newer(state)
-        changed = state.leader != self.leader_id or state.leader_epoch != self.leader_epoch
         self._apply(state)
         self._followers = {}
-        return changed
 
     def _check_newer(self, state: PartitionState) -> None:
         older = state.leader_epoch < self.leader_epoch

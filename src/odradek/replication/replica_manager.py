@@ -392,6 +392,10 @@ class ReplicaManager:
             )
             return code
         self._pending[key] = _PendingState(_partition_state(state), topic_id)
+        # No fetched append may land between the new leader epoch's start offset (written by the
+        # loader) and the state taking effect: the fetcher stops now and, for a follower, starts
+        # again from the LEO once the state is applied (Kafka removes fetchers before makeLeader).
+        self.fetchers.remove_partitions([key])
         if key not in self._queued:
             self._queued.add(key)
             if key in self._partitions or key[0] in INTERNAL_TOPICS:
@@ -558,13 +562,13 @@ class ReplicaManager:
 
     def _follow(self, key: TopicPartition, hosted: Partition, state: PartitionState) -> None:
         """Make the partition a follower and fetch it from its leader, if it has a live one."""
-        changed = hosted.make_follower(state)
+        hosted.make_follower(state)
         leader = self._leader_endpoints.get(state.leader)
         if leader is None:
             self.fetchers.remove_partitions([key])
             if state.leader >= 0:
                 log.warning("%s-%d: no endpoint known for its leader %d; not fetching", *key, state.leader)
-        elif changed or key not in self.fetchers.following():
+        else:
             self.fetchers.add_partitions({key: (leader, state.leader_epoch)})
 
     def _notify_leadership(self, change: LeadershipChange) -> None:
@@ -830,7 +834,11 @@ class ReplicaManager:
                 answer.error_code if answer is not None else ErrorCode.UNKNOWN_SERVER_ERROR
             )
             if code != ErrorCode.NONE or answer is None:
-                log.info(
+                # INELIGIBLE_REPLICA repeats at every fetch of a follower the controller will not
+                # take (one shutting down): DEBUG; the other refusals are rare and worth INFO.
+                level = logging.DEBUG if code == ErrorCode.INELIGIBLE_REPLICA else logging.INFO
+                log.log(
+                    level,
                     "The controller did not change the ISR of %s-%d to %s: error %d",
                     *key,
                     list(proposal.isr),
