@@ -40,6 +40,14 @@ def test_leadership_moves_off_the_broker_and_it_leaves_the_isr_it_follows(tmp_pa
         assert {("LeaderAndIsr", 1), ("LeaderAndIsr", 2)} <= sent  # the live replicas, 1 included
         assert {("UpdateMetadata", 1), ("UpdateMetadata", 2)} <= sent
         assert cluster.broker.kinds() == ["LeaderAndIsr", "UpdateMetadata"]  # broker 0, in-process
+        (stop,) = [request for api, broker, request in cluster.remote.sent if api == "StopReplica"]
+        assert [api for api, broker, _ in cluster.remote.sent if broker == 1][-1] == "StopReplica"
+        stopped = {
+            (t.topic_name, p.partition_index, p.delete_partition)
+            for t in stop.topic_states
+            for p in t.partition_states
+        }
+        assert stopped == {("t", 0, False), ("t", 1, False)}  # it follows both now; logs kept
 
     run(scenario)
 

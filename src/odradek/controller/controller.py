@@ -39,7 +39,8 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   partition it leads with another live ISR member not shutting down gets
   `decisions.controlled_shutdown_election`; every partition it follows under a live leader loses it
   from the ISR (both: leader epoch + 1); the states are written fenced, then LeaderAndIsr goes to
-  the partitions' live replicas and UpdateMetadata to every live broker, and the broker is answered
+  the partitions' live replicas and UpdateMetadata to every live broker, StopReplica (logs kept) to
+  the broker for the partitions it now only follows (it stops fetching them), and the broker is answered
   with the partitions it still leads (remaining_partitions). Partitions with one replica are left
   alone and not counted, as Kafka does: they cannot move. A broker that is not live answers
   BROKER_NOT_AVAILABLE, a stale broker epoch STALE_BROKER_EPOCH, a non-controller NOT_CONTROLLER.
@@ -93,6 +94,7 @@ from odradek.protocol.messages.controlled_shutdown import (
 log = logging.getLogger(__name__)
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+NO_EPOCH = -1  # StopReplica's leader epoch that the broker does not check
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +386,7 @@ class Controller:
             changed: TopicStates = {n: (topics[n].topic_id, moved[n]) for n in moved if n in topics}
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
+            await self._stop_following(broker_id, changed)
         remaining = self._still_led_by(broker_id)
         log.info(
             "Controlled shutdown of broker %d: %d partitions changed, %d still led by it",
@@ -392,6 +395,19 @@ class Controller:
             len(remaining),
         )
         event.answer.set_result(ControlledShutdownResponse(remaining_partitions=remaining))
+
+    async def _stop_following(self, broker_id: int, changed: TopicStates) -> None:
+        """StopReplica (logs kept) to the shutting broker for the partitions it now only follows, so
+        it stops fetching and no leader keeps asking to put it back in an ISR (Kafka's
+        OfflineReplica transition). Leader epoch -1: not checked against what it holds."""
+        following = {
+            name: {index: NO_EPOCH for index, state in states.items() if state.leader != broker_id}
+            for name, (_, states) in changed.items()
+        }
+        following = {name: partitions for name, partitions in following.items() if partitions}
+        if following:
+            request = stop_replica_request(self._identity(), following, delete=False)
+            await self._channel.stop_replica(broker_id, request)
 
     def _without_shutting_broker(self, broker_id: int) -> dict[str, dict[int, PartitionState]]:
         """The new states of the partitions with more than one replica a controlled shutdown changes:
