@@ -564,6 +564,8 @@ class Broker:
             self._in_background(remote.close)
 
     def _on_session_state(self, state: str) -> None:
+        if state == "expired" and self._shutting_down:
+            return  # this broker closed its session on the way out
         if state == "expired":
             log.warning(
                 "Broker %d lost its ZooKeeper session: registering again once reconnected", self.broker_id
