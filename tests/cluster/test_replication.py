@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 from kafka import KafkaAdminClient
+from kafka.admin import NewTopic as KafkaNewTopic
 
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 LAG_MS = 3000  # replica.lag.time.max.ms of these brokers
 TIMEOUT_S = 60
+UNCLEAN = "unclean.leader.election.enable"
 
 
 @pytest.fixture
@@ -189,3 +191,43 @@ def test_admin_clients_describe_replicas_and_isr(replicated: LocalCluster) -> No
         assert partition["leader_id"] == expected[index]["leader"]
         assert sorted(partition["replica_nodes"]) == [1, 2, 3]
         assert sorted(partition["isr_nodes"]) == sorted(expected[index]["isr"])
+
+
+def test_unclean_election_off_waits_for_the_isr_and_on_elects_an_out_of_sync_replica(
+    replicated: LocalCluster,
+) -> None:
+    topics = {"clean": {}, "unclean": {UNCLEAN: "true"}}
+    client = KafkaAdminClient(bootstrap_servers=replicated.bootstrap.split(","))
+    try:  # confluent-kafka 2.16 refuses a replica assignment client-side, kafka-python sends it
+        client.create_topics(
+            [
+                KafkaNewTopic(name, -1, -1, replica_assignments={0: [1, 2]}, topic_configs=configs)
+                for name, configs in topics.items()
+            ]
+        )
+    finally:
+        client.close()
+    for name in topics:
+        eventually(lambda n=name: (replicated.state(n, 0) or {}).get("isr") == [1, 2], 15, f"{name} ISR")
+    replicated.brokers[2].send_signal(signal.SIGSTOP)
+    try:
+        for name in topics:
+            shrunk = LAG_MS / 1000 + 15
+            eventually(lambda n=name: replicated.state(n, 0)["isr"] == [1], shrunk, f"{name} shrink")
+            assert produce_all(replicated, name, [b"only-on-1-%d" % i for i in range(10)], acks="1") == []
+        replicated.brokers[1].kill()
+    finally:
+        replicated.brokers[2].send_signal(signal.SIGCONT)
+    eventually(lambda: replicated.state("unclean", 0)["leader"] == 2, 30, "the out-of-sync replica leading")
+    assert replicated.state("clean", 0)["leader"] == -1  # waits for broker 1, the only ISR member
+    logs = "".join(p.output_path.read_text(errors="replace") for p in replicated.brokers.values())
+    assert "Unclean leader election for unclean-0: broker 2 was not in the ISR [1]" in logs
+    replicated.brokers[1].restart()
+    eventually(lambda: replicated.state("clean", 0)["leader"] == 1, 30, "broker 1 leading again")
+    read = consume(replicated.brokers[1].bootstrap, "clean", 10)
+    assert [m.value() for m in read] == [b"only-on-1-%d" % i for i in range(10)]  # nothing lost
+    eventually(
+        lambda: segment_bytes(replicated, 1, "unclean") == segment_bytes(replicated, 2, "unclean"),
+        20,
+        "broker 1 truncated to the unclean leader's log",
+    )

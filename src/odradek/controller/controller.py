@@ -220,7 +220,7 @@ class Controller:
                 election = decisions.offline_election(state, live, self._unclean(topic))
                 states[index] = decisions.next_state(state, election, self.epoch)
             else:
-                changed = self._after_membership(topic, state, set(live))
+                changed = self._after_membership(topic, index, state, set(live))
                 if changed is not None:
                     states[index] = changed
         return states
@@ -497,13 +497,13 @@ class Controller:
             if topic.marked_for_deletion:
                 continue
             for index, state in topic.states.items():
-                changed = self._after_membership(topic, state, joined)
+                changed = self._after_membership(topic, index, state, joined)
                 if changed is not None:
                     elected.setdefault(name, {})[index] = changed
         return elected
 
     def _after_membership(
-        self, topic: StoredTopic, state: PartitionState, joined: set[int]
+        self, topic: StoredTopic, index: int, state: PartitionState, joined: set[int]
     ) -> PartitionState | None:
         """A partition's state over the current live brokers, None when unchanged: an offline
         election when its leader is not live (for a leaderless one, only when a broker holding a
@@ -516,6 +516,15 @@ class Controller:
             return None
         else:
             election = decisions.offline_election(state, self._eligible(), self._unclean(topic))
+            if election.leader != decisions.NO_LEADER and election.leader not in state.isr:
+                log.warning(
+                    "Unclean leader election for %s-%d: broker %d was not in the ISR %s; records the "
+                    "ISR acknowledged beyond its log are lost (unclean.leader.election.enable)",
+                    topic.name,
+                    index,
+                    election.leader,
+                    list(state.isr),
+                )
         if election.leader == state.leader and election.isr == state.isr:
             return None
         return decisions.next_state(state, election, self.epoch)
