@@ -231,3 +231,36 @@ def test_unclean_election_off_waits_for_the_isr_and_on_elects_an_out_of_sync_rep
         20,
         "broker 1 truncated to the unclean leader's log",
     )
+
+
+def test_leadership_returns_to_the_preferred_replica_after_it_comes_back(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    cluster = LocalCluster(
+        tmp_path,
+        3,
+        zookeeper_connect=zookeeper.connect_string,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        overrides={"leader.imbalance.check.interval.seconds": 2, "replica.fetch.backoff.ms": 200},
+    )
+    try:
+        cluster.start()
+        cluster.wait_for_controller()
+        create_replicated_topic(cluster, "balanced", partitions=3)
+        preferred = {p: cluster.read("/brokers/topics/balanced")["partitions"][str(p)][0] for p in range(3)}
+        assert {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred
+        victim = next(b for b in preferred.values() if b != cluster.controller())
+        cluster.brokers[victim].kill()
+        eventually(
+            lambda: victim not in {cluster.state("balanced", p)["leader"] for p in range(3)},
+            SESSION_TIMEOUT_MS / 1000 + 10,
+            "leaders moved off the killed broker",
+        )
+        cluster.brokers[victim].restart()
+        eventually(
+            lambda: {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred,
+            30,
+            "every partition led by its preferred replica again",
+        )
+    finally:
+        cluster.close()

@@ -15,6 +15,7 @@ from odradek.controller.decisions import (
     check_broker_partition_cap,
     check_partition_count_fits,
     controlled_shutdown_election,
+    imbalanced_partitions,
     isr_change,
     new_partition_state,
     next_state,
@@ -148,3 +149,26 @@ def test_a_partition_count_beyond_every_brokers_cap_is_refused_before_assignment
         refused.value.code == ErrorCode.POLICY_VIOLATION
         and "max.broker.partitions=10" in refused.value.message
     )
+
+
+def test_rebalance_elects_preferred_replicas_only_for_brokers_past_the_imbalance_share():
+    def led(leader: int, replicas: tuple[int, ...]) -> PartitionState:
+        return PartitionState(leader, 1, replicas, replicas, 1, 1)
+
+    states = {
+        ("t", 0): led(2, (1, 2, 3)),  # broker 1 preferred, not leading: 1 of its 4 (25%)
+        ("t", 1): led(1, (1, 2, 3)),
+        ("t", 2): led(1, (1, 3, 2)),
+        ("t", 3): led(1, (1, 3, 2)),
+        ("t", 4): led(3, (2, 3, 1)),  # broker 2 preferred: 1 of 1 not led (100%)
+        ("u", 0): led(1, (3, 1, 2)),  # broker 3 preferred but out of the live set
+    }
+    assert imbalanced_partitions(states, {1, 2, 3}, 10) == {
+        ("t", 0): Election(1, (1, 2, 3)),
+        ("t", 4): Election(2, (2, 3, 1)),
+        ("u", 0): Election(3, (3, 1, 2)),
+    }
+    assert imbalanced_partitions(states, {1, 2}, 25) == {
+        ("t", 4): Election(2, (2, 3, 1))
+    }  # 25% is not past 25
+    assert imbalanced_partitions({("t", 0): led(1, (1, 2))}, {1, 2}, 0) == {}  # balanced

@@ -46,6 +46,11 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   BROKER_NOT_AVAILABLE, a stale broker epoch STALE_BROKER_EPOCH, a non-controller NOT_CONTROLLER.
   Brokers shutting down are never elected leader (new partitions, offline elections) and never
   added to an ISR (AlterPartition: INELIGIBLE_REPLICA).
+- Leader rebalance (auto.leader.rebalance.enable, ZooKeeper mode): every
+  leader.imbalance.check.interval.seconds an event checks `decisions.imbalanced_partitions` and
+  moves the partitions of brokers above leader.imbalance.per.broker.percentage back to their
+  preferred replica (live, in the ISR, not shutting down; leader epoch + 1), then LeaderAndIsr and
+  UpdateMetadata as for any election.
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -120,7 +125,20 @@ class ControlledShutdownAsked:
     answer: asyncio.Future[ControlledShutdownResponse]
 
 
-ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked | ControlledShutdownAsked
+@dataclass(frozen=True, slots=True)
+class LeaderRebalanceDue:
+    """leader.imbalance.check.interval.seconds passed (auto.leader.rebalance.enable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderRebalance:
+    """auto.leader.rebalance.enable's settings: how often, and above which share per broker."""
+
+    interval_s: float = 300.0  # leader.imbalance.check.interval.seconds
+    imbalance_percentage: int = 10  # leader.imbalance.per.broker.percentage
+
+
+ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked | ControlledShutdownAsked | LeaderRebalanceDue
 IsrDecision = ErrorCode | PartitionState
 
 
@@ -136,6 +154,7 @@ class Controller:
         *,
         reelect_live_leaders: bool = True,
         on_resign: Callable[[], None] | None = None,
+        rebalance: LeaderRebalance | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.store = store
@@ -148,6 +167,8 @@ class Controller:
         self.shutting_down: set[int] = set()
         self._events: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._rebalance = rebalance
+        self._rebalance_timer: asyncio.Task[None] | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -165,6 +186,10 @@ class Controller:
         await self._send_update_metadata(_states_of(topics.values()))
         self.store.watch(self._on_store_event)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-events")
+        if self._rebalance is not None:
+            self._rebalance_timer = asyncio.get_running_loop().create_task(
+                self._rebalance_periodically(self._rebalance.interval_s), name="leader-rebalance"
+            )
         for name, topic in self.store.topics().items():
             if topic.marked_for_deletion:
                 self._events.put_nowait(StoreEvent(StoreEventKind.DELETION_REQUESTED, name))
@@ -197,10 +222,18 @@ class Controller:
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
         task, self._task = self._task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        timer, self._rebalance_timer = self._rebalance_timer, None
+        for running in (task, timer):
+            if running is not None and running is not asyncio.current_task():
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
         self._refuse_waiting()
+
+    async def _rebalance_periodically(self, interval_s: float) -> None:
+        while self._task is not None:
+            await asyncio.sleep(interval_s)
+            if self._task is not None:
+                self._events.put_nowait(LeaderRebalanceDue())
 
     def _refuse_waiting(self) -> None:
         """Answer NOT_CONTROLLER to every queued request (this broker stopped being controller)."""
@@ -266,6 +299,8 @@ class Controller:
             await self._on_brokers_changed(event.live)
         elif isinstance(event, IsrChangeAsked):
             await self._change_isr(event)
+        elif isinstance(event, LeaderRebalanceDue):
+            await self._rebalance_leaders()
         elif isinstance(event, ControlledShutdownAsked):
             await self._shut_down_broker(event)
         elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
@@ -369,6 +404,27 @@ class Controller:
                 )
             )
         return AlterPartitionResponse(topics=list(answered.values()))
+
+    async def _rebalance_leaders(self) -> None:
+        """Preferred replica elections where a broker's imbalance passes the threshold."""
+        assert self._rebalance is not None
+        topics = {n: t for n, t in self.store.topics().items() if not t.marked_for_deletion}
+        states = {(n, i): s for n, t in topics.items() for i, s in t.states.items()}
+        elections = decisions.imbalanced_partitions(
+            states, self._eligible(), self._rebalance.imbalance_percentage
+        )
+        if not elections:
+            return
+        moved: dict[str, dict[int, PartitionState]] = {}
+        for (name, index), election in elections.items():
+            moved.setdefault(name, {})[index] = decisions.next_state(
+                states[(name, index)], election, self.epoch
+            )
+        await self.store.write_partition_states(moved, self.epoch)
+        changed: TopicStates = {n: (topics[n].topic_id, moved[n]) for n in moved}
+        await self._send_leader_and_isr(changed)
+        await self._send_update_metadata(changed)
+        log.info("Leader rebalance: %d partitions back on their preferred replica", len(elections))
 
     async def _shut_down_broker(self, event: ControlledShutdownAsked) -> None:
         broker_id, broker_epoch = event.request.broker_id, event.request.broker_epoch

@@ -15,6 +15,9 @@ Owns Kafka's rules (ZooKeeper-mode controller, see /work/shared/kafka-zk-layout.
   losing dead members; none: with unclean election allowed the first live replica and ISR = [it],
   otherwise NoLeader (-1) and the ISR as it was.
 - Preferred replica: the first replica of the assignment, only if alive and in the ISR.
+- Auto leader rebalance (auto.leader.rebalance.enable): per broker, the share of the partitions it
+  is preferred for that another broker leads; above leader.imbalance.per.broker.percentage, each of
+  those partitions gets a preferred replica election.
 - Controlled shutdown: the first live ISR member not shutting down; shutting brokers leave the ISR
   (no such member: no change).
 - ISR change asked by a leader (AlterPartition): refused with FENCED_LEADER_EPOCH when the leader
@@ -254,6 +257,26 @@ def preferred_election(state: PartitionState, live: Collection[int]) -> Election
     if preferred is None or preferred not in live or preferred not in state.isr:
         return None
     return Election(preferred, state.isr)
+
+
+def imbalanced_partitions(
+    states: Mapping[tuple[str, int], PartitionState], live: Collection[int], imbalance_percentage: int
+) -> dict[tuple[str, int], Election]:
+    """Preferred replica elections for the brokers whose imbalance passes `imbalance_percentage`."""
+    preferred: dict[int, list[tuple[str, int]]] = {}
+    for key, state in states.items():
+        if state.replicas:
+            preferred.setdefault(state.replicas[0], []).append(key)
+    elections: dict[tuple[str, int], Election] = {}
+    for keys in preferred.values():
+        not_led = [key for key in keys if states[key].leader != states[key].replicas[0]]
+        if len(not_led) * 100 <= imbalance_percentage * len(keys):
+            continue
+        for key in not_led:
+            election = preferred_election(states[key], live)
+            if election is not None:
+                elections[key] = election
+    return elections
 
 
 def controlled_shutdown_election(

@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
-from odradek.controller.controller import Controller
+from odradek.controller.controller import Controller, LeaderRebalance
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
 from odradek.controller.metadata import BrokerInfo, Endpoint, TopicMetadata
@@ -148,6 +148,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 THREAD_SWITCH_INTERVAL_S = 0.001
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
 ZOOKEEPER_RETRY_S = 1.0  # between attempts of a background election or re-registration that failed
+
+
+def leader_rebalance(config: KafkaConfig) -> LeaderRebalance | None:
+    """auto.leader.rebalance.enable's settings (None when off)."""
+    if not config["auto.leader.rebalance.enable"]:
+        return None
+    return LeaderRebalance(
+        config["leader.imbalance.check.interval.seconds"], config["leader.imbalance.per.broker.percentage"]
+    )
 
 
 def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
@@ -488,6 +497,7 @@ class Broker:
                     self.config["unclean.leader.election.enable"],
                     reelect_live_leaders=False,
                     on_resign=self._on_resign,
+                    rebalance=leader_rebalance(self.config),
                 )
                 try:
                     await controller.startup(live.values())

@@ -337,6 +337,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("num.replica.fetchers", _I, 1),
         ConfigKey("controller.socket.timeout.ms", _I, 30000),
         ConfigKey("auto.leader.rebalance.enable", _B, True),
+        ConfigKey("leader.imbalance.check.interval.seconds", _L, 300, at_least(1)),
+        ConfigKey("leader.imbalance.per.broker.percentage", _I, 10, at_least(0)),
         ConfigKey("fetch.max.bytes", _I, 57671680, at_least(1024)),
         ConfigKey("max.incremental.fetch.session.cache.slots", _I, 1000, at_least(0)),
         # group coordinator and offsets
@@ -380,8 +382,6 @@ IGNORED_KEYS = frozenset(
         "fetch.purgatory.purge.interval.requests",
         "producer.purgatory.purge.interval.requests",
         "delete.records.purgatory.purge.interval.requests",
-        "leader.imbalance.check.interval.seconds",
-        "leader.imbalance.per.broker.percentage",
         "zookeeper.max.in.flight.requests",
         "metric.reporters",
         "metrics.num.samples",
