@@ -576,7 +576,15 @@ class Broker:
     def _on_session_state(self, state: str) -> None:
         if state == "expired" and self._shutting_down:
             return  # this broker closed its session on the way out
-        if state == "expired":
+        if state == "suspended":
+            log.warning(
+                "Broker %d lost its ZooKeeper connection: it keeps serving what it leads, but no ISR "
+                "change or election can be made until it reconnects; past zookeeper.session.timeout.ms "
+                "(%d ms) the controller moves its partitions",
+                self.broker_id,
+                self.config["zookeeper.session.timeout.ms"],
+            )
+        elif state == "expired":
             log.warning(
                 "Broker %d lost its ZooKeeper session: registering again once reconnected", self.broker_id
             )
