@@ -574,8 +574,8 @@ class Broker:
             self._in_background(remote.close)
 
     def _on_session_state(self, state: str) -> None:
-        if state == "expired" and self._shutting_down:
-            return  # this broker closed its session on the way out
+        if self._shutting_down:
+            return  # this broker closes its session on the way out
         if state == "suspended":
             log.warning(
                 "Broker %d lost its ZooKeeper connection: it keeps serving what it leads, but no ISR "
@@ -589,7 +589,7 @@ class Broker:
                 "Broker %d lost its ZooKeeper session: registering again once reconnected", self.broker_id
             )
             self._session_expired = True
-        elif state == "connected" and self._session_expired and not self._shutting_down:
+        elif state == "connected" and self._session_expired:
             self._session_expired = False
             self._in_background(self._rejoin_after_expiry)
 
