@@ -1,12 +1,13 @@
 """Long fault runs (src/odradek/testing/chaos.py) on a local cluster with its own ZooKeeper server.
 
-Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--json FILE] [--keep]` from
-the repository root. Prints one line per fault cycle (kind, target, hold, the unavailability window:
-the longest wait of a partition for its next acknowledgement after the fault began) and a final
-summary; exits 1 when the promise broke or the cluster got stuck. The data directory (each broker's
-output in `broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise. Bounded
-in time: each cycle holds its fault at most 2 ZooKeeper sessions, then waits at most 60 s for full
-ISRs.
+Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--aggressive] [--json FILE]
+[--keep]` from the repository root; --aggressive starts the next fault once every broker is registered
+again, whether or not the ISRs are full. Prints one line per fault cycle (kind, target, hold, the
+unavailability window: the longest wait of a partition for its next acknowledgement after the fault
+began) and a final summary; exits 1 when the promise broke or the cluster got stuck. The data
+directory (each broker's output in `broker-<id>.out`) is kept when the run fails or with --keep,
+removed otherwise. Bounded in time: each cycle holds its fault at most 2 ZooKeeper sessions, then
+waits at most 60 s for the cluster to heal.
 """
 
 from __future__ import annotations
@@ -41,10 +42,21 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--rate", type=float, default=200.0, help="records a second offered")
+    parser.add_argument(
+        "--aggressive",
+        action="store_true",
+        help="next fault once every broker is registered, ISRs full or not",
+    )
     parser.add_argument("--json", type=Path, help="write the full result here")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
-    settings = ChaosSettings(seed=args.seed, cycles=args.cycles, brokers=args.brokers, rate=args.rate)
+    settings = ChaosSettings(
+        seed=args.seed,
+        cycles=args.cycles,
+        brokers=args.brokers,
+        rate=args.rate,
+        full_isr_between=not args.aggressive,
+    )
     data_dir = Path(tempfile.mkdtemp(prefix=f"odradek-chaos-{args.seed}-"))
     result = run_chaos(data_dir, settings, on_cycle=print_cycle)
     print(result.summary())

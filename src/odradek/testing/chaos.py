@@ -13,7 +13,9 @@ and every failure; the nemesis, which draws from `random.Random(seed)` one fault
 of a random broker, of a random partition's leader, of the controller, or SIGSTOP of a random broker
 for longer than replica.lag.time.max.ms and sometimes longer than the ZooKeeper session - holds it
 a bounded random time, heals it (restart, SIGCONT) and waits until every ISR is full again before
-the next one, so never more than one broker is down and an in-sync replica always lives; and the
+the next one, so never more than one broker is down and an in-sync replica always lives (with
+`full_isr_between` off it waits only for every broker to be registered again: an ISR may be down to
+one member when the next fault hits it, and the partition must then be unavailable, not lossy); and the
 checker, which once everything healed and the replicas caught up reads every partition from offset
 0 and reports lost acknowledged values, values at two offsets, holes in the offsets, values nobody
 sent, values read elsewhere than where they were acknowledged, and replicas whose segment bytes
@@ -70,6 +72,7 @@ class ChaosSettings:
     kill_hold_s: tuple[float, float] = (0.5, 5.0)
     quiet_s: tuple[float, float] = (0.5, 2.0)
     heal_timeout_s: float = 60.0
+    full_isr_between: bool = True  # False: the next fault once every broker is registered again
     message_timeout_ms: int = 120_000
 
 
@@ -229,11 +232,16 @@ class Workload:
 # -- the nemesis ---------------------------------------------------------------------------------
 
 
+def all_registered(cluster: LocalCluster) -> bool:
+    running = all(p.is_running() for p in cluster.brokers.values())
+    return running and cluster.live_broker_ids() == sorted(cluster.brokers)
+
+
 def isr_full(cluster: LocalCluster, partitions: int) -> bool:
     """Every broker registered, and every partition led by a live broker with all its replicas
     in sync."""
     live = sorted(cluster.brokers)
-    if cluster.live_broker_ids() != live or not all(p.is_running() for p in cluster.brokers.values()):
+    if not all_registered(cluster):
         return False
     states = [cluster.state(TOPIC, p) or {} for p in range(partitions)]
     return all(len(s.get("isr", ())) == REPLICATION and s.get("leader", -1) in live for s in states)
@@ -296,6 +304,13 @@ class Nemesis:
         timeout_s = self.settings.session_timeout_ms / 1000 * 3
         if not wait_until(lambda: broker not in self.cluster.live_broker_ids(), timeout_s):
             raise AssertionError(f"broker {broker} still registered {timeout_s} s after its kill -9")
+
+    def healed(self) -> bool:
+        """Ready for the next fault: every ISR full, or with `full_isr_between` off every broker
+        registered (an ISR may then be down to one member, which the next fault may hit)."""
+        if self.settings.full_isr_between:
+            return isr_full(self.cluster, self.settings.partitions)
+        return all_registered(self.cluster)
 
     def quiet(self) -> None:
         time.sleep(self.rng.uniform(*self.settings.quiet_s))
@@ -429,12 +444,12 @@ def run_faults(
         fault = nemesis.draw(cycle)
         nemesis.apply(fault)
         result.faults.append(fault)
-        healed = wait_until(lambda: isr_full(nemesis.cluster, settings.partitions), settings.heal_timeout_s)
+        healed = wait_until(lambda: nemesis.healed(), settings.heal_timeout_s)
         fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
         fault.acked = len(workload.acked)
         on_cycle(fault)
         if not healed:
-            result.stuck.append(f"cycle {cycle} ({fault.kind} of {fault.broker}): ISR not full again")
+            result.stuck.append(f"cycle {cycle} ({fault.kind} of {fault.broker}): not healed")
             return
         nemesis.quiet()
 
