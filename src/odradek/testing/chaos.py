@@ -23,7 +23,8 @@ differ. Per fault it also records the unavailability window: the longest time an
 from the fault's start to its next acknowledgement.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
-`broker-<id>.out`, so a failing run can be replayed and read.
+`broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
+random targets), not the timing: the leader or controller a fault hits is whichever it is then.
 
 Not covered yet (the next step): network partitions between brokers, between a broker and
 ZooKeeper, and between clients and brokers (ip netns and veth pairs, or a proxy per link), clock
@@ -84,7 +85,7 @@ class FaultRecord:
     kind: str
     broker: int
     partition: int | None
-    hold_s: float
+    hold_s: float  # a killed broker also stays down until its ZooKeeper session expired
     started_s: float  # since the run started
     window_s: float | None = None  # longest time a partition waited for its next acknowledgement
     acked: int = 0  # acknowledgements so far, at the end of the cycle
