@@ -11,7 +11,7 @@ from odradek.protocol.messages.incremental_alter_configs import IncrementalAlter
 from tests.compat.helpers import TIMEOUT_S
 from tests.server.raw_client import RawClient
 
-BROKER = 4
+TOPIC, BROKER = 2, 4
 SET, DELETE = 0, 1
 
 
@@ -51,12 +51,17 @@ def alter_raw(
     return result.error_code, result.error_message
 
 
-def describe_default(bootstrap: str) -> dict[str, tuple[str | None, int, bool]]:
-    """The cluster-wide dynamic defaults as the broker at `bootstrap` describes them: name ->
-    (value, config_source, read_only)."""
-    resource = DescribeConfigsRequest.DescribeConfigsResource(resource_type=BROKER, resource_name="")
+def describe_raw(bootstrap: str, resource_type: int, name: str) -> dict[str, tuple[str | None, int, bool]]:
+    """A resource's configs as the broker at `bootstrap` describes them: name -> (value,
+    config_source, read_only)."""
+    resource = DescribeConfigsRequest.DescribeConfigsResource(resource_type=resource_type, resource_name=name)
     with RawClient(bootstrap) as client:
         request = DescribeConfigsRequest(resources=[resource], include_synonyms=True)
         (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request).results
     assert result.error_code == 0, result.error_message
     return {c.name: (c.value, c.config_source, c.read_only) for c in result.configs}
+
+
+def describe_default(bootstrap: str) -> dict[str, tuple[str | None, int, bool]]:
+    """The cluster-wide dynamic defaults as the broker at `bootstrap` describes them."""
+    return describe_raw(bootstrap, BROKER, "")
