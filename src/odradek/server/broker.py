@@ -25,12 +25,12 @@ Owns the broker's life cycle.
 - Dynamic broker configs (Kafka's DynamicBrokerConfig): at start, after the store is read, and on
   every change the store reports for `<default>` or this broker's id, `config` becomes the static
   config under the stored dynamic layers (`KafkaConfig.with_dynamic`; stored values it refuses are
-  logged and the previous config kept) and is applied live: every topic's LogConfig is rebuilt
-  (topic override > per-broker > cluster-wide default > static > code default), the log cleaner
-  takes the new log.cleaner.* settings at its next run (and log.cleaner.backoff.ms at its next
-  wait), the listeners the new connection limits (max.connections at most the share of file
-  descriptors fixed at start), and the controller, if here, unclean.leader.election.enable for its
-  next election.
+  logged and the previous config kept; a change heard while starting is applied once the broker
+  watches) and is applied live: every topic's LogConfig is rebuilt (topic override > per-broker >
+  cluster-wide default > static > code default), the log cleaner takes the new log.cleaner.*
+  settings at its next run (and log.cleaner.backoff.ms at its next wait), the listeners the new
+  connection limits (max.connections at most the share of file descriptors fixed at start), and
+  the controller, if here, unclean.leader.election.enable for its next election.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
   unload group coordinator shards (Kafka's onLeadershipChange).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
@@ -298,6 +298,8 @@ class Broker:
             self.metadata_cache.update_topic_configs(name, topic.configs)
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
+        if not self._dynamic_config_current():
+            self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(self, config, self.clock)
         await self.group_coordinator.startup()
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
@@ -695,6 +697,12 @@ class Broker:
         except ConfigError as exc:
             log.error("Stored dynamic broker configs not applied: %s", exc)
             return self.config
+
+    def _dynamic_config_current(self) -> bool:
+        """Whether `config` holds the store's dynamic broker configs."""
+        store, config = self.store, self.config
+        stored = store.broker_configs(DEFAULT_BROKER_ENTITY), store.broker_configs(str(self.broker_id))
+        return (config.dynamic_default, config.dynamic_broker) == (dict(stored[0]), dict(stored[1]))
 
     def _on_broker_configs_changed(self, entity: str) -> None:
         """Dynamic broker configs of `<default>` or this broker changed: apply them live."""
