@@ -21,6 +21,7 @@ from tests.compat.broker_configs import (
     describe_topic,
     set_broker,
 )
+from tests.server.raw_client import RawClient
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +130,12 @@ def test_a_lower_message_max_bytes_applies_to_existing_topics(node: BrokerProces
 def test_another_broker_id_is_refused(node: BrokerProcess) -> None:
     code, message = alter_raw(node.bootstrap, "7", **{"log.retention.ms": "60000"})
     assert code == KafkaError.INVALID_REQUEST and "Unexpected broker id" in (message or "")
+
+
+def test_max_connections_per_ip_applies_to_new_connections(node: BrokerProcess) -> None:
+    with RawClient(node.bootstrap) as first:
+        assert alter_raw(node.bootstrap, "", **{"max.connections.per.ip": "1"}) == (0, None)
+        with RawClient(node.bootstrap) as second:
+            assert second.is_closed_by_peer()
+        assert not first.is_closed_by_peer(timeout=0.2)
+    assert alter_raw(node.bootstrap, "", DELETE, **{"max.connections.per.ip": None})[0] == KafkaError.NO_ERROR
