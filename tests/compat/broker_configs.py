@@ -40,14 +40,21 @@ def alter_raw(
 ) -> tuple[int, str | None]:
     """IncrementalAlterConfigs of BROKER resource `name` ("": the cluster-wide default) sent to the
     broker at `bootstrap`: (error code, message)."""
+    with RawClient(bootstrap) as client:
+        return alter_on(client, name, operation, **configs)
+
+
+def alter_on(
+    client: RawClient, name: str, operation: int = SET, **configs: str | None
+) -> tuple[int, str | None]:
+    """`alter_raw` over an open connection."""
     op = IncrementalAlterConfigsRequest.AlterableConfig
     changes = [op(name=n, config_operation=operation, value=v) for n, v in configs.items()]
     resource = IncrementalAlterConfigsRequest.AlterConfigsResource(
         resource_type=BROKER, resource_name=name, configs=changes
     )
-    with RawClient(bootstrap) as client:
-        request = IncrementalAlterConfigsRequest(resources=[resource])
-        (result,) = client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, request).responses
+    request = IncrementalAlterConfigsRequest(resources=[resource])
+    (result,) = client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, request).responses
     return result.error_code, result.error_message
 
 

@@ -15,6 +15,7 @@ from odradek.testing.broker import BrokerProcess
 from tests.compat import helpers
 from tests.compat.broker_configs import (
     DELETE,
+    alter_on,
     alter_raw,
     describe_broker,
     describe_default,
@@ -134,8 +135,9 @@ def test_another_broker_id_is_refused(node: BrokerProcess) -> None:
 
 def test_max_connections_per_ip_applies_to_new_connections(node: BrokerProcess) -> None:
     with RawClient(node.bootstrap) as first:
-        assert alter_raw(node.bootstrap, "", **{"max.connections.per.ip": "1"}) == (0, None)
+        assert alter_on(first, "", **{"max.connections.per.ip": "1"}) == (0, None)
         with RawClient(node.bootstrap) as second:
             assert second.is_closed_by_peer()
-        assert not first.is_closed_by_peer(timeout=0.2)
-    assert alter_raw(node.bootstrap, "", DELETE, **{"max.connections.per.ip": None})[0] == KafkaError.NO_ERROR
+        assert alter_on(first, "", DELETE, **{"max.connections.per.ip": None}) == (0, None)
+    with RawClient(node.bootstrap) as first, RawClient(node.bootstrap) as second:
+        assert not second.is_closed_by_peer(timeout=0.2)
