@@ -275,7 +275,8 @@ def test_describe_reports_source_and_type():
     assert entries["num.partitions"].source is ConfigSource.STATIC_BROKER_CONFIG
     assert not entries["num.partitions"].is_default
     assert entries["message.max.bytes"].source is ConfigSource.DEFAULT_CONFIG
-    assert entries["message.max.bytes"].is_default and entries["message.max.bytes"].read_only
+    assert entries["message.max.bytes"].is_default and not entries["message.max.bytes"].read_only
+    assert entries["num.partitions"].read_only
     assert entries["auto.create.topics.enable"].value == "true"
     assert entries["log.dirs"].config_type is ConfigType.LIST
 

@@ -13,7 +13,8 @@ Behaviour (Kafka's ZooKeeper-mode controller):
 - `startup()`: elect (controller epoch + 1). The brokers of the previous run are gone, so every
   partition whose leader was one of them, or that had none, is offline: it gets an offline election
   over the live brokers (unclean only if unclean.leader.election.enable, topic config over broker
-  default) with leader epoch + 1, so a restarted single node never serves under a leader epoch
+  default `unclean_default`, which the broker updates when a dynamic broker config changes it)
+  with leader epoch + 1, so a restarted single node never serves under a leader epoch
   clients saw from the previous run; partitions stored without a state (a crash between the topic
   write and the state write) are brought online as new. Then LeaderAndIsr for every partition to its
   live replicas and UpdateMetadata with everything to every live broker.
@@ -159,7 +160,7 @@ class Controller:
         self.broker_id = broker_id
         self.store = store
         self._channel = channel
-        self._unclean_default = unclean_default
+        self.unclean_default = unclean_default
         self._reelect_live_leaders = reelect_live_leaders
         self._on_resign = on_resign
         self.epoch = 0
@@ -264,7 +265,7 @@ class Controller:
 
     def _unclean(self, topic: StoredTopic) -> bool:
         value = topic.configs.get(UNCLEAN_LEADER_ELECTION)
-        return self._unclean_default if value is None else value.strip().lower() == "true"
+        return self.unclean_default if value is None else value.strip().lower() == "true"
 
     # -- events ----------------------------------------------------------------------------------
 

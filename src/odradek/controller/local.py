@@ -3,8 +3,9 @@
 Owns `<first log dir>/__cluster_metadata.json`:
 `{"version": 1, "controller_epoch": N, "topics": {name: {"topic_id", "configs", "partitions":
 {"<index>": {"replicas", and once the controller brought it online: "leader", "leader_epoch", "isr",
-"controller_epoch", "partition_epoch"}}, "marked_for_deletion" (only when true)}}}` — a file written
-by earlier versions (every partition with a state) reads unchanged.
+"controller_epoch", "partition_epoch"}}, "marked_for_deletion" (only when true)}}, "broker_configs":
+{"<default>" (cluster-wide) or "<broker id>": {name: value}} (only entities with configs)}` — a file
+written by earlier versions (every partition with a state, no broker configs) reads unchanged.
 
 Behaviour: the `MetadataStore` of a one-broker cluster: what ZooKeeper keeps in several znodes lives
 in one document. Every write builds the new document, writes it to a temp file, fsyncs and renames it
@@ -34,6 +35,8 @@ from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, Sto
 from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
 
+BrokerConfigs = Mapping[str, Mapping[str, str]]
+
 METADATA_FILE = "__cluster_metadata.json"
 FORMAT_VERSION = 1
 
@@ -46,6 +49,7 @@ class LocalMetadataStore(MetadataStore):
         self._path = Path(log_dir) / METADATA_FILE
         self._controller_epoch = 0
         self._topics: dict[str, StoredTopic] = {}
+        self._broker_configs: BrokerConfigs = {}
         self._write_lock = asyncio.Lock()
 
     # -- reads ----------------------------------------------------------------------------------
@@ -57,6 +61,9 @@ class LocalMetadataStore(MetadataStore):
     def controller_epoch(self) -> int:
         return self._controller_epoch
 
+    def broker_configs(self, entity: str) -> Mapping[str, str]:
+        return self._broker_configs.get(entity, {})
+
     def load(self) -> None:
         """Read the file, if there is one (changes nothing on disk)."""
         try:
@@ -67,6 +74,7 @@ class LocalMetadataStore(MetadataStore):
             raise ValueError(f"{self._path}: unsupported metadata format version {document.get('version')}")
         self._controller_epoch = int(document["controller_epoch"])
         self._topics = {name: _topic_from_json(name, t) for name, t in document["topics"].items()}
+        self._broker_configs = {e: dict(c) for e, c in document.get("broker_configs", {}).items()}
 
     # -- admin writes ---------------------------------------------------------------------------
 
@@ -89,6 +97,14 @@ class LocalMetadataStore(MetadataStore):
             altered = replace(self._existing(name), configs=dict(configs))
             await self._commit(self._controller_epoch, {**self._topics, name: altered})
         self._notify(StoreEvent(StoreEventKind.CONFIGS_CHANGED, name))
+
+    async def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        async with self._write_lock:
+            altered = {e: c for e, c in self._broker_configs.items() if e != entity}
+            if configs:
+                altered[entity] = dict(configs)
+            await self._commit(self._controller_epoch, self._topics, altered)
+        self._notify_broker_configs(entity)
 
     async def request_deletion(self, name: str) -> None:
         async with self._write_lock:
@@ -140,19 +156,29 @@ class LocalMetadataStore(MetadataStore):
                 f"controller epoch {controller_epoch} is older than the stored {self._controller_epoch}",
             )
 
-    async def _commit(self, controller_epoch: int, topics: Mapping[str, StoredTopic]) -> None:
+    async def _commit(
+        self,
+        controller_epoch: int,
+        topics: Mapping[str, StoredTopic],
+        broker_configs: BrokerConfigs | None = None,
+    ) -> None:
         """Write the document in a worker thread, then make it current."""
         snapshot = dict(topics)
-        await asyncio.to_thread(_write_document, self._path, controller_epoch, snapshot)
-        self._controller_epoch, self._topics = controller_epoch, snapshot
+        configs = self._broker_configs if broker_configs is None else broker_configs
+        await asyncio.to_thread(_write_document, self._path, controller_epoch, snapshot, configs)
+        self._controller_epoch, self._topics, self._broker_configs = controller_epoch, snapshot, configs
 
 
-def _write_document(path: Path, controller_epoch: int, topics: Mapping[str, StoredTopic]) -> None:
-    document = {
+def _write_document(
+    path: Path, controller_epoch: int, topics: Mapping[str, StoredTopic], broker_configs: BrokerConfigs
+) -> None:
+    document: dict[str, Any] = {
         "version": FORMAT_VERSION,
         "controller_epoch": controller_epoch,
         "topics": {name: _topic_to_json(t) for name, t in sorted(topics.items())},
     }
+    if broker_configs:
+        document["broker_configs"] = {e: dict(c) for e, c in sorted(broker_configs.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 

@@ -3,10 +3,12 @@
 Owns the interface both modes implement, shaped after Kafka's ZooKeeper layout
 (/work/shared/kafka-zk-layout.md): admin writes that any broker may make — a topic's configs and
 assignment (`/config/topics/<t>`, `/brokers/topics/<t>`), added partitions, config changes
-(`/config/changes`), a deletion request (`/admin/delete_topics/<t>`) — and the controller's writes,
+(`/config/changes`), a deletion request (`/admin/delete_topics/<t>`), dynamic broker configs
+(`/config/brokers/<id>`, `/config/brokers/<default>`) — and the controller's writes,
 fenced by its controller epoch: its election (`/controller_epoch`), partition state
 (`.../partitions/<p>/state`) and the removal of a deleted topic. Watchers hear a `StoreEvent` after
-each change is durable (ZooKeeper watches; in-process calls for the local file).
+each change is durable (ZooKeeper watches; in-process calls for the local file); broker config
+watchers hear the entity (`DEFAULT_BROKER_ENTITY` or a broker id) whose dynamic configs changed.
 
 Implementations: `LocalMetadataStore` (controller/local.py, one JSON file, single node) and
 `ZkMetadataStore` (controller/zk/store.py, Kafka's znodes, cluster mode).
@@ -57,6 +59,10 @@ class StoreEvent:
 
 
 StoreWatcher = Callable[[StoreEvent], None]
+BrokerConfigsWatcher = Callable[[str], None]
+
+# Kafka's entity name of the cluster-wide default broker configs (`/config/brokers/<default>`).
+DEFAULT_BROKER_ENTITY = "<default>"
 
 
 class MetadataStore(abc.ABC):
@@ -64,6 +70,7 @@ class MetadataStore(abc.ABC):
 
     def __init__(self) -> None:
         self._watchers: list[StoreWatcher] = []
+        self._broker_config_watchers: list[BrokerConfigsWatcher] = []
 
     def watch(self, watcher: StoreWatcher) -> None:
         """Call `watcher(event)` after every durable admin change."""
@@ -72,6 +79,14 @@ class MetadataStore(abc.ABC):
     def _notify(self, event: StoreEvent) -> None:
         for watcher in self._watchers:
             watcher(event)
+
+    def watch_broker_configs(self, watcher: BrokerConfigsWatcher) -> None:
+        """Call `watcher(entity)` after an entity's dynamic broker configs changed durably."""
+        self._broker_config_watchers.append(watcher)
+
+    def _notify_broker_configs(self, entity: str) -> None:
+        for watcher in self._broker_config_watchers:
+            watcher(entity)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -82,6 +97,11 @@ class MetadataStore(abc.ABC):
     @property
     @abc.abstractmethod
     def controller_epoch(self) -> int: ...
+
+    @abc.abstractmethod
+    def broker_configs(self, entity: str) -> Mapping[str, str]:
+        """The dynamic configs of `entity`: DEFAULT_BROKER_ENTITY (cluster-wide) or a broker id
+        (this broker's own; other brokers' are not kept)."""
 
     def broker_epochs(self) -> Mapping[int, int]:
         """Each registered broker's epoch (ZooKeeper mode); empty where brokers do not register."""
@@ -101,6 +121,10 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's config overrides."""
+
+    @abc.abstractmethod
+    async def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of `entity` (DEFAULT_BROKER_ENTITY or a broker id)."""
 
     @abc.abstractmethod
     async def request_deletion(self, name: str) -> None:

@@ -22,6 +22,15 @@ Owns the broker's life cycle.
   Then LeaderAndIsr and StopReplica go to the ReplicaManager, UpdateMetadata to the metadata cache
   (Kafka's KafkaApis). Topic config changes come from the
   store's watch (Kafka: /config/changes) and reach the metadata cache and the existing logs.
+- Dynamic broker configs (Kafka's DynamicBrokerConfig): at start, after the store is read, and on
+  every change the store reports for `<default>` or this broker's id, `config` becomes the static
+  config under the stored dynamic layers (`KafkaConfig.with_dynamic`; stored values it refuses are
+  logged and the previous config kept; a change heard while starting is applied once the broker
+  watches) and is applied live: every topic's LogConfig is rebuilt (topic override > per-broker >
+  cluster-wide default > static > code default), the log cleaner takes the new log.cleaner.*
+  settings at its next run (and log.cleaner.backoff.ms at its next wait), the listeners the new
+  connection limits (max.connections at most the share of file descriptors fixed at start), and
+  the controller, if here, unclean.leader.election.enable for its next election.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
   unload group coordinator shards (Kafka's onLeadershipChange).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
@@ -92,6 +101,7 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from odradek.clock import SYSTEM_CLOCK, Clock
@@ -108,7 +118,7 @@ from odradek.controller.producer_ids import (
     ZkProducerIdBlockSource,
 )
 from odradek.controller.remote_channel import RemoteChannel
-from odradek.controller.store import MetadataStore, StoreEvent, StoreEventKind
+from odradek.controller.store import DEFAULT_BROKER_ENTITY, MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
@@ -120,11 +130,16 @@ from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, Upd
 from odradek.replication import fencing
 from odradek.replication.fetcher import FetcherSettings
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
-from odradek.server.config import KafkaConfig
+from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
-from odradek.server.limits import connection_limits, descriptor_budget_for_config
+from odradek.server.limits import (
+    ConnectionLimits,
+    connection_limits,
+    descriptor_budget_for_config,
+    resolve_overrides,
+)
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
@@ -210,7 +225,8 @@ class Broker:
         self._shutting_down = False
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         self._bound: dict[str, tuple[str, int]] = {}
-        self._server = KafkaServer(Dispatcher(self), connection_limits(config))
+        self._start_limits = connection_limits(config)
+        self._server = KafkaServer(Dispatcher(self), self._start_limits)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -245,6 +261,9 @@ class Broker:
             zk_cluster_id = await self._connect_zookeeper(config.zookeeper_connect)
         else:
             self.store.load()
+        config = self.config = self._stored_dynamic_config()
+        if config.dynamic_default or config.dynamic_broker:
+            self._server.update_limits(self._connection_limits())
         topic_configs = {name: config.log_config(t.configs) for name, t in self.store.topics().items()}
         self.log_manager = LogManager(
             config.log_dirs,
@@ -287,6 +306,9 @@ class Broker:
         for name, topic in self.store.topics().items():
             self.metadata_cache.update_topic_configs(name, topic.configs)
         self.store.watch(self._on_store_event)
+        self.store.watch_broker_configs(self._on_broker_configs_changed)
+        if not self._dynamic_config_current():
+            self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(self, config, self.clock)
         await self.group_coordinator.startup()
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
@@ -320,15 +342,19 @@ class Broker:
         return ZkProducerIdBlockSource(self._zk, self.broker_id)
 
     def _start_periodic_tasks(self) -> None:
-        config, log_manager = self.config, self.log_manager
-        schedule: list[tuple[str, int, Callable[[int], object]]] = [
-            ("log-retention", config["log.retention.check.interval.ms"], log_manager.run_retention),
-            ("log-flusher", self._flush_interval_ms(), log_manager.flush_dirty),
-            ("log-cleaner", max(config["log.cleaner.backoff.ms"], 1), log_manager.run_cleaner),
-            ("log-checkpoint", config["log.flush.offset.checkpoint.interval.ms"], self._checkpoint),
+        log_manager = self.log_manager
+
+        def current(name: str) -> Callable[[], int]:
+            return lambda: self.config[name]
+
+        schedule: list[tuple[str, Callable[[], int], Callable[[int], object]]] = [
+            ("log-retention", current("log.retention.check.interval.ms"), log_manager.run_retention),
+            ("log-flusher", self._flush_interval_ms, log_manager.flush_dirty),
+            ("log-cleaner", lambda: max(self.config["log.cleaner.backoff.ms"], 1), log_manager.run_cleaner),
+            ("log-checkpoint", current("log.flush.offset.checkpoint.interval.ms"), self._checkpoint),
         ]
         for name, interval_ms, job in schedule:
-            if interval_ms > 0:
+            if interval_ms() > 0:
                 self._tasks.append(asyncio.create_task(self._every(interval_ms, job), name=name))
 
     def _checkpoint(self, now_ms: int) -> None:
@@ -337,10 +363,11 @@ class Broker:
     def _flush_interval_ms(self) -> int:
         return min(self.config["log.flush.scheduler.interval.ms"], ROLLED_SEGMENT_FLUSH_MS)
 
-    async def _every(self, interval_ms: int, job: Callable[[int], object]) -> None:
-        """Run `job(now_ms)` in a worker thread every `interval_ms`; a failure is logged, not fatal."""
+    async def _every(self, interval_ms: Callable[[], int], job: Callable[[int], object]) -> None:
+        """Run `job(now_ms)` in a worker thread every `interval_ms()` (read before each wait: a
+        dynamic config may change it); a failure is logged, not fatal."""
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await asyncio.sleep(interval_ms() / 1000)
             try:
                 await asyncio.to_thread(job, self.clock.time_ms())
             except Exception:
@@ -677,6 +704,53 @@ class Broker:
             self.metadata_cache.update_topic_configs(event.topic, topic.configs)
         if event.kind is StoreEventKind.CONFIGS_CHANGED:
             self.log_manager.update_topic_config(event.topic, self.config.log_config(topic.configs))
+
+    def _stored_dynamic_config(self) -> KafkaConfig:
+        """The config under the store's dynamic broker configs; the current one if they are refused."""
+        store = self.store
+        try:
+            return self.config.with_dynamic(
+                store.broker_configs(DEFAULT_BROKER_ENTITY), store.broker_configs(str(self.broker_id))
+            )
+        except ConfigError as exc:
+            log.error("Stored dynamic broker configs not applied: %s", exc)
+            return self.config
+
+    def _dynamic_config_current(self) -> bool:
+        """Whether `config` holds the store's dynamic broker configs."""
+        store, config = self.store, self.config
+        stored = store.broker_configs(DEFAULT_BROKER_ENTITY), store.broker_configs(str(self.broker_id))
+        return (config.dynamic_default, config.dynamic_broker) == (dict(stored[0]), dict(stored[1]))
+
+    def _on_broker_configs_changed(self, entity: str) -> None:
+        """Dynamic broker configs of `<default>` or this broker changed: apply them live."""
+        self.config = config = self._stored_dynamic_config()
+        log.info(
+            "Dynamic broker configs of %s changed; now cluster-wide %s, broker %s",
+            entity,
+            config.dynamic_default,
+            config.dynamic_broker,
+        )
+        self.log_manager.default_config = config.log_config()
+        for name, topic in self.store.topics().items():
+            self.log_manager.update_topic_config(name, config.log_config(topic.configs))
+        self.log_manager.cleaner.config = config.cleaner_config()
+        self._server.update_limits(self._connection_limits())
+        if self.controller is not None:
+            self.controller.unclean_default = config["unclean.leader.election.enable"]
+
+    def _connection_limits(self) -> ConnectionLimits:
+        """The start limits with the current (maybe dynamic) connection limits; max.connections
+        stays within the file descriptors set aside for connections at start."""
+        config = self.config
+        return replace(
+            self._start_limits,
+            max_connections=min(config["max.connections"], self._start_limits.max_connections),
+            max_connections_per_ip=config["max.connections.per.ip"],
+            per_ip_overrides=resolve_overrides(
+                parse_connection_overrides(config["max.connections.per.ip.overrides"])
+            ),
+        )
 
     def _topic_log_config(self, topic: str) -> LogConfig:
         return self.config.log_config(self.metadata_cache.topic_configs(topic))

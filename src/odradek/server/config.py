@@ -42,11 +42,25 @@ ZooKeeper mode: `zookeeper.connect` (checked as `host:port[,host:port...][/chroo
 controlled shutdown's `controlled.shutdown.enable`, `controlled.shutdown.max.retries`,
 `controlled.shutdown.retry.backoff.ms` (Kafka's defaults: true, 3, 5000).
 
+Dynamic broker configs (Kafka's DynamicBrokerConfig): `with_dynamic(cluster_default, per_broker)`
+returns a config whose values are, per key, the per-broker dynamic value, else the cluster-wide
+dynamic default, else the static value (server.properties / overrides), else the code default;
+everything derived (topic defaults, `log_config`, `cleaner_config`) follows. Only `DYNAMIC_KEYS`
+may be dynamic: the primary broker synonym of every topic config (log.retention.ms, not
+log.retention.hours: Kafka's rule), the log cleaner's threads / dedupe buffer / load factor /
+backoff, and max.connections, max.connections.per.ip, max.connections.per.ip.overrides (all
+cluster-wide in Kafka). `describe()` reports each key's source (DYNAMIC_BROKER_CONFIG,
+DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and its synonyms in Kafka's
+order (level first: per-broker, cluster default, static; then each synonym name; the code default
+last). Deprecated configs Kafka 3.x still accepts (topic `message.format.version`, broker
+`log.message.format.version`) are accepted and ignored (`without_deprecated` logs each).
+
 Callers: cli (builds it), broker and everything the broker wires (reads it).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import re
@@ -489,6 +503,25 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
     "local.retention.bytes": ("log.local.retention.bytes",),
 }
 
+# Broker configs a BROKER resource's AlterConfigs may change, applied live by every broker: the
+# primary synonym of each topic config (a default for topics without an override), the log cleaner's
+# pool settings and the connection limits the listeners check on accept.
+DYNAMIC_KEYS = frozenset(synonyms[0] for synonyms in TOPIC_CONFIG_SYNONYMS.values()) | frozenset(
+    {
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.backoff.ms",
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+    }
+)
+
+# Deprecated configs Kafka 3.x still accepts and ignores (the message format follows the version).
+DEPRECATED_TOPIC_CONFIGS = frozenset({"message.format.version"})
+DEPRECATED_BROKER_CONFIGS = frozenset({"log.message.format.version"})
+
 # Topic configs without a broker-level synonym, with Kafka's defaults.
 TOPIC_ONLY_DEFAULTS: dict[str, str] = {
     "remote.storage.enable": "false",
@@ -679,12 +712,32 @@ def format_value(value: object) -> str | None:
 # the config
 
 
+def without_deprecated(configs: Mapping[str, str], deprecated: frozenset[str], owner: str) -> dict[str, str]:
+    """`configs` without the deprecated keys Kafka still accepts, logging each one dropped."""
+    for name in sorted(configs.keys() & deprecated):
+        log.info("Config %s of %s is deprecated and ignored (value %r)", name, owner, configs[name])
+    return {name: value for name, value in configs.items() if name not in deprecated}
+
+
+def _dynamic_value(name: str, raw: str) -> object:
+    """A dynamic config's typed, validated value (ConfigError when the key is not dynamic)."""
+    if name not in DYNAMIC_KEYS:
+        raise ConfigError(name, raw, "cannot be updated dynamically")
+    key = CONFIG_KEYS[name]
+    value = convert(key, raw)
+    if key.validator is not None:
+        key.validator(name, value)
+    return value
+
+
 class KafkaConfig:
     """Validated broker configuration. Read values by Kafka name: `config["num.partitions"]`."""
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         self.originals: dict[str, str] = dict(props or {})
         self.unknown_keys: list[str] = []
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
         self._values: dict[str, Any] = {}
         refuse_unprovided_protections(self.originals)
         for name, key in CONFIG_KEYS.items():
@@ -701,6 +754,19 @@ class KafkaConfig:
         self.listeners = self._bound_listeners()
         self.advertised_listeners = self._advertised()
         self._validate_cross_key()
+        self._static_values = self._values
+
+    def with_dynamic(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> KafkaConfig:
+        """This config's static values under these dynamic layers (per-broker over cluster-wide
+        default); ConfigError names a key that is not dynamic or a bad value."""
+        layered = copy.copy(self)
+        layered.dynamic_default, layered.dynamic_broker = dict(cluster_default), dict(per_broker)
+        layered._values = dict(self._static_values)
+        for layer in (cluster_default, per_broker):
+            for name, raw in layer.items():
+                layered._values[name] = _dynamic_value(name, raw)
+        layered._validate_cross_key()
+        return layered
 
     @classmethod
     def from_sources(
@@ -911,25 +977,53 @@ class KafkaConfig:
             raise ConfigError(key, merged.get(key), str(exc)) from None
 
     def describe(self) -> Iterator[ConfigEntry]:
-        """The entries of DescribeConfigs for this broker, sorted by name. All are read-only (static)."""
+        """The entries of DescribeConfigs for this broker, sorted by name."""
         for name in sorted(CONFIG_KEYS):
             key = CONFIG_KEYS[name]
-            explicit = self.is_set(name)
-            value = format_value(self._values[name])
-            source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
-            synonyms = [ConfigSynonym(name, value, source)]
-            if explicit:
-                synonyms.append(ConfigSynonym(name, format_value(key.default), ConfigSource.DEFAULT_CONFIG))
+            default = ConfigSynonym(name, format_value(key.default), ConfigSource.DEFAULT_CONFIG)
+            synonyms = (*self._broker_synonyms((name,)), default)
+            yield ConfigEntry(
+                name=name,
+                value=format_value(self._values[name]),
+                source=synonyms[0].source,
+                is_default=synonyms[0].source is ConfigSource.DEFAULT_CONFIG,
+                read_only=name not in DYNAMIC_KEYS,
+                sensitive=key.type is ConfigType.PASSWORD,
+                config_type=key.type,
+                synonyms=synonyms,
+            )
+
+    def describe_dynamic_default(self) -> Iterator[ConfigEntry]:
+        """The entries of DescribeConfigs for the cluster-wide default (empty resource name): the
+        dynamic defaults set, sorted by name."""
+        for name in sorted(self.dynamic_default):
+            value = _formatted(name, self.dynamic_default[name])
+            source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             yield ConfigEntry(
                 name=name,
                 value=value,
                 source=source,
-                is_default=not explicit,
-                read_only=True,
-                sensitive=key.type is ConfigType.PASSWORD,
-                config_type=key.type,
-                synonyms=tuple(synonyms),
+                is_default=False,
+                read_only=False,
+                sensitive=False,
+                config_type=CONFIG_KEYS[name].type,
+                synonyms=(ConfigSynonym(name, value, source),),
             )
+
+    def _broker_synonyms(self, names: tuple[str, ...]) -> list[ConfigSynonym]:
+        """The levels setting any of `names`, Kafka's order: per-broker, cluster-wide default, static;
+        within a level, `names` in order."""
+        levels = (
+            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.originals, ConfigSource.STATIC_BROKER_CONFIG),
+        )
+        return [
+            ConfigSynonym(name, _formatted(name, layer[name]), source)
+            for layer, source in levels
+            for name in names
+            if name in layer
+        ]
 
     def describe_topic(self, overrides: Mapping[str, str]) -> Iterator[ConfigEntry]:
         """The entries of DescribeConfigs for a topic with these overrides, sorted by name."""
@@ -949,13 +1043,10 @@ class KafkaConfig:
             )
 
     def _topic_synonyms(self, name: str, override: str | None, default: str) -> tuple[ConfigSynonym, ...]:
-        """Topic override, then each broker synonym set statically, then the built-in default."""
+        """Topic override, then the broker synonyms set (dynamic or static), then the built-in default."""
         synonyms = [] if override is None else [ConfigSynonym(name, override, ConfigSource.TOPIC_CONFIG)]
         broker_names = TOPIC_CONFIG_SYNONYMS.get(name, ())
-        for broker_name in broker_names:
-            if self.is_set(broker_name):
-                value = format_value(self._values[broker_name])
-                synonyms.append(ConfigSynonym(broker_name, value, ConfigSource.STATIC_BROKER_CONFIG))
+        synonyms += self._broker_synonyms(broker_names)
         defaulted = [b for b in broker_names if CONFIG_KEYS[b].default is not None]
         if defaulted:
             builtin = format_value(CONFIG_KEYS[defaulted[0]].default)
@@ -983,8 +1074,13 @@ def validate_topic_configs(configs: Mapping[str, str]) -> None:
         elif name == "remote.storage.enable":
             if raw.strip().lower() != "false":
                 raise ConfigError(name, raw, "remote storage is not enabled on this broker")
-        elif name not in TOPIC_ONLY_DEFAULTS:
+        elif name not in TOPIC_ONLY_DEFAULTS and name not in DEPRECATED_TOPIC_CONFIGS:
             raise ConfigError(name, raw, "Unknown topic config name")
+
+
+def _formatted(name: str, raw: str) -> str | None:
+    """A set value of a known broker config as DescribeConfigs shows it (typed, then rendered)."""
+    return format_value(convert(CONFIG_KEYS[name], raw))
 
 
 def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
@@ -1016,6 +1112,11 @@ def _unprovided(name: str, value: str) -> str | None:
 
 def _normalized(value: str) -> str:
     return ",".join(part.strip() for part in value.split(",") if part.strip()).lower()
+
+
+def is_known_key(name: str) -> bool:
+    """Whether Kafka knows `name` as a broker config (odradek applies it or accepts and ignores it)."""
+    return name in CONFIG_KEYS or _is_ignored(name)
 
 
 def _is_ignored(name: str) -> bool:

@@ -60,6 +60,8 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
 - `connections.max.idle.ms` (default 10 minutes, negative: never): a connection with no bytes
   received or sent for that long, and no request queued or being handled, is closed (checked every
   half interval, at most every second). One INFO line per check counts the closed connections.
+- Dynamic broker configs replace the limits (`update_limits`): later accepts check the new
+  max.connections / max.connections.per.ip / overrides; open connections stay.
 - An accept that fails for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses
   accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
@@ -576,6 +578,14 @@ class KafkaServer:
     @property
     def memory_pool(self) -> MemoryPool:
         return self._pool
+
+    @property
+    def limits(self) -> ConnectionLimits:
+        return self._limits
+
+    def update_limits(self, limits: ConnectionLimits) -> None:
+        """Check later accepts against `limits` (connections already open stay open)."""
+        self._limits = limits
 
     async def bind(self, listener: str, host: str, port: int) -> tuple[str, int]:
         """Bind a listener (empty host = every interface) without accepting yet; returns the bound

@@ -11,7 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from odradek.controller.metadata import PartitionState
-from odradek.controller.store import StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.store import DEFAULT_BROKER_ENTITY, StoredTopic, StoreEvent, StoreEventKind
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.store import ZkMetadataStore
@@ -140,3 +140,28 @@ async def test_a_controller_that_gives_up_its_seat_lets_another_broker_win(chroo
         assert await second.elect_controller() == 2
     finally:
         await _close(first, second)
+
+
+@on_loop
+async def test_broker_configs_reach_the_brokers_they_concern(chroot):
+    writer, other = await _store(chroot, 1), await _store(chroot, 2)
+    heard: list[str] = []
+    other.watch_broker_configs(heard.append)
+    try:
+        await writer.set_broker_configs(DEFAULT_BROKER_ENTITY, {"log.retention.ms": "60000"})
+        await writer.set_broker_configs("1", {"log.segment.bytes": "2048"})
+        assert writer.broker_configs("1") == {"log.segment.bytes": "2048"}
+        changes = await writer.zk.config_changes()
+        assert await writer.zk.config_change(changes[-1]) == ("brokers", "1")
+        assert await writer.zk.entity_configs("brokers", "<default>") == {"log.retention.ms": "60000"}
+        async with asyncio.timeout(10):
+            while other.broker_configs(DEFAULT_BROKER_ENTITY) != {"log.retention.ms": "60000"}:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # broker 1's own change has been seen by now, and ignored
+        assert heard == [DEFAULT_BROKER_ENTITY]
+        assert other.broker_configs("1") == {}
+        restarted = await _store(chroot, 1)
+        assert restarted.broker_configs("1") == {"log.segment.bytes": "2048"}
+        await _close(restarted)
+    finally:
+        await _close(writer, other)

@@ -290,7 +290,11 @@ class KafkaZkClient:
         return znodes.decode_topic_assignment(found[0]) if found is not None else None
 
     async def topic_configs(self, name: str) -> dict[str, str]:
-        found = await self.get(znodes.entity_config_path("topics", name))
+        return await self.entity_configs("topics", name)
+
+    async def entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
+        """The configs of `/config/<type>/<name>` (none when the znode is absent)."""
+        found = await self.get(znodes.entity_config_path(entity_type, name))
         return znodes.decode_entity_config(found[0]) if found is not None else {}
 
     async def add_partitions(self, name: str, assignment: TopicAssignment) -> None:

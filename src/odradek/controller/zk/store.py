@@ -6,6 +6,8 @@ Kafka's znode operations (`KafkaZkClient`):
 - admin writes, by any broker: a topic is `/config/topics/<t>` then `/brokers/topics/<t>` (Kafka JSON,
   topic_id); added partitions rewrite the topic znode; config changes write `/config/topics/<t>` and
   a `/config/changes/config_change_<seq>` notification; a deletion request is `/admin/delete_topics/<t>`;
+  dynamic broker configs write `/config/brokers/<default>` or `/config/brokers/<id>` and a
+  notification the same way (Kafka's AdminZkClient.changeBrokerConfig);
 - controller writes, fenced by the controller epoch's zkVersion (`ControllerSeat`): the election
   (`/controller` + `/controller_epoch`), partition state znodes (created for a new partition, else
   conditional on their zkVersion, which is the partition epoch), and the removal of a deleted topic.
@@ -15,7 +17,9 @@ added), the children of `/config/changes` (config changes, any broker's) and of
 `/admin/delete_topics`, and the children of `/brokers/ids` (membership). A watch or one of this
 broker's own writes re-reads the topic (`_refresh_topic`), and the difference against the snapshot
 becomes the store events (TOPIC_CREATED, PARTITIONS_ADDED, CONFIGS_CHANGED, DELETION_REQUESTED),
-delivered on the event loop after the change is in ZooKeeper. Refreshes run one at a time, so a
+delivered on the event loop after the change is in ZooKeeper. A notification for `brokers/<default>`
+or `brokers/<this broker's id>` re-reads that znode; a difference reaches the broker config
+watchers (other brokers' per-broker configs are not kept). Refreshes run one at a time, so a
 slower older read never overwrites a newer one, and the second reader of one change sees no
 difference (no duplicate events).
 
@@ -45,7 +49,13 @@ from typing import Any
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
-from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.store import (
+    DEFAULT_BROKER_ENTITY,
+    MetadataStore,
+    StoredTopic,
+    StoreEvent,
+    StoreEventKind,
+)
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import ControllerMovedError, ControllerSeat, KafkaZkClient
 from odradek.controller.zk.znodes import LeaderAndIsrZNode, TopicAssignment
@@ -65,6 +75,7 @@ class ZkMetadataStore(MetadataStore):
         self.zk = client  # the session, shared with the broker's registration and election
         self._broker_id = broker_id
         self._topics: dict[str, StoredTopic] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
         self._brokers: dict[int, BrokerInfo] = {}
         self._broker_epochs: dict[int, int] = {}
         self._brokers_listeners: list[BrokersListener] = []
@@ -81,6 +92,8 @@ class ZkMetadataStore(MetadataStore):
         watches died with the old session, and what changed meanwhile becomes events)."""
         changes = await self.zk.config_changes(self._spawner(self._on_config_changes))
         self._last_config_change = changes[-1] if changes else ""
+        for entity in self._broker_entities():
+            await self._refresh_broker_configs(entity)
         await self._on_topic_children(rewatch=True)
         await self._on_deletion_markers()
         await self._on_broker_children()
@@ -138,6 +151,20 @@ class ZkMetadataStore(MetadataStore):
             entity = await self.zk.config_change(child)
             if entity is not None and entity[0] == "topics" and entity[1] in self._topics:
                 await self._refresh_topic(entity[1])
+            elif entity is not None and entity[0] == "brokers" and entity[1] in self._broker_entities():
+                await self._refresh_broker_configs(entity[1])
+
+    def _broker_entities(self) -> tuple[str, str]:
+        return DEFAULT_BROKER_ENTITY, str(self._broker_id)
+
+    async def _refresh_broker_configs(self, entity: str) -> None:
+        """Re-read one entity's dynamic broker configs; tell the watchers when they changed."""
+        async with self._refresh_lock:
+            configs = await self.zk.entity_configs("brokers", entity)
+            if configs == self._broker_configs.get(entity, {}):
+                return
+            self._broker_configs[entity] = configs
+        self._notify_broker_configs(entity)
 
     async def _refresh_topic(self, name: str, watch: bool = False) -> None:
         """Re-read one topic and turn the difference against the snapshot into store events."""
@@ -217,6 +244,9 @@ class ZkMetadataStore(MetadataStore):
     def controller_epoch(self) -> int:
         return self._controller_epoch
 
+    def broker_configs(self, entity: str) -> Mapping[str, str]:
+        return self._broker_configs.get(entity, {})
+
     # -- admin writes -----------------------------------------------------------------------------
 
     async def create_topic(self, topic: StoredTopic) -> None:
@@ -242,6 +272,10 @@ class ZkMetadataStore(MetadataStore):
         self._existing(name)
         await self.zk.change_entity_config("topics", name, configs)
         await self._refresh_topic(name)
+
+    async def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        await self.zk.change_entity_config("brokers", entity, configs)
+        await self._refresh_broker_configs(entity)
 
     async def request_deletion(self, name: str) -> None:
         self._existing(name)

@@ -7,7 +7,8 @@ Behaviour, per topic of the request, each answered on its own:
 - both explicit assignments and a partition count or replication factor other than -1:
   INVALID_REQUEST; -1 takes `num.partitions` / `default.replication.factor`;
 - a config with a null value: INVALID_REQUEST; an unknown topic config or a bad value:
-  INVALID_CONFIG(40) with the reason;
+  INVALID_CONFIG(40) with the reason; the deprecated `message.format.version` is accepted and
+  ignored (logged, not stored), as Kafka 3.x ignores it;
 - then the admin manager's checks: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
   INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, and POLICY_VIOLATION
   when the topic would put more than max.broker.partitions replicas on a broker (nothing is written).
@@ -34,7 +35,12 @@ from odradek.controller.store import StoredTopic
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from odradek.server.config import ConfigError, KafkaConfig
+from odradek.server.config import (
+    DEPRECATED_TOPIC_CONFIGS,
+    ConfigError,
+    KafkaConfig,
+    without_deprecated,
+)
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CREATE_TOPICS
@@ -114,6 +120,7 @@ def _checked_configs(config: KafkaConfig, topic: CreateTopicsRequest.CreatableTo
                 ErrorCode.INVALID_REQUEST, f"Null value not supported for topic configs: {entry.name}"
             )
         configs[entry.name] = entry.value
+    configs = without_deprecated(configs, DEPRECATED_TOPIC_CONFIGS, f"topic {topic.name}")
     try:
         config.log_config(configs)
     except ConfigError as exc:

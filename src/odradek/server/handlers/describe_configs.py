@@ -5,10 +5,14 @@ API: v0-v4.
 Behaviour: TOPIC resources (type 2) list every topic config with its effective value and source:
 TOPIC_CONFIG(1) for an override, STATIC_BROKER_CONFIG(4) when the broker-level synonym was set in
 server.properties or an override, DEFAULT_CONFIG(5) otherwise; an unknown topic answers
-UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources (type 4) named
-by this broker's id list every broker config (all read-only: odradek has no dynamic broker configs);
-the empty name (cluster-wide dynamic defaults) lists nothing; another broker's id answers
-INVALID_REQUEST. `configuration_keys` filters by name. Synonyms (v1+, when `include_synonyms`) go
+UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. A topic config whose broker
+synonym is set dynamically reports DYNAMIC_BROKER_CONFIG(2) or DYNAMIC_DEFAULT_BROKER_CONFIG(3).
+BROKER resources (type 4) named by this broker's id list every broker config with its effective
+value (per-broker dynamic > cluster-wide dynamic default > static > default), its source
+(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG(4), DEFAULT_CONFIG(5)),
+and `read_only` false for the dynamic ones (server/config.py `DYNAMIC_KEYS`); the empty name lists
+the cluster-wide dynamic defaults that are set (DYNAMIC_DEFAULT_BROKER_CONFIG); another broker's
+id answers INVALID_REQUEST. `configuration_keys` filters by name. Synonyms (v1+, when `include_synonyms`) go
 from highest to lowest precedence; config types (v3+) are Kafka's; documentation (v3+, when asked)
 is empty.
 
@@ -82,7 +86,7 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> Iterable[Con
         return broker.config.describe_topic(topic.configs)
     if resource_type == BROKER_RESOURCE:
         if name == "":
-            return []
+            return broker.config.describe_dynamic_default()
         if name != str(broker.broker_id):
             raise KafkaError(
                 ErrorCode.INVALID_REQUEST,
