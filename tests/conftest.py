@@ -4,7 +4,11 @@ Owns: the `compat` marker (applied to every test under tests/compat, which runs 
 against real broker processes); `unique_topic`, a topic name no other test uses, so tests sharing
 one broker never see each other's data (Kafka's legal characters [a-zA-Z0-9._-], at most 249, and
 no '.', so names never collide with '_' in metric names); and `zookeeper`, one real ZooKeeper
-server per test module that asks for it (cluster and ZooKeeper tests take a chroot each on it).
+server per test module that asks for it (cluster and ZooKeeper tests take a chroot each on it); and
+`start_cluster(**overrides)`, which starts a `LocalCluster` of three brokers on that server (a chroot
+of its own, zookeeper.session.timeout.ms CLUSTER_SESSION_TIMEOUT_MS so a killed broker's session
+expires in seconds), hands it over once every broker's metadata names the controller and every
+broker, and kills whatever it started when the test ends, pass or fail.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import re
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from odradek.testing.cluster import LocalCluster
 from odradek.testing.zookeeper import ZooKeeperServer
 
 # kafka-python 3.x loads its schemas with importlib.resources.{read,open}_text, deprecated in 3.11;
@@ -50,3 +55,30 @@ def unique_topic(request: pytest.FixtureRequest) -> str:
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as server:
         yield server
+
+
+CLUSTER_SESSION_TIMEOUT_MS = 4000
+
+
+@pytest.fixture
+def start_cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
+    started: list[LocalCluster] = []
+
+    def start(**overrides: object) -> LocalCluster:
+        made = LocalCluster(
+            tmp_path / f"cluster-{len(started)}",
+            3,
+            zookeeper_connect=zookeeper.connect_string,
+            session_timeout_ms=CLUSTER_SESSION_TIMEOUT_MS,
+            overrides=overrides,
+        )
+        started.append(made)
+        made.start()
+        made.wait_for_controller()
+        return made
+
+    try:
+        yield start
+    finally:
+        for made in started:
+            made.close()

@@ -12,14 +12,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from odradek.testing.cluster import LocalCluster, eventually
-from odradek.testing.zookeeper import ZooKeeperServer
-from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.cluster.test_replication import TIMEOUT_S, create_replicated_topic, producer
 from tests.compat.helpers import consume
 
@@ -30,20 +27,8 @@ TOPIC = "payments"
 
 
 @pytest.fixture
-def replicated(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster(
-        tmp_path,
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        overrides={"replica.fetch.backoff.ms": 200, "controlled.shutdown.retry.backoff.ms": 1000},
-    )
-    try:
-        made.start()
-        made.wait_for_controller()
-        yield made
-    finally:
-        made.close()
+def replicated(start_cluster: Callable[..., LocalCluster]) -> LocalCluster:
+    return start_cluster(**{"replica.fetch.backoff.ms": 200, "controlled.shutdown.retry.backoff.ms": 1000})
 
 
 class Load:

@@ -4,15 +4,13 @@ offset: the partition's new leader loads the group and a consumer resumes where 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from odradek.coordinator.partitioning import partition_for
 from odradek.testing.cluster import LocalCluster, eventually
-from odradek.testing.zookeeper import ZooKeeperServer
 from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.cluster.test_replication import create_replicated_topic, produce_all
 from tests.compat.helpers import QUIET
@@ -24,24 +22,14 @@ GROUP = "readers"
 
 
 @pytest.fixture
-def grouped(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster(
-        tmp_path,
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        overrides={
+def grouped(start_cluster: Callable[..., LocalCluster]) -> LocalCluster:
+    return start_cluster(
+        **{
             "offsets.topic.replication.factor": 3,
             "offsets.topic.num.partitions": OFFSETS_PARTITIONS,
             "replica.fetch.backoff.ms": 200,
-        },
+        }
     )
-    try:
-        made.start()
-        made.wait_for_controller()
-        yield made
-    finally:
-        made.close()
 
 
 def consumer(bootstrap: str) -> Consumer:

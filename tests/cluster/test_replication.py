@@ -13,8 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -23,7 +22,6 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic as KafkaNewTopic
 
 from odradek.testing.cluster import LocalCluster, eventually
-from odradek.testing.zookeeper import ZooKeeperServer
 from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.compat.helpers import QUIET, admin, consume
 
@@ -35,20 +33,8 @@ UNCLEAN = "unclean.leader.election.enable"
 
 
 @pytest.fixture
-def replicated(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster(
-        tmp_path,
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        overrides={"replica.lag.time.max.ms": LAG_MS, "replica.fetch.backoff.ms": 200},
-    )
-    try:
-        made.start()
-        made.wait_for_controller()
-        yield made
-    finally:
-        made.close()
+def replicated(start_cluster: Callable[..., LocalCluster]) -> LocalCluster:
+    return start_cluster(**{"replica.lag.time.max.ms": LAG_MS, "replica.fetch.backoff.ms": 200})
 
 
 def create_replicated_topic(cluster: LocalCluster, name: str, partitions: int = 1) -> None:
@@ -234,33 +220,22 @@ def test_unclean_election_off_waits_for_the_isr_and_on_elects_an_out_of_sync_rep
 
 
 def test_leadership_returns_to_the_preferred_replica_after_it_comes_back(
-    zookeeper: ZooKeeperServer, tmp_path: Path
+    start_cluster: Callable[..., LocalCluster],
 ) -> None:
-    cluster = LocalCluster(
-        tmp_path,
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        overrides={"leader.imbalance.check.interval.seconds": 2, "replica.fetch.backoff.ms": 200},
+    cluster = start_cluster(**{"leader.imbalance.check.interval.seconds": 2, "replica.fetch.backoff.ms": 200})
+    create_replicated_topic(cluster, "balanced", partitions=3)
+    preferred = {p: cluster.read("/brokers/topics/balanced")["partitions"][str(p)][0] for p in range(3)}
+    assert {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred
+    victim = next(b for b in preferred.values() if b != cluster.controller())
+    cluster.brokers[victim].kill()
+    eventually(
+        lambda: victim not in {cluster.state("balanced", p)["leader"] for p in range(3)},
+        SESSION_TIMEOUT_MS / 1000 + 10,
+        "leaders moved off the killed broker",
     )
-    try:
-        cluster.start()
-        cluster.wait_for_controller()
-        create_replicated_topic(cluster, "balanced", partitions=3)
-        preferred = {p: cluster.read("/brokers/topics/balanced")["partitions"][str(p)][0] for p in range(3)}
-        assert {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred
-        victim = next(b for b in preferred.values() if b != cluster.controller())
-        cluster.brokers[victim].kill()
-        eventually(
-            lambda: victim not in {cluster.state("balanced", p)["leader"] for p in range(3)},
-            SESSION_TIMEOUT_MS / 1000 + 10,
-            "leaders moved off the killed broker",
-        )
-        cluster.brokers[victim].restart()
-        eventually(
-            lambda: {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred,
-            30,
-            "every partition led by its preferred replica again",
-        )
-    finally:
-        cluster.close()
+    cluster.brokers[victim].restart()
+    eventually(
+        lambda: {p: cluster.state("balanced", p)["leader"] for p in range(3)} == preferred,
+        30,
+        "every partition led by its preferred replica again",
+    )

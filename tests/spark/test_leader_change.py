@@ -4,13 +4,11 @@ lost (three `odradek serve` brokers on a real ZooKeeper, a real local SparkSessi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from odradek.testing.cluster import LocalCluster, eventually
-from odradek.testing.zookeeper import ZooKeeperServer
 from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.cluster.test_replication import create_replicated_topic, produce_all
 
@@ -20,20 +18,8 @@ TOPIC = "sparked"
 
 
 @pytest.fixture
-def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster(
-        tmp_path,
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        overrides={"replica.fetch.backoff.ms": 200},
-    )
-    try:
-        made.start()
-        made.wait_for_controller()
-        yield made
-    finally:
-        made.close()
+def cluster(start_cluster: Callable[..., LocalCluster]) -> LocalCluster:
+    return start_cluster(**{"replica.fetch.backoff.ms": 200})
 
 
 def read_values(spark, bootstrap: str) -> list[str]:
