@@ -253,7 +253,9 @@ class ReplicaFetcher:
             return
         if partition.log_end_offset != sent.fetch_offset:
             return
-        partition.append_records_as_follower(data.records or memoryview(b""), data.high_watermark)
+        # a decoded response carries its records as a view of the frame, or none at all
+        records = data.records if isinstance(data.records, memoryview) else memoryview(b"")
+        partition.append_records_as_follower(records, data.high_watermark)
 
     def _truncate_to_diverging(self, partition: Partition, epoch: int, leader_end: int) -> None:
         mine = partition.log.leader_epoch_cache.end_offset_for(epoch, partition.log_end_offset)

@@ -793,6 +793,7 @@ class ReplicaManager:
             )
 
     async def _send_isr_changes(self) -> None:
+        assert self._alter_partition is not None  # only started when there is a controller to ask
         while self._isr_proposals and not self._stopping.is_set():
             proposals, self._isr_proposals = self._isr_proposals, {}
             try:

@@ -200,9 +200,12 @@ class LocalCluster:
         controller = eventually(self.controller, timeout_s, "a controller")
         for process in self.brokers.values():
             if process.is_running():
-                eventually(
-                    lambda p=process: metadata_view(p) == (controller, expected),
-                    timeout_s,
-                    f"broker {process.broker_id}'s metadata naming controller {controller}",
-                )
+                self._wait_for_metadata(process, (controller, expected), timeout_s)
         return controller
+
+    @staticmethod
+    def _wait_for_metadata(process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float) -> None:
+        def told() -> bool:
+            return metadata_view(process) == view
+
+        eventually(told, timeout_s, f"broker {process.broker_id}'s metadata naming controller {view[0]}")
