@@ -46,6 +46,10 @@ class TansuBroker:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid if self._proc is not None else 0
+
     def start(self, timeout: float = 20.0) -> None:
         url = f"tcp://{self.host}:{self.port}"
         argv = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]

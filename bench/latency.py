@@ -1,0 +1,230 @@
+"""End-to-end latency of the OpenMessaging Benchmark workload `1-topic-100-partitions-1kb`.
+
+One topic of N partitions (default 100; `--partitions 1000` for the second point), 1 KiB records
+whose first 8 bytes are the producer's `time.time_ns()`; a confluent-kafka producer (acks=all,
+linger.ms 1) at a fixed rate, and a confluent-kafka consumer assigned every partition at the end
+(fetch.min.bytes 1) that records receive time minus stamp. Producer and consumer are separate
+processes (this file run with `--role`). For each rate (MB/s, or `max`: as fast as the producer
+goes) it prints the achieved rate, p50 / p99 / p99.9 / max latency in ms, and the broker's CPU in
+cores (user + system from /proc/<pid>/stat over the run, divided by the wall time).
+
+Run `python bench/latency.py [--partitions 100] [--rates 5,10,20,50,max] [--seconds 10]
+[--brokers odradek,tansu]` from the repository root. Tansu (bench/peers.py) needs the `bench`
+extra. Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+RECORD = 1024
+TICKS = os.sysconf("SC_CLK_TCK")
+QUIET = {"log_level": 3}
+
+
+# -- the two client processes ----------------------------------------------------------------
+
+
+def run_producer(bootstrap: str, topic: str, rate: float, seconds: float) -> None:
+    """Produce stamped 1 KiB records at `rate` MB/s (0: as fast as possible); print the count."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 1,
+            **QUIET,
+            "queue.buffering.max.kbytes": 65536,
+        }
+    )
+    filler = b"x" * (RECORD - 8)
+    interval = RECORD / (rate * 1e6) if rate > 0 else 0.0
+    started = time.monotonic()
+    sent = 0
+    while (now := time.monotonic()) - started < seconds:
+        if interval and now < started + sent * interval:
+            producer.poll(0)
+            continue
+        try:
+            producer.produce(topic, value=time.time_ns().to_bytes(8, "big") + filler)
+            sent += 1
+        except BufferError:
+            producer.poll(0.001)
+        producer.poll(0)
+    producer.flush(30)
+    print(json.dumps({"sent": sent, "seconds": time.monotonic() - started}), flush=True)
+
+
+def run_consumer(bootstrap: str, topic: str, partitions: int, seconds: float, out: str, ready: str) -> None:
+    """Read every partition from its end for `seconds`; write each latency (ns) to `out`."""
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "latency",
+            "fetch.min.bytes": 1,
+            "enable.auto.commit": False,
+            **QUIET,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
+    consumer.consume(1, timeout=2.0)  # resolves the end offsets before the producer starts
+    Path(ready).touch()
+    latencies = array("q")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for message in consumer.consume(1000, timeout=0.1):
+            if message.error() is None:
+                latencies.append(time.time_ns() - int.from_bytes(message.value()[:8], "big"))
+    consumer.close()
+    Path(out).write_bytes(latencies.tobytes())
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+@contextmanager
+def odradek() -> Iterator[tuple[str, int]]:
+    from odradek.testing.broker import BrokerProcess
+
+    with tempfile.TemporaryDirectory(prefix="odradek-latency-") as root:
+        process = BrokerProcess(Path(root) / "data", output_path=Path(root) / "broker.out")
+        process.start()
+        try:
+            yield process.bootstrap, process.pid or 0
+        finally:
+            process.stop()
+
+
+@contextmanager
+def tansu() -> Iterator[tuple[str, int]]:
+    from peers import TansuBroker  # bench/peers.py
+
+    with TansuBroker() as broker:
+        yield broker.bootstrap, broker.pid
+
+
+BROKERS: dict[str, Callable[[], AbstractContextManager[tuple[str, int]]]] = {
+    "odradek": odradek,
+    "tansu": tansu,
+}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)[name].result(60)
+    time.sleep(1.0)  # leaders loaded and known to every client
+
+
+def measure(bootstrap: str, pid: int, topic: str, partitions: int, rate: float, seconds: float) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        out, ready = f"{tmp}/latencies", f"{tmp}/ready"
+        me = [sys.executable, __file__, "--bootstrap", bootstrap, "--topic", topic]
+        consumer = subprocess.Popen(
+            [
+                *me,
+                "--role",
+                "consumer",
+                "--partitions",
+                str(partitions),
+                "--seconds",
+                str(seconds + 4),
+                "--out",
+                out,
+                "--ready",
+                ready,
+            ]
+        )
+        while not Path(ready).exists():
+            time.sleep(0.05)
+        cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
+        produced = subprocess.run(
+            [*me, "--role", "producer", "--rate", str(rate), "--seconds", str(seconds)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before)
+        consumer.wait()
+        sent = json.loads(produced.stdout.strip().splitlines()[-1])
+        found = sorted(array("q", Path(out).read_bytes()))
+    if not found:
+        return f"rate {rate or 'max'}: nothing received"
+    ms = [value / 1e6 for value in found]
+
+    def pct(q: float) -> float:
+        return ms[min(len(ms) - 1, int(q * len(ms)))]
+
+    achieved = sent["sent"] * RECORD / sent["seconds"] / 1e6
+    return (
+        f"target {rate or 'max'!s:>4} MB/s: achieved {achieved:6.1f} MB/s, received {len(ms):,}; latency p50 "
+        f"{statistics.median(ms):7.2f} p99 {pct(0.99):7.2f} p99.9 {pct(0.999):7.2f} max {ms[-1]:7.2f} ms; "
+        f"broker CPU {cpu:.2f} cores"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--role", choices=("producer", "consumer"))
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic", default="")
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=0.0)
+    parser.add_argument("--rates", default="5,10,20,50,max")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--brokers", default="odradek,tansu")
+    parser.add_argument("--out")
+    parser.add_argument("--ready")
+    args = parser.parse_args()
+    if args.role == "producer":
+        run_producer(args.bootstrap, args.topic, args.rate, args.seconds)
+        return
+    if args.role == "consumer":
+        run_consumer(args.bootstrap, args.topic, args.partitions, args.seconds, args.out, args.ready)
+        return
+    rates = [0.0 if r == "max" else float(r) for r in args.rates.split(",")]
+    seconds = f"{args.seconds:.0f} s per rate"
+    print(f"machine: {os.cpu_count()} cpus; {args.partitions} partitions, 1 KiB records, {seconds}")
+    for name in args.brokers.split(","):
+        try:
+            broker = BROKERS[name]()
+            bootstrap, pid = broker.__enter__()
+        except Exception as exc:  # a peer that is not installed is reported, not fatal
+            print(f"{name}: not measured ({exc})")
+            continue
+        try:
+            for index, rate in enumerate(rates):
+                topic = f"latency-{index}-{int(time.time())}"
+                create_topic(bootstrap, topic, args.partitions)
+                print(
+                    f"{name} {measure(bootstrap, pid, topic, args.partitions, rate, args.seconds)}",
+                    flush=True,
+                )
+        finally:
+            broker.__exit__(None, None, None)
+
+
+if __name__ == "__main__":
+    main()
