@@ -88,9 +88,9 @@ def run_consumer(bootstrap: str, topic: str, partitions: int, seconds: float, ou
     latencies = array("q")
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for message in consumer.consume(1000, timeout=0.1):
-            if message.error() is None:
-                latencies.append(time.time_ns() - int.from_bytes(message.value()[:8], "big"))
+        message = consumer.poll(0.1)  # returns as soon as one record is there (consume(n) waits for n)
+        if message is not None and message.error() is None:
+            latencies.append(time.time_ns() - int.from_bytes(message.value()[:8], "big"))
     consumer.close()
     Path(out).write_bytes(latencies.tobytes())
 
