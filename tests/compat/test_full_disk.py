@@ -9,9 +9,9 @@ produce works again without a restart. A SIGTERM with the disk full exits 0 with
 checkpoint and close writes logged, the previous checkpoints kept and the dir not marked clean; a
 start with the disk still full is refused (exit 1, a line naming the metadata file it cannot write:
 the controller must persist its new epoch, as a KRaft node stops on a failed metadata dir) and
-changes nothing; with space back it starts, recovers, and every acknowledged record reads back. A group's offset commit on a full
-disk is answered with an error (Kafka's NOT_COORDINATOR for a failed __consumer_offsets append) and
-succeeds once space returns.
+changes nothing; with space back it starts, recovers, and every acknowledged record reads back.
+A group's offset commit on a full disk is answered with an error (Kafka's NOT_COORDINATOR for a
+failed __consumer_offsets append) and succeeds once space returns.
 
 Needs root (mount); CI runs as root, so a failed mount fails the test instead of skipping it.
 """
