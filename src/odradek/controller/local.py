@@ -10,7 +10,8 @@ written by earlier versions (every partition with a state, no broker configs) re
 Behaviour: the `MetadataStore` of a one-broker cluster: what ZooKeeper keeps in several znodes lives
 in one document. Every write builds the new document, writes it to a temp file, fsyncs and renames it
 in a worker thread (never on the event loop), and only then shows it in `topics()` and tells the
-watchers. Writes are serialised (one at a time, in call order).
+watchers. Writes are serialised (one at a time, in call order). A write that fails (ENOSPC...)
+raises KafkaStorageError (KAFKA_STORAGE_ERROR) with the previous document still current, on disk and here.
 
 Invariants: a crash leaves the old or the new file; a controller write with an epoch older than the
 stored one is refused with STALE_CONTROLLER_EPOCH; admin writes check the topic exists (or not)
@@ -34,6 +35,7 @@ from odradek.controller.metadata import PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
 from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.storage.errors import KafkaStorageError
 
 BrokerConfigs = Mapping[str, Mapping[str, str]]
 
@@ -165,7 +167,10 @@ class LocalMetadataStore(MetadataStore):
         """Write the document in a worker thread, then make it current."""
         snapshot = dict(topics)
         configs = self._broker_configs if broker_configs is None else broker_configs
-        await asyncio.to_thread(_write_document, self._path, controller_epoch, snapshot, configs)
+        try:
+            await asyncio.to_thread(_write_document, self._path, controller_epoch, snapshot, configs)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot write {self._path}: {exc}") from exc
         self._controller_epoch, self._topics, self._broker_configs = controller_epoch, snapshot, configs
 
 

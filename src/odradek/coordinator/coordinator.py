@@ -14,6 +14,8 @@ COORDINATOR_LOAD_IN_PROGRESS.
 
 Logging: the shards that start loading together (all of them at startup or on the first
 FindCoordinator) are reported by one INFO line when the last of them is loaded, not one per partition.
+A failed creation of `__consumer_offsets` (a full disk...) answers COORDINATOR_NOT_AVAILABLE and is
+logged once per cause until a creation succeeds, not once per client retry.
 
 Every method returns the API's result value (error codes inside) and never raises for Kafka errors.
 Callers: the group API handlers (through `broker.group_coordinator`), tests.
@@ -112,6 +114,7 @@ class GroupCoordinator:
         self._clock = clock
         self._log: OffsetsLog = offsets_log or ReplicaManagerOffsetsLog(broker)
         self._shards: dict[int, CoordinatorShard] = {}
+        self._create_failure: str | None = None  # the last creation error logged, until one succeeds
         self._running = False
         self._loading: set[int] = set()  # partitions the next load summary waits for
         self._loaded_partitions = 0
@@ -195,8 +198,11 @@ class GroupCoordinator:
         try:
             topic = await self._offsets_topic()
         except KafkaError as exc:
-            log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc)
+            if str(exc) != self._create_failure:  # clients retry every few ms: log each cause once
+                log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc)
+                self._create_failure = str(exc)
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        self._create_failure = None
         if topic is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         partition = partition_for(group_id, len(topic.partitions))

@@ -5,8 +5,10 @@ the partition (groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), then takes
 queue in order. An event is a pure decision over one group (`classic.*`): the task appends the
 decision's records to the partition and waits for them to be committed (acks=-1) before the new
 group state is kept and the replies are sent; if the append fails, the group stays as it was and the
-decision's failure answer is sent instead. Events queue up behind an append, so no decision ever
-sees state that is not yet in the log.
+decision's failure answer is sent instead (Kafka's mapping: KAFKA_STORAGE_ERROR answers
+NOT_COORDINATOR). Only a NOT_LEADER_OR_FOLLOWER append closes the shard (leadership moved); after a
+failed write (a full disk) it keeps serving and the next write is tried again. Events queue up behind
+an append, so no decision ever sees state that is not yet in the log.
 
 Timers run on the injected clock: each group's next deadline (session, rebalance, pending sync) sits
 in a heap; an `asyncio` timer handle enqueues a tick for the earliest one and the tick runs
@@ -252,13 +254,18 @@ class CoordinatorShard:
         before = self.groups.get(group_id)
         decision = decide(before, now)
         if decision.records:
-            error = await self._append(decision.records, now)
+            append_error = await self._append(decision.records, now)
+            error = (
+                _APPEND_ERRORS.get(append_error, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if append_error
+                else ErrorCode.NONE
+            )
             if error != ErrorCode.NONE:
                 if decision.on_failure is not None:
                     decision = classic.write_failed(before, decision.on_failure, error, now, self._config)
                 else:
                     log.warning("Could not store the state of group %s: %s", group_id, error.name)
-            if error == ErrorCode.NOT_COORDINATOR:
+            if append_error == ErrorCode.NOT_LEADER_OR_FOLLOWER:  # leadership moved: not a full disk
                 self._deliver(decision)
                 await self.close()
                 return
@@ -282,7 +289,8 @@ class CoordinatorShard:
         if not future.done():
             future.set_result(error_result(error) if error != ErrorCode.NONE else value)
 
-    async def _append(self, records: tuple[classic.Record, ...], now: Now) -> ErrorCode:
+    async def _append(self, records: tuple[classic.Record, ...], now: Now) -> int:
+        """Append and wait for the commit; the partition's error code (not yet mapped for clients)."""
         batch = build_batch(
             [
                 SimpleRecord(value=_encode_value(value), key=encode_key(key), timestamp=now.wall_ms)
@@ -290,13 +298,10 @@ class CoordinatorShard:
             ]
         )
         try:
-            code = await self._log.append(self.partition, batch, self._config.offsets_commit_timeout_ms)
+            return await self._log.append(self.partition, batch, self._config.offsets_commit_timeout_ms)
         except Exception:
             log.exception("Appending to __consumer_offsets-%d failed", self.partition)
             return ErrorCode.UNKNOWN_SERVER_ERROR
-        if code == ErrorCode.NONE:
-            return ErrorCode.NONE
-        return _APPEND_ERRORS.get(code, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     # -- timers -----------------------------------------------------------------------------------
 

@@ -43,6 +43,10 @@ Fetches answer at once when max_wait_ms <= 0, min_bytes is already there, or a p
 otherwise they wait in purgatory. The response's max_bytes is shared by partitions in request order;
 the first batch of the first partition with data is returned even when larger than the limits.
 Per-partition failures become error codes, never exceptions.
+A failed write (KafkaStorageError: a full disk...) answers KAFKA_STORAGE_ERROR and is logged once per
+partition (WARNING) until an append to it succeeds again (INFO), not once per request; a high
+watermark checkpoint that cannot be written keeps the previous file and is logged the same way, and
+never stops a shutdown.
 
 Shutdown stops the loader between partitions: it waits only for the partitions in progress (at
 most one per worker), so a broker stops within seconds in the middle of creating or loading
@@ -92,7 +96,7 @@ from odradek.replication.partition import (
 )
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
-from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
@@ -238,6 +242,8 @@ class ReplicaManager:
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._hosted_per_topic: collections.Counter[str] = collections.Counter()
         self._checkpointed_hws: dict[TopicPartition, int] = {}
+        self._checkpoint_failing = False
+        self._failing_appends: set[TopicPartition] = set()
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         # the partition loader
@@ -299,14 +305,19 @@ class ReplicaManager:
                 await asyncio.wait_for(self._stopping.wait(), interval_s)
             except TimeoutError:
                 snapshot = self._high_watermarks_by_dir()
-                try:
-                    await asyncio.to_thread(_write_checkpoints, snapshot)
-                except OSError:
-                    log.exception("Writing the high watermark checkpoint failed")
+                self._note_checkpoint(await asyncio.to_thread(_write_checkpoints, snapshot))
 
     def checkpoint_high_watermarks(self) -> None:
         """Write `replication-offset-checkpoint` in every log dir (partitions whose log lives there)."""
-        _write_checkpoints(self._high_watermarks_by_dir())
+        self._note_checkpoint(_write_checkpoints(self._high_watermarks_by_dir()))
+
+    def _note_checkpoint(self, error: OSError | None) -> None:
+        """Log a failing checkpoint write once, and once more when a write succeeds again."""
+        if error is not None and not self._checkpoint_failing:
+            log.warning("Cannot write the high watermark checkpoint, the previous one stays: %s", error)
+        elif error is None and self._checkpoint_failing:
+            log.info("The high watermark checkpoint is written again")
+        self._checkpoint_failing = error is not None
 
     def _high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
         by_dir: dict[Path, dict[TopicPartition, int]] = {directory: {} for directory in self._log_dirs}
@@ -611,17 +622,38 @@ class ReplicaManager:
             return PartitionResponse(code, error_message=message), -1
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
-        except KafkaError as exc:  # storage and batch validation errors are KafkaErrors too
+        except KafkaStorageError as exc:
+            self._note_failing_append(key, exc)
+            return PartitionResponse(exc.code, error_message=exc.message), -1
+        except KafkaError as exc:  # batch validation errors are KafkaErrors too
             log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
             return PartitionResponse(exc.code, error_message=exc.message), -1
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)
             return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1
+        if self._failing_appends:
+            self._note_append_succeeded(key)
         self._complete_delayed(*key, hw_moved=hw_moved)
         response = PartitionResponse(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
         return response, info.last_offset + 1
+
+    def _note_failing_append(self, key: TopicPartition, exc: KafkaStorageError) -> None:
+        """Log the first of a partition's failing writes; the next ones are answered quietly."""
+        if key not in self._failing_appends:
+            self._failing_appends.add(key)
+            log.warning(
+                "Appends to %s-%d fail: %s (error %d); logged again when an append succeeds",
+                *key,
+                exc.message,
+                exc.code,
+            )
+
+    def _note_append_succeeded(self, key: TopicPartition) -> None:
+        if key in self._failing_appends:
+            self._failing_appends.discard(key)
+            log.info("Appends to %s-%d succeed again", *key)
 
     # -- fetch -----------------------------------------------------------------------------------
 
@@ -883,9 +915,15 @@ class ReplicaManager:
         )
 
 
-def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> None:
+def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> OSError | None:
+    """Write each dir's checkpoint; the first failure (ENOSPC...) is returned, the other dirs tried."""
+    failure = None
     for directory, offsets in by_dir.items():
-        write_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, offsets)
+        try:
+            write_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, offsets)
+        except OSError as exc:
+            failure = failure or exc
+    return failure
 
 
 def _partition_state(state: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> PartitionState:

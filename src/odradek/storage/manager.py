@@ -57,6 +57,10 @@ Behaviour:
   checkpoints, and writes the clean shutdown marker of each dir whose partitions are all clean:
   a dir that started unclean keeps no marker while some of its partitions were never loaded
   (and so never recovered).
+- A full disk (or any failed write) never stops a start or a shutdown: a checkpoint that cannot be
+  written is logged and the previous file stays (an older recovery point only costs recovery time);
+  a log whose close fails (index tail, producer snapshot) is logged and its dir is not marked clean,
+  so the next start recovers it.
 
 Thread safety: the maps of logs are guarded by `_lock`, held only for dictionary work (never while
 loading, flushing or writing a file); each `Log` guards itself.
@@ -167,7 +171,7 @@ class LogManager:
             self._lock_fds.append(_lock_dir(directory))
         for directory in self._dirs:
             self._list_dir(directory)
-        self.checkpoint()
+        self._checkpoint_quietly()
         self.cleaner = LogCleaner(self._dirs, self.all_logs, cleaner_config or CleanerConfig())
 
     # -- start ---------------------------------------------------------------------------------
@@ -442,6 +446,23 @@ class LogManager:
             write_checkpoint(path, offsets)
             self._written_checkpoints[path] = fingerprint
 
+    def _checkpoint_quietly(self) -> set[Path]:
+        """`checkpoint`, logging a failure (ENOSPC...) instead of raising: the previous files stay.
+        Returns the log dirs whose checkpoints may be stale (all of them after a failure)."""
+        try:
+            self.checkpoint()
+        except (KafkaStorageError, OSError) as exc:
+            log.warning("Writing the log dir checkpoints failed, the previous ones stay: %s", exc)
+            return set(self._dirs)
+        return set()
+
+    def _close_logs(self, logs: list[Log]) -> set[Path]:
+        """Close `logs` in parallel; the log dirs in which a close failed."""
+        if not logs:
+            return set()
+        with ThreadPoolExecutor(min(SHUTDOWN_THREADS, len(logs)), thread_name_prefix="log-close") as pool:
+            return {directory for directory in pool.map(_close_quietly, logs) if directory is not None}
+
     def shutdown(self) -> None:
         """Close every loaded log (in parallel), checkpoint, mark clean dirs, release the dir locks.
 
@@ -453,11 +474,8 @@ class LogManager:
             pending.done.wait()
         self.cleaner.shutdown()
         self._flusher.shutdown(wait=True)
-        logs = self.all_logs()
-        if logs:
-            with ThreadPoolExecutor(min(SHUTDOWN_THREADS, len(logs)), thread_name_prefix="log-close") as pool:
-                list(pool.map(Log.close, logs))
-        self.checkpoint()
+        failed = self._close_logs(self.all_logs())
+        failed |= self._checkpoint_quietly()
         with self._lock:
             unrecovered = {
                 entry.directory.parent for entry in self._stored.values() if not entry.clean_shutdown
@@ -466,12 +484,27 @@ class LogManager:
         for directory in self._dirs:
             if directory in unrecovered:
                 log.info("%s: not marked clean, some of its partitions were never loaded", directory)
+            elif directory in failed:
+                log.warning(
+                    "%s: not marked clean, a write failed while closing; the next start recovers it",
+                    directory,
+                )
             else:
                 write_atomically(directory / CLEAN_SHUTDOWN_FILE, b"")
         self.files.close_all()
         for fd in self._lock_fds:
             os.close(fd)
         self._lock_fds.clear()
+
+
+def _close_quietly(target: Log) -> Path | None:
+    """Close `target`; on a failed write (ENOSPC...) log it and return its log dir."""
+    try:
+        target.close()
+    except (KafkaStorageError, OSError) as exc:
+        log.warning("Closing %s failed: %s", target.dir.name, exc)
+        return target.dir.parent
+    return None
 
 
 def _flush_quietly(target: Log) -> None:

@@ -43,6 +43,10 @@ empty: a record that fails validation fails its whole partition, and error_messa
 problem; no batch_index is reported. current_leader and
 node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
 led here. throttle_time_ms is always 0.
+A write that fails on the disk (ENOSPC, EIO) answers KAFKA_STORAGE_ERROR (56) for that partition
+with the log unchanged, and the log dir stays online: the next produce tries again, so appends work
+once space returns, without a restart (Kafka marks the dir offline and moves its partitions away).
+The ReplicaManager logs the first failure per partition and the recovery, not every request.
 """
 
 from __future__ import annotations
