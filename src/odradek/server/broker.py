@@ -144,6 +144,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.network import KafkaServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
+from odradek.storage.errors import KafkaStorageError
 from odradek.storage.manager import LogManager
 
 if TYPE_CHECKING:
@@ -366,12 +367,26 @@ class Broker:
     async def _every(self, interval_ms: Callable[[], int], job: Callable[[int], object]) -> None:
         """Run `job(now_ms)` in a worker thread every `interval_ms()` (read before each wait: a
         dynamic config may change it); a failure is logged, not fatal."""
+        failing: str | None = None  # a disk error already logged, until the job succeeds again
         while True:
             await asyncio.sleep(interval_ms() / 1000)
+            task = asyncio.current_task()
+            name = task.get_name() if task is not None else "?"
             try:
                 await asyncio.to_thread(job, self.clock.time_ms())
+            except (OSError, KafkaStorageError) as exc:  # a full or failing disk: once, no traceback
+                if failing != str(exc):
+                    log.warning(
+                        "Periodic task %s failed: %s (logged again only if the error changes)", name, exc
+                    )
+                failing = str(exc)
+                continue
             except Exception:
-                log.exception("Periodic task %s failed", asyncio.current_task())
+                log.exception("Periodic task %s failed", name)
+            else:
+                if failing is not None:
+                    log.info("Periodic task %s succeeds again", name)
+                failing = None
 
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
