@@ -33,8 +33,8 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   write moves the partition epoch), the leader gets its answer, then UpdateMetadata with the changed
   partitions goes to every live broker (Kafka's ZooKeeper-mode AlterPartition: no LeaderAndIsr, the
   leader epoch stays). A request from a broker that is not live, or with a broker epoch other than
-  its registration's, is STALE_BROKER_EPOCH; a broker that is not (or no longer) controller answers
-  NOT_CONTROLLER.
+  its registration's (-1 included, as Kafka checks), is STALE_BROKER_EPOCH; a broker that is not
+  (or no longer) controller answers NOT_CONTROLLER.
 - Controlled shutdown asked by a broker (ControlledShutdown, `controlled_shutdown`): handled in turn
   with the other events; the broker is marked shutting down until it leaves the live brokers. Every
   partition it leads with another live ISR member not shutting down gets
@@ -311,7 +311,8 @@ class Controller:
 
     async def _change_isr(self, event: IsrChangeAsked) -> None:
         request = event.request
-        if request.broker_id not in self.live_brokers or self._stale(request.broker_id, request.broker_epoch):
+        stale = self._stale(request.broker_id, request.broker_epoch, required=True)
+        if request.broker_id not in self.live_brokers or stale:
             event.answer.set_result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
             return
         decided = self._decide_isr_changes(request)
@@ -342,9 +343,13 @@ class Controller:
                     )
             await self._send_update_metadata(changed)
 
-    def _stale(self, broker_id: int, broker_epoch: int) -> bool:
-        """A broker epoch other than the broker's registration's (-1: not checked)."""
-        return -1 != broker_epoch != self.store.broker_epochs().get(broker_id, broker_epoch)
+    def _stale(self, broker_id: int, broker_epoch: int, required: bool = False) -> bool:
+        """A broker epoch other than the broker's registration's. -1 is not checked unless
+        `required` (AlterPartition always carries one; ControlledShutdown v1 has none)."""
+        registered = self.store.broker_epochs().get(broker_id)
+        if registered is None or (broker_epoch == -1 and not required):
+            return False
+        return broker_epoch != registered
 
     def _decide_isr_changes(self, request: AlterPartitionRequest) -> dict[tuple[str, int], IsrDecision]:
         topics = self.store.topics()
