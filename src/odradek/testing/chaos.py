@@ -303,8 +303,9 @@ class Nemesis:
         return fallback
 
     def _hold(self, kind: str) -> float:
-        """A pause or an isolation: past replica.lag.time.max.ms, half the time also past the
-        ZooKeeper session; a ZooKeeper cut: half the time within the session, half past it."""
+        """A kill: `kill_hold_s`; a slowed link: `slow_hold_s`; a pause or an isolation: past
+        replica.lag.time.max.ms, half the time also past the ZooKeeper session; a ZooKeeper cut:
+        half the time within the session (the broker may still dial again too late), half past it."""
         session_s = self.settings.session_timeout_ms / 1000
         if kind in SLOW_KINDS:
             return self.rng.uniform(*self.settings.slow_hold_s)
