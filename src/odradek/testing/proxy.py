@@ -112,8 +112,8 @@ class FaultProxy:
         self._spawn(self._pump, upstream, client)
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        source.settimeout(_POLL_S)
         try:
+            source.settimeout(_POLL_S)  # raises when a cut closed the socket before this thread ran
             while not self._closed.is_set():
                 try:
                     chunk = source.recv(_CHUNK)
