@@ -1,13 +1,15 @@
 """Long fault runs (src/odradek/testing/chaos.py) on a local cluster with its own ZooKeeper server.
 
-Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--aggressive] [--json FILE]
-[--keep]` from the repository root; --aggressive starts the next fault once every broker is registered
-again, whether or not the ISRs are full. Prints one line per fault cycle (kind, target, hold, the
+Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--kinds all|process|network]
+[--aggressive] [--json FILE] [--keep]` from the repository root; --kinds picks what the nemesis draws
+(process faults: kill -9, SIGSTOP; network faults: proxy cuts and delays; all by default);
+--aggressive starts the next fault once every broker is registered again, whether or not the ISRs
+are full. Prints one line per fault cycle (kind, target, hold, a slowed link's delay, the
 unavailability window: the longest wait of a partition for its next acknowledgement after the fault
-began) and a final summary; exits 1 when the promise broke or the cluster got stuck. The data
-directory (each broker's output in `broker-<id>.out`) is kept when the run fails or with --keep,
-removed otherwise. Bounded in time: each cycle holds its fault at most 2 ZooKeeper sessions, then
-waits at most 60 s for the cluster to heal.
+began) and a final summary (with the worst window per kind); exits 1 when the promise broke or the
+cluster got stuck. The data directory (each broker's output in `broker-<id>.out`) is kept when the
+run fails or with --keep, removed otherwise. Bounded in time: each cycle holds its fault at most 2
+ZooKeeper sessions, then waits at most 60 s for the cluster to heal.
 """
 
 from __future__ import annotations
@@ -21,7 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from odradek.testing.chaos import ChaosSettings, FaultRecord, run_chaos  # noqa: E402
+from odradek.testing.chaos import (  # noqa: E402
+    FAULT_KINDS,
+    NETWORK_KINDS,
+    PROCESS_KINDS,
+    ChaosSettings,
+    FaultRecord,
+    run_chaos,
+)
+
+KINDS = {"all": FAULT_KINDS, "process": PROCESS_KINDS, "network": NETWORK_KINDS}
 
 
 def print_cycle(fault: FaultRecord) -> None:
@@ -29,9 +40,10 @@ def print_cycle(fault: FaultRecord) -> None:
     target = f"broker {fault.broker}" + (
         f" (leader of p{fault.partition})" if fault.partition is not None else ""
     )
+    delay = f" delay={fault.delay_ms}ms" if fault.delay_ms else ""
     print(
         f"cycle {fault.cycle:3d} t={fault.started_s:7.1f}s {fault.kind:15s} {target:26s} "
-        f"hold={fault.hold_s:5.2f}s window={window} acked={fault.acked}",
+        f"hold={fault.hold_s:5.2f}s{delay} window={window} acked={fault.acked}",
         flush=True,
     )
 
@@ -42,6 +54,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--rate", type=float, default=200.0, help="records a second offered")
+    parser.add_argument("--kinds", choices=sorted(KINDS), default="all", help="faults the nemesis draws")
     parser.add_argument(
         "--aggressive",
         action="store_true",
@@ -56,6 +69,7 @@ def main() -> int:
         brokers=args.brokers,
         rate=args.rate,
         full_isr_between=not args.aggressive,
+        kinds=KINDS[args.kinds],
     )
     data_dir = Path(tempfile.mkdtemp(prefix=f"odradek-chaos-{args.seed}-"))
     result = run_chaos(data_dir, settings, on_cycle=print_cycle)

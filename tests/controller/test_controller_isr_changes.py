@@ -1,7 +1,8 @@
 """The controller's answer to a leader's AlterPartition: accepted changes are written (partition
-epoch + 1, leader epoch unchanged) and reach every broker by UpdateMetadata; stale epochs, brokers
-that are not live replicas and unknown partitions are refused with Kafka's errors and change
-nothing; a broker that stopped being controller answers NOT_CONTROLLER."""
+epoch + 1, leader epoch unchanged) and reach every broker by UpdateMetadata; a broker leaving before it
+answered does not keep the others from being told; stale epochs, brokers that are not live replicas
+and unknown partitions are refused with Kafka's errors and change nothing; a broker that stopped
+being controller answers NOT_CONTROLLER."""
 
 from __future__ import annotations
 
@@ -55,6 +56,19 @@ def test_a_leaders_isr_change_is_written_and_announced(tmp_path: Path) -> None:
             )
         )
         assert grown.isr == [1, 2] and cluster.states()[1].isr == (1, 2)
+
+    run(scenario)
+
+
+def test_a_broker_that_left_does_not_keep_the_others_from_the_announcement(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        state = cluster.states()[1]
+        cluster.remote.sent.clear()
+        cluster.remote.gone.add(1)
+        await cluster.controller.alter_partition(ask(1, 1, state.leader_epoch, state.partition_epoch, [1]))
+        await cluster.controller.idle()
+        assert [(api, b) for api, b, _ in cluster.remote.sent] == [("UpdateMetadata", 2)]
 
     run(scenario)
 

@@ -14,6 +14,7 @@ from odradek.controller.local import LocalMetadataStore
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import StoredTopic
 from odradek.controller.zk.errors import ControllerMovedError
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
@@ -24,12 +25,18 @@ ASSIGNMENT = {0: (0, 1), 1: (1, 2), 2: (2, 0)}
 
 
 class RecordingChannel(ControllerChannel):
-    """Answers every request with success and records it as (api name, broker id, request)."""
+    """Answers every request with success and records it as (api name, broker id, request); a
+    request to a broker in `gone` fails as RemoteChannel fails one to a broker that left."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, int, object]] = []
+        self.gone: set[int] = set()
 
     def _record(self, api: str, broker_id: int, request: object) -> None:
+        if broker_id in self.gone:
+            raise KafkaError(
+                ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} left the controller's channel"
+            )
         self.sent.append((api, broker_id, request))
 
     async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:

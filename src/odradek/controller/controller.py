@@ -56,6 +56,11 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
 
+- A broker that leaves while a request to it is outstanding (its calls fail with
+  BROKER_NOT_AVAILABLE) is skipped: the brokers after it still get the request (Kafka's controller
+  queues per broker and never lets one broker's departure stop the others' requests); the
+  membership change that follows covers the one that left.
+
 - Resignation: a store write refused because another controller was elected since
   (`ControllerMovedError`) stops the event handling and calls `on_resign` (the broker then watches
   `/controller` again).
@@ -75,8 +80,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from odradek.controller import decisions
 from odradek.controller.channel import (
@@ -90,7 +96,7 @@ from odradek.controller.channel import (
 from odradek.controller.metadata import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, BrokerInfo, PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
 from odradek.controller.zk.errors import ControllerMovedError
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from odradek.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
@@ -98,6 +104,7 @@ from odradek.protocol.messages.controlled_shutdown import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 NO_EPOCH = -1  # StopReplica's leader epoch that the broker does not check
@@ -639,16 +646,27 @@ class Controller:
         leaders = {s.leader for _, states in mine.values() for s in states.values()}
         live_leaders = [self.live_brokers[b] for b in sorted(leaders) if b in self.live_brokers]
         request = leader_and_isr_request(self._identity(), mine, live_leaders, new_partitions, full)
-        response = await self._channel.leader_and_isr(broker_id, request)
-        if response.error_code:
+        response = await _unless_gone(broker_id, self._channel.leader_and_isr(broker_id, request))
+        if response is not None and response.error_code:
             log.warning("Broker %d refused LeaderAndIsr: error %d", broker_id, response.error_code)
 
     async def _send_update_metadata(self, topics: TopicStates) -> None:
         request = update_metadata_request(self._identity(), topics, self.live_brokers.values())
         for broker_id in sorted(self.live_brokers):
-            response = await self._channel.update_metadata(broker_id, request)
-            if response.error_code:
+            response = await _unless_gone(broker_id, self._channel.update_metadata(broker_id, request))
+            if response is not None and response.error_code:
                 log.warning("Broker %d refused UpdateMetadata: error %d", broker_id, response.error_code)
+
+
+async def _unless_gone(broker_id: int, call: Awaitable[T]) -> T | None:
+    """`call`'s response, or None when the broker left the channel before answering."""
+    try:
+        return await call
+    except KafkaError as exc:
+        if exc.code != ErrorCode.BROKER_NOT_AVAILABLE:
+            raise
+        log.info("Broker %d left before answering the controller: %s", broker_id, exc)
+        return None
 
 
 def _answer(event: ControllerEvent, code: ErrorCode) -> None:

@@ -4,31 +4,40 @@ acks=all load, and a checker of Kafka's promise afterwards.
 The promise: no acknowledged record is lost while one in-sync replica lives, and with unclean leader
 election off, a partition that has none is unavailable rather than lossy.
 
-Owns, for one run (`run_chaos`): a `LocalCluster` of real brokers (3 by default; zookeeper.session
-.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200, unclean election off)
-and one topic (3 partitions, replication factor 3, min.insync.replicas 2); the workload, one
-confluent-kafka idempotent acks=all producer in a thread writing unique values (b"w%08d")
-round-robin over the partitions and recording every acknowledgement (value -> partition, offset)
-and every failure; the nemesis, which draws from `random.Random(seed)` one fault per cycle - kill -9
-of a random broker, of a random partition's leader, of the controller, or SIGSTOP of a random broker
-for longer than replica.lag.time.max.ms and sometimes longer than the ZooKeeper session - holds it
-a bounded random time, heals it (restart, SIGCONT) and waits until every ISR is full again before
-the next one, so never more than one broker is down and an in-sync replica always lives (with
-`full_isr_between` off it waits only for every broker to be registered again: an ISR may be down to
-one member when the next fault hits it, and the partition must then be unavailable, not lossy); and the
-checker, which once everything healed and the replicas caught up reads every partition from offset
-0 and reports lost acknowledged values, values at two offsets, holes in the offsets, values nobody
-sent, values read elsewhere than where they were acknowledged, and replicas whose segment bytes
-differ. Per fault it also records the unavailability window: the longest time any partition went
-from the fault's start to its next acknowledgement.
+Owns, for one run (`run_chaos`): a `ProxiedCluster` of real brokers (testing/links.py: each
+broker's ZooKeeper link and its inbound link go through a TCP proxy of their own on loopback; 3
+brokers by default; zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000,
+replica.fetch.backoff.ms 200, unclean election off) and one topic (3 partitions, replication factor
+3, min.insync.replicas 2); the workload, one confluent-kafka idempotent acks=all producer in a
+thread, bootstrapped through the proxies, writing unique values (b"w%08d") round-robin over the
+partitions and recording every acknowledgement (value -> partition, offset) and every failure; the
+nemesis, which draws from `random.Random(seed)` one fault per cycle among `ChaosSettings.kinds` -
+process faults: kill -9 of a random broker, of a random partition's leader, of the controller, or
+SIGSTOP of a random broker for longer than replica.lag.time.max.ms and sometimes longer than the
+ZooKeeper session; network faults: a random broker cut from ZooKeeper only (its proxy closes the
+connection and refuses new ones; half the time within the session, half past it), a random broker
+or a partition's leader isolated from everybody else (its inbound proxy cut: other brokers'
+fetches, the controller's requests, clients; its own outbound links and its session stay up), or a
+slow link (a broker's ZooKeeper or inbound proxy delays every chunk 50-400 ms one way; latency
+only: a TCP proxy cannot lose packets, TCP retransmits them, so loss is not covered) - holds it a
+bounded random time, heals it (restart, SIGCONT, heal of the proxy) and waits until every ISR is
+full again before the next one, so never more than one broker is faulted and an in-sync replica
+always lives (with `full_isr_between` off it waits only for every broker to be registered again:
+an ISR may be down to one member when the next fault hits it, and the partition must then be
+unavailable, not lossy); and the checker, which once everything healed and the replicas caught up
+reads every partition from offset 0 and reports lost acknowledged values, values at two offsets,
+holes in the offsets, values nobody sent, values read elsewhere than where they were acknowledged,
+and replicas whose segment bytes differ. Per fault it also records the unavailability window: the
+longest time any partition went from the fault's start to its next acknowledgement; the summary
+gives the worst per fault kind.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
 random targets), not the timing: the leader or controller a fault hits is whichever it is then.
 
-Not covered yet (the next step): network partitions between brokers, between a broker and
-ZooKeeper, and between clients and brokers (ip netns and veth pairs, or a proxy per link), clock
-skew, disk faults, and more than one fault at a time.
+Not covered yet (the next step): one-way and partial partitions (a broker's outbound links, one
+link between two brokers, clients only), stalled rather than closed connections
+(`FaultProxy.stall`), packet loss, clock skew, disk faults, and more than one fault at a time.
 
 Callers: tests/cluster/test_chaos.py (a bounded run), bench/chaos.py (long runs). Not used by the
 broker itself.
@@ -52,11 +61,18 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing.cluster import LocalCluster
+from odradek.testing.links import ProxiedCluster
+from odradek.testing.proxy import FaultProxy
 
 QUIET = {"log_level": 3}
 TOPIC = "chaos"
 REPLICATION = 3
-FAULT_KINDS = ("kill-broker", "kill-leader", "kill-controller", "pause-broker")
+PROCESS_KINDS = ("kill-broker", "kill-leader", "kill-controller", "pause-broker")
+CUT_KINDS = ("cut-zookeeper", "isolate-broker", "isolate-leader")
+SLOW_KINDS = ("slow-zookeeper", "slow-inbound")
+NETWORK_KINDS = CUT_KINDS + SLOW_KINDS
+FAULT_KINDS = PROCESS_KINDS + NETWORK_KINDS
+LEADER_KINDS = ("kill-leader", "isolate-leader")
 
 
 @dataclass(frozen=True)
@@ -71,10 +87,13 @@ class ChaosSettings:
     lag_ms: int = 3000
     rate: float = 200.0  # records a second the workload offers
     kill_hold_s: tuple[float, float] = (0.5, 5.0)
+    slow_hold_s: tuple[float, float] = (2.0, 6.0)
+    delay_ms: tuple[int, int] = (50, 400)  # one-way, per forwarded chunk, on a slowed link
     quiet_s: tuple[float, float] = (0.5, 2.0)
     heal_timeout_s: float = 60.0
     full_isr_between: bool = True  # False: the next fault once every broker is registered again
     message_timeout_ms: int = 120_000
+    kinds: tuple[str, ...] = FAULT_KINDS  # what the nemesis draws from
 
 
 @dataclass
@@ -87,6 +106,7 @@ class FaultRecord:
     partition: int | None
     hold_s: float  # a killed broker also stays down until its ZooKeeper session expired
     started_s: float  # since the run started
+    delay_ms: int = 0  # a slowed link's delay
     window_s: float | None = None  # longest time a partition waited for its next acknowledgement
     acked: int = 0  # acknowledgements so far, at the end of the cycle
 
@@ -118,15 +138,21 @@ class ChaosResult:
         findings = (self.lost, self.duplicated, self.holes, self.unexpected, self.misplaced, self.divergent)
         return not any(findings) and not self.stuck and not self.fatal and self.error is None
 
+    def worst_windows(self) -> dict[str, float]:
+        """Per fault kind, the longest unavailability window its faults caused."""
+        worst: dict[str, float] = {}
+        for fault in self.faults:
+            if fault.window_s is not None:
+                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), fault.window_s), 1)
+        return worst
+
     def summary(self) -> str:
-        windows = [f.window_s for f in self.faults if f.window_s is not None]
-        worst = f"{max(windows):.1f}s" if windows else "-"
         return (
             f"seed={self.seed} cycles={len(self.faults)} sent={self.sent} acked={self.acked} "
             f"read={self.read} lost={len(self.lost)} duplicated={len(self.duplicated)} "
             f"holes={sum(len(h) for h in self.holes.values())} unexpected={len(self.unexpected)} "
             f"misplaced={len(self.misplaced)} divergent={sorted(self.divergent)} stuck={len(self.stuck)} "
-            f"fatal={len(self.fatal)} failures={self.failures} worst_window={worst} "
+            f"fatal={len(self.fatal)} failures={self.failures} worst_windows={self.worst_windows()} "
             f"error={self.error} ok={self.ok}"
         )
 
@@ -251,23 +277,24 @@ def isr_full(cluster: LocalCluster, partitions: int) -> bool:
 class Nemesis:
     """Draws, applies and heals one fault at a time, every choice from `random.Random(seed)`."""
 
-    def __init__(self, cluster: LocalCluster, settings: ChaosSettings) -> None:
+    def __init__(self, cluster: ProxiedCluster, settings: ChaosSettings) -> None:
         self.cluster = cluster
         self.settings = settings
         self.rng = random.Random(settings.seed)
         self.epoch = time.monotonic()
 
     def draw(self, cycle: int) -> FaultRecord:
-        kind = self.rng.choice(FAULT_KINDS)
-        partition = self.rng.randrange(self.settings.partitions) if kind == "kill-leader" else None
+        kind = self.rng.choice(self.settings.kinds)
+        partition = self.rng.randrange(self.settings.partitions) if kind in LEADER_KINDS else None
         broker = self._target(kind, partition)
         hold = self._hold(kind)
+        delay = self.rng.randint(*self.settings.delay_ms) if kind in SLOW_KINDS else 0
         started = time.monotonic() - self.epoch
-        return FaultRecord(cycle, kind, broker, partition, round(hold, 2), round(started, 2))
+        return FaultRecord(cycle, kind, broker, partition, round(hold, 2), round(started, 2), delay)
 
     def _target(self, kind: str, partition: int | None) -> int:
         fallback = self.rng.choice(sorted(self.cluster.brokers))
-        if kind == "kill-leader":
+        if kind in LEADER_KINDS:
             leader = (self.cluster.state(TOPIC, partition or 0) or {}).get("leader", -1)
             return leader if leader in self.cluster.brokers else fallback
         if kind == "kill-controller":
@@ -276,16 +303,32 @@ class Nemesis:
         return fallback
 
     def _hold(self, kind: str) -> float:
-        if kind != "pause-broker":
+        """A kill: `kill_hold_s`; a slowed link: `slow_hold_s`; a pause or an isolation: past
+        replica.lag.time.max.ms, half the time also past the ZooKeeper session; a ZooKeeper cut:
+        half the time within the session (the broker may still dial again too late), half past it."""
+        session_s = self.settings.session_timeout_ms / 1000
+        if kind in SLOW_KINDS:
+            return self.rng.uniform(*self.settings.slow_hold_s)
+        if kind == "cut-zookeeper":
+            within = self.rng.random() < 0.5
+            return self.rng.uniform(session_s * 0.3, session_s * 0.8) if within else self._past_session()
+        if kind not in ("pause-broker", "isolate-broker", "isolate-leader"):
             return self.rng.uniform(*self.settings.kill_hold_s)
         lag_s = self.settings.lag_ms / 1000
-        session_s = self.settings.session_timeout_ms / 1000
         if self.rng.random() < 0.5:
             return self.rng.uniform(lag_s * 1.3, min(lag_s * 2, session_s * 0.9))
+        return self._past_session()
+
+    def _past_session(self) -> float:
+        session_s = self.settings.session_timeout_ms / 1000
         return self.rng.uniform(session_s * 1.3, session_s * 2)
 
     def apply(self, fault: FaultRecord) -> None:
-        """Inject `fault`, hold it, heal it; the broker is running again when this returns."""
+        """Inject `fault`, hold it, heal it; the broker is running again, and its links are whole,
+        when this returns."""
+        if fault.kind in NETWORK_KINDS:
+            self._apply_to_link(fault)
+            return
         process = self.cluster.brokers[fault.broker]
         if fault.kind == "pause-broker":
             process.send_signal(signal.SIGSTOP)
@@ -298,6 +341,36 @@ class Nemesis:
         time.sleep(fault.hold_s)
         self._wait_deregistered(fault.broker)
         process.start()
+
+    def _link(self, fault: FaultRecord) -> FaultProxy:
+        """The faulted broker's ZooKeeper link, or its inbound link."""
+        zookeeper = fault.kind.endswith("-zookeeper")
+        links = self.cluster.zookeeper_links if zookeeper else self.cluster.inbound_links
+        return links[fault.broker]
+
+    def _apply_to_link(self, fault: FaultRecord) -> None:
+        link = self._link(fault)
+        if fault.kind in SLOW_KINDS:
+            link.delay_ms = fault.delay_ms
+        else:
+            link.cut()
+        try:
+            time.sleep(fault.hold_s)
+        finally:
+            healed_at = link.forwarded  # none get through while cut
+            link.delay_ms = 0
+            link.heal()
+        if fault.kind == "cut-zookeeper":
+            self._wait_reconnected(fault.broker, link, healed_at)
+
+    def _wait_reconnected(self, broker: int, link: FaultProxy, healed_at: int) -> None:
+        """Until the broker dialled ZooKeeper again, its registration may be one of a session about to
+        expire, and every ISR still look full: the fault is not over before that."""
+        timeout_s = self.settings.heal_timeout_s
+        if not wait_until(lambda: link.forwarded > healed_at, timeout_s):
+            raise AssertionError(
+                f"broker {broker} did not reconnect to ZooKeeper {timeout_s} s after the heal"
+            )
 
     def _wait_deregistered(self, broker: int) -> None:
         """A broker restarted while its old session's registration lives would refuse to start
@@ -413,8 +486,8 @@ def check(cluster: LocalCluster, settings: ChaosSettings, workload: Workload, re
 # -- one run -------------------------------------------------------------------------------------
 
 
-def make_cluster(data_dir: Path, settings: ChaosSettings, zookeeper_connect: str | None) -> LocalCluster:
-    return LocalCluster(
+def make_cluster(data_dir: Path, settings: ChaosSettings, zookeeper_connect: str | None) -> ProxiedCluster:
+    return ProxiedCluster(
         data_dir,
         settings.brokers,
         zookeeper_connect=zookeeper_connect,

@@ -11,6 +11,9 @@ Faults, all changeable while connections are open:
   timeouts must notice); `heal()` resumes forwarding what was held;
 - `delay_ms`: hold each chunk this long before forwarding it (one-way latency, per direction).
 
+`forwarded` counts the connections let through and `refused` those a cut closed, so a test can tell
+when and how often a peer dialled again.
+
 Owns one listening socket on 127.0.0.1 and a thread per direction per connection; everything stops
 with `close()`. Traffic never leaves loopback.
 
@@ -38,6 +41,8 @@ class FaultProxy:
         self._listener.settimeout(_POLL_S)
         self.port = self._listener.getsockname()[1]
         self.delay_ms = 0
+        self.forwarded = 0  # connections let through so far
+        self.refused = 0  # connections closed at once because of a cut
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._cut = False
@@ -88,24 +93,27 @@ class FaultProxy:
             self._connect(client)
 
     def _connect(self, client: socket.socket) -> None:
-        with self._lock:
-            refused = self._cut
-        if refused:
-            _close(client)
-            return
         try:
             upstream = socket.create_connection(self.target, timeout=5)
         except OSError:
             _close(client)
             return
         with self._lock:
-            self._open.update((client, upstream))
+            refused = self._cut  # checked once both ends are open: a cut meanwhile applies too
+            if not refused:
+                self._open.update((client, upstream))
+                self.forwarded += 1
+        if refused:
+            self.refused += 1
+            _close(client)
+            _close(upstream)
+            return
         self._spawn(self._pump, client, upstream)
         self._spawn(self._pump, upstream, client)
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        source.settimeout(_POLL_S)
         try:
+            source.settimeout(_POLL_S)  # raises when a cut closed the socket before this thread ran
             while not self._closed.is_set():
                 try:
                     chunk = source.recv(_CHUNK)

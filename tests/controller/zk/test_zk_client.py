@@ -1,5 +1,6 @@
 """KafkaZkClient against a real ZooKeeper server: registration and broker epochs, the controller
-election and its fencing, topic creation, conditional partition state writes, watches on the loop."""
+election and its fencing, topic creation, conditional partition state writes, watches on the loop,
+and how often a lost connection is dialled again."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
+from odradek.testing.proxy import FaultProxy
+from odradek.testing.zookeeper import ZooKeeperServer
 
 
 def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
@@ -138,3 +141,22 @@ async def test_cluster_id_is_written_once(chroot):
         assert znodes.decode_cluster_id((await client.get(znodes.CLUSTER_ID_PATH))[0]) == "first"
     finally:
         await client.close()
+
+
+@on_loop
+async def test_a_lost_connection_is_dialled_again_at_least_every_one_and_a_half_seconds(
+    zookeeper: ZooKeeperServer, chroot: ZooKeeperConnect
+) -> None:
+    """Kazoo's default backoff doubles: 6 s into an outage it would dial about once in 6 s, and
+    once ZooKeeper is back, up to as long again before the broker notices."""
+    with FaultProxy(zookeeper.host, zookeeper.port) as link:
+        client = await _client(ZooKeeperConnect(link.address, chroot.chroot))
+        try:
+            link.cut()
+            await asyncio.sleep(2)
+            dialled = link.refused
+            await asyncio.sleep(6)
+            assert link.refused - dialled >= 4
+        finally:
+            link.heal()
+            await client.close()

@@ -25,7 +25,9 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
 
 Session: `on_session_state(callback)` hears "connected", "suspended" (connection lost, session may
 survive) and "expired" (ephemeral znodes gone: the broker must re-register and, if it was controller,
-resign). Kazoo reconnects by itself within the session timeout.
+resign). Kazoo reconnects by itself, retrying at most `RECONNECT_MAX_DELAY_S` apart as ZooKeeper's
+own client does (kazoo's default backoff doubles up to an hour, so a broker cut from ZooKeeper for
+a minute would dial again only about a minute after the link came back).
 
 Callers: the ZooKeeper-mode controller and broker start-up, the producer id manager's ZooKeeper block
 source; tests against a real ZooKeeper server.
@@ -57,6 +59,8 @@ __all__ = ["BrokerIdInUseError", "ControllerMovedError", "ControllerSeat", "Kafk
 
 log = logging.getLogger(__name__)
 
+RECONNECT_MAX_DELAY_S = 1.0
+
 SessionListener = Callable[[str], None]
 Watcher = Callable[[], None]
 TopicPartitionKey = tuple[str, int]
@@ -86,7 +90,11 @@ class KafkaZkClient:
         self._loop = asyncio.get_running_loop()
         self._connect = connect
         self._session_timeout_s = session_timeout_ms / 1000
-        self._kazoo = KazooClient(hosts=connect.hosts + connect.chroot, timeout=self._session_timeout_s)
+        self._kazoo = KazooClient(
+            hosts=connect.hosts + connect.chroot,
+            timeout=self._session_timeout_s,
+            connection_retry={"max_tries": -1, "max_delay": RECONNECT_MAX_DELAY_S},
+        )
         self._session_listeners: list[SessionListener] = []
         self._kazoo.add_listener(self._on_kazoo_state)
 
