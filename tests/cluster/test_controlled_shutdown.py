@@ -94,7 +94,10 @@ def shut_down_under_load(cluster: LocalCluster, pick: Callable[[], int | None]) 
     assert load.acknowledged() == load.produced
     for p, acked in load.acked.items():
         read = consume(cluster.bootstrap, TOPIC, len(acked), partition=p)
-        assert {m.value(): m.offset() for m in read} == acked  # nothing lost, nothing twice, in place
+        assert sorted(m.value() for m in read) == sorted(acked)  # nothing lost, nothing twice
+        # librdkafka acknowledges a batch it learns was persisted only from a later batch's answer
+        # (idempotence) without an offset: those are checked for presence only
+        assert all(acked[m.value()] in (None, m.offset()) for m in read)  # in place
     return victim
 
 

@@ -126,7 +126,9 @@ def test_kill_9_of_the_leader_under_idempotent_acks_all_load_loses_and_duplicate
     values = [m.value() for m in read]
     assert sorted(values) == sorted(acked)  # nothing lost, nothing twice
     assert [m.offset() for m in read] == list(range(total))  # dense offsets
-    assert all(acked[m.value()] == m.offset() for m in read)  # where each was acknowledged
+    # where each was acknowledged (librdkafka may acknowledge a batch it learns was persisted from a
+    # later batch's answer without an offset: those are checked for presence only)
+    assert all(acked[m.value()] in (None, m.offset()) for m in read)
 
 
 def test_below_min_insync_replicas_acks_all_is_refused_and_acks_1_goes_on(replicated: LocalCluster) -> None:

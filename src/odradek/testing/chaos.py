@@ -446,7 +446,7 @@ def check_reads(result: ChaosResult, workload: Workload, reads: dict[int, list[t
     result.misplaced = {
         v.decode(): f"acknowledged at {at}, read at {where[v]}"
         for v, at in workload.acked.items()
-        if v in where and where[v][0] != at
+        if v in where and at[1] is not None and where[v][0] != at  # None: acknowledged without an offset
     }
     result.unacknowledged_read = sum(1 for v in where if v in workload.sent and v not in workload.acked)
 
