@@ -13,6 +13,7 @@ broker, and kills whatever it started when the test ends, pass or fail.
 
 from __future__ import annotations
 
+import gc
 import re
 import uuid
 import warnings
@@ -44,6 +45,34 @@ def topic_name(hint: str) -> str:
     """A fresh topic name that starts with a readable `hint`."""
     stem = _ILLEGAL_TOPIC_CHARS.sub("-", hint).strip("-")[:60] or "topic"
     return f"{stem}-{uuid.uuid4().hex[:10]}"
+
+
+FULL_COLLECTION_EVERY = 200
+_TESTS_RUN = [0]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _garbage_collected_on_the_main_thread() -> Iterator[None]:
+    """librdkafka clients (confluent-kafka) end up in reference cycles; when the cyclic collector
+    happens to run on one of librdkafka's own threads (a delivery or admin callback allocating), it
+    destroys a client from inside librdkafka, which aborts or crashes the whole test process
+    (confluent-kafka-python's own tests disable the collector for this). The suite runs with the
+    collector off and collects between tests, on the main thread (a full collection every
+    FULL_COLLECTION_EVERY tests, for cycles that outlived the test that made them)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def _collect_after_each_test() -> Iterator[None]:
+    """The cycles a test made are young: collecting the two young generations is enough, and costs
+    little (a full collection per test would triple the suite's time)."""
+    yield
+    _TESTS_RUN[0] += 1
+    gc.collect(2 if _TESTS_RUN[0] % FULL_COLLECTION_EVERY == 0 else 1)
 
 
 @pytest.fixture
