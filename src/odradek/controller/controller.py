@@ -328,16 +328,9 @@ class Controller:
         for (name, index), decision in decided.items():
             if isinstance(decision, PartitionState) and decision != topics[name].states[index]:
                 writes.setdefault(name, {})[index] = replace(decision, controller_epoch=self.epoch)
-        if writes:
-            await self.store.write_partition_states(writes, self.epoch)
+        changed = await self._write_states(writes) if writes else {}
         event.answer.set_result(self._isr_response(request, decided))
-        if writes:
-            topics = self.store.topics()
-            changed: TopicStates = {
-                name: (topics[name].topic_id, {i: topics[name].states[i] for i in states})
-                for name, states in writes.items()
-                if name in topics
-            }
+        if changed:
             for name, (_, states) in changed.items():
                 for index, state in states.items():
                     log.info(
@@ -418,6 +411,20 @@ class Controller:
             )
         return AlterPartitionResponse(topics=list(answered.values()))
 
+    async def _write_states(self, states: Mapping[str, Mapping[int, PartitionState]]) -> TopicStates:
+        """Write `states` fenced by this controller's epoch; return them as the store now holds them
+        (its partition epochs; a state another writer moved is re-read), to tell the brokers."""
+        await self.store.write_partition_states(states, self.epoch)
+        topics = self.store.topics()
+        return {
+            name: (
+                topics[name].topic_id,
+                {i: topics[name].states[i] for i in written if i in topics[name].states},
+            )
+            for name, written in states.items()
+            if name in topics
+        }
+
     async def _rebalance_leaders(self) -> None:
         """Preferred replica elections where a broker's imbalance passes the threshold."""
         assert self._rebalance is not None
@@ -433,8 +440,7 @@ class Controller:
             moved.setdefault(name, {})[index] = decisions.next_state(
                 states[(name, index)], election, self.epoch
             )
-        await self.store.write_partition_states(moved, self.epoch)
-        changed: TopicStates = {n: (topics[n].topic_id, moved[n]) for n in moved}
+        changed = await self._write_states(moved)
         await self._send_leader_and_isr(changed)
         await self._send_update_metadata(changed)
         log.info("Leader rebalance: %d partitions back on their preferred replica", len(elections))
@@ -450,9 +456,7 @@ class Controller:
         self.shutting_down.add(broker_id)
         moved = self._without_shutting_broker(broker_id)
         if moved:
-            await self.store.write_partition_states(moved, self.epoch)
-            topics = self.store.topics()
-            changed: TopicStates = {n: (topics[n].topic_id, moved[n]) for n in moved if n in topics}
+            changed = await self._write_states(moved)
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
             await self._stop_following(broker_id, changed)
