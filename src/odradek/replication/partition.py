@@ -325,15 +325,10 @@ class Partition:
 
     # -- follower ------------------------------------------------------------------------------
 
-    def append_records_as_follower(
-        self, records: memoryview, leader_high_watermark: int
-    ) -> LogAppendInfo | None:
+    def append_records_as_follower(self, records: memoryview, leader_high_watermark: int) -> None:
         """Append what the leader sent (offsets and epochs as they came), then take its HW."""
-        info = self.log.append_as_follower(records) if len(records) else None
-        self.update_follower_high_watermark(leader_high_watermark)
-        return info
-
-    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        if len(records):
+            self.log.append_as_follower(records)
         self.high_watermark = max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
 
     def truncate_to(self, offset: int) -> None:
