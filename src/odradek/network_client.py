@@ -86,6 +86,11 @@ class NodeConnection:
         return f"NodeConnection(node {self.node_id} at {self.host}:{self.port})"
 
     @property
+    def address(self) -> tuple[int, str, int]:
+        """(node id, host, port) this connection goes to."""
+        return self.node_id, self.host, self.port
+
+    @property
     def connected(self) -> bool:
         return self._writer is not None and not self._closed
 
@@ -176,27 +181,24 @@ class ReusedConnection:
     """One connection kept open across requests: `to(node)` returns it while it is open and to that
     node, otherwise closes it and opens a new one; `close()` drops it."""
 
-    def __init__(self, client_id: str, request_timeout_ms: int) -> None:
+    def __init__(self, client_id: str, request_timeout_ms: int, connect_timeout_ms: int = 10_000) -> None:
         self._client_id = client_id
         self._request_timeout_ms = request_timeout_ms
+        self._connect_timeout_ms = connect_timeout_ms
         self._connection: NodeConnection | None = None
 
     async def to(self, node_id: int, host: str, port: int) -> NodeConnection:
         current = self._connection
-        if (
-            current is not None
-            and current.connected
-            and (current.node_id, current.host, current.port)
-            == (
-                node_id,
-                host,
-                port,
-            )
-        ):
+        if current is not None and current.connected and current.address == (node_id, host, port):
             return current
         await self.close()
         connection = NodeConnection(
-            node_id, host, port, client_id=self._client_id, request_timeout_ms=self._request_timeout_ms
+            node_id,
+            host,
+            port,
+            client_id=self._client_id,
+            request_timeout_ms=self._request_timeout_ms,
+            connect_timeout_ms=self._connect_timeout_ms,
         )
         await connection.connect()
         self._connection = connection

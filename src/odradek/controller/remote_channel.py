@@ -51,7 +51,7 @@ from odradek.controller.channel import (
     ControllerChannel,
 )
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.network_client import NodeConnection, NodeDisconnected, NodeUnreachable, RequestTimedOut
+from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -99,7 +99,11 @@ class _BrokerSender:
         self._settings = settings
         self._queue: asyncio.Queue[_Call] = asyncio.Queue()
         self._in_flight: _Call | None = None
-        self._connection: NodeConnection | None = None
+        self._connection = ReusedConnection(
+            f"controller-{controller_id}-to-broker-{broker_id}",
+            settings.request_timeout_ms,
+            settings.connect_timeout_ms,
+        )
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{broker_id}"
         )
@@ -123,7 +127,7 @@ class _BrokerSender:
         backoff_ms = self._settings.reconnect_backoff_ms
         while True:
             try:
-                connection = await self._connected()
+                connection = await self._connection.to(self.broker_id, self.endpoint.host, self.endpoint.port)
                 return await connection.send(call.api_key, call.version, call.request)
             except _DELIVERY_FAILURES as exc:
                 log.warning(
@@ -135,35 +139,16 @@ class _BrokerSender:
                     exc,
                     backoff_ms,
                 )
-                await self._disconnect()
+                await self._connection.close()
                 await asyncio.sleep(backoff_ms / 1000)
                 backoff_ms = min(backoff_ms * 2, self._settings.reconnect_backoff_max_ms)
-
-    async def _connected(self) -> NodeConnection:
-        if self._connection is None or not self._connection.connected:
-            await self._disconnect()
-            self._connection = NodeConnection(
-                self.broker_id,
-                self.endpoint.host,
-                self.endpoint.port,
-                client_id=f"controller-{self._controller_id}-to-broker-{self.broker_id}",
-                request_timeout_ms=self._settings.request_timeout_ms,
-                connect_timeout_ms=self._settings.connect_timeout_ms,
-            )
-            await self._connection.connect()
-        return self._connection
-
-    async def _disconnect(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
 
     async def stop(self, reason: str) -> None:
         """Stop the sender and close the connection; every call not answered fails."""
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        await self._disconnect()
+        await self._connection.close()
         unanswered = [self._in_flight] if self._in_flight is not None else []
         while not self._queue.empty():
             unanswered.append(self._queue.get_nowait())
