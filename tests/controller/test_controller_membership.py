@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import TypeVar
 
 from odradek.controller.channel import ClusterChannel, ControllerChannel, LocalChannel
 from odradek.controller.controller import Controller
@@ -22,34 +23,45 @@ from tests.controller.test_local_controller import RecordingBroker, run
 
 BROKERS = {b: BrokerInfo(b, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + b),)) for b in (0, 1, 2)}
 ASSIGNMENT = {0: (0, 1), 1: (1, 2), 2: (2, 0)}
+T = TypeVar("T")
 
 
 class RecordingChannel(ControllerChannel):
     """Answers every request with success and records it as (api name, broker id, request); a
-    request to a broker in `gone` fails as RemoteChannel fails one to a broker that left."""
+    request to a broker in `gone` fails as RemoteChannel fails one to a broker that left; one to a
+    broker in `stalled` is recorded and never answered (a broker cut off but still registered)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, int, object]] = []
         self.gone: set[int] = set()
+        self.stalled: set[int] = set()
 
-    def _record(self, api: str, broker_id: int, request: object) -> None:
+    def _record(self, api: str, broker_id: int, request: object, response: T) -> asyncio.Future[T]:
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         if broker_id in self.gone:
-            raise KafkaError(
-                ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} left the controller's channel"
+            answer.set_exception(
+                KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} left the channel")
             )
-        self.sent.append((api, broker_id, request))
+        else:
+            self.sent.append((api, broker_id, request))
+            if broker_id not in self.stalled:
+                answer.set_result(response)
+        return answer
 
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        self._record("LeaderAndIsr", broker_id, request)
-        return LeaderAndIsrResponse()
+    def leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest
+    ) -> asyncio.Future[LeaderAndIsrResponse]:
+        return self._record("LeaderAndIsr", broker_id, request, LeaderAndIsrResponse())
 
-    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        self._record("UpdateMetadata", broker_id, request)
-        return UpdateMetadataResponse()
+    def update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest
+    ) -> asyncio.Future[UpdateMetadataResponse]:
+        return self._record("UpdateMetadata", broker_id, request, UpdateMetadataResponse())
 
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
-        self._record("StopReplica", broker_id, request)
-        return StopReplicaResponse()
+    def stop_replica(
+        self, broker_id: int, request: StopReplicaRequest
+    ) -> asyncio.Future[StopReplicaResponse]:
+        return self._record("StopReplica", broker_id, request, StopReplicaResponse())
 
 
 class Cluster:
@@ -109,6 +121,24 @@ def test_a_leaderless_partition_comes_back_with_its_isr_member(tmp_path):
         cluster.controller.brokers_changed([BROKERS[0], BROKERS[2]])
         await cluster.controller.idle()
         assert (cluster.states()[1].leader, cluster.states()[1].isr) == (2, (2,))
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
+def test_a_broker_that_never_answers_does_not_hold_up_the_next_events(tmp_path):
+    """Broker 1 is registered but answers nothing (cut off from the controller, not yet expired):
+    the controller queues its requests and goes on, so broker 2's death is handled at once."""
+
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        cluster.remote.stalled.add(1)
+        cluster.controller.brokers_changed([BROKERS[0], BROKERS[1]])
+        await asyncio.wait_for(cluster.controller.idle(), 5)
+        cluster.controller.brokers_changed([BROKERS[0]])
+        await asyncio.wait_for(cluster.controller.idle(), 5)
+        assert (cluster.states()[2].leader, cluster.states()[2].isr) == (0, (0,))
+        assert ("UpdateMetadata", 1) in [(api, broker) for api, broker, _ in cluster.remote.sent]
         await cluster.controller.shutdown()
 
     run(scenario)

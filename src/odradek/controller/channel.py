@@ -6,9 +6,10 @@ dataclasses of protocol/messages) a ZooKeeper-mode controller sends over the wir
 Kafka 3.9 ZooKeeper-mode broker speaks (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4: the
 topic-grouped forms with topic ids). `LocalChannel` hands them to this process's broker by calling
 its handling functions directly; a remote channel (one connection per broker, requests in order,
-responses read back) implements the same three methods; until it exists, a ZooKeeper-mode controller
-reaches other brokers through the `RemoteChannel` (controller/remote_channel.py; `ClusterChannel`
-routes).
+responses read back: controller/remote_channel.py) implements the same three methods, and a
+ZooKeeper-mode controller reaches this broker through the first and the others through the second
+(`ClusterChannel` routes). A request is queued when the method is called; its response arrives
+later through the returned future, so the controller's event handling never waits on a broker.
 
 Invariants: per broker, requests are delivered one at a time in the order sent (the local channel
 is a direct call; a remote one queues), so a broker sees LeaderAndIsr before the UpdateMetadata that
@@ -21,11 +22,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from odradek.controller.metadata import BrokerInfo, PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -33,7 +33,8 @@ from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, Leader
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 
-log = logging.getLogger(__name__)
+R = TypeVar("R")
+A = TypeVar("A")
 
 LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
@@ -54,50 +55,58 @@ class BrokerControlPlane(Protocol):
 
 
 class ControllerChannel(abc.ABC):
-    """Delivers controller requests to brokers by id."""
+    """Delivers controller requests to brokers by id. Each method queues its request for the broker
+    at once and returns the future of its response, so a controller never waits on a broker (Kafka's
+    ControllerChannelManager: the event thread enqueues, the send threads deliver)."""
 
     @abc.abstractmethod
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse: ...
+    def leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest
+    ) -> asyncio.Future[LeaderAndIsrResponse]: ...
 
     @abc.abstractmethod
-    async def update_metadata(
+    def update_metadata(
         self, broker_id: int, request: UpdateMetadataRequest
-    ) -> UpdateMetadataResponse: ...
+    ) -> asyncio.Future[UpdateMetadataResponse]: ...
 
     @abc.abstractmethod
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse: ...
+    def stop_replica(
+        self, broker_id: int, request: StopReplicaRequest
+    ) -> asyncio.Future[StopReplicaResponse]: ...
 
 
 class LocalChannel(ControllerChannel):
-    """The channel of a single node: the controller and its one broker share the process. After
-    each request it yields to the event loop once, as a remote channel would while the request
-    travels, so a controller handling thousands of partitions lets other requests in between."""
+    """The channel of a single node: the controller and its one broker share the process, so each
+    request is handled at once and its future is returned already answered."""
 
     def __init__(self, broker_id: int, broker: BrokerControlPlane) -> None:
         self.broker_id = broker_id
         self._broker = broker
 
-    def _check(self, broker_id: int) -> None:
+    def _handled(self, broker_id: int, handle: Callable[[R], A], request: R) -> asyncio.Future[A]:
+        answer: asyncio.Future[A] = asyncio.get_running_loop().create_future()
         if broker_id != self.broker_id:
-            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in this process")
+            answer.set_exception(
+                KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in this process")
+            )
+        else:
+            answer.set_result(handle(request))
+        return answer
 
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        self._check(broker_id)
-        response = self._broker.handle_leader_and_isr(request)
-        await asyncio.sleep(0)
-        return response
+    def leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest
+    ) -> asyncio.Future[LeaderAndIsrResponse]:
+        return self._handled(broker_id, self._broker.handle_leader_and_isr, request)
 
-    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        self._check(broker_id)
-        response = self._broker.handle_update_metadata(request)
-        await asyncio.sleep(0)
-        return response
+    def update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest
+    ) -> asyncio.Future[UpdateMetadataResponse]:
+        return self._handled(broker_id, self._broker.handle_update_metadata, request)
 
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
-        self._check(broker_id)
-        response = self._broker.handle_stop_replica(request)
-        await asyncio.sleep(0)
-        return response
+    def stop_replica(
+        self, broker_id: int, request: StopReplicaRequest
+    ) -> asyncio.Future[StopReplicaResponse]:
+        return self._handled(broker_id, self._broker.handle_stop_replica, request)
 
 
 # -- request builders -------------------------------------------------------------------------------
@@ -244,11 +253,17 @@ class ClusterChannel(ControllerChannel):
     def _route(self, broker_id: int) -> ControllerChannel:
         return self._local if self._local.broker_id == broker_id else self._remote
 
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        return await self._route(broker_id).leader_and_isr(broker_id, request)
+    def leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest
+    ) -> asyncio.Future[LeaderAndIsrResponse]:
+        return self._route(broker_id).leader_and_isr(broker_id, request)
 
-    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        return await self._route(broker_id).update_metadata(broker_id, request)
+    def update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest
+    ) -> asyncio.Future[UpdateMetadataResponse]:
+        return self._route(broker_id).update_metadata(broker_id, request)
 
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
-        return await self._route(broker_id).stop_replica(broker_id, request)
+    def stop_replica(
+        self, broker_id: int, request: StopReplicaRequest
+    ) -> asyncio.Future[StopReplicaResponse]:
+        return self._route(broker_id).stop_replica(broker_id, request)

@@ -56,10 +56,10 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
 
-- A broker that leaves while a request to it is outstanding (its calls fail with
-  BROKER_NOT_AVAILABLE) is skipped: the brokers after it still get the request (Kafka's controller
-  queues per broker and never lets one broker's departure stop the others' requests); the
-  membership change that follows covers the one that left.
+- Requests to brokers are queued on the channel and never waited for (Kafka's controller
+  enqueues and moves on): a broker cut off but still registered, or one that leaves with requests
+  outstanding, delays no event and no other broker; its answers, refusals and departure are logged
+  when they come, and the membership change that follows covers a broker that left.
 
 - Resignation: a store write refused because another controller was elected since
   (`ControllerMovedError`) stops the event handling and calls `on_resign` (the broker then watches
@@ -78,11 +78,12 @@ Callers: the broker (construction, startup, shutdown); the store's watches feed 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any
 
 from odradek.controller import decisions
 from odradek.controller.channel import (
@@ -104,7 +105,6 @@ from odradek.protocol.messages.controlled_shutdown import (
 )
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 NO_EPOCH = -1  # StopReplica's leader epoch that the broker does not check
@@ -480,7 +480,7 @@ class Controller:
         following = {name: partitions for name, partitions in following.items() if partitions}
         if following:
             request = stop_replica_request(self._identity(), following, delete=False)
-            await self._channel.stop_replica(broker_id, request)
+            await self._post(broker_id, "StopReplica", self._channel.stop_replica(broker_id, request))
 
     def _without_shutting_broker(self, broker_id: int) -> dict[str, dict[int, PartitionState]]:
         """The new states of the partitions with more than one replica a controlled shutdown changes:
@@ -613,7 +613,7 @@ class Controller:
         for broker_id, partitions in sorted(by_broker.items()):
             if broker_id in self.live_brokers:
                 request = stop_replica_request(self._identity(), {name: partitions}, delete=True)
-                await self._channel.stop_replica(broker_id, request)
+                await self._post(broker_id, "StopReplica", self._channel.stop_replica(broker_id, request))
         gone = {
             index: PartitionState(LEADER_DURING_DELETE, 0, replicas, (), self.epoch, 0)
             for index, replicas in topic.assignment.items()
@@ -650,27 +650,32 @@ class Controller:
         leaders = {s.leader for _, states in mine.values() for s in states.values()}
         live_leaders = [self.live_brokers[b] for b in sorted(leaders) if b in self.live_brokers]
         request = leader_and_isr_request(self._identity(), mine, live_leaders, new_partitions, full)
-        response = await _unless_gone(broker_id, self._channel.leader_and_isr(broker_id, request))
-        if response is not None and response.error_code:
-            log.warning("Broker %d refused LeaderAndIsr: error %d", broker_id, response.error_code)
+        await self._post(broker_id, "LeaderAndIsr", self._channel.leader_and_isr(broker_id, request))
 
     async def _send_update_metadata(self, topics: TopicStates) -> None:
         request = update_metadata_request(self._identity(), topics, self.live_brokers.values())
         for broker_id in sorted(self.live_brokers):
-            response = await _unless_gone(broker_id, self._channel.update_metadata(broker_id, request))
-            if response is not None and response.error_code:
-                log.warning("Broker %d refused UpdateMetadata: error %d", broker_id, response.error_code)
+            await self._post(broker_id, "UpdateMetadata", self._channel.update_metadata(broker_id, request))
+
+    async def _post(self, broker_id: int, api: str, answer: asyncio.Future[Any]) -> None:
+        """Leave the answer to a request the channel has queued to arrive in its own time (it is
+        logged then), and yield once, so other work runs between requests."""
+        answer.add_done_callback(functools.partial(_note_answer, broker_id, api))
+        await asyncio.sleep(0)
 
 
-async def _unless_gone(broker_id: int, call: Awaitable[T]) -> T | None:
-    """`call`'s response, or None when the broker left the channel before answering."""
-    try:
-        return await call
-    except KafkaError as exc:
-        if exc.code != ErrorCode.BROKER_NOT_AVAILABLE:
-            raise
-        log.info("Broker %d left before answering the controller: %s", broker_id, exc)
-        return None
+def _note_answer(broker_id: int, api: str, answer: asyncio.Future[Any]) -> None:
+    """Log how a broker answered the controller's `api` request, when it was not plain success."""
+    if answer.cancelled():
+        return
+    failure = answer.exception()
+    if failure is None:
+        if answer.result().error_code:
+            log.warning("Broker %d refused %s: error %d", broker_id, api, answer.result().error_code)
+    elif isinstance(failure, KafkaError) and failure.code == ErrorCode.BROKER_NOT_AVAILABLE:
+        log.info("Broker %d left before answering the controller's %s: %s", broker_id, api, failure)
+    else:
+        log.error("Controller's %s to broker %d failed", api, broker_id, exc_info=failure)
 
 
 def _answer(event: ControllerEvent, code: ErrorCode) -> None:

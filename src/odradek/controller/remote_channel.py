@@ -9,9 +9,9 @@ awaiting its response before the next goes out.
 
 Behaviour:
 - `leader_and_isr` / `update_metadata` / `stop_replica` queue the request for the broker and return
-  its response (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4, the versions `channel.py`
-  builds). A broker the channel does not know (never added, or removed) fails the call with
-  BROKER_NOT_AVAILABLE at once.
+  the future of its response (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4, the versions
+  `channel.py` builds). A broker the channel does not know (never added, or removed) fails the
+  future with BROKER_NOT_AVAILABLE at once.
 - A connection that cannot be opened (within 10 s, Kafka's socket.connection.setup.timeout.ms
   default), closes, or does not answer within the request timeout (`controller.socket.timeout.ms`,
   Kafka's timeout of the controller's requests) is closed, and the sender reconnects after a
@@ -21,8 +21,8 @@ Behaviour:
 - `add_broker` (a broker joined) starts its sender; adding a known broker again with a new endpoint
   replaces the sender; `remove_broker` (a broker left) stops it and fails its queued and in-flight
   calls with BROKER_NOT_AVAILABLE; `close()` does that for every broker.
-- A caller that stops waiting (cancelled) leaves its request to the sender if it is in flight; a
-  request still queued is skipped.
+- A caller that cancels the future leaves its request to the sender if it is in flight; a request
+  still queued is skipped.
 
 Invariants: at most one request in flight per broker, so a broker sees requests in the order the
 controller sent them; never blocks the event loop; after `close()` no task or connection remains.
@@ -227,21 +227,28 @@ class RemoteChannel(ControllerChannel):
         for broker_id in list(self._senders):
             await self.remove_broker(broker_id)
 
-    async def _send(self, broker_id: int, api_key: int, version: int, request: Any) -> Any:
+    def _send(self, broker_id: int, api_key: int, version: int, request: Any) -> asyncio.Future[Any]:
+        call = _Call(api_key, version, request)
         sender = self._senders.get(broker_id)
         if sender is None:
-            raise KafkaError(
-                ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in the controller's channel"
+            call.future.set_exception(
+                KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in the channel")
             )
-        call = _Call(api_key, version, request)
-        sender.submit(call)
-        return await call.future
+        else:
+            sender.submit(call)
+        return call.future
 
-    async def leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        return await self._send(broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, request)
+    def leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest
+    ) -> asyncio.Future[LeaderAndIsrResponse]:
+        return self._send(broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, request)
 
-    async def update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        return await self._send(broker_id, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, request)
+    def update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest
+    ) -> asyncio.Future[UpdateMetadataResponse]:
+        return self._send(broker_id, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, request)
 
-    async def stop_replica(self, broker_id: int, request: StopReplicaRequest) -> StopReplicaResponse:
-        return await self._send(broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, request)
+    def stop_replica(
+        self, broker_id: int, request: StopReplicaRequest
+    ) -> asyncio.Future[StopReplicaResponse]:
+        return self._send(broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, request)
