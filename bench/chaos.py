@@ -1,15 +1,22 @@
 """Long fault runs (src/odradek/testing/chaos.py) on a local cluster with its own ZooKeeper server.
 
-Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--kinds all|process|network]
-[--aggressive] [--json FILE] [--keep]` from the repository root; --kinds picks what the nemesis draws
-(process faults: kill -9, SIGSTOP; network faults: proxy cuts and delays; all by default);
---aggressive starts the next fault once every broker is registered again, whether or not the ISRs
-are full. Prints one line per fault cycle (kind, target, hold, a slowed link's delay, the
-unavailability window: the longest wait of a partition for its next acknowledgement after the fault
-began) and a final summary (with the worst window per kind); exits 1 when the promise broke or the
-cluster got stuck. The data directory (each broker's output in `broker-<id>.out`) is kept when the
-run fails or with --keep, removed otherwise. Bounded in time: each cycle holds its fault at most 2
-ZooKeeper sessions, then waits at most 60 s for the cluster to heal.
+Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--second-rate R2]
+[--kinds all|process|network|proxy|all-proxy] [--overlap P] [--aggressive] [--json FILE] [--keep]`
+from the repository root (as root for the network kinds); --kinds picks what the nemesis draws:
+process faults (kill -9, SIGSTOP), network faults on brokers in namespaces of their own (link down,
+a leader split from the other brokers, a partial or one-way partition between two brokers, a cut
+from ZooKeeper only, packet loss; where namespaces cannot be made they run as the nearest proxy
+faults, and the run says so), or the TCP-proxy faults (cuts and delays); `all` (the default) is
+process and namespace faults. --overlap P gives each cycle a chance P of a second fault on another
+broker at the same time; --second-rate is the kafka-python producer's rate beside confluent-kafka's
+(0: none); --aggressive starts the next fault once every broker is registered again, whether or
+not the ISRs are full. Prints one line per fault (kind, target, hold, a slowed link's delay or a
+lossy link's loss, the unavailability window: the longest wait of a partition for its next
+acknowledgement after the fault began) and a final summary (with the worst window per kind); exits
+1 when the promise broke or the cluster got stuck. The data directory (each broker's output in
+`broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise. Bounded in time:
+each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s for the cluster to
+heal.
 """
 
 from __future__ import annotations
@@ -24,15 +31,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from odradek.testing.chaos import (  # noqa: E402
-    FAULT_KINDS,
-    NETWORK_KINDS,
+    HOST_KINDS,
     PROCESS_KINDS,
+    PROXY_KINDS,
     ChaosSettings,
     FaultRecord,
     run_chaos,
 )
 
-KINDS = {"all": FAULT_KINDS, "process": PROCESS_KINDS, "network": NETWORK_KINDS}
+KINDS = {
+    "all": PROCESS_KINDS + HOST_KINDS,
+    "process": PROCESS_KINDS,
+    "network": HOST_KINDS,
+    "proxy": PROXY_KINDS,
+    "all-proxy": PROCESS_KINDS + PROXY_KINDS,
+}
 
 
 def print_cycle(fault: FaultRecord) -> None:
@@ -41,6 +54,8 @@ def print_cycle(fault: FaultRecord) -> None:
         f" (leader of p{fault.partition})" if fault.partition is not None else ""
     )
     delay = f" delay={fault.delay_ms}ms" if fault.delay_ms else ""
+    delay += f" loss={fault.loss_percent}%" if fault.loss_percent else ""
+    target += f" and {fault.peer}" if fault.peer is not None else ""
     print(
         f"cycle {fault.cycle:3d} t={fault.started_s:7.1f}s {fault.kind:15s} {target:26s} "
         f"hold={fault.hold_s:5.2f}s{delay} window={window} acked={fault.acked}",
@@ -60,6 +75,8 @@ def main() -> int:
         action="store_true",
         help="next fault once every broker is registered, ISRs full or not",
     )
+    parser.add_argument("--overlap", type=float, default=0.0, help="chance of a second fault at once")
+    parser.add_argument("--second-rate", type=float, default=50.0, help="kafka-python records a second")
     parser.add_argument("--json", type=Path, help="write the full result here")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
@@ -70,9 +87,13 @@ def main() -> int:
         rate=args.rate,
         full_isr_between=not args.aggressive,
         kinds=KINDS[args.kinds],
+        overlap=args.overlap,
+        second_producer_rate=args.second_rate,
     )
     data_dir = Path(tempfile.mkdtemp(prefix=f"odradek-chaos-{args.seed}-"))
     result = run_chaos(data_dir, settings, on_cycle=print_cycle)
+    if result.fallback:
+        print(result.fallback)
     print(result.summary())
     for line in [*result.stuck, *([result.error] if result.error else [])]:
         print(f"  {line}")

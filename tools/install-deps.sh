@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: the package with its test and spark
 # extras, the mypyc-compiled hot loops (tools/build_native.py), and from Debian (root only, via apt)
-# kcat and the ZooKeeper server the cluster tests run (Java 17 is expected to be there).
+# kcat, the ZooKeeper server the cluster tests run (Java 17 is expected to be there), and iproute2 and
+# nftables, with which the fault tests put brokers in network namespaces and cut or degrade their links.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
@@ -12,6 +13,11 @@ PYTHON="${PYTHON:-python3}"
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ -e /usr/share/java/zookeeper.jar ] || [ -n "${ODRADEK_ZOOKEEPER_CLASSPATH:-}" ] || missing+=(zookeeper)
+# Namespaces need root anyway; without them the fault tests run their proxy equivalents.
+if [ "$(id -u)" -eq 0 ]; then
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    command -v nft >/dev/null 2>&1 || missing+=(nftables)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "missing ${missing[*]}: run 'apt-get install -y ${missing[*]}' as root (the tests need them)" >&2

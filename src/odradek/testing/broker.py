@@ -61,6 +61,7 @@ class BrokerProcess:
             Path(output_path) if output_path else self.data_dir.with_name(self.data_dir.name + ".out")
         )
         self.env = dict(env) if env is not None else None
+        self.wrapper: list[str] = []  # argv the broker's command runs under (`ip netns exec NS`)
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -81,7 +82,7 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         """The argv that starts the broker."""
-        argv = [sys.executable, "-m", "odradek", "serve"]
+        argv = [*self.wrapper, sys.executable, "-m", "odradek", "serve"]
         if self.config_file is not None:
             argv += ["--config", str(self.config_file)]
         settings: dict[str, object] = {

@@ -4,40 +4,44 @@ acks=all load, and a checker of Kafka's promise afterwards.
 The promise: no acknowledged record is lost while one in-sync replica lives, and with unclean leader
 election off, a partition that has none is unavailable rather than lossy.
 
-Owns, for one run (`run_chaos`): a `ProxiedCluster` of real brokers (testing/links.py: each
-broker's ZooKeeper link and its inbound link go through a TCP proxy of their own on loopback; 3
-brokers by default; zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000,
-replica.fetch.backoff.ms 200, unclean election off) and one topic (3 partitions, replication factor
-3, min.insync.replicas 2); the workload, one confluent-kafka idempotent acks=all producer in a
-thread, bootstrapped through the proxies, writing unique values (b"w%08d") round-robin over the
-partitions and recording every acknowledgement (value -> partition, offset) and every failure; the
-nemesis, which draws from `random.Random(seed)` one fault per cycle among `ChaosSettings.kinds` -
-process faults: kill -9 of a random broker, of a random partition's leader, of the controller, or
-SIGSTOP of a random broker for longer than replica.lag.time.max.ms and sometimes longer than the
-ZooKeeper session; network faults: a random broker cut from ZooKeeper only (its proxy closes the
-connection and refuses new ones; half the time within the session, half past it), a random broker
-or a partition's leader isolated from everybody else (its inbound proxy cut: other brokers'
-fetches, the controller's requests, clients; its own outbound links and its session stay up), or a
-slow link (a broker's ZooKeeper or inbound proxy delays every chunk 50-400 ms one way; latency
-only: a TCP proxy cannot lose packets, TCP retransmits them, so loss is not covered) - holds it a
-bounded random time, heals it (restart, SIGCONT, heal of the proxy) and waits until every ISR is
-full again before the next one, so never more than one broker is faulted and an in-sync replica
-always lives (with `full_isr_between` off it waits only for every broker to be registered again:
-an ISR may be down to one member when the next fault hits it, and the partition must then be
-unavailable, not lossy); and the checker, which once everything healed and the replicas caught up
-reads every partition from offset 0 and reports lost acknowledged values, values at two offsets,
-holes in the offsets, values nobody sent, values read elsewhere than where they were acknowledged,
-and replicas whose segment bytes differ. Per fault it also records the unavailability window: the
-longest time any partition went from the fault's start to its next acknowledgement; the summary
-gives the worst per fault kind.
+Owns, for one run (`run_chaos`): a cluster of real brokers (3 by default;
+zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200,
+unclean election off) and one topic (3 partitions, replication factor 3, min.insync.replicas 2);
+the workload, two idempotent acks=all producers in threads of their own writing unique values
+round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d") and recording
+every acknowledgement (value -> partition, offset) and every failure; the nemesis, which draws from
+`random.Random(seed)` the faults of each cycle among `ChaosSettings.kinds`, with chance `overlap`
+a second one on another broker at the same time:
+- process faults: kill -9 of a random broker, of a random partition's leader, of the controller,
+  or SIGSTOP of a random broker for longer than replica.lag.time.max.ms and sometimes longer than
+  the ZooKeeper session;
+- host faults, on brokers each in a network namespace of their own on a bridge
+  (testing/netns.py, `NamespacedCluster`): a broker's link down (cut from everybody), a
+  partition's leader split from the other brokers (it keeps ZooKeeper and the clients), a partial
+  partition (two brokers cut from each other only) or a one-way one (one broker's packets to
+  another dropped), a broker cut from ZooKeeper only (half the time within the session, half past
+  it), and packet loss of 5-30% both ways on a broker's link;
+- proxy faults, on brokers whose ZooKeeper and inbound links pass TCP proxies on loopback
+  (testing/links.py, `ProxiedCluster`): a broker cut from ZooKeeper, a broker or a partition's
+  leader isolated from everybody else, a slow link (50-400 ms one way). Where namespaces cannot be
+  made (not root, no nftables) each host fault runs as its nearest proxy fault, and the result
+  says why (`fallback`).
+Each fault is held a bounded random time, then healed (restart, SIGCONT, link up and rules
+flushed, proxy healed); before the next cycle the harness waits until every ISR is full again
+(with `full_isr_between` off only until every broker is registered again: an ISR may be down to one
+member when the next fault hits it, and the partition must then be unavailable, not lossy). The
+checker, once everything healed and the replicas caught up, reads every partition from offset 0
+and reports lost acknowledged values, values at two offsets, holes in the offsets, values nobody
+sent, values read elsewhere than where they were acknowledged, and replicas whose segment bytes
+differ. Per fault it also records the unavailability window: the longest time any partition went
+from the fault's start to its next acknowledgement; the summary gives the worst per fault kind.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
 random targets), not the timing: the leader or controller a fault hits is whichever it is then.
 
-Not covered yet (the next step): one-way and partial partitions (a broker's outbound links, one
-link between two brokers, clients only), stalled rather than closed connections
-(`FaultProxy.stall`), packet loss, clock skew, disk faults, and more than one fault at a time.
+Not covered: clock skew, disk faults (tests/compat/test_full_disk.py covers a full disk on its
+own), a partition between clients and brokers only, and more than two faults at once.
 
 Callers: tests/cluster/test_chaos.py (a bounded run), bench/chaos.py (long runs). Not used by the
 broker itself.
@@ -53,15 +57,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import kafka
+import kafka.errors
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.links import ProxiedCluster
+from odradek.testing.netns import NamespacedCluster, netns_available
 from odradek.testing.proxy import FaultProxy
 
 QUIET = {"log_level": 3}
@@ -70,9 +77,20 @@ REPLICATION = 3
 PROCESS_KINDS = ("kill-broker", "kill-leader", "kill-controller", "pause-broker")
 CUT_KINDS = ("cut-zookeeper", "isolate-broker", "isolate-leader")
 SLOW_KINDS = ("slow-zookeeper", "slow-inbound")
-NETWORK_KINDS = CUT_KINDS + SLOW_KINDS
-FAULT_KINDS = PROCESS_KINDS + NETWORK_KINDS
-LEADER_KINDS = ("kill-leader", "isolate-leader")
+PROXY_KINDS = CUT_KINDS + SLOW_KINDS  # need a ProxiedCluster
+PEER_KINDS = ("partial-link", "one-way")  # between the target and one other broker
+HOST_KINDS = ("isolate-host", "split-leader", "zookeeper-only", "lossy-link", *PEER_KINDS)  # need namespaces
+PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python"}  # by the first byte of their values
+LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
+# Where namespaces cannot be made, each host fault runs as the nearest proxy fault.
+PROXY_EQUIVALENT = {
+    "isolate-host": "isolate-broker",
+    "split-leader": "isolate-leader",
+    "zookeeper-only": "cut-zookeeper",
+    "lossy-link": "slow-inbound",
+    "partial-link": "isolate-broker",
+    "one-way": "isolate-broker",
+}
 
 
 @dataclass(frozen=True)
@@ -89,11 +107,14 @@ class ChaosSettings:
     kill_hold_s: tuple[float, float] = (0.5, 5.0)
     slow_hold_s: tuple[float, float] = (2.0, 6.0)
     delay_ms: tuple[int, int] = (50, 400)  # one-way, per forwarded chunk, on a slowed link
+    loss_percent: tuple[int, int] = (5, 30)  # packets dropped on a lossy link, each way
     quiet_s: tuple[float, float] = (0.5, 2.0)
     heal_timeout_s: float = 60.0
     full_isr_between: bool = True  # False: the next fault once every broker is registered again
     message_timeout_ms: int = 120_000
-    kinds: tuple[str, ...] = FAULT_KINDS  # what the nemesis draws from
+    kinds: tuple[str, ...] = PROCESS_KINDS  # what the nemesis draws from
+    overlap: float = 0.0  # chance that a cycle also faults a second broker at the same time
+    second_producer_rate: float = 50.0  # records a second of a kafka-python producer (0: none)
 
 
 @dataclass
@@ -107,6 +128,8 @@ class FaultRecord:
     hold_s: float  # a killed broker also stays down until its ZooKeeper session expired
     started_s: float  # since the run started
     delay_ms: int = 0  # a slowed link's delay
+    peer: int | None = None  # the other end of a partial or one-way partition
+    loss_percent: int = 0  # a lossy link's share of dropped packets
     window_s: float | None = None  # longest time a partition waited for its next acknowledgement
     acked: int = 0  # acknowledgements so far, at the end of the cycle
 
@@ -117,9 +140,12 @@ class ChaosResult:
 
     seed: int
     data_dir: str
+    network: str = "proxy"  # "netns": brokers in namespaces; "proxy": TCP proxies on loopback
+    fallback: str | None = None  # why host faults ran as proxy faults
     faults: list[FaultRecord] = field(default_factory=list)
     sent: int = 0
     acked: int = 0
+    acked_by: dict[str, int] = field(default_factory=dict)  # per producer client
     failures: dict[str, int] = field(default_factory=dict)
     fatal: list[str] = field(default_factory=list)
     read: int = 0
@@ -148,7 +174,8 @@ class ChaosResult:
 
     def summary(self) -> str:
         return (
-            f"seed={self.seed} cycles={len(self.faults)} sent={self.sent} acked={self.acked} "
+            f"seed={self.seed} network={self.network} cycles={len({f.cycle for f in self.faults})} "
+            f"faults={len(self.faults)} sent={self.sent} acked={self.acked} {self.acked_by} "
             f"read={self.read} lost={len(self.lost)} duplicated={len(self.duplicated)} "
             f"holes={sum(len(h) for h in self.holes.values())} unexpected={len(self.unexpected)} "
             f"misplaced={len(self.misplaced)} divergent={sorted(self.divergent)} stuck={len(self.stuck)} "
@@ -174,71 +201,129 @@ def wait_until(probe: Callable[[], bool], timeout_s: float) -> bool:
 
 
 class Workload:
-    """One idempotent acks=all producer in a thread; every acknowledgement and failure recorded."""
+    """Two idempotent acks=all producers in threads of their own, every acknowledgement and failure
+    recorded: confluent-kafka (librdkafka) at `rate` writing b"w%08d" values, and kafka-python at
+    `second_producer_rate` writing b"k%08d" values, both round-robin over the partitions."""
 
     def __init__(self, bootstrap: str, settings: ChaosSettings) -> None:
+        self.bootstrap = bootstrap
         self.settings = settings
-        self.config = {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "message.timeout.ms": settings.message_timeout_ms,
-            "request.timeout.ms": 10_000,
-            "error_cb": self._on_error,
-            **QUIET,
-        }
         self.sent: set[bytes] = set()
         self.acked: dict[bytes, tuple[int, int]] = {}
         self.failed: dict[bytes, str] = {}
         self.fatal: list[str] = []
         self.ack_times: dict[int, list[float]] = {p: [] for p in range(settings.partitions)}
-        self.unflushed = 0
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
+        self._threads = [threading.Thread(target=self._run_librdkafka, name="chaos-producer", daemon=True)]
+        if settings.second_producer_rate > 0:
+            self._threads.append(
+                threading.Thread(target=self._run_kafka_python, name="chaos-producer-2", daemon=True)
+            )
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         """Stop offering records and wait for the outstanding ones to be answered."""
         self._stop.set()
-        self._thread.join(self.settings.message_timeout_ms / 1000 + 30)
+        for thread in self._threads:
+            thread.join(self.settings.message_timeout_ms / 1000 + 30)
+
+    @property
+    def unanswered(self) -> int:
+        return len(self.sent) - len(self.acked) - len(self.failed)
+
+    def _acknowledge(self, value: bytes, partition: int, offset: int) -> None:
+        with self._lock:
+            self.acked[value] = (partition, offset)
+            bisect.insort(self.ack_times[partition], time.monotonic())
+
+    def _fail(self, value: bytes, reason: str) -> None:
+        with self._lock:
+            self.failed[value] = reason
 
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
             self.fatal.append(str(err))
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        value = msg.value()
         if err is not None:
-            self.failed[value] = err.name()
-            return
-        self.acked[value] = (msg.partition(), msg.offset())
-        self.ack_times[msg.partition()].append(time.monotonic())
+            self._fail(msg.value(), err.name())
+        else:
+            self._acknowledge(msg.value(), msg.partition(), msg.offset())
 
-    def _run(self) -> None:
-        producer = Producer(self.config)
-        interval = 1.0 / self.settings.rate
+    def _paced(self, rate: float, offer: Callable[[int], bool], wait: Callable[[float], object]) -> None:
+        """Call `offer(index)` `rate` times a second until stopped; `wait(s)` serves the producer
+        meanwhile; an offer refused (False) is made again with the same index."""
+        interval = 1.0 / rate
         next_at = time.monotonic()
         index = 0
         while not self._stop.is_set() and not self.fatal:
+            if not offer(index):
+                wait(0.1)
+                continue
+            index += 1
+            next_at = max(next_at + interval, time.monotonic() - 1.0)
+            while time.monotonic() < next_at:
+                wait(max(0.0, next_at - time.monotonic()))
+
+    def _run_librdkafka(self) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": self.settings.message_timeout_ms,
+                "request.timeout.ms": 10_000,
+                "error_cb": self._on_error,
+                **QUIET,
+            }
+        )
+
+        def offer(index: int) -> bool:
             value = b"w%08d" % index
             try:
                 partition = index % self.settings.partitions
                 producer.produce(TOPIC, value=value, partition=partition, on_delivery=self._on_delivery)
             except BufferError:
-                producer.poll(0.1)
-                continue
+                return False
             except KafkaException as exc:
                 self.fatal.append(str(exc))
-                break
+                return False
             self.sent.add(value)
-            index += 1
-            next_at = max(next_at + interval, time.monotonic() - 1.0)
-            while time.monotonic() < next_at:
-                producer.poll(max(0.0, next_at - time.monotonic()))
-        self.unflushed = producer.flush(self.settings.message_timeout_ms / 1000 + 10)
+            return True
+
+        self._paced(self.settings.rate, offer, producer.poll)
+        producer.flush(self.settings.message_timeout_ms / 1000 + 10)
+
+    def _run_kafka_python(self) -> None:
+        producer = kafka.KafkaProducer(
+            bootstrap_servers=self.bootstrap.split(","),
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            request_timeout_ms=10_000,
+            delivery_timeout_ms=self.settings.message_timeout_ms,
+        )
+
+        def offer(index: int) -> bool:
+            value = b"k%08d" % index
+            partition = index % self.settings.partitions
+            try:
+                future = producer.send(TOPIC, value=value, partition=partition)
+            except kafka.errors.KafkaTimeoutError:
+                return False
+            self.sent.add(value)
+            future.add_callback(lambda meta, v=value: self._acknowledge(v, meta.partition, meta.offset))
+            future.add_errback(lambda exc, v=value: self._fail(v, type(exc).__name__))
+            return True
+
+        self._paced(self.settings.second_producer_rate, offer, time.sleep)
+        producer.flush(self.settings.message_timeout_ms / 1000 + 10)
+        producer.close(10)
 
     def wait_for_acknowledgements(self, timeout_s: float = 30.0) -> None:
         if not wait_until(lambda: all(self.ack_times.values()), timeout_s):
@@ -275,44 +360,59 @@ def isr_full(cluster: LocalCluster, partitions: int) -> bool:
 
 
 class Nemesis:
-    """Draws, applies and heals one fault at a time, every choice from `random.Random(seed)`."""
+    """Draws, applies and heals the faults of each cycle, every choice from `random.Random(seed)`."""
 
-    def __init__(self, cluster: ProxiedCluster, settings: ChaosSettings) -> None:
+    def __init__(self, cluster: LocalCluster, settings: ChaosSettings) -> None:
         self.cluster = cluster
         self.settings = settings
         self.rng = random.Random(settings.seed)
         self.epoch = time.monotonic()
 
-    def draw(self, cycle: int) -> FaultRecord:
-        kind = self.rng.choice(self.settings.kinds)
-        partition = self.rng.randrange(self.settings.partitions) if kind in LEADER_KINDS else None
-        broker = self._target(kind, partition)
-        hold = self._hold(kind)
-        delay = self.rng.randint(*self.settings.delay_ms) if kind in SLOW_KINDS else 0
-        started = time.monotonic() - self.epoch
-        return FaultRecord(cycle, kind, broker, partition, round(hold, 2), round(started, 2), delay)
+    def draw(self, cycle: int) -> list[FaultRecord]:
+        """The cycle's fault, and with chance `overlap` a second one on another broker."""
+        started = round(time.monotonic() - self.epoch, 2)
+        first = self._draw_one(cycle, self.rng.choice(self.settings.kinds), started, exclude=None)
+        if self.rng.random() >= self.settings.overlap or len(self.cluster.brokers) < 2:
+            return [first]
+        anywhere = [k for k in self.settings.kinds if k not in LEADER_KINDS and k != "kill-controller"]
+        second = self._draw_one(cycle, self.rng.choice(anywhere or ["pause-broker"]), started, first.broker)
+        return [first, second]
 
-    def _target(self, kind: str, partition: int | None) -> int:
-        fallback = self.rng.choice(sorted(self.cluster.brokers))
+    def _draw_one(self, cycle: int, kind: str, started: float, exclude: int | None) -> FaultRecord:
+        partition = self.rng.randrange(self.settings.partitions) if kind in LEADER_KINDS else None
+        broker = self._target(kind, partition, exclude)
+        fault = FaultRecord(cycle, kind, broker, partition, round(self._hold(kind), 2), started)
+        if kind in SLOW_KINDS:
+            fault.delay_ms = self.rng.randint(*self.settings.delay_ms)
+        if kind == "lossy-link":
+            fault.loss_percent = self.rng.randint(*self.settings.loss_percent)
+        if kind in PEER_KINDS:
+            fault.peer = self.rng.choice([b for b in sorted(self.cluster.brokers) if b != broker])
+        return fault
+
+    def _target(self, kind: str, partition: int | None, exclude: int | None) -> int:
+        candidates = [b for b in sorted(self.cluster.brokers) if b != exclude]
+        fallback = self.rng.choice(candidates)
         if kind in LEADER_KINDS:
             leader = (self.cluster.state(TOPIC, partition or 0) or {}).get("leader", -1)
-            return leader if leader in self.cluster.brokers else fallback
+            return leader if leader in candidates else fallback
         if kind == "kill-controller":
             controller = self.cluster.controller()
-            return controller if controller in self.cluster.brokers else fallback
+            return controller if controller in candidates else fallback
         return fallback
 
     def _hold(self, kind: str) -> float:
-        """A kill: `kill_hold_s`; a slowed link: `slow_hold_s`; a pause or an isolation: past
-        replica.lag.time.max.ms, half the time also past the ZooKeeper session; a ZooKeeper cut:
-        half the time within the session (the broker may still dial again too late), half past it."""
+        """A kill: `kill_hold_s`; a slowed or lossy link: `slow_hold_s`; a pause, an isolation or a
+        partition: past replica.lag.time.max.ms, half the time also past the ZooKeeper session; a
+        ZooKeeper cut: half the time within the session (the broker may still dial again too
+        late), half past it."""
         session_s = self.settings.session_timeout_ms / 1000
-        if kind in SLOW_KINDS:
+        if kind in SLOW_KINDS or kind == "lossy-link":
             return self.rng.uniform(*self.settings.slow_hold_s)
-        if kind == "cut-zookeeper":
+        if kind in ("cut-zookeeper", "zookeeper-only"):
             within = self.rng.random() < 0.5
             return self.rng.uniform(session_s * 0.3, session_s * 0.8) if within else self._past_session()
-        if kind not in ("pause-broker", "isolate-broker", "isolate-leader"):
+        if kind in PROCESS_KINDS and kind != "pause-broker":
             return self.rng.uniform(*self.settings.kill_hold_s)
         lag_s = self.settings.lag_ms / 1000
         if self.rng.random() < 0.5:
@@ -323,45 +423,72 @@ class Nemesis:
         session_s = self.settings.session_timeout_ms / 1000
         return self.rng.uniform(session_s * 1.3, session_s * 2)
 
-    def apply(self, fault: FaultRecord) -> None:
-        """Inject `fault`, hold it, heal it; the broker is running again, and its links are whole,
-        when this returns."""
-        if fault.kind in NETWORK_KINDS:
-            self._apply_to_link(fault)
-            return
+    def apply(self, faults: list[FaultRecord]) -> None:
+        """Inject the cycle's faults together, heal each when its hold is over (shortest first);
+        every broker is running again, and every link whole, when this returns."""
+        began = time.monotonic()
+        heals: list[tuple[float, Callable[[], None]]] = []
+        try:
+            for fault in faults:
+                heals.append((fault.hold_s, self._inject(fault)))
+        finally:
+            for hold_s, heal in sorted(heals, key=lambda pair: pair[0]):
+                time.sleep(max(0.0, began + hold_s - time.monotonic()))
+                heal()
+
+    def _inject(self, fault: FaultRecord) -> Callable[[], None]:
+        """Start `fault`; what heals it."""
+        if fault.kind in HOST_KINDS:
+            return self._inject_on_host(fault)
+        if fault.kind in PROXY_KINDS:
+            return self._inject_on_link(fault)
         process = self.cluster.brokers[fault.broker]
         if fault.kind == "pause-broker":
             process.send_signal(signal.SIGSTOP)
-            try:
-                time.sleep(fault.hold_s)
-            finally:
-                process.send_signal(signal.SIGCONT)
-            return
+            return lambda: process.send_signal(signal.SIGCONT)
         process.kill()
-        time.sleep(fault.hold_s)
-        self._wait_deregistered(fault.broker)
-        process.start()
 
-    def _link(self, fault: FaultRecord) -> FaultProxy:
-        """The faulted broker's ZooKeeper link, or its inbound link."""
+        def restart() -> None:
+            self._wait_deregistered(fault.broker)
+            process.start()
+
+        return restart
+
+    def _inject_on_host(self, fault: FaultRecord) -> Callable[[], None]:
+        assert isinstance(self.cluster, NamespacedCluster)
+        cluster = self.cluster
+        link = cluster.links[fault.broker]
+        others = [b for b in cluster.brokers if b != fault.broker]
+        if fault.kind == "isolate-host":
+            link.down()
+        elif fault.kind == "split-leader":
+            link.drop_peers(cluster.addresses(others))
+        elif fault.kind == "zookeeper-only":
+            link.drop_zookeeper(*cluster.zookeeper_address)
+        elif fault.kind == "lossy-link":
+            link.lose(fault.loss_percent)
+        else:
+            assert fault.peer is not None
+            link.drop_peers(cluster.addresses([fault.peer]), outbound_only=fault.kind == "one-way")
+        return link.heal
+
+    def _inject_on_link(self, fault: FaultRecord) -> Callable[[], None]:
+        assert isinstance(self.cluster, ProxiedCluster)
         zookeeper = fault.kind.endswith("-zookeeper")
-        links = self.cluster.zookeeper_links if zookeeper else self.cluster.inbound_links
-        return links[fault.broker]
-
-    def _apply_to_link(self, fault: FaultRecord) -> None:
-        link = self._link(fault)
+        link = (self.cluster.zookeeper_links if zookeeper else self.cluster.inbound_links)[fault.broker]
         if fault.kind in SLOW_KINDS:
             link.delay_ms = fault.delay_ms
         else:
             link.cut()
-        try:
-            time.sleep(fault.hold_s)
-        finally:
+
+        def heal() -> None:
             healed_at = link.forwarded  # none get through while cut
             link.delay_ms = 0
             link.heal()
-        if fault.kind == "cut-zookeeper":
-            self._wait_reconnected(fault.broker, link, healed_at)
+            if fault.kind == "cut-zookeeper":
+                self._wait_reconnected(fault.broker, link, healed_at)
+
+        return heal
 
     def _wait_reconnected(self, broker: int, link: FaultProxy, healed_at: int) -> None:
         """Until the broker dialled ZooKeeper again, its registration may be one of a session about to
@@ -466,10 +593,11 @@ def collect(workload: Workload, result: ChaosResult) -> None:
     """Stop the workload and record what it sent and what it was answered."""
     workload.stop()
     result.sent, result.acked = len(workload.sent), len(workload.acked)
+    result.acked_by = dict(Counter(PRODUCERS[value[:1]] for value in workload.acked))
     result.failures = dict(Counter(workload.failed.values()))
     result.fatal = list(workload.fatal)
-    if workload.unflushed:
-        result.stuck.append(f"{workload.unflushed} records never answered")
+    if workload.unanswered:
+        result.stuck.append(f"{workload.unanswered} records never answered")
 
 
 def check(cluster: LocalCluster, settings: ChaosSettings, workload: Workload, result: ChaosResult) -> None:
@@ -486,17 +614,39 @@ def check(cluster: LocalCluster, settings: ChaosSettings, workload: Workload, re
 # -- one run -------------------------------------------------------------------------------------
 
 
-def make_cluster(data_dir: Path, settings: ChaosSettings, zookeeper_connect: str | None) -> ProxiedCluster:
+def network_for(kinds: tuple[str, ...]) -> tuple[str, tuple[str, ...], str | None]:
+    """Which cluster `kinds` need ("netns" or "proxy") and the kinds to run on it: host faults
+    become their nearest proxy faults where namespaces cannot be made (the third item says why)."""
+    if any(k in HOST_KINDS for k in kinds) and any(k in PROXY_KINDS for k in kinds):
+        raise ValueError("host faults (namespaces) and proxy faults do not mix in one run")
+    if not any(k in HOST_KINDS for k in kinds):
+        return "proxy", kinds, None
+    unavailable = netns_available()
+    if unavailable is None:
+        return "netns", kinds, None
+    return "proxy", tuple(dict.fromkeys(PROXY_EQUIVALENT.get(k, k) for k in kinds)), unavailable
+
+
+def make_cluster(
+    data_dir: Path, settings: ChaosSettings, network: str, zookeeper_connect: str | None
+) -> LocalCluster:
+    """Brokers in namespaces of their own ("netns", with a ZooKeeper server of their own), or behind
+    TCP proxies on loopback ("proxy")."""
+    overrides = {
+        "replica.lag.time.max.ms": settings.lag_ms,
+        "replica.fetch.backoff.ms": 200,
+        "unclean.leader.election.enable": "false",
+    }
+    if network == "netns":
+        return NamespacedCluster(
+            data_dir, settings.brokers, session_timeout_ms=settings.session_timeout_ms, overrides=overrides
+        )
     return ProxiedCluster(
         data_dir,
         settings.brokers,
         zookeeper_connect=zookeeper_connect,
         session_timeout_ms=settings.session_timeout_ms,
-        overrides={
-            "replica.lag.time.max.ms": settings.lag_ms,
-            "replica.fetch.backoff.ms": 200,
-            "unclean.leader.election.enable": "false",
-        },
+        overrides=overrides,
     )
 
 
@@ -512,18 +662,20 @@ def create_topic(cluster: LocalCluster, settings: ChaosSettings) -> None:
 def run_faults(
     nemesis: Nemesis, workload: Workload, result: ChaosResult, on_cycle: Callable[[FaultRecord], None]
 ) -> None:
-    """The cycles: draw, apply and heal a fault, wait for full ISRs, record what the workload saw."""
+    """The cycles: draw, apply and heal the faults, wait until healed, record what the workload saw."""
     settings = nemesis.settings
     for cycle in range(settings.cycles):
-        fault = nemesis.draw(cycle)
-        nemesis.apply(fault)
-        result.faults.append(fault)
+        faults = nemesis.draw(cycle)
+        nemesis.apply(faults)
+        result.faults += faults
         healed = wait_until(lambda: nemesis.healed(), settings.heal_timeout_s)
-        fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
-        fault.acked = len(workload.acked)
-        on_cycle(fault)
+        for fault in faults:
+            fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
+            fault.acked = len(workload.acked)
+            on_cycle(fault)
         if not healed:
-            result.stuck.append(f"cycle {cycle} ({fault.kind} of {fault.broker}): not healed")
+            what = ", ".join(f"{f.kind} of {f.broker}" for f in faults)
+            result.stuck.append(f"cycle {cycle} ({what}): not healed")
             return
         nemesis.quiet()
 
@@ -535,9 +687,15 @@ def run_chaos(
     zookeeper_connect: str | None = None,
     on_cycle: Callable[[FaultRecord], None] = lambda _fault: None,
 ) -> ChaosResult:
-    """One run on a fresh cluster in `data_dir`; the cluster is closed whatever happens."""
-    result = ChaosResult(seed=settings.seed, data_dir=str(data_dir))
-    cluster = make_cluster(Path(data_dir), settings, zookeeper_connect)
+    """One run on a fresh cluster in `data_dir`; the cluster is closed whatever happens. Host faults
+    need network namespaces: where they cannot be made, the run says why (`result.fallback`) and
+    runs the nearest proxy faults instead; a namespaced cluster starts its own ZooKeeper server."""
+    network, kinds, unavailable = network_for(settings.kinds)
+    settings = replace(settings, kinds=kinds)
+    result = ChaosResult(seed=settings.seed, data_dir=str(data_dir), network=network)
+    if unavailable is not None:
+        result.fallback = f"network namespaces unavailable ({unavailable}): host faults run through proxies"
+    cluster = make_cluster(Path(data_dir), settings, network, zookeeper_connect)
     try:
         cluster.start()
         cluster.wait_for_controller()
