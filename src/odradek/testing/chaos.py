@@ -20,7 +20,8 @@ a second one on another broker at the same time:
   partition's leader split from the other brokers (it keeps ZooKeeper and the clients), a partial
   partition (two brokers cut from each other only) or a one-way one (one broker's packets to
   another dropped), a broker cut from ZooKeeper only (half the time within the session, half past
-  it), and packet loss of 5-30% both ways on a broker's link;
+  it), packet loss of 5-30% both ways on a broker's link, and a full disk (each broker's log dir
+  is a 256 MiB tmpfs; the fault fills it to the last page and frees it at the heal);
 - proxy faults, on brokers whose ZooKeeper and inbound links pass TCP proxies on loopback
   (testing/links.py, `ProxiedCluster`): a broker cut from ZooKeeper, a broker or a partition's
   leader isolated from everybody else, a slow link (50-400 ms one way). Where namespaces cannot be
@@ -40,8 +41,8 @@ The result (`ChaosResult`) keeps the seed and the data directory, where each bro
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
 random targets), not the timing: the leader or controller a fault hits is whichever it is then.
 
-Not covered: clock skew, disk faults (tests/compat/test_full_disk.py covers a full disk on its
-own), a partition between clients and brokers only, and more than two faults at once.
+Not covered: clock skew, disk faults other than a full disk (slow or failing devices), a partition
+between clients and brokers only, and more than two faults at once.
 
 Callers: tests/cluster/test_chaos.py (a bounded run), bench/chaos.py (long runs). Not used by the
 broker itself.
@@ -79,7 +80,8 @@ CUT_KINDS = ("cut-zookeeper", "isolate-broker", "isolate-leader")
 SLOW_KINDS = ("slow-zookeeper", "slow-inbound")
 PROXY_KINDS = CUT_KINDS + SLOW_KINDS  # need a ProxiedCluster
 PEER_KINDS = ("partial-link", "one-way")  # between the target and one other broker
-HOST_KINDS = ("isolate-host", "split-leader", "zookeeper-only", "lossy-link", *PEER_KINDS)  # need namespaces
+HOST_KINDS = ("isolate-host", "split-leader", "zookeeper-only", "lossy-link", "full-disk", *PEER_KINDS)
+DISK_BYTES = 256 << 20  # each namespaced broker's log dir, a tmpfs the full-disk fault fills
 PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python"}  # by the first byte of their values
 LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
 # Where namespaces cannot be made, each host fault runs as the nearest proxy fault.
@@ -88,6 +90,7 @@ PROXY_EQUIVALENT = {
     "split-leader": "isolate-leader",
     "zookeeper-only": "cut-zookeeper",
     "lossy-link": "slow-inbound",
+    "full-disk": "pause-broker",
     "partial-link": "isolate-broker",
     "one-way": "isolate-broker",
 }
@@ -131,6 +134,7 @@ class FaultRecord:
     peer: int | None = None  # the other end of a partial or one-way partition
     loss_percent: int = 0  # a lossy link's share of dropped packets
     window_s: float | None = None  # longest time a partition waited for its next acknowledgement
+    healed_s: float | None = None  # when the fault was healed, since the run started
     acked: int = 0  # acknowledgements so far, at the end of the cycle
 
 
@@ -164,6 +168,15 @@ class ChaosResult:
         findings = (self.lost, self.duplicated, self.holes, self.unexpected, self.misplaced, self.divergent)
         return not any(findings) and not self.stuck and not self.fatal and self.error is None
 
+    def worst_past_heal(self) -> dict[str, float]:
+        """Per fault kind, the longest a partition stayed unavailable after its fault was healed."""
+        worst: dict[str, float] = {}
+        for fault in self.faults:
+            if fault.window_s is not None and fault.healed_s is not None:
+                past = max(0.0, fault.started_s + fault.window_s - fault.healed_s)
+                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), past), 1)
+        return worst
+
     def worst_windows(self) -> dict[str, float]:
         """Per fault kind, the longest unavailability window its faults caused."""
         worst: dict[str, float] = {}
@@ -180,6 +193,7 @@ class ChaosResult:
             f"holes={sum(len(h) for h in self.holes.values())} unexpected={len(self.unexpected)} "
             f"misplaced={len(self.misplaced)} divergent={sorted(self.divergent)} stuck={len(self.stuck)} "
             f"fatal={len(self.fatal)} failures={self.failures} worst_windows={self.worst_windows()} "
+            f"worst_past_heal={self.worst_past_heal()} "
             f"error={self.error} ok={self.ok}"
         )
 
@@ -407,7 +421,7 @@ class Nemesis:
         ZooKeeper cut: half the time within the session (the broker may still dial again too
         late), half past it."""
         session_s = self.settings.session_timeout_ms / 1000
-        if kind in SLOW_KINDS or kind == "lossy-link":
+        if kind in SLOW_KINDS or kind in ("lossy-link", "full-disk"):
             return self.rng.uniform(*self.settings.slow_hold_s)
         if kind in ("cut-zookeeper", "zookeeper-only"):
             within = self.rng.random() < 0.5
@@ -427,14 +441,15 @@ class Nemesis:
         """Inject the cycle's faults together, heal each when its hold is over (shortest first);
         every broker is running again, and every link whole, when this returns."""
         began = time.monotonic()
-        heals: list[tuple[float, Callable[[], None]]] = []
+        heals: list[tuple[FaultRecord, Callable[[], None]]] = []
         try:
             for fault in faults:
-                heals.append((fault.hold_s, self._inject(fault)))
+                heals.append((fault, self._inject(fault)))
         finally:
-            for hold_s, heal in sorted(heals, key=lambda pair: pair[0]):
-                time.sleep(max(0.0, began + hold_s - time.monotonic()))
+            for fault, heal in sorted(heals, key=lambda pair: pair[0].hold_s):
+                time.sleep(max(0.0, began + fault.hold_s - time.monotonic()))
                 heal()
+                fault.healed_s = round(time.monotonic() - self.epoch, 2)
 
     def _inject(self, fault: FaultRecord) -> Callable[[], None]:
         """Start `fault`; what heals it."""
@@ -467,6 +482,10 @@ class Nemesis:
             link.drop_zookeeper(*cluster.zookeeper_address)
         elif fault.kind == "lossy-link":
             link.lose(fault.loss_percent)
+        elif fault.kind == "full-disk":
+            disk = cluster.disks[fault.broker]
+            disk.fill()
+            return disk.free
         else:
             assert fault.peer is not None
             link.drop_peers(cluster.addresses([fault.peer]), outbound_only=fault.kind == "one-way")
@@ -639,7 +658,11 @@ def make_cluster(
     }
     if network == "netns":
         return NamespacedCluster(
-            data_dir, settings.brokers, session_timeout_ms=settings.session_timeout_ms, overrides=overrides
+            data_dir,
+            settings.brokers,
+            disk_bytes=DISK_BYTES,
+            session_timeout_ms=settings.session_timeout_ms,
+            overrides=overrides,
         )
     return ProxiedCluster(
         data_dir,

@@ -18,17 +18,22 @@ Faults (`HostLink`), each on one broker's namespace and undone by `heal()`:
   only, clients and brokers still reach it;
 - `lose(percent)`: that share of the packets on its link dropped at random, both ways (real loss:
   TCP retransmits, delays grow; no `tc netem` is needed).
+With `disk_bytes`, each broker's log dir is a tmpfs of that size (`SmallDisk`), which `fill()` fills
+to the last page (a hidden file beside the partition directories, which the broker skips) and
+`free()` empties again: a full disk on one broker.
 
-Needs root, iproute2 and nftables (`netns_available()` says whether this machine can; the fault
-harness falls back to the TCP proxies of testing/links.py otherwise). `close()` stops the processes,
-then deletes every namespace, link and the bridge it made; a run that died leaves names with its
-subnet number, which the next run on that number deletes first.
+Needs root (namespaces, mounts), iproute2 and nftables (`netns_available()` says whether this
+machine can; the fault harness falls back to the TCP proxies of testing/links.py otherwise).
+`close()` stops the processes, then unmounts every disk and deletes every namespace, link and the
+bridge it made; a run that died leaves names with its subnet number, which the next run on that
+number deletes first.
 
 Callers: the fault harness (testing/chaos.py). Not used by the broker itself.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -151,14 +156,54 @@ class HostLink:
         )
 
 
+class SmallDisk:
+    """A tmpfs of `size` bytes mounted on `path` (a broker's log dir), and a filler file in it."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path = path
+        self.size = size
+        self.filler = path / ".filler"
+
+    def mount(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.size}", "tmpfs", str(self.path)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"cannot mount a tmpfs on {self.path}: {done.stderr.strip()}")
+
+    def fill(self) -> None:
+        """Take every free page (the filler grows until the disk is full)."""
+        with open(self.filler, "ab", buffering=0) as out:
+            for chunk in (1 << 20, 1 << 12, 1 << 9):
+                try:
+                    while True:
+                        out.write(b"\0" * chunk)
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "--lazy", str(self.path)], capture_output=True)
+
+
 class NamespacedCluster(LocalCluster):
     """A `LocalCluster` with each broker in a namespace of its own; see the module docstring. It
     always starts its own ZooKeeper server, on the bridge's address."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3, **kwargs: Any) -> None:
+    def __init__(
+        self, data_dir: str | os.PathLike[str], brokers: int = 3, disk_bytes: int | None = None, **kwargs: Any
+    ) -> None:
         if kwargs.pop("zookeeper_connect", None) is not None:
             raise ValueError("a namespaced cluster runs its own ZooKeeper server on its bridge")
         super().__init__(data_dir, brokers, **kwargs)
+        self.disk_bytes = disk_bytes
+        self.disks: dict[int, SmallDisk] = {}
         self.subnet = free_subnet()
         self.bridge = f"odr{self.subnet}br"
         self.gateway = f"{SUBNET_PREFIX}.{self.subnet}.1"
@@ -182,11 +227,15 @@ class NamespacedCluster(LocalCluster):
         return self.zookeeper.host, self.zookeeper.port
 
     def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
-        """A broker process (not started) in namespace `broker_id`, made the first time."""
+        """A broker process (not started) in namespace `broker_id`, made the first time (with its
+        small disk when `disk_bytes` is set)."""
         process = super().broker(broker_id, data)
         if broker_id not in self.links:
             self.links[broker_id] = HostLink(self.subnet, broker_id, self.bridge)
             self.links[broker_id].create()
+        if self.disk_bytes and broker_id not in self.disks:
+            self.disks[broker_id] = SmallDisk(process.data_dir, self.disk_bytes)
+            self.disks[broker_id].mount()
         link = self.links[broker_id]
         process.host, process.port = link.address, BROKER_PORT
         process.wrapper = ["ip", "netns", "exec", link.namespace]
@@ -196,8 +245,11 @@ class NamespacedCluster(LocalCluster):
         return [self.links[b].address for b in broker_ids]
 
     def close(self) -> None:
-        """`LocalCluster.close()`, then every namespace, link and the bridge."""
+        """`LocalCluster.close()`, then every disk, namespace, link and the bridge."""
         super().close()
+        for disk in self.disks.values():
+            disk.unmount()
+        self.disks.clear()
         for link in self.links.values():
             link.delete()
         self.links.clear()
