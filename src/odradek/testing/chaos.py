@@ -8,7 +8,8 @@ Owns, for one run (`run_chaos`): a cluster of real brokers (3 by default;
 zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200,
 unclean election off) and one topic (3 partitions, replication factor 3, min.insync.replicas 2);
 the workload, two idempotent acks=all producers in threads of their own writing unique values
-round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d") and recording
+round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d"; both dial a
+broker again at most 1 s after losing it, the Java client's reconnect.backoff.max.ms) and recording
 every acknowledgement (value -> partition, offset) and every failure; the nemesis, which draws from
 `random.Random(seed)` the faults of each cycle among `ChaosSettings.kinds`, with chance `overlap`
 a second one on another broker at the same time:
@@ -81,6 +82,9 @@ SLOW_KINDS = ("slow-zookeeper", "slow-inbound")
 PROXY_KINDS = CUT_KINDS + SLOW_KINDS  # need a ProxiedCluster
 PEER_KINDS = ("partial-link", "one-way")  # between the target and one other broker
 HOST_KINDS = ("isolate-host", "split-leader", "zookeeper-only", "lossy-link", "full-disk", *PEER_KINDS)
+# The Java client's default; librdkafka's (10 s) and kafka-python's (30 s) would measure how long a
+# client waits to dial again after a heal rather than how long the cluster takes to serve again.
+RECONNECT_BACKOFF_MAX_MS = 1000
 DISK_BYTES = 256 << 20  # each namespaced broker's log dir, a tmpfs the full-disk fault fills
 PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python"}  # by the first byte of their values
 LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
@@ -292,6 +296,7 @@ class Workload:
                 "linger.ms": 5,
                 "message.timeout.ms": self.settings.message_timeout_ms,
                 "request.timeout.ms": 10_000,
+                "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
                 "error_cb": self._on_error,
                 **QUIET,
             }
@@ -320,6 +325,7 @@ class Workload:
             enable_idempotence=True,
             linger_ms=5,
             request_timeout_ms=10_000,
+            reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
             delivery_timeout_ms=self.settings.message_timeout_ms,
         )
 
