@@ -50,6 +50,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.primitives import ProtocolDecodeError
+from odradek.repeated_failures import RepeatedFailures
 from odradek.replication.partition import Partition
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH
 
@@ -104,6 +105,7 @@ class ReplicaFetcher:
         self._settings = settings
         self._lookup = lookup
         self._states: dict[TopicPartition, _FetchState] = {}
+        self._failures = RepeatedFailures(log)  # per partition: a full disk fails every append
         self._wake = asyncio.Event()
         self._connection = ReusedConnection(
             f"replica-fetcher-{settings.broker_id}", settings.request_timeout_ms + settings.max_wait_ms
@@ -232,6 +234,10 @@ class ReplicaFetcher:
         try:
             if data.error_code == ErrorCode.NONE:
                 self._on_data(partition, sent, data)
+                if self._failures:
+                    self._failures.succeeded(
+                        key, "Replicating %s-%d from broker %d works again", *key, self.leader.broker_id
+                    )
             elif data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 self._on_out_of_range(partition, sent, data)
             else:
@@ -240,7 +246,9 @@ class ReplicaFetcher:
                 )
                 self._back_off([key])
         except KafkaError as exc:
-            log.error("Replicating %s-%d from broker %d failed: %s", *key, self.leader.broker_id, exc.message)
+            self._failures.failed(
+                key, "Replicating %s-%d from broker %d fails: %s", *key, self.leader.broker_id, exc.message
+            )
             self._back_off([key])
         except Exception:
             log.exception("Replicating %s-%d from broker %d failed", *key, self.leader.broker_id)

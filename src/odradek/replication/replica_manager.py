@@ -83,6 +83,7 @@ from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, Leader
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.primitives import FileSlice
 from odradek.purgatory import DelayedOperationPurgatory
+from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
@@ -109,6 +110,7 @@ DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.inter
 DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
 ALTER_PARTITION_TIMEOUT_S = 30.0
+CHECKPOINT = "high watermark checkpoint"  # the key of its failures beside the partitions'
 AlterPartitionSender = Callable[[AlterPartitionRequest, float], Awaitable[AlterPartitionResponse]]
 
 
@@ -242,8 +244,7 @@ class ReplicaManager:
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._hosted_per_topic: collections.Counter[str] = collections.Counter()
         self._checkpointed_hws: dict[TopicPartition, int] = {}
-        self._checkpoint_failing = False
-        self._failing_appends: set[TopicPartition] = set()
+        self._failures = RepeatedFailures(log)  # appends per partition, the HW checkpoint
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         # the partition loader
@@ -312,12 +313,12 @@ class ReplicaManager:
         self._note_checkpoint(_write_checkpoints(self._high_watermarks_by_dir()))
 
     def _note_checkpoint(self, error: OSError | None) -> None:
-        """Log a failing checkpoint write once, and once more when a write succeeds again."""
-        if error is not None and not self._checkpoint_failing:
-            log.warning("Cannot write the high watermark checkpoint, the previous one stays: %s", error)
-        elif error is None and self._checkpoint_failing:
-            log.info("The high watermark checkpoint is written again")
-        self._checkpoint_failing = error is not None
+        if error is not None:
+            self._failures.failed(
+                CHECKPOINT, "Cannot write the high watermark checkpoint, the previous one stays: %s", error
+            )
+        else:
+            self._failures.succeeded(CHECKPOINT, "The high watermark checkpoint is written again")
 
     def _high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
         by_dir: dict[Path, dict[TopicPartition, int]] = {directory: {} for directory in self._log_dirs}
@@ -623,7 +624,13 @@ class ReplicaManager:
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
         except KafkaStorageError as exc:
-            self._note_failing_append(key, exc)
+            self._failures.failed(
+                key,
+                "Appends to %s-%d fail: %s (error %d); logged again when an append succeeds",
+                *key,
+                exc.message,
+                exc.code,
+            )
             return PartitionResponse(exc.code, error_message=exc.message), -1
         except KafkaError as exc:  # batch validation errors are KafkaErrors too
             log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
@@ -631,29 +638,13 @@ class ReplicaManager:
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)
             return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1
-        if self._failing_appends:
-            self._note_append_succeeded(key)
+        if self._failures:
+            self._failures.succeeded(key, "Appends to %s-%d succeed again", *key)
         self._complete_delayed(*key, hw_moved=hw_moved)
         response = PartitionResponse(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
         return response, info.last_offset + 1
-
-    def _note_failing_append(self, key: TopicPartition, exc: KafkaStorageError) -> None:
-        """Log the first of a partition's failing writes; the next ones are answered quietly."""
-        if key not in self._failing_appends:
-            self._failing_appends.add(key)
-            log.warning(
-                "Appends to %s-%d fail: %s (error %d); logged again when an append succeeds",
-                *key,
-                exc.message,
-                exc.code,
-            )
-
-    def _note_append_succeeded(self, key: TopicPartition) -> None:
-        if key in self._failing_appends:
-            self._failing_appends.discard(key)
-            log.info("Appends to %s-%d succeed again", *key)
 
     # -- fetch -----------------------------------------------------------------------------------
 

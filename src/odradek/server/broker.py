@@ -127,6 +127,7 @@ from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequ
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.fetcher import FetcherSettings
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
@@ -367,26 +368,22 @@ class Broker:
     async def _every(self, interval_ms: Callable[[], int], job: Callable[[int], object]) -> None:
         """Run `job(now_ms)` in a worker thread every `interval_ms()` (read before each wait: a
         dynamic config may change it); a failure is logged, not fatal."""
-        failing: str | None = None  # a disk error already logged, until the job succeeds again
+        failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
         while True:
             await asyncio.sleep(interval_ms() / 1000)
             task = asyncio.current_task()
             name = task.get_name() if task is not None else "?"
             try:
                 await asyncio.to_thread(job, self.clock.time_ms())
-            except (OSError, KafkaStorageError) as exc:  # a full or failing disk: once, no traceback
-                if failing != str(exc):
-                    log.warning(
-                        "Periodic task %s failed: %s (logged again only if the error changes)", name, exc
-                    )
-                failing = str(exc)
+            except (OSError, KafkaStorageError) as exc:
+                failures.failed(
+                    name, "Periodic task %s failed: %s (logged again only if the error changes)", name, exc
+                )
                 continue
             except Exception:
                 log.exception("Periodic task %s failed", name)
             else:
-                if failing is not None:
-                    log.info("Periodic task %s succeeds again", name)
-                failing = None
+                failures.succeeded(name, "Periodic task %s succeeds again", name)
 
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
