@@ -20,9 +20,11 @@ a second one on another broker at the same time:
   (testing/netns.py, `NamespacedCluster`): a broker's link down (cut from everybody), a
   partition's leader split from the other brokers (it keeps ZooKeeper and the clients), a partial
   partition (two brokers cut from each other only) or a one-way one (one broker's packets to
-  another dropped), a broker cut from ZooKeeper only (half the time within the session, half past
-  it), packet loss of 5-30% both ways on a broker's link, and a full disk (each broker's log dir
-  is a 256 MiB tmpfs; the fault fills it to the last page and frees it at the heal);
+  another dropped), a minority split (one broker of 3, two of 5, cut from the other brokers and
+  from ZooKeeper, which stays with the majority; clients reach both sides), a broker cut from
+  ZooKeeper only (half the time within the session, half past it), packet loss of 5-30% both
+  ways on a broker's link, and a full disk (each broker's log dir is a 256 MiB tmpfs; the fault
+  fills it to the last page and frees it at the heal);
 - proxy faults, on brokers whose ZooKeeper and inbound links pass TCP proxies on loopback
   (testing/links.py, `ProxiedCluster`): a broker cut from ZooKeeper, a broker or a partition's
   leader isolated from everybody else, a slow link (50-400 ms one way). Where namespaces cannot be
@@ -81,7 +83,15 @@ CUT_KINDS = ("cut-zookeeper", "isolate-broker", "isolate-leader")
 SLOW_KINDS = ("slow-zookeeper", "slow-inbound")
 PROXY_KINDS = CUT_KINDS + SLOW_KINDS  # need a ProxiedCluster
 PEER_KINDS = ("partial-link", "one-way")  # between the target and one other broker
-HOST_KINDS = ("isolate-host", "split-leader", "zookeeper-only", "lossy-link", "full-disk", *PEER_KINDS)
+HOST_KINDS = (
+    "isolate-host",
+    "split-leader",
+    "split-minority",
+    "zookeeper-only",
+    "lossy-link",
+    "full-disk",
+    *PEER_KINDS,
+)
 # The Java client's default; librdkafka's (10 s) and kafka-python's (30 s) would measure how long a
 # client waits to dial again after a heal rather than how long the cluster takes to serve again.
 RECONNECT_BACKOFF_MAX_MS = 1000
@@ -92,6 +102,7 @@ LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
 PROXY_EQUIVALENT = {
     "isolate-host": "isolate-broker",
     "split-leader": "isolate-leader",
+    "split-minority": "isolate-broker",
     "zookeeper-only": "cut-zookeeper",
     "lossy-link": "slow-inbound",
     "full-disk": "pause-broker",
@@ -406,8 +417,9 @@ class Nemesis:
             fault.delay_ms = self.rng.randint(*self.settings.delay_ms)
         if kind == "lossy-link":
             fault.loss_percent = self.rng.randint(*self.settings.loss_percent)
-        if kind in PEER_KINDS:
-            fault.peer = self.rng.choice([b for b in sorted(self.cluster.brokers) if b != broker])
+        others = [b for b in sorted(self.cluster.brokers) if b != broker]
+        if kind in PEER_KINDS or (kind == "split-minority" and len(self.cluster.brokers) >= 5):
+            fault.peer = self.rng.choice(others)  # a split's second minority member, from 5 brokers
         return fault
 
     def _target(self, kind: str, partition: int | None, exclude: int | None) -> int:
@@ -484,6 +496,8 @@ class Nemesis:
             link.down()
         elif fault.kind == "split-leader":
             link.drop_peers(cluster.addresses(others))
+        elif fault.kind == "split-minority":
+            return self._split_minority(cluster, fault)
         elif fault.kind == "zookeeper-only":
             link.drop_zookeeper(*cluster.zookeeper_address)
         elif fault.kind == "lossy-link":
@@ -496,6 +510,21 @@ class Nemesis:
             assert fault.peer is not None
             link.drop_peers(cluster.addresses([fault.peer]), outbound_only=fault.kind == "one-way")
         return link.heal
+
+    def _split_minority(self, cluster: NamespacedCluster, fault: FaultRecord) -> Callable[[], None]:
+        """The target (and the peer, from 5 brokers) cut from the other brokers and from ZooKeeper,
+        which sits on the majority's side; clients still reach both sides."""
+        minority = [fault.broker] + ([fault.peer] if fault.peer is not None else [])
+        majority = [b for b in cluster.brokers if b not in minority]
+        for broker in minority:
+            cluster.links[broker].drop_peers(cluster.addresses(majority))
+            cluster.links[broker].drop_zookeeper(*cluster.zookeeper_address)
+
+        def heal() -> None:
+            for broker in minority:
+                cluster.links[broker].heal()
+
+        return heal
 
     def _inject_on_link(self, fault: FaultRecord) -> Callable[[], None]:
         assert isinstance(self.cluster, ProxiedCluster)
