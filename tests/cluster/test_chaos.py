@@ -13,7 +13,8 @@ loads from confluent-kafka and kafka-python, with fixed seeds:
 
 What must hold: no acknowledged record lost, none written twice, offsets dense, every acknowledged
 record read where it was acknowledged, nothing read that nobody sent, every replica byte-identical
-to its leader, every ISR full again after each fault, and no fatal producer error.
+to its leader, every ISR full again after each fault, no fatal producer error, and no group offset
+committed below one whose commit was acknowledged.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def assert_promise_held(result: ChaosResult, cycles: int) -> None:
     assert result.unexpected == [] and result.misplaced == {}, report
     assert result.divergent == {}, report
     assert result.stuck == [], report
+    assert result.group_commits > 0 and result.commit_regressions == [], report
 
 
 def test_no_acknowledged_record_is_lost_under_crashes_and_pauses(

@@ -10,7 +10,9 @@ unclean election off) and one topic (3 partitions, replication factor 3, min.ins
 the workload, two idempotent acks=all producers in threads of their own writing unique values
 round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d"; both dial a
 broker again at most 1 s after losing it, the Java client's reconnect.backoff.max.ms) and recording
-every acknowledgement (value -> partition, offset) and every failure; the nemesis, which draws from
+every acknowledgement (value -> partition, offset) and every failure, and a consumer in a group
+committing its position twice a second (`GroupReader`; __consumer_offsets has replication factor 3
+and min.insync.replicas 2 too); the nemesis, which draws from
 `random.Random(seed)` the faults of each cycle among `ChaosSettings.kinds`, with chance `overlap`
 a second one on another broker at the same time:
 - process faults: kill -9 of a random broker, of a random partition's leader, of the controller,
@@ -36,9 +38,11 @@ flushed, proxy healed); before the next cycle the harness waits until every ISR 
 member when the next fault hits it, and the partition must then be unavailable, not lossy). The
 checker, once everything healed and the replicas caught up, reads every partition from offset 0
 and reports lost acknowledged values, values at two offsets, holes in the offsets, values nobody
-sent, values read elsewhere than where they were acknowledged, and replicas whose segment bytes
-differ. Per fault it also records the unavailability window: the longest time any partition went
-from the fault's start to its next acknowledgement; the summary gives the worst per fault kind.
+sent, values read elsewhere than where they were acknowledged, replicas whose segment bytes
+differ, and (after every cycle and at the end) group offsets committed below a commit acknowledged
+before: an acknowledged commit lost. Per fault it also records the unavailability window: the
+longest time any partition went from the fault's start to its next acknowledgement; the summary
+gives the worst per fault kind, and the worst time past the heal.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
@@ -95,6 +99,8 @@ HOST_KINDS = (
 # The Java client's default; librdkafka's (10 s) and kafka-python's (30 s) would measure how long a
 # client waits to dial again after a heal rather than how long the cluster takes to serve again.
 RECONNECT_BACKOFF_MAX_MS = 1000
+GROUP = "chaos-readers"
+COMMIT_INTERVAL_S = 0.5
 DISK_BYTES = 256 << 20  # each namespaced broker's log dir, a tmpfs the full-disk fault fills
 PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python"}  # by the first byte of their values
 LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
@@ -175,12 +181,24 @@ class ChaosResult:
     misplaced: dict[str, str] = field(default_factory=dict)
     divergent: dict[int, dict[int, int]] = field(default_factory=dict)
     stuck: list[str] = field(default_factory=list)
+    group_consumed: int = 0
+    group_commits: int = 0
+    group_commit_failures: dict[str, int] = field(default_factory=dict)
+    commit_regressions: list[str] = field(default_factory=list)  # acknowledged commits lost
     unacknowledged_read: int = 0  # sent, never acknowledged, yet written: allowed
     error: str | None = None
 
     @property
     def ok(self) -> bool:
-        findings = (self.lost, self.duplicated, self.holes, self.unexpected, self.misplaced, self.divergent)
+        findings = (
+            self.lost,
+            self.duplicated,
+            self.holes,
+            self.unexpected,
+            self.misplaced,
+            self.divergent,
+            self.commit_regressions,
+        )
         return not any(findings) and not self.stuck and not self.fatal and self.error is None
 
     def worst_past_heal(self) -> dict[str, float]:
@@ -207,6 +225,8 @@ class ChaosResult:
             f"read={self.read} lost={len(self.lost)} duplicated={len(self.duplicated)} "
             f"holes={sum(len(h) for h in self.holes.values())} unexpected={len(self.unexpected)} "
             f"misplaced={len(self.misplaced)} divergent={sorted(self.divergent)} stuck={len(self.stuck)} "
+            f"group: consumed={self.group_consumed} commits={self.group_commits} "
+            f"commit_failures={self.group_commit_failures} regressions={len(self.commit_regressions)} "
             f"fatal={len(self.fatal)} failures={self.failures} worst_windows={self.worst_windows()} "
             f"worst_past_heal={self.worst_past_heal()} "
             f"error={self.error} ok={self.ok}"
@@ -249,16 +269,19 @@ class Workload:
             self._threads.append(
                 threading.Thread(target=self._run_kafka_python, name="chaos-producer-2", daemon=True)
             )
+        self.group = GroupReader(bootstrap, settings)
 
     def start(self) -> None:
         for thread in self._threads:
             thread.start()
+        self.group.start()
 
     def stop(self) -> None:
-        """Stop offering records and wait for the outstanding ones to be answered."""
+        """Stop offering records, wait for the outstanding ones to be answered, stop the group."""
         self._stop.set()
         for thread in self._threads:
             thread.join(self.settings.message_timeout_ms / 1000 + 30)
+        self.group.stop()
 
     @property
     def unanswered(self) -> int:
@@ -370,6 +393,90 @@ class Workload:
                 return None
             waits.append(times[found] - start)
         return max(waits)
+
+
+class GroupReader:
+    """A confluent-kafka consumer in group GROUP reading the topic and committing its position
+    synchronously every `COMMIT_INTERVAL_S`, recording each acknowledged commit; `check_committed()`
+    reads the group's committed offsets (OffsetFetch through a second consumer that never joins) and
+    records every partition whose committed offset is below one acknowledged before the read began:
+    an acknowledged commit lost (the only committer moves forward, so nothing else lowers it)."""
+
+    def __init__(self, bootstrap: str, settings: ChaosSettings) -> None:
+        self.bootstrap = bootstrap
+        self.settings = settings
+        self.consumed = 0
+        self.commits = 0
+        self.commit_failures: Counter[str] = Counter()
+        self.acked_commits: dict[int, int] = {}  # partition -> highest acknowledged committed offset
+        self.regressions: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-group-reader", daemon=True)
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": GROUP,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
+            **QUIET,
+        }
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        consumer = Consumer(self._config())
+        consumer.subscribe([TOPIC])
+        next_commit = time.monotonic() + COMMIT_INTERVAL_S
+        try:
+            while not self._stop.is_set():
+                self.consumed += sum(1 for m in consumer.consume(500, 0.2) if m.error() is None)
+                if time.monotonic() >= next_commit:
+                    self._commit(consumer)
+                    next_commit = time.monotonic() + COMMIT_INTERVAL_S
+        finally:
+            consumer.close()
+
+    def _commit(self, consumer: Consumer) -> None:
+        try:
+            committed = consumer.commit(asynchronous=False)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._NO_OFFSET:  # nothing new consumed: nothing to commit
+                self.commit_failures[exc.args[0].name()] += 1
+            return
+        with self._lock:
+            for tp in committed or ():
+                if tp.error is None and tp.offset >= 0:
+                    best = self.acked_commits.get(tp.partition, -1)
+                    self.acked_commits[tp.partition] = max(best, tp.offset)
+            self.commits += 1
+
+    def check_committed(self, timeout_s: float = 30.0) -> None:
+        """Compare the group's committed offsets with the commits acknowledged before asking."""
+        with self._lock:
+            floor = dict(self.acked_commits)
+        reader = Consumer(self._config())
+        try:
+            asked = [TopicPartition(TOPIC, p) for p in range(self.settings.partitions)]
+            found = reader.committed(asked, timeout=timeout_s)
+        except KafkaException as exc:
+            self.commit_failures[f"OffsetFetch {exc.args[0].name()}"] += 1
+            return
+        finally:
+            reader.close()
+        for tp in found:
+            if tp.partition in floor and tp.offset < floor[tp.partition]:
+                self.regressions.append(
+                    f"partition {tp.partition}: committed {tp.offset}, "
+                    f"below {floor[tp.partition]} acknowledged before"
+                )
 
 
 # -- the nemesis ---------------------------------------------------------------------------------
@@ -652,6 +759,7 @@ def collect(workload: Workload, result: ChaosResult) -> None:
     result.fatal = list(workload.fatal)
     if workload.unanswered:
         result.stuck.append(f"{workload.unanswered} records never answered")
+    result.group_consumed, result.group_commits = workload.group.consumed, workload.group.commits
 
 
 def check(cluster: LocalCluster, settings: ChaosSettings, workload: Workload, result: ChaosResult) -> None:
@@ -663,6 +771,9 @@ def check(cluster: LocalCluster, settings: ChaosSettings, workload: Workload, re
         process = cluster.brokers.get(leader)
         reads[p] = read_partition(process.bootstrap if process else cluster.bootstrap, p)
     check_reads(result, workload, reads)
+    workload.group.check_committed()
+    result.group_commit_failures = dict(workload.group.commit_failures)
+    result.commit_regressions = list(workload.group.regressions)
 
 
 # -- one run -------------------------------------------------------------------------------------
@@ -687,6 +798,9 @@ def make_cluster(
     """Brokers in namespaces of their own ("netns", with a ZooKeeper server of their own), or behind
     TCP proxies on loopback ("proxy")."""
     overrides = {
+        "offsets.topic.replication.factor": REPLICATION,
+        "offsets.topic.num.partitions": settings.partitions,
+        "min.insync.replicas": 2,  # __consumer_offsets' too: a commit is acknowledged by two replicas
         "replica.lag.time.max.ms": settings.lag_ms,
         "replica.fetch.backoff.ms": 200,
         "unclean.leader.election.enable": "false",
@@ -727,6 +841,8 @@ def run_faults(
         nemesis.apply(faults)
         result.faults += faults
         healed = wait_until(lambda: nemesis.healed(), settings.heal_timeout_s)
+        if healed:
+            workload.group.check_committed()
         for fault in faults:
             fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
             fault.acked = len(workload.acked)
