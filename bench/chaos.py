@@ -1,22 +1,22 @@
 """Long fault runs (src/odradek/testing/chaos.py) on a local cluster with its own ZooKeeper server.
 
-Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--second-rate R2]
-[--kinds all|process|network|proxy|all-proxy] [--overlap P] [--aggressive] [--json FILE] [--keep]`
-from the repository root (as root for the network kinds); --kinds picks what the nemesis draws:
-process faults (kill -9, SIGSTOP), network faults on brokers in namespaces of their own (link down,
-a leader split from the other brokers, a partial or one-way partition between two brokers, a cut
-from ZooKeeper only, packet loss; where namespaces cannot be made they run as the nearest proxy
-faults, and the run says so), or the TCP-proxy faults (cuts and delays); `all` (the default) is
-process and namespace faults. --overlap P gives each cycle a chance P of a second fault on another
-broker at the same time; --second-rate is the kafka-python producer's rate beside confluent-kafka's
-(0: none); --aggressive starts the next fault once every broker is registered again, whether or
-not the ISRs are full. Prints one line per fault (kind, target, hold, a slowed link's delay or a
-lossy link's loss, the unavailability window: the longest wait of a partition for its next
-acknowledgement after the fault began) and a final summary (with the worst window per kind); exits
-1 when the promise broke or the cluster got stuck. The data directory (each broker's output in
-`broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise. Bounded in time:
-each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s for the cluster to
-heal.
+Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--second-rate R2] [--kinds
+all|process|network|proxy|all-proxy] [--overlap P] [--aggressive] [--json FILE] [--keep]` from the
+repository root (as root for the network kinds); --kinds picks what the nemesis draws: process
+faults (kill -9, SIGSTOP), network faults on brokers in namespaces of their own (link down, a leader
+split from the other brokers, a partial or one-way partition between two brokers, a minority split,
+a cut from ZooKeeper only, packet loss, a throttled link, a full disk; where namespaces cannot be
+made they run as the nearest proxy faults, and the run says so), or the TCP-proxy faults (cuts and
+delays); `all` (the default) is process and namespace faults. --overlap P gives each cycle a chance
+P of a second fault on another broker at the same time; --second-rate is the kafka-python producer's
+rate beside confluent-kafka's (0: none); --aggressive starts the next fault once every broker is
+registered again, whether or not the ISRs are full. Prints one line per fault (kind, target, hold, a
+slowed link's delay or a lossy link's loss, the unavailability window: the longest wait of a
+partition for its next acknowledgement after the fault began) and a final summary (with the worst
+window per kind); exits 1 when the promise broke or the cluster got stuck. The data directory (each
+broker's output in `broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise.
+Bounded in time: each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s
+for the cluster to heal.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def print_cycle(fault: FaultRecord) -> None:
     )
     delay = f" delay={fault.delay_ms}ms" if fault.delay_ms else ""
     delay += f" loss={fault.loss_percent}%" if fault.loss_percent else ""
+    delay += f" rate={fault.rate_kbit}kbit/s" if fault.rate_kbit else ""
     target += f" and {fault.peer}" if fault.peer is not None else ""
     print(
         f"cycle {fault.cycle:3d} t={fault.started_s:7.1f}s {fault.kind:15s} {target:26s} "

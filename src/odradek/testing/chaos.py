@@ -18,15 +18,15 @@ a second one on another broker at the same time:
 - process faults: kill -9 of a random broker, of a random partition's leader, of the controller,
   or SIGSTOP of a random broker for longer than replica.lag.time.max.ms and sometimes longer than
   the ZooKeeper session;
-- host faults, on brokers each in a network namespace of their own on a bridge
-  (testing/netns.py, `NamespacedCluster`): a broker's link down (cut from everybody), a
-  partition's leader split from the other brokers (it keeps ZooKeeper and the clients), a partial
-  partition (two brokers cut from each other only) or a one-way one (one broker's packets to
-  another dropped), a minority split (one broker of 3, two of 5, cut from the other brokers and
-  from ZooKeeper, which stays with the majority; clients reach both sides), a broker cut from
-  ZooKeeper only (half the time within the session, half past it), packet loss of 5-30% both
-  ways on a broker's link, and a full disk (each broker's log dir is a 256 MiB tmpfs; the fault
-  fills it to the last page and frees it at the heal);
+- host faults, on brokers each in a network namespace of their own on a bridge (testing/netns.py,
+  `NamespacedCluster`): a broker's link down (cut from everybody), a partition's leader split from
+  the other brokers (it keeps ZooKeeper and the clients), a partial partition (two brokers cut from
+  each other only) or a one-way one (one broker's packets to another dropped), a minority split (one
+  broker of 3, two of 5, cut from the other brokers and from ZooKeeper, which stays with the
+  majority; clients reach both sides), a broker cut from ZooKeeper only (half the time within the
+  session, half past it), packet loss of 5-30% both ways on a broker's link, its outbound traffic
+  throttled to 128-1024 kbit/s (`tc tbf`), and a full disk (each broker's log dir is a 256 MiB
+  tmpfs; the fault fills it to the last page and frees it at the heal);
 - proxy faults, on brokers whose ZooKeeper and inbound links pass TCP proxies on loopback
   (testing/links.py, `ProxiedCluster`): a broker cut from ZooKeeper, a broker or a partition's
   leader isolated from everybody else, a slow link (50-400 ms one way). Where namespaces cannot be
@@ -93,6 +93,7 @@ HOST_KINDS = (
     "split-minority",
     "zookeeper-only",
     "lossy-link",
+    "throttled-link",
     "full-disk",
     *PEER_KINDS,
 )
@@ -111,6 +112,7 @@ PROXY_EQUIVALENT = {
     "split-minority": "isolate-broker",
     "zookeeper-only": "cut-zookeeper",
     "lossy-link": "slow-inbound",
+    "throttled-link": "slow-inbound",
     "full-disk": "pause-broker",
     "partial-link": "isolate-broker",
     "one-way": "isolate-broker",
@@ -132,6 +134,7 @@ class ChaosSettings:
     slow_hold_s: tuple[float, float] = (2.0, 6.0)
     delay_ms: tuple[int, int] = (50, 400)  # one-way, per forwarded chunk, on a slowed link
     loss_percent: tuple[int, int] = (5, 30)  # packets dropped on a lossy link, each way
+    rate_kbit: tuple[int, int] = (128, 1024)  # a throttled link's outbound rate
     quiet_s: tuple[float, float] = (0.5, 2.0)
     heal_timeout_s: float = 60.0
     full_isr_between: bool = True  # False: the next fault once every broker is registered again
@@ -154,6 +157,7 @@ class FaultRecord:
     delay_ms: int = 0  # a slowed link's delay
     peer: int | None = None  # the other end of a partial or one-way partition
     loss_percent: int = 0  # a lossy link's share of dropped packets
+    rate_kbit: int = 0  # a throttled link's outbound rate
     window_s: float | None = None  # longest time a partition waited for its next acknowledgement
     healed_s: float | None = None  # when the fault was healed, since the run started
     acked: int = 0  # acknowledgements so far, at the end of the cycle
@@ -524,6 +528,8 @@ class Nemesis:
             fault.delay_ms = self.rng.randint(*self.settings.delay_ms)
         if kind == "lossy-link":
             fault.loss_percent = self.rng.randint(*self.settings.loss_percent)
+        if kind == "throttled-link":
+            fault.rate_kbit = self.rng.randint(*self.settings.rate_kbit)
         others = [b for b in sorted(self.cluster.brokers) if b != broker]
         if kind in PEER_KINDS or (kind == "split-minority" and len(self.cluster.brokers) >= 5):
             fault.peer = self.rng.choice(others)  # a split's second minority member, from 5 brokers
@@ -546,7 +552,7 @@ class Nemesis:
         ZooKeeper cut: half the time within the session (the broker may still dial again too
         late), half past it."""
         session_s = self.settings.session_timeout_ms / 1000
-        if kind in SLOW_KINDS or kind in ("lossy-link", "full-disk"):
+        if kind in SLOW_KINDS or kind in ("lossy-link", "throttled-link", "full-disk"):
             return self.rng.uniform(*self.settings.slow_hold_s)
         if kind in ("cut-zookeeper", "zookeeper-only"):
             within = self.rng.random() < 0.5
@@ -609,6 +615,8 @@ class Nemesis:
             link.drop_zookeeper(*cluster.zookeeper_address)
         elif fault.kind == "lossy-link":
             link.lose(fault.loss_percent)
+        elif fault.kind == "throttled-link":
+            link.throttle(fault.rate_kbit)
         elif fault.kind == "full-disk":
             disk = cluster.disks[fault.broker]
             disk.fill()

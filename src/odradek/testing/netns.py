@@ -17,7 +17,9 @@ Faults (`HostLink`), each on one broker's namespace and undone by `heal()`:
 - `drop_zookeeper()`: packets to and from the ZooKeeper server's port dropped: cut from ZooKeeper
   only, clients and brokers still reach it;
 - `lose(percent)`: that share of the packets on its link dropped at random, both ways (real loss:
-  TCP retransmits, delays grow; no `tc netem` is needed).
+  TCP retransmits, delays grow; no `tc netem` is needed);
+- `throttle(rate_kbit)`: its outbound traffic shaped to that rate by a token bucket (`tc tbf`,
+  packets queued up to 400 ms, dropped beyond): a slow link whose delay grows with the load.
 With `disk_bytes`, each broker's log dir is a tmpfs of that size (`SmallDisk`), which `fill()` fills
 to the last page (a hidden file beside the partition directories, which the broker skips) and
 `free()` empties again: a full disk on one broker.
@@ -66,6 +68,13 @@ def nft(namespace: str, script: str) -> None:
     )
     if done.returncode != 0:
         raise RuntimeError(f"nft in {namespace}: {done.stderr.strip()}\n{script}")
+
+
+def tc(namespace: str, *args: str, check: bool = True) -> None:
+    """`tc` with `args` inside `namespace`."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, "tc", *args], capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"tc {' '.join(args)} in {namespace}: {done.stderr.strip()}")
 
 
 def netns_available() -> str | None:
@@ -143,9 +152,27 @@ class HostLink:
             f'add rule inet {NFT_TABLE} in iifname "eth0" numgen random mod 100 < {percent} drop\n',
         )
 
+    def throttle(self, rate_kbit: int) -> None:
+        tc(
+            self.namespace,
+            "qdisc",
+            "add",
+            "dev",
+            "eth0",
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_kbit}kbit",
+            "burst",
+            "16kbit",
+            "latency",
+            "400ms",
+        )
+
     def heal(self) -> None:
-        """No fault: the link up, the rule table empty."""
+        """No fault: the link up, no shaping, the rule table empty."""
         run_ip("link", "set", self.veth, "up")
+        tc(self.namespace, "qdisc", "del", "dev", "eth0", "root", check=False)
         nft(
             self.namespace,
             f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\n"
