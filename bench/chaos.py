@@ -11,8 +11,9 @@ delays); `all` (the default) is process and namespace faults. --overlap P gives 
 P of a second fault on another broker at the same time; --second-rate is the kafka-python producer's
 rate beside confluent-kafka's (0: none); --aggressive starts the next fault once every broker is
 registered again, whether or not the ISRs are full. Prints one line per fault (kind, target, hold, a
-slowed link's delay or a lossy link's loss, the unavailability window: the longest wait of a
-partition for its next acknowledgement after the fault began) and a final summary (with the worst
+slowed link's delay or a lossy link's loss, the unavailability window: the longest gap between a
+partition's acknowledgements from the fault's start to the end of its cycle, and how much of it
+came after the heal) and a final summary (with the worst
 window per kind); exits 1 when the promise broke or the cluster got stuck. The data directory (each
 broker's output in `broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise.
 Bounded in time: each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s
@@ -49,7 +50,9 @@ KINDS = {
 
 
 def print_cycle(fault: FaultRecord) -> None:
-    window = "none yet" if fault.window_s is None else f"{fault.window_s:.2f}s"
+    window = "none yet"
+    if fault.window_s is not None:
+        window = f"{fault.window_s:.2f}s past-heal={fault.past_heal_s:.2f}s"
     target = f"broker {fault.broker}" + (
         f" (leader of p{fault.partition})" if fault.partition is not None else ""
     )

@@ -41,8 +41,9 @@ and reports lost acknowledged values, values at two offsets, holes in the offset
 sent, values read elsewhere than where they were acknowledged, replicas whose segment bytes
 differ, and (after every cycle and at the end) group offsets committed below a commit acknowledged
 before: an acknowledged commit lost. Per fault it also records the unavailability window: the
-longest time any partition went from the fault's start to its next acknowledgement; the summary
-gives the worst per fault kind, and the worst time past the heal.
+longest gap of any partition between consecutive acknowledgements from the fault's start to the end
+of its cycle (the start counting as the first), and how much of that gap came after the heal; the
+summary gives the worst of both per fault kind.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
@@ -58,6 +59,7 @@ broker itself.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import random
 import signal
@@ -158,7 +160,8 @@ class FaultRecord:
     peer: int | None = None  # the other end of a partial or one-way partition
     loss_percent: int = 0  # a lossy link's share of dropped packets
     rate_kbit: int = 0  # a throttled link's outbound rate
-    window_s: float | None = None  # longest time a partition waited for its next acknowledgement
+    window_s: float | None = None  # longest gap between a partition's acknowledgements, see below
+    past_heal_s: float | None = None  # how much of such a gap came after the heal
     healed_s: float | None = None  # when the fault was healed, since the run started
     acked: int = 0  # acknowledgements so far, at the end of the cycle
 
@@ -209,9 +212,8 @@ class ChaosResult:
         """Per fault kind, the longest a partition stayed unavailable after its fault was healed."""
         worst: dict[str, float] = {}
         for fault in self.faults:
-            if fault.window_s is not None and fault.healed_s is not None:
-                past = max(0.0, fault.started_s + fault.window_s - fault.healed_s)
-                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), past), 1)
+            if fault.past_heal_s is not None:
+                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), fault.past_heal_s), 1)
         return worst
 
     def worst_windows(self) -> dict[str, float]:
@@ -387,16 +389,21 @@ class Workload:
         if not wait_until(lambda: all(self.ack_times.values()), timeout_s):
             raise AssertionError(f"no acknowledgement from some partition within {timeout_s} s")
 
-    def window_after(self, start: float) -> float | None:
-        """The longest wait of any partition from `start` to its next acknowledgement; None while
-        some partition has had none since."""
-        waits = []
+    def unavailability(self, start: float, healed: float, end: float) -> tuple[float, float] | None:
+        """(window, past heal) of a fault from `start` to `end`: the window is the longest gap of any
+        partition between consecutive acknowledgements (`start` counting as the first), the past
+        heal the longest stretch of such a gap after `healed`; None while some partition has had
+        no acknowledgement since `start`."""
+        window = past_heal = 0.0
         for times in self.ack_times.values():
-            found = bisect.bisect_left(times, start)
-            if found == len(times):
+            first, last = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+            if first == last:
                 return None
-            waits.append(times[found] - start)
-        return max(waits)
+            points = [start, *times[first:last]]
+            for before, after in itertools.pairwise(points):
+                window = max(window, after - before)
+                past_heal = max(past_heal, after - max(before, healed))
+        return window, past_heal
 
 
 class GroupReader:
@@ -839,6 +846,14 @@ def create_topic(cluster: LocalCluster, settings: ChaosSettings) -> None:
         raise AssertionError(f"topic {TOPIC} never had full ISRs")
 
 
+def note_unavailability(fault: FaultRecord, workload: Workload, epoch: float) -> None:
+    """The fault's window and past-heal stretch, from its start until now."""
+    healed = epoch + (fault.healed_s if fault.healed_s is not None else fault.started_s + fault.hold_s)
+    found = workload.unavailability(epoch + fault.started_s, healed, time.monotonic())
+    if found is not None:
+        fault.window_s, fault.past_heal_s = (round(value, 3) for value in found)
+
+
 def run_faults(
     nemesis: Nemesis, workload: Workload, result: ChaosResult, on_cycle: Callable[[FaultRecord], None]
 ) -> None:
@@ -852,7 +867,7 @@ def run_faults(
         if healed:
             workload.group.check_committed()
         for fault in faults:
-            fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
+            note_unavailability(fault, workload, nemesis.epoch)
             fault.acked = len(workload.acked)
             on_cycle(fault)
         if not healed:
@@ -894,7 +909,7 @@ def run_chaos(
         if result.error is None:
             check(cluster, settings, workload, result)
         for fault in (f for f in result.faults if f.window_s is None):
-            fault.window_s = workload.window_after(nemesis.epoch + fault.started_s)
+            note_unavailability(fault, workload, nemesis.epoch)
     finally:
         cluster.close()
     return result
