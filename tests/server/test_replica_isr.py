@@ -87,6 +87,28 @@ def test_leader_reports_where_a_fetcher_diverges(tmp_path: Path) -> None:
     assert (found.leader_epoch, found.end_offset) == (1, 3)
 
 
+def test_a_follower_that_led_an_empty_epoch_stops_diverging_after_one_truncation(tmp_path: Path) -> None:
+    """Seed 52 of bench/chaos.py: broker 2 led epoch 2 and appended nothing before a split took it
+    away; the new leader never had epoch 2 and answers (1, 3) to a fetch naming it. The follower's
+    truncation to 3, its LEO, must drop epoch 2, or it names epoch 2 again and loops."""
+    leader = partition_at(tmp_path)
+    leader.make_leader(state(epoch=1, replicas=(0, 1)))
+    leader.append_records_to_leader(batch(3), required_acks=1)  # epoch 1: offsets 0-2
+    leader.make_leader(state(epoch=3, replicas=(0, 1), partition_epoch=1))
+    leader.append_records_to_leader(batch(2), required_acks=1)  # epoch 3: offsets 3-4
+    follower = partition_at(tmp_path, "follower", broker_id=1)
+    follower.make_follower(state(leader=0, epoch=1, replicas=(0, 1)))
+    with open(leader.log.dir / "00000000000000000000.log", "rb") as segment:
+        follower.append_records_as_follower(memoryview(segment.read()[: len(batch(3))]), 3)
+    follower.log.maybe_assign_epoch_start_offset(2, 3)  # led epoch 2, appended nothing
+    cache = follower.log.leader_epoch_cache
+    found = leader.diverging_epoch(cache.latest_epoch, follower.log_end_offset)
+    assert (found.leader_epoch, found.end_offset) == (1, 3)
+    follower.truncate_to(found.end_offset)
+    assert follower.log_end_offset == 3
+    assert leader.diverging_epoch(cache.latest_epoch, follower.log_end_offset) is None
+
+
 def test_follower_appends_the_leaders_batches_and_takes_its_high_watermark(tmp_path: Path) -> None:
     leader = partition_at(tmp_path)
     leader.make_leader(state(epoch=2, replicas=(0, 1)))

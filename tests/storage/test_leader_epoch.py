@@ -188,6 +188,20 @@ def test_truncation_trims_the_cache_from_the_end(tmp_path: Path) -> None:
     assert entries(log) == []
 
 
+def test_truncation_at_the_log_end_drops_an_epoch_no_batch_carries(tmp_path: Path) -> None:
+    """A leader of epoch 3 that appended nothing: its follower truncation to the LEO (the new leader
+    answered a diverging epoch ending there) must forget epoch 3, else the follower names it in its
+    next fetch and diverges again, forever."""
+    log = open_log(tmp_path)
+    append_epochs(log, 0, 0, 2)
+    log.maybe_assign_epoch_start_offset(3, log.log_end_offset)
+    assert entries(log) == [(0, 0), (2, 4), (3, 6)]
+    assert log.truncate_to(log.log_end_offset) is False
+    assert log.log_end_offset == 6 and entries(log) == [(0, 0), (2, 4)]
+    log.flush()
+    assert LeaderEpochFileCache.read(log.dir).entries == ((0, 0), (2, 4))  # type: ignore[union-attr]
+
+
 def test_retention_trims_the_cache_from_the_start(tmp_path: Path) -> None:
     clock = ManualClock(1_000_000)
     size = len(batch(2))

@@ -97,6 +97,11 @@ class _Sent:
 PartitionLookup = Callable[[str, int], Partition | None]
 
 
+class StuckDivergence(Exception):
+    """A truncation to the leader's diverging epoch left the log as it was: fetching again at once
+    would get the same answer, so the partition backs off (a guard against a loop, logged)."""
+
+
 class ReplicaFetcher:
     """Fetches the partitions this broker follows from one leader (see the module docstring)."""
 
@@ -245,9 +250,9 @@ class ReplicaFetcher:
                     "Fetching %s-%d from broker %d: error %d", *key, self.leader.broker_id, data.error_code
                 )
                 self._back_off([key])
-        except KafkaError as exc:
+        except (KafkaError, StuckDivergence) as exc:
             self._failures.failed(
-                key, "Replicating %s-%d from broker %d fails: %s", *key, self.leader.broker_id, exc.message
+                key, "Replicating %s-%d from broker %d fails: %s", *key, self.leader.broker_id, exc
             )
             self._back_off([key])
         except Exception:
@@ -277,7 +282,10 @@ class ReplicaFetcher:
             self.leader.broker_id,
             epoch,
         )
+        before = (partition.log_end_offset, partition.log.leader_epoch_cache.latest_epoch)
         partition.truncate_to(offset)
+        if (partition.log_end_offset, partition.log.leader_epoch_cache.latest_epoch) == before:
+            raise StuckDivergence(f"truncating to {offset} at epoch {epoch} changed nothing; backing off")
 
     def _on_out_of_range(self, partition: Partition, sent: _Sent, data: FetchResponse.PartitionData) -> None:
         name = f"{partition.topic}-{partition.partition}"

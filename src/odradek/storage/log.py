@@ -564,10 +564,14 @@ class Log:
         """Remove every batch reaching `offset` or beyond (a follower diverging from its leader).
 
         A batch straddling `offset` goes entirely, so the LEO may end below `offset`. Returns whether
-        anything was removed.
+        any batch was removed. At or past the LEO no batch goes, but epochs starting at the LEO do: a
+        broker that became leader and appended nothing before losing leadership holds an epoch no
+        batch carries, which its new leader never had, and the follower must drop it to stop
+        diverging (Kafka's truncateTo does the same).
         """
         with self._lock:
             if offset >= self.log_end_offset:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
             now = self._clock.time_ms()
             if offset <= self._segments[0].base_offset:
