@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -94,6 +95,7 @@ def main() -> int:
         overlap=args.overlap,
         second_producer_rate=args.second_rate,
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the cluster is closed and cleaned up
     data_dir = Path(tempfile.mkdtemp(prefix=f"odradek-chaos-{args.seed}-"))
     result = run_chaos(data_dir, settings, on_cycle=print_cycle)
     if result.fallback:
