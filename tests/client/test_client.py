@@ -8,8 +8,12 @@ import pytest
 from confluent_kafka import Producer as CkProducer
 
 from odradek.client import KafkaClient, TopicPartition, read_range
+from odradek.client.client import AbortedTransactionsError
+from odradek.client.connection import BrokerConnection
 from odradek.client.producer import Producer, partition_for_key
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages import FetchResponse
 from odradek.protocol.records.compression import CompressionType
 
 EARLIEST, LATEST = -2, -1
@@ -98,3 +102,65 @@ def test_admin_errors_and_unknown_partitions(client: KafkaClient, make_topic) ->
     assert client.metadata([topic]).partitions_of(topic) == ()
     result = client.fetch(TopicPartition(topic, 0), 0)
     assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _recording_requests(monkeypatch, edit_fetch=None) -> list[tuple[int, object]]:
+    """Record every request the client sends; `edit_fetch` may change each Fetch response."""
+    sent: list[tuple[int, object]] = []
+    original = BrokerConnection.request
+
+    def request(self, api_key: int, message):
+        sent.append((api_key, message))
+        response = original(self, api_key, message)
+        if api_key == ApiKey.FETCH and edit_fetch is not None:
+            edit_fetch(response)
+        return response
+
+    monkeypatch.setattr(BrokerConnection, "request", request)
+    return sent
+
+
+def _isolation_levels(sent: list[tuple[int, object]]) -> set[tuple[int, int]]:
+    return {
+        (api_key, message.isolation_level)
+        for api_key, message in sent
+        if api_key in (ApiKey.FETCH, ApiKey.LIST_OFFSETS)
+    }
+
+
+def test_read_committed_reads_to_the_last_stable_offset(bootstrap: str, make_topic, monkeypatch) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    sent = _recording_requests(monkeypatch)
+    with KafkaClient(bootstrap, timeout_s=10) as plain:
+        producer = Producer(plain)
+        for i in range(5):
+            producer.send(topic, b"v%d" % i, partition=0)
+        producer.flush()
+        assert plain.list_offsets({tp: LATEST}) == {tp: 5}
+    assert _isolation_levels(sent) == {(ApiKey.LIST_OFFSETS, 0)}
+    sent.clear()
+    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
+        assert committed.list_offsets({tp: LATEST}) == {tp: 5}
+        chunks = list(read_range(committed, tp, 0, 5, on_data_loss=pytest.fail))
+    assert [v for c in chunks for v in c.values] == [b"v%d" % i for i in range(5)]
+    assert _isolation_levels(sent) == {(ApiKey.LIST_OFFSETS, 1), (ApiKey.FETCH, 1)}
+
+
+def test_read_committed_refuses_records_of_aborted_transactions(
+    bootstrap: str, make_topic, monkeypatch
+) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+
+    def abort_one(response) -> None:
+        aborted = FetchResponse.AbortedTransaction(producer_id=7, first_offset=0)
+        response.responses[0].partitions[0].aborted_transactions = [aborted]
+
+    _recording_requests(monkeypatch, edit_fetch=abort_one)
+    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
+        producer = Producer(committed)
+        producer.send(topic, b"v", partition=0)
+        producer.flush()
+        with pytest.raises(AbortedTransactionsError, match=r"aborted transactions \(producer ids \[7\]\)"):
+            committed.fetch(tp, 0)

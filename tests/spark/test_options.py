@@ -124,7 +124,7 @@ def test_per_partition_offsets_and_timestamps() -> None:
         ({"startingOffsets": '{"t": {"0": 9}}', "endingOffsets": '{"t": {"0": 5}}'}, False, "is after"),
         ({"startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"u": {"0": 5}}'}, False, "different"),
         ({"subscribePattern": "[a-z&&[^e]]", "subscribe": None}, True, "intersection"),
-        ({"kafka.isolation.level": "read_committed"}, True, "read_uncommitted only"),
+        ({"kafka.isolation.level": "snapshot"}, True, "must be 'read_uncommitted' or 'read_committed'"),
         ({"kafka.max.poll.records": "x"}, True, "'kafka.max.poll.records' must be a positive integer"),
         ({"kafka.acks": "all"}, True, "'kafka.acks' is not supported: the source does not implement"),
         ({"kafka.session.timeout.ms": "10"}, False, "'kafka.session.timeout.ms' is not supported"),
@@ -165,6 +165,9 @@ def test_kafka_client_settings_take_effect() -> None:
         streaming=True,
     )
     assert (opts.fetch_max_bytes, opts.max_poll_records, opts.client.timeout_s) == (4096, 100, 5.0)
+    assert not opts.client.read_committed
+    committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=False)
+    assert committed.client.read_committed and committed.client.connect()._isolation_level == 1
     assert include_headers({"INCLUDEHEADERS": "true"}) and not include_headers({})
 
 

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from odradek.client import KafkaClient
 from odradek.client.types import TopicPartition
 from odradek.protocol.records.compression import CompressionType
 from odradek.spark.java_regex import JavaRegexError, to_python_regex
@@ -129,12 +130,22 @@ OffsetSpec = EarliestOffsets | LatestOffsets | SpecificOffsets | TimestampOffset
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
     """How the source's or sink's connections are made: where to, the client id they announce
-    (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise) and the
-    request timeout (`kafka.request.timeout.ms`)."""
+    (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise), the request
+    timeout (`kafka.request.timeout.ms`) and, for a read, `kafka.isolation.level`."""
 
     bootstrap_servers: str
     client_id: str
     timeout_s: float
+    read_committed: bool = False
+
+    def connect(self) -> KafkaClient:
+        """A new client with these settings (it connects lazily)."""
+        return KafkaClient(
+            self.bootstrap_servers,
+            client_id=self.client_id,
+            timeout_s=self.timeout_s,
+            read_committed=self.read_committed,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,10 +454,12 @@ def _check_kafka_keys(
         )
 
 
-def _client_settings(opts: dict[str, str], default_client_id: str) -> ClientSettings:
+def _client_settings(
+    opts: dict[str, str], default_client_id: str, read_committed: bool = False
+) -> ClientSettings:
     timeout_ms = _int(opts, "kafka.request.timeout.ms", _DEFAULT_REQUEST_TIMEOUT_MS)
     client_id = opts.get("kafka.client.id", "").strip() or default_client_id
-    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000)
+    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000, read_committed)
 
 
 def _group_id(opts: dict[str, str], streaming: bool | None) -> str:
@@ -460,15 +473,14 @@ def _group_id(opts: dict[str, str], streaming: bool | None) -> str:
     return f"{opts.get('groupidprefix', default).strip() or default}-{uuid.uuid4()}"
 
 
-def _isolation_level(opts: dict[str, str]) -> None:
+def _read_committed(opts: dict[str, str]) -> bool:
+    """`kafka.isolation.level`: read_committed reads up to the last stable offset (see the client)."""
     level = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
-    if level == "read_committed":
+    if level not in ("read_uncommitted", "read_committed"):
         raise OptionError(
-            "option 'kafka.isolation.level' = 'read_committed' is not supported: odradek's client reads"
-            " read_uncommitted only"
+            f"option 'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed', got {level!r}"
         )
-    if level != "read_uncommitted":
-        raise OptionError(f"option 'kafka.isolation.level' must be 'read_uncommitted', got {level!r}")
+    return level == "read_committed"
 
 
 def include_headers(options: Mapping[str, str]) -> bool:
@@ -481,7 +493,6 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     (None: only the rules common to both, as at `load()`)."""
     opts = _lower(options)
     _check_kafka_keys(opts, "source", _SOURCE_KAFKA_KEYS, _REFUSED_CONSUMER_KEYS)
-    _isolation_level(opts)
     starting = _offset_spec(opts, "starting", LatestOffsets() if streaming else EarliestOffsets())
     ending = _offset_spec(opts, "ending", LatestOffsets())
     if streaming:
@@ -495,7 +506,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         _optional_int(opts, name) for name in ("kafka.fetch.max.bytes", "kafka.max.partition.fetch.bytes")
     ]
     return SourceOptions(
-        client=_client_settings(opts, f"consumer-{group_id}"),
+        client=_client_settings(opts, f"consumer-{group_id}", _read_committed(opts)),
         subscription=_subscription(opts),
         starting=starting,
         ending=ending,

@@ -120,10 +120,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     def on_data_loss(message: str) -> None:
         report_data_loss([message], partition.fail_on_data_loss)
 
-    settings = partition.client
-    with KafkaClient(
-        settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s
-    ) as client:
+    with partition.client.connect() as client:
         chunks = read_range(
             client,
             tp,

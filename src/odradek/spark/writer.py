@@ -36,7 +36,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from odradek.client import KafkaClient, TopicPartition
+from odradek.client import TopicPartition
 from odradek.client.producer import Producer
 from odradek.spark.options import OptionError, SinkOptions
 
@@ -105,10 +105,7 @@ def write_batches(
     """Produce every row of `batches`; the body of one sink task."""
     counts: dict[TopicPartition, int] = {}
     last: dict[TopicPartition, int] = {}
-    settings = options.client
-    with KafkaClient(
-        settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s
-    ) as client:
+    with options.client.connect() as client:
         producer = Producer(
             client,
             acks=options.acks,
