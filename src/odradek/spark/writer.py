@@ -3,7 +3,8 @@
 Owns the sink's contract, which is Spark's Kafka sink's: the DataFrame has a `value` column (string
 or binary, required) and optionally `key` (string or binary), `headers`
 (array<struct<key: string, value: binary>>), `topic` (string) and `partition` (int). The `topic`
-option, when set, overrides the `topic` column; without either the write is refused. A row with a
+option, when set, overrides the `topic` column (whose type is then not checked, as in Spark);
+without either the write is refused. A row with a
 non-null `partition` goes there; otherwise a keyed row goes where Kafka's default partitioner (murmur2
 of the key) sends it, and an unkeyed row to a sticky partition.
 
@@ -49,7 +50,7 @@ class SinkLayout:
 
     has_key: bool
     has_headers: bool
-    has_topic: bool
+    has_topic: bool  # the rows' topics come from the `topic` column (no `topic` option)
     has_partition: bool
 
 
@@ -68,13 +69,15 @@ def sink_layout(schema: StructType, options: SinkOptions) -> SinkLayout:
         raise OptionError("required attribute 'value' not found in the DataFrame written to odradek")
     _expect(types, "value", _BYTES_TYPES, "string or binary")
     _expect(types, "key", _BYTES_TYPES, "string or binary")
-    _expect(types, "topic", (StringType,), "string")
     _expect(types, "partition", (IntegerType,), "int")
     if "headers" in types and not _is_headers_type(types["headers"]):
         raise OptionError("attribute 'headers' must be array<struct<key: string, value: binary>>")
-    if options.topic is None and "topic" not in types:
-        raise OptionError("topic option required when no 'topic' attribute is present")
-    return SinkLayout("key" in types, "headers" in types, "topic" in types, "partition" in types)
+    topic_column = options.topic is None
+    if topic_column:
+        if "topic" not in types:
+            raise OptionError("topic option required when no 'topic' attribute is present")
+        _expect(types, "topic", (StringType,), "string")
+    return SinkLayout("key" in types, "headers" in types, topic_column, "partition" in types)
 
 
 def _expect(types: dict[str, DataType], name: str, allowed: tuple[type, ...], described: str) -> None:
@@ -138,14 +141,12 @@ def _send_batch(
     counts: dict[TopicPartition, int],
 ) -> None:
     n = batch.num_rows
-    if not options.topic and layout.has_topic and batch.column("topic").null_count:
+    if layout.has_topic and batch.column("topic").null_count:
         raise ValueError(NULL_TOPIC_MESSAGE)
     values = _as_bytes(batch.column("value"))
     keys = _as_bytes(batch.column("key")) if layout.has_key else [None] * n
     headers = batch.column("headers").to_pylist() if layout.has_headers else [None] * n
-    topics = (
-        [options.topic] * n if options.topic or not layout.has_topic else batch.column("topic").to_pylist()
-    )
+    topics = batch.column("topic").to_pylist() if layout.has_topic else [options.topic] * n
     partitions = batch.column("partition").to_pylist() if layout.has_partition else [None] * n
     for value, key, row_headers, topic, partition in zip(
         values, keys, headers, topics, partitions, strict=True
