@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 
 from odradek.client import TopicPartition
 from odradek.protocol.records.batch import iter_batches
+from odradek.spark.options import OptionError
 from tests.spark.helpers import assert_one_line, consume_all, produce, wait_until
 
 BASE_TS = 1_700_000_000_000
@@ -80,23 +81,49 @@ def test_bootstrap_servers_are_required_at_load(spark) -> None:
     assert_one_line(failure.value, "option 'kafka.bootstrap.servers' must be specified")
 
 
-def test_batch_only_rules_fail_the_first_action_with_one_line(spark, bootstrap) -> None:
-    df = _reader(spark, bootstrap, subscribe="t", startingOffsets="latest").load()
-    with pytest.raises(PySparkException) as failure:
-        df.collect()
-    assert_one_line(failure.value, "option 'startingOffsets' for a batch query cannot be 'latest'")
+@pytest.mark.parametrize(
+    ("stream", "options", "message"),
+    [
+        (False, {"startingOffsets": "latest"}, "batch query cannot be 'latest'"),
+        (False, {"endingOffsets": "earliest"}, "'endingOffsets' for a batch query cannot be 'earliest'"),
+        (True, {"endingOffsets": "latest"}, "option 'endingOffsets' is not allowed in a streaming query"),
+        (True, {"endingTimestamp": "1"}, "option 'endingTimestamp' is not allowed in a streaming query"),
+    ],
+)
+def test_rules_of_one_kind_of_read_fail_load(spark, bootstrap, stream: bool, options, message: str) -> None:
+    with pytest.raises(OptionError) as failure:
+        _reader(spark, bootstrap, stream=stream, subscribe="t", **options).load()
+    assert_one_line(failure.value, message)
 
 
-def test_a_user_schema_is_refused_with_one_line(spark, bootstrap) -> None:
-    df = _reader(spark, bootstrap, subscribe="t").schema("value string").load()
-    with pytest.raises(PySparkException) as failure:
-        df.collect()
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_user_schema_fails_load(spark, bootstrap, stream: bool) -> None:
+    with pytest.raises(OptionError) as failure:
+        _reader(spark, bootstrap, stream=stream, subscribe="t").schema("value string").load()
     assert_one_line(failure.value, "the odradek source has a fixed schema")
 
 
-def test_ending_offsets_fail_a_stream_at_its_first_step(spark, bootstrap, make_topic, tmp_path) -> None:
+def _unchecked_load(reader):
+    """`load()` without the checks odradek.spark.register adds (as under Spark Connect)."""
+    return type(reader).load.__wrapped__(reader)
+
+
+def test_without_load_checks_batch_rules_fail_the_first_action(spark, bootstrap) -> None:
+    df = _unchecked_load(_reader(spark, bootstrap, subscribe="t", startingOffsets="latest"))
+    with pytest.raises(PySparkException) as failure:
+        df.collect()
+    assert_one_line(failure.value, "option 'startingOffsets' for a batch query cannot be 'latest'")
+    typed = _unchecked_load(_reader(spark, bootstrap, subscribe="t").schema("value string"))
+    with pytest.raises(PySparkException) as refused:
+        typed.collect()
+    assert_one_line(refused.value, "the odradek source has a fixed schema")
+
+
+def test_without_load_checks_ending_offsets_fail_a_stream_at_its_first_step(
+    spark, bootstrap, make_topic, tmp_path
+) -> None:
     topic = make_topic(1)
-    df = _reader(spark, bootstrap, stream=True, subscribe=topic, endingOffsets="latest").load()
+    df = _unchecked_load(_reader(spark, bootstrap, stream=True, subscribe=topic, endingOffsets="latest"))
     query = df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
     with pytest.raises(PySparkException) as failure:
         query.awaitTermination(60)
