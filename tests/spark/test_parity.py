@@ -318,6 +318,11 @@ def test_overwrite_and_ignore_are_refused_as_by_spark(spark, bootstrap, make_top
         ({"kafka.acks": "0"}, "option 'kafka.acks' = 0 is not supported"),
         ({"kafka.partitioner.class": "com.example.P"}, "option 'kafka.partitioner.class' is not supported"),
         ({"kafka.transactional.id": "tx"}, "option 'kafka.transactional.id' is not supported"),
+        ({"kafka.enable.idempotence": "true"}, "option 'kafka.enable.idempotence' = true is not supported"),
+        (
+            {"kafka.max.in.flight.requests.per.connection": "0"},
+            "option 'kafka.max.in.flight.requests.per.connection' must be a positive integer",
+        ),
         ({"kafka.key.serializer": "x"}, "option 'kafka.key.serializer' is not supported"),
         ({"kafka.security.protocol": "SASL_SSL"}, "only PLAINTEXT connections are supported"),
         ({"kafka.sasl.mechanism": "PLAIN"}, "option 'kafka.sasl.mechanism' is not supported"),
@@ -385,6 +390,8 @@ def test_producer_settings_take_effect(spark, bootstrap, make_topic, client) -> 
         "kafka.compression.type": "gzip",
         "kafka.client.id": "parity-sink",
         "kafka.request.timeout.ms": "10000",
+        "kafka.enable.idempotence": "false",
+        "kafka.max.in.flight.requests.per.connection": "5",
     }
     writer = (
         _frame(spark, 40).coalesce(1).write.format("odradek").option("kafka.bootstrap.servers", bootstrap)

@@ -10,7 +10,9 @@ existing Spark code ports by renaming the format (docs/spark.md has the table):
   `minPartitions`, `maxRecordsPerPartition`, `failOnDataLoss`, `includeHeaders`,
   `kafkaConsumer.pollTimeoutMs`, `fetchOffset.numRetries`, `fetchOffset.retryIntervalMs`,
   `groupIdPrefix`;
-- sink: `kafka.bootstrap.servers`, `topic`;
+- sink: `kafka.bootstrap.servers`, `topic`; `kafka.enable.idempotence` (false only) and
+  `kafka.max.in.flight.requests.per.connection` are accepted because the sink already behaves so
+  (not idempotent, one request in flight);
 - `kafka.*` keys: the ones this client honours (`_SOURCE_KAFKA_KEYS`, `_SINK_KAFKA_KEYS`) take
   effect; every other one is refused by name with the reason, so no Kafka client setting is
   silently ignored. TLS/SASL settings are refused (the client speaks PLAINTEXT only).
@@ -416,6 +418,8 @@ _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "linger.ms",
     "batch.size",
     "buffer.memory",
+    "enable.idempotence",
+    "max.in.flight.requests.per.connection",
 }
 
 _REFUSED_CONSUMER_KEYS = {
@@ -548,10 +552,22 @@ def _compression(opts: dict[str, str]) -> CompressionType:
         ) from None
 
 
+def _check_delivery(opts: dict[str, str]) -> None:
+    """`kafka.enable.idempotence` may only be false and `kafka.max.in.flight.requests.per.connection`
+    any positive number: the sink's producer is not idempotent and has one request in flight."""
+    if _bool(opts, "kafka.enable.idempotence", False):
+        raise OptionError(
+            "option 'kafka.enable.idempotence' = true is not supported: the sink's producer is not"
+            " idempotent (a produce request retried after a lost answer may write its records twice)"
+        )
+    _optional_int(opts, "kafka.max.in.flight.requests.per.connection")
+
+
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate the options of `df.write` / `df.writeStream`."""
     opts = _lower(options)
     _check_kafka_keys(opts, "sink", _SINK_KAFKA_KEYS, _REFUSED_PRODUCER_KEYS)
+    _check_delivery(opts)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")
