@@ -164,3 +164,24 @@ def test_read_committed_refuses_records_of_aborted_transactions(
         producer.flush()
         with pytest.raises(AbortedTransactionsError, match=r"aborted transactions \(producer ids \[7\]\)"):
             committed.fetch(tp, 0)
+
+
+def test_max_request_bytes_bounds_each_produce_request(client: KafkaClient, make_topic, monkeypatch) -> None:
+    topic = make_topic(3)
+    sent = _recording_requests(monkeypatch)
+    producer = Producer(client, max_request_bytes=3000)
+    for i in range(30):
+        producer.send(topic, b"%04d" % i + b"x" * 996, partition=i % 3)
+    producer.flush()
+    sizes = [
+        sum(len(p.records) for t in message.topic_data for p in t.partition_data)
+        for api_key, message in sent
+        if api_key == ApiKey.PRODUCE
+    ]
+    assert len(sizes) >= 15 and max(sizes) <= 3000, sizes
+    for partition in range(3):
+        tp = TopicPartition(topic, partition)
+        chunks = list(read_range(client, tp, 0, 10, on_data_loss=pytest.fail))
+        assert [v[:4] for c in chunks for v in c.values] == [b"%04d" % i for i in range(partition, 30, 3)]
+    with pytest.raises(KafkaError, match=r"MESSAGE_TOO_LARGE: .* more than max.request.size \(3000 bytes\)"):
+        producer.send(topic, b"x" * 3000, partition=0)

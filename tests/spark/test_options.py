@@ -247,12 +247,14 @@ def test_sink_options() -> None:
             "kafka.batch.size": "1000",
             "kafka.buffer.memory": "2000",
             "kafka.client.id": "loader",
+            "kafka.max.request.size": "5000",
         }
     )
     assert (sink.topic, sink.compression, sink.acks, sink.linger_ms) == ("out", CompressionType.LZ4, 1, 0)
     assert (sink.batch_bytes, sink.buffer_bytes, sink.client.client_id) == (1000, 2000, "loader")
+    assert sink.max_request_bytes == 5000
     plain = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
-    assert (plain.topic, plain.acks, plain.linger_ms) == (None, -1, None)
+    assert (plain.topic, plain.acks, plain.linger_ms, plain.max_request_bytes) == (None, -1, None, 1 << 20)
 
 
 @pytest.mark.parametrize(

@@ -404,3 +404,26 @@ def test_producer_settings_take_effect(spark, bootstrap, make_topic, client) -> 
     headers = [header for _, header in iter_batches(fetched.records)]
     assert len(headers) > 4, "kafka.batch.size=200 cuts 40 records into many batches"
     assert all(header.attributes & 0x7 == 1 for header in headers), "every batch is gzip-compressed"
+
+
+def test_max_request_size_bounds_batches_and_refuses_a_larger_record(
+    spark, bootstrap, make_topic, client
+) -> None:
+    topic = make_topic(1)
+    rows = [(f"{i:04d}" + "x" * 996,) for i in range(12)]
+
+    def writer(df):
+        return (
+            df.write.format("odradek")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .option("kafka.max.request.size", "3000")
+        )
+
+    writer(spark.createDataFrame(rows, "value string").coalesce(1)).save()
+    assert sorted(r.value[:4] for r in consume_all(bootstrap, topic, 1)) == [b"%04d" % i for i in range(12)]
+    headers = [header for _, header in iter_batches(client.fetch(TopicPartition(topic, 0), 0).records)]
+    assert len(headers) == 6, "3000-byte requests hold two 1 KiB records each"
+    with pytest.raises(PySparkException) as failure:
+        writer(spark.createDataFrame([("y" * 5000,)], "value string")).save()
+    assert_one_line(failure.value, "more than max.request.size (3000 bytes)")

@@ -50,6 +50,7 @@ _DEFAULT_FETCH_MAX_BYTES = 8 << 20
 _DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 _DEFAULT_BATCH_BYTES = 512 << 10
 _DEFAULT_BUFFER_BYTES = 8 << 20
+_DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 
 
 class OptionError(ValueError):
@@ -190,7 +191,7 @@ class SourceOptions:
 class SinkOptions:
     """Everything a write needs: the connection, the topic that overrides the `topic` column, and
     the producer settings (`kafka.acks`, `kafka.compression.type`, `kafka.linger.ms`,
-    `kafka.batch.size`, `kafka.buffer.memory`)."""
+    `kafka.batch.size`, `kafka.buffer.memory`, `kafka.max.request.size`)."""
 
     client: ClientSettings
     topic: str | None = None
@@ -199,6 +200,7 @@ class SinkOptions:
     linger_ms: int | None = None
     batch_bytes: int = _DEFAULT_BATCH_BYTES
     buffer_bytes: int = _DEFAULT_BUFFER_BYTES
+    max_request_bytes: int = _DEFAULT_MAX_REQUEST_BYTES
 
     @property
     def bootstrap_servers(self) -> str:
@@ -418,6 +420,7 @@ _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "linger.ms",
     "batch.size",
     "buffer.memory",
+    "max.request.size",
     "enable.idempotence",
     "max.in.flight.requests.per.connection",
 }
@@ -579,4 +582,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         linger_ms=_optional_int(opts, "kafka.linger.ms", minimum=0),
         batch_bytes=_int(opts, "kafka.batch.size", _DEFAULT_BATCH_BYTES),
         buffer_bytes=_int(opts, "kafka.buffer.memory", _DEFAULT_BUFFER_BYTES),
+        max_request_bytes=_int(opts, "kafka.max.request.size", _DEFAULT_MAX_REQUEST_BYTES),
     )

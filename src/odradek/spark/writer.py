@@ -9,7 +9,8 @@ non-null `partition` goes there; otherwise a keyed row goes where Kafka's defaul
 of the key) sends it, and an unkeyed row to a sticky partition.
 
 Behaviour: each Spark task opens its own connection, turns its Arrow batches into records, and
-produces them with `kafka.acks` (all by default, or 1), in batches of about `kafka.batch.size` bytes,
+produces them with `kafka.acks` (all by default, or 1), in batches of about `kafka.batch.size` bytes
+and requests of at most `kafka.max.request.size` bytes (a larger record fails the task),
 flushing when `kafka.buffer.memory` bytes are buffered or, with `kafka.linger.ms`, once the oldest
 buffered record waited that long (checked after each Arrow batch of rows); the commit message
 reports how many records each partition got. A null `topic` in a row without the `topic` option
@@ -115,6 +116,7 @@ def write_batches(
             compression=options.compression,
             batch_bytes=options.batch_bytes,
             buffer_bytes=options.buffer_bytes,
+            max_request_bytes=options.max_request_bytes,
         )
         buffered_since: float | None = None
         for batch in batches:
