@@ -109,9 +109,9 @@ def _recording_requests(monkeypatch, edit_fetch=None) -> list[tuple[int, object]
     sent: list[tuple[int, object]] = []
     original = BrokerConnection.request
 
-    def request(self, api_key: int, message):
+    def request(self, api_key: int, message, **kwargs):
         sent.append((api_key, message))
-        response = original(self, api_key, message)
+        response = original(self, api_key, message, **kwargs)
         if api_key == ApiKey.FETCH and edit_fetch is not None:
             edit_fetch(response)
         return response
@@ -185,3 +185,21 @@ def test_max_request_bytes_bounds_each_produce_request(client: KafkaClient, make
         assert [v[:4] for c in chunks for v in c.values] == [b"%04d" % i for i in range(partition, 30, 3)]
     with pytest.raises(KafkaError, match=r"MESSAGE_TOO_LARGE: .* more than max.request.size \(3000 bytes\)"):
         producer.send(topic, b"x" * 3000, partition=0)
+
+
+def test_read_range_reads_every_fetch_into_one_reused_buffer(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = Producer(client, batch_bytes=1000)
+    for i in range(300):
+        producer.send(topic, b"%03d" % i * 30, partition=0)
+    producer.flush()
+    chunks = list(read_range(client, tp, 0, 300, on_data_loss=pytest.fail, max_bytes=2000))
+    assert len(chunks) > 10
+    assert [v for c in chunks for v in c.values] == [b"%03d" % i * 30 for i in range(300)]
+    connection = next(iter(client._by_address.values()))
+    spare = connection._spare
+    assert len(spare) > 0
+    again = client.fetch(tp, 0, max_bytes=2000, reuse_buffer=True)
+    assert connection._spare is spare and again.records.obj is spare
+    assert client.fetch(tp, 0, max_bytes=2000).records.obj is not spare

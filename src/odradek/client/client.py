@@ -270,13 +270,22 @@ class KafkaClient:
     # -- fetch ---------------------------------------------------------------------------------
 
     def fetch(
-        self, tp: TopicPartition, offset: int, *, max_bytes: int = 8 << 20, max_wait_ms: int = 500
+        self,
+        tp: TopicPartition,
+        offset: int,
+        *,
+        max_bytes: int = 8 << 20,
+        max_wait_ms: int = 500,
+        reuse_buffer: bool = False,
     ) -> FetchResult:
-        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`."""
+        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`.
+        With `reuse_buffer`, `records` is valid only until the next such fetch on this client."""
 
-        return self._with_retries(lambda: self._fetch_once(tp, offset, max_bytes, max_wait_ms))
+        return self._with_retries(lambda: self._fetch_once(tp, offset, max_bytes, max_wait_ms, reuse_buffer))
 
-    def _fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> FetchResult:
+    def _fetch_once(
+        self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int, reuse_buffer: bool
+    ) -> FetchResult:
         try:
             leader = next(iter(self._leaders([tp])))
         except KafkaError as exc:
@@ -297,7 +306,7 @@ class KafkaClient:
                 )
             ],
         )
-        response = self._broker_connection(leader).request(ApiKey.FETCH, request)
+        response = self._broker_connection(leader).request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
         if response.error_code:
             _check(response.error_code, tp)
         part = response.responses[0].partitions[0]
