@@ -16,7 +16,10 @@ Owns:
   returns its start offsets, unless `maxTriggerDelay` passed since the last batch began - and, since
   no batch ran yet, the first trigger of a run never waits) and, after
   `prepareForTriggerAvailableNow`, never goes past the offsets recorded then (the minimum does not
-  apply there: AvailableNow reads everything up to those offsets).
+  apply there: AvailableNow reads everything up to those offsets). A subscribed topic deleted after
+  this run of the query read from it is data loss (`failOnDataLoss` decides) on the trigger that
+  finds it gone, and is left out from then on; a subscribed topic that does not exist and that no
+  offsets of this run named fails the query, as Spark's source does.
 
 Invariants: the driver-side objects hold no socket between calls (every call opens and closes a
 client), because PySpark may pickle them or never call `stop()`. Offsets handed to Spark are always
@@ -180,6 +183,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None
         self._latest: PartitionOffsets | None = None
         self._last_trigger_s = 0.0
+        self._read_topics: set[str] = set()
 
     @property
     def options(self) -> SourceOptions:
@@ -211,8 +215,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_offset_json(start)
-        known = {tp.topic for tp in begin}
-        latest = with_retries(self.options, lambda client: self._latest_offsets(client, known))
+        self._read_topics.update(tp.topic for tp in begin)
+        latest = with_retries(self.options, lambda client: self._latest_offsets(client, self._read_topics))
         vanished = [tp for tp in sorted(begin) if tp not in latest]
         report_data_loss(
             (f"partition {tp} vanished; records after offset {begin[tp]} are lost" for tp in vanished),
