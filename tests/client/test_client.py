@@ -203,3 +203,18 @@ def test_read_range_reads_every_fetch_into_one_reused_buffer(client: KafkaClient
     again = client.fetch(tp, 0, max_bytes=2000, reuse_buffer=True)
     assert connection._spare is spare and again.records.obj is spare
     assert client.fetch(tp, 0, max_bytes=2000).records.obj is not spare
+
+
+def test_fetch_waits_for_min_bytes_up_to_max_wait(client: KafkaClient, make_topic, monkeypatch) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = Producer(client)
+    producer.send(topic, b"small", partition=0)
+    producer.flush()
+    sent = _recording_requests(monkeypatch)
+    started = time.monotonic()
+    chunks = list(read_range(client, tp, 0, 1, on_data_loss=pytest.fail, min_bytes=1 << 20, max_wait_ms=800))
+    assert time.monotonic() - started >= 0.8, "the broker held the fetch for max_wait_ms"
+    assert [v for c in chunks for v in c.values] == [b"small"]
+    fetches = [message for api_key, message in sent if api_key == ApiKey.FETCH]
+    assert {(f.min_bytes, f.max_wait_ms) for f in fetches} == {(1 << 20, 800)}

@@ -161,10 +161,13 @@ def test_kafka_client_settings_take_effect() -> None:
             "kafka.isolation.level": "read_uncommitted",
             "kafka.security.protocol": "plaintext",
             "kafka.request.timeout.ms": "5000",
+            "kafka.fetch.min.bytes": "2048",
+            "kafka.fetch.max.wait.ms": "0",
         },
         streaming=True,
     )
     assert (opts.fetch_max_bytes, opts.max_poll_records, opts.client.timeout_s) == (4096, 100, 5.0)
+    assert (opts.fetch_min_bytes, opts.fetch_max_wait_ms) == (2048, 0)
     assert not opts.client.read_committed
     committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=False)
     assert committed.client.read_committed and committed.client.connect()._isolation_level == 1

@@ -240,6 +240,19 @@ def test_group_id_options_and_consumer_settings_read_everything(spark, bootstrap
     assert len(_values(prefixed)) == 20
 
 
+def test_fetch_min_bytes_and_max_wait_hold_each_fetch(spark, bootstrap, make_topic) -> None:
+    topic = _topic_with(make_topic, bootstrap, 5)
+
+    def seconds_to_read(**options: str) -> float:
+        started = time.monotonic()
+        assert len(_values(_reader(spark, bootstrap, subscribe=topic, **options).load())) == 5
+        return time.monotonic() - started
+
+    plain = min(seconds_to_read(), seconds_to_read())
+    held = seconds_to_read(**{"kafka.fetch.min.bytes": str(10 << 20), "kafka.fetch.max.wait.ms": "8000"})
+    assert held >= 8.0 and held - plain >= 4.0, f"the broker held the fetch: {held:.1f} s, else {plain:.1f} s"
+
+
 def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
     spark, bootstrap, make_topic, tmp_path
 ) -> None:

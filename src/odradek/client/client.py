@@ -276,36 +276,20 @@ class KafkaClient:
         *,
         max_bytes: int = 8 << 20,
         max_wait_ms: int = 500,
+        min_bytes: int = 1,
         reuse_buffer: bool = False,
     ) -> FetchResult:
-        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`.
+        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`;
+        the broker answers once `min_bytes` are there or `max_wait_ms` passed.
         With `reuse_buffer`, `records` is valid only until the next such fetch on this client."""
+        request = _fetch_request(tp, offset, max_bytes, max_wait_ms, min_bytes, self._isolation_level)
+        return self._with_retries(lambda: self._fetch_once(tp, request, reuse_buffer))
 
-        return self._with_retries(lambda: self._fetch_once(tp, offset, max_bytes, max_wait_ms, reuse_buffer))
-
-    def _fetch_once(
-        self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int, reuse_buffer: bool
-    ) -> FetchResult:
+    def _fetch_once(self, tp: TopicPartition, request: FetchRequest, reuse_buffer: bool) -> FetchResult:
         try:
             leader = next(iter(self._leaders([tp])))
         except KafkaError as exc:
             return FetchResult(exc.code, -1, -1, b"")
-        request = FetchRequest(
-            max_wait_ms=max_wait_ms,
-            min_bytes=1,
-            max_bytes=max_bytes,
-            isolation_level=self._isolation_level,
-            topics=[
-                FetchRequest.FetchTopic(
-                    topic=tp.topic,
-                    partitions=[
-                        FetchRequest.FetchPartition(
-                            partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
-                        )
-                    ],
-                )
-            ],
-        )
         response = self._broker_connection(leader).request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
         if response.error_code:
             _check(response.error_code, tp)
@@ -462,6 +446,21 @@ def _by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
     for tp in sorted(tps):
         grouped[tp.topic].append(tp.partition)
     return grouped
+
+
+def _fetch_request(
+    tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int, min_bytes: int, isolation_level: int
+) -> FetchRequest:
+    partition = FetchRequest.FetchPartition(
+        partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
+    )
+    return FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        topics=[FetchRequest.FetchTopic(topic=tp.topic, partitions=[partition])],
+    )
 
 
 def _list_offsets_request(

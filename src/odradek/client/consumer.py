@@ -35,7 +35,7 @@ from odradek.protocol.records.batch import CONTROL_MASK, iter_batches
 from odradek.protocol.records.record import RecordColumns, decode_batch_into
 
 DEFAULT_FETCH_MAX_BYTES = 8 << 20
-_FETCH_MAX_WAIT_MS = 500
+DEFAULT_FETCH_MAX_WAIT_MS = 500
 _EARLIEST, _LATEST = -2, -1
 
 
@@ -83,13 +83,15 @@ def read_range(
     on_data_loss: Callable[[str], None],
     poll_timeout_ms: int = 120_000,
     max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+    max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
+    min_bytes: int = 1,
 ) -> Iterator[RecordColumns]:
     """Yield the records of [from_offset, until_offset) of `tp`, one chunk per fetch response."""
     offset = from_offset
     stalled_since = time.monotonic()
     while offset < until_offset:
         result = client.fetch(
-            tp, offset, max_bytes=max_bytes, max_wait_ms=_FETCH_MAX_WAIT_MS, reuse_buffer=True
+            tp, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms, min_bytes=min_bytes, reuse_buffer=True
         )
         if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             offset = _recover_out_of_range(client, tp, offset, until_offset, on_data_loss)

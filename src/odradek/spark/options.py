@@ -47,6 +47,7 @@ LATEST = -1
 _DEFAULT_POLL_TIMEOUT_MS = 120_000
 _DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 _DEFAULT_FETCH_MAX_BYTES = 8 << 20
+_DEFAULT_FETCH_MAX_WAIT_MS = 500
 _DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 _DEFAULT_BATCH_BYTES = 512 << 10
 _DEFAULT_BUFFER_BYTES = 8 << 20
@@ -181,6 +182,8 @@ class SourceOptions:
     offset_retry_interval_ms: int = 1000
     max_poll_records: int | None = None
     fetch_max_bytes: int = _DEFAULT_FETCH_MAX_BYTES
+    fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int = _DEFAULT_FETCH_MAX_WAIT_MS
 
     @property
     def bootstrap_servers(self) -> str:
@@ -413,6 +416,8 @@ _SOURCE_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "max.poll.records",
     "fetch.max.bytes",
     "max.partition.fetch.bytes",
+    "fetch.min.bytes",
+    "fetch.max.wait.ms",
 }
 _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "acks",
@@ -529,6 +534,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         offset_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", 1000, minimum=0),
         max_poll_records=_optional_int(opts, "kafka.max.poll.records"),
         fetch_max_bytes=min([limit for limit in fetch_limits if limit] or [_DEFAULT_FETCH_MAX_BYTES]),
+        fetch_min_bytes=_int(opts, "kafka.fetch.min.bytes", 1),
+        fetch_max_wait_ms=_int(opts, "kafka.fetch.max.wait.ms", _DEFAULT_FETCH_MAX_WAIT_MS, minimum=0),
     )
 
 

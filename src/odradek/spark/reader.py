@@ -5,7 +5,8 @@ Owns:
   `read()` on a pickled copy of the reader in an executor, so the partition carries everything the
   task needs: topic, partition, range, connection settings, and the read settings.
 - `read_partition`: the task body. It opens its own connection, fetches the range from the leader
-  (`kafka.fetch.max.bytes` per fetch) and yields `pyarrow.RecordBatch`es in the declared schema, one
+  (`kafka.fetch.max.bytes` per fetch, answered once `kafka.fetch.min.bytes` are there or
+  `kafka.fetch.max.wait.ms` passed) and yields `pyarrow.RecordBatch`es in the declared schema, one
   per fetch response, cut to at most `kafka.max.poll.records` rows (no per-row Python tuples).
 - `BatchReader` (`spark.read`): ranges from the starting to the ending offsets, resolved once on
   the driver when Spark plans the scan; a start past its end fails the read.
@@ -90,6 +91,8 @@ class OffsetRangePartition(InputPartition):
     poll_timeout_ms: int
     max_poll_records: int | None
     fetch_max_bytes: int
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -109,6 +112,8 @@ def to_input_partitions(ranges: Sequence[OffsetRange], options: SourceOptions) -
             poll_timeout_ms=options.poll_timeout_ms,
             max_poll_records=options.max_poll_records,
             fetch_max_bytes=options.fetch_max_bytes,
+            fetch_min_bytes=options.fetch_min_bytes,
+            fetch_max_wait_ms=options.fetch_max_wait_ms,
         )
         for r in split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
     ]
@@ -132,6 +137,8 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             on_data_loss=on_data_loss,
             poll_timeout_ms=partition.poll_timeout_ms,
             max_bytes=partition.fetch_max_bytes,
+            min_bytes=partition.fetch_min_bytes,
+            max_wait_ms=partition.fetch_max_wait_ms,
         )
         for columns in chunks:
             batch = to_record_batch(columns, tp, partition.include_headers)
