@@ -91,7 +91,8 @@ class FetchOnlyReader(BatchReader):
         tp, offset, value = partition.topic_partition, partition.from_offset, b"x" * self.value_size
         with KafkaClient(partition.client.bootstrap_servers) as client:
             while offset < partition.until_offset:
-                records = client.fetch(tp, offset, max_bytes=partition.fetch_max_bytes).records
+                fetched = client.fetch(tp, offset, max_bytes=partition.fetch_max_bytes, reuse_buffer=True)
+                records = fetched.records
                 ends = [header.next_offset for _, header in iter_batches(records)]
                 count = min(ends[-1], partition.until_offset) - offset
                 yield _memory_batch(count, value, tp.partition, offset)

@@ -8,8 +8,12 @@ import pytest
 from confluent_kafka import Producer as CkProducer
 
 from odradek.client import KafkaClient, TopicPartition, read_range
+from odradek.client.client import AbortedTransactionsError
+from odradek.client.connection import BrokerConnection
 from odradek.client.producer import Producer, partition_for_key
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.messages import FetchResponse
 from odradek.protocol.records.compression import CompressionType
 
 EARLIEST, LATEST = -2, -1
@@ -98,3 +102,119 @@ def test_admin_errors_and_unknown_partitions(client: KafkaClient, make_topic) ->
     assert client.metadata([topic]).partitions_of(topic) == ()
     result = client.fetch(TopicPartition(topic, 0), 0)
     assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _recording_requests(monkeypatch, edit_fetch=None) -> list[tuple[int, object]]:
+    """Record every request the client sends; `edit_fetch` may change each Fetch response."""
+    sent: list[tuple[int, object]] = []
+    original = BrokerConnection.request
+
+    def request(self, api_key: int, message, **kwargs):
+        sent.append((api_key, message))
+        response = original(self, api_key, message, **kwargs)
+        if api_key == ApiKey.FETCH and edit_fetch is not None:
+            edit_fetch(response)
+        return response
+
+    monkeypatch.setattr(BrokerConnection, "request", request)
+    return sent
+
+
+def _isolation_levels(sent: list[tuple[int, object]]) -> set[tuple[int, int]]:
+    return {
+        (api_key, message.isolation_level)
+        for api_key, message in sent
+        if api_key in (ApiKey.FETCH, ApiKey.LIST_OFFSETS)
+    }
+
+
+def test_read_committed_reads_to_the_last_stable_offset(bootstrap: str, make_topic, monkeypatch) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    sent = _recording_requests(monkeypatch)
+    with KafkaClient(bootstrap, timeout_s=10) as plain:
+        producer = Producer(plain)
+        for i in range(5):
+            producer.send(topic, b"v%d" % i, partition=0)
+        producer.flush()
+        assert plain.list_offsets({tp: LATEST}) == {tp: 5}
+    assert _isolation_levels(sent) == {(ApiKey.LIST_OFFSETS, 0)}
+    sent.clear()
+    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
+        assert committed.list_offsets({tp: LATEST}) == {tp: 5}
+        chunks = list(read_range(committed, tp, 0, 5, on_data_loss=pytest.fail))
+    assert [v for c in chunks for v in c.values] == [b"v%d" % i for i in range(5)]
+    assert _isolation_levels(sent) == {(ApiKey.LIST_OFFSETS, 1), (ApiKey.FETCH, 1)}
+
+
+def test_read_committed_refuses_records_of_aborted_transactions(
+    bootstrap: str, make_topic, monkeypatch
+) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+
+    def abort_one(response) -> None:
+        aborted = FetchResponse.AbortedTransaction(producer_id=7, first_offset=0)
+        response.responses[0].partitions[0].aborted_transactions = [aborted]
+
+    _recording_requests(monkeypatch, edit_fetch=abort_one)
+    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
+        producer = Producer(committed)
+        producer.send(topic, b"v", partition=0)
+        producer.flush()
+        with pytest.raises(AbortedTransactionsError, match=r"aborted transactions \(producer ids \[7\]\)"):
+            committed.fetch(tp, 0)
+
+
+def test_max_request_bytes_bounds_each_produce_request(client: KafkaClient, make_topic, monkeypatch) -> None:
+    topic = make_topic(3)
+    sent = _recording_requests(monkeypatch)
+    producer = Producer(client, max_request_bytes=3000)
+    for i in range(30):
+        producer.send(topic, b"%04d" % i + b"x" * 996, partition=i % 3)
+    producer.flush()
+    sizes = [
+        sum(len(p.records) for t in message.topic_data for p in t.partition_data)
+        for api_key, message in sent
+        if api_key == ApiKey.PRODUCE
+    ]
+    assert len(sizes) >= 15 and max(sizes) <= 3000, sizes
+    for partition in range(3):
+        tp = TopicPartition(topic, partition)
+        chunks = list(read_range(client, tp, 0, 10, on_data_loss=pytest.fail))
+        assert [v[:4] for c in chunks for v in c.values] == [b"%04d" % i for i in range(partition, 30, 3)]
+    with pytest.raises(KafkaError, match=r"MESSAGE_TOO_LARGE: .* more than max.request.size \(3000 bytes\)"):
+        producer.send(topic, b"x" * 3000, partition=0)
+
+
+def test_read_range_reads_every_fetch_into_one_reused_buffer(client: KafkaClient, make_topic) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = Producer(client, batch_bytes=1000)
+    for i in range(300):
+        producer.send(topic, b"%03d" % i * 30, partition=0)
+    producer.flush()
+    chunks = list(read_range(client, tp, 0, 300, on_data_loss=pytest.fail, max_bytes=2000))
+    assert len(chunks) > 10
+    assert [v for c in chunks for v in c.values] == [b"%03d" % i * 30 for i in range(300)]
+    connection = next(iter(client._by_address.values()))
+    spare = connection._spare
+    assert len(spare) > 0
+    again = client.fetch(tp, 0, max_bytes=2000, reuse_buffer=True)
+    assert connection._spare is spare and again.records.obj is spare
+    assert client.fetch(tp, 0, max_bytes=2000).records.obj is not spare
+
+
+def test_fetch_waits_for_min_bytes_up_to_max_wait(client: KafkaClient, make_topic, monkeypatch) -> None:
+    topic = make_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = Producer(client)
+    producer.send(topic, b"small", partition=0)
+    producer.flush()
+    sent = _recording_requests(monkeypatch)
+    started = time.monotonic()
+    chunks = list(read_range(client, tp, 0, 1, on_data_loss=pytest.fail, min_bytes=1 << 20, max_wait_ms=800))
+    assert time.monotonic() - started >= 0.8, "the broker held the fetch for max_wait_ms"
+    assert [v for c in chunks for v in c.values] == [b"small"]
+    fetches = [message for api_key, message in sent if api_key == ApiKey.FETCH]
+    assert {(f.min_bytes, f.max_wait_ms) for f in fetches} == {(1 << 20, 800)}

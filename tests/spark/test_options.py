@@ -124,7 +124,7 @@ def test_per_partition_offsets_and_timestamps() -> None:
         ({"startingOffsets": '{"t": {"0": 9}}', "endingOffsets": '{"t": {"0": 5}}'}, False, "is after"),
         ({"startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"u": {"0": 5}}'}, False, "different"),
         ({"subscribePattern": "[a-z&&[^e]]", "subscribe": None}, True, "intersection"),
-        ({"kafka.isolation.level": "read_committed"}, True, "read_uncommitted only"),
+        ({"kafka.isolation.level": "snapshot"}, True, "must be 'read_uncommitted' or 'read_committed'"),
         ({"kafka.max.poll.records": "x"}, True, "'kafka.max.poll.records' must be a positive integer"),
         ({"kafka.acks": "all"}, True, "'kafka.acks' is not supported: the source does not implement"),
         ({"kafka.session.timeout.ms": "10"}, False, "'kafka.session.timeout.ms' is not supported"),
@@ -161,10 +161,16 @@ def test_kafka_client_settings_take_effect() -> None:
             "kafka.isolation.level": "read_uncommitted",
             "kafka.security.protocol": "plaintext",
             "kafka.request.timeout.ms": "5000",
+            "kafka.fetch.min.bytes": "2048",
+            "kafka.fetch.max.wait.ms": "0",
         },
         streaming=True,
     )
     assert (opts.fetch_max_bytes, opts.max_poll_records, opts.client.timeout_s) == (4096, 100, 5.0)
+    assert (opts.fetch_min_bytes, opts.fetch_max_wait_ms) == (2048, 0)
+    assert not opts.client.read_committed
+    committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=False)
+    assert committed.client.read_committed and committed.client.connect()._isolation_level == 1
     assert include_headers({"INCLUDEHEADERS": "true"}) and not include_headers({})
 
 
@@ -244,12 +250,14 @@ def test_sink_options() -> None:
             "kafka.batch.size": "1000",
             "kafka.buffer.memory": "2000",
             "kafka.client.id": "loader",
+            "kafka.max.request.size": "5000",
         }
     )
     assert (sink.topic, sink.compression, sink.acks, sink.linger_ms) == ("out", CompressionType.LZ4, 1, 0)
     assert (sink.batch_bytes, sink.buffer_bytes, sink.client.client_id) == (1000, 2000, "loader")
+    assert sink.max_request_bytes == 5000
     plain = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
-    assert (plain.topic, plain.acks, plain.linger_ms) == (None, -1, None)
+    assert (plain.topic, plain.acks, plain.linger_ms, plain.max_request_bytes) == (None, -1, None, 1 << 20)
 
 
 @pytest.mark.parametrize(
@@ -259,7 +267,8 @@ def test_sink_options() -> None:
         ({"kafka.compression.type": "brotli"}, "compression"),
         ({"kafka.acks": "0"}, "'kafka.acks' = 0 is not supported"),
         ({"kafka.partitioner.class": "x.Y"}, "'kafka.partitioner.class' is not supported: a partitioner"),
-        ({"kafka.enable.idempotence": "true"}, "'kafka.enable.idempotence' is not supported: the sink"),
+        ({"kafka.enable.idempotence": "true"}, "'kafka.enable.idempotence' = true is not supported"),
+        ({"kafka.enable.idempotence": "yes"}, "'kafka.enable.idempotence' must be 'true' or 'false'"),
         ({"kafka.max.poll.records": "5"}, "'kafka.max.poll.records' is not supported: the sink"),
         ({"topic": " "}, "'topic' is empty"),
     ],

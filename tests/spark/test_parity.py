@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 
 from odradek.client import TopicPartition
 from odradek.protocol.records.batch import iter_batches
+from odradek.spark.options import OptionError
 from tests.spark.helpers import assert_one_line, consume_all, produce, wait_until
 
 BASE_TS = 1_700_000_000_000
@@ -54,7 +55,10 @@ def _topic_with(make_topic, bootstrap: str, count: int, partitions: int = 1, hin
             {"subscribe": "t", "kafka.auto.offset.reset": "earliest"},
             "set the source option 'startingOffsets'",
         ),
-        ({"subscribe": "t", "kafka.isolation.level": "read_committed"}, "read_uncommitted only"),
+        (
+            {"subscribe": "t", "kafka.isolation.level": "serializable"},
+            "option 'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed'",
+        ),
         ({"subscribe": "t", "kafka.security.protocol": "SSL"}, "only PLAINTEXT connections are supported"),
         ({"subscribe": "t", "endingOffsets": "{not json"}, "option 'endingOffsets' is not valid JSON"),
         ({"subscribe": "t", "failOnDataLoss": "maybe"}, "option 'failOnDataLoss' must be 'true' or 'false'"),
@@ -77,23 +81,49 @@ def test_bootstrap_servers_are_required_at_load(spark) -> None:
     assert_one_line(failure.value, "option 'kafka.bootstrap.servers' must be specified")
 
 
-def test_batch_only_rules_fail_the_first_action_with_one_line(spark, bootstrap) -> None:
-    df = _reader(spark, bootstrap, subscribe="t", startingOffsets="latest").load()
-    with pytest.raises(PySparkException) as failure:
-        df.collect()
-    assert_one_line(failure.value, "option 'startingOffsets' for a batch query cannot be 'latest'")
+@pytest.mark.parametrize(
+    ("stream", "options", "message"),
+    [
+        (False, {"startingOffsets": "latest"}, "batch query cannot be 'latest'"),
+        (False, {"endingOffsets": "earliest"}, "'endingOffsets' for a batch query cannot be 'earliest'"),
+        (True, {"endingOffsets": "latest"}, "option 'endingOffsets' is not allowed in a streaming query"),
+        (True, {"endingTimestamp": "1"}, "option 'endingTimestamp' is not allowed in a streaming query"),
+    ],
+)
+def test_rules_of_one_kind_of_read_fail_load(spark, bootstrap, stream: bool, options, message: str) -> None:
+    with pytest.raises(OptionError) as failure:
+        _reader(spark, bootstrap, stream=stream, subscribe="t", **options).load()
+    assert_one_line(failure.value, message)
 
 
-def test_a_user_schema_is_refused_with_one_line(spark, bootstrap) -> None:
-    df = _reader(spark, bootstrap, subscribe="t").schema("value string").load()
-    with pytest.raises(PySparkException) as failure:
-        df.collect()
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_user_schema_fails_load(spark, bootstrap, stream: bool) -> None:
+    with pytest.raises(OptionError) as failure:
+        _reader(spark, bootstrap, stream=stream, subscribe="t").schema("value string").load()
     assert_one_line(failure.value, "the odradek source has a fixed schema")
 
 
-def test_ending_offsets_fail_a_stream_at_its_first_step(spark, bootstrap, make_topic, tmp_path) -> None:
+def _unchecked_load(reader):
+    """`load()` without the checks odradek.spark.register adds (as under Spark Connect)."""
+    return type(reader).load.__wrapped__(reader)
+
+
+def test_without_load_checks_batch_rules_fail_the_first_action(spark, bootstrap) -> None:
+    df = _unchecked_load(_reader(spark, bootstrap, subscribe="t", startingOffsets="latest"))
+    with pytest.raises(PySparkException) as failure:
+        df.collect()
+    assert_one_line(failure.value, "option 'startingOffsets' for a batch query cannot be 'latest'")
+    typed = _unchecked_load(_reader(spark, bootstrap, subscribe="t").schema("value string"))
+    with pytest.raises(PySparkException) as refused:
+        typed.collect()
+    assert_one_line(refused.value, "the odradek source has a fixed schema")
+
+
+def test_without_load_checks_ending_offsets_fail_a_stream_at_its_first_step(
+    spark, bootstrap, make_topic, tmp_path
+) -> None:
     topic = make_topic(1)
-    df = _reader(spark, bootstrap, stream=True, subscribe=topic, endingOffsets="latest").load()
+    df = _unchecked_load(_reader(spark, bootstrap, stream=True, subscribe=topic, endingOffsets="latest"))
     query = df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
     with pytest.raises(PySparkException) as failure:
         query.awaitTermination(60)
@@ -196,7 +226,7 @@ def test_group_id_options_and_consumer_settings_read_everything(spark, bootstrap
         "kafka.group.id": "etl",
         "groupIdPrefix": "ignored",
         "kafka.client.id": "parity",
-        "kafka.isolation.level": "read_uncommitted",
+        "kafka.isolation.level": "read_committed",
         "kafka.max.poll.records": "3",
         "kafka.fetch.max.bytes": "128",
         "kafka.max.partition.fetch.bytes": "256",
@@ -208,6 +238,19 @@ def test_group_id_options_and_consumer_settings_read_everything(spark, bootstrap
     ]
     prefixed = _reader(spark, bootstrap, subscribe=topic, groupIdPrefix="nightly").load()
     assert len(_values(prefixed)) == 20
+
+
+def test_fetch_min_bytes_and_max_wait_hold_each_fetch(spark, bootstrap, make_topic) -> None:
+    topic = _topic_with(make_topic, bootstrap, 5)
+
+    def seconds_to_read(**options: str) -> float:
+        started = time.monotonic()
+        assert len(_values(_reader(spark, bootstrap, subscribe=topic, **options).load())) == 5
+        return time.monotonic() - started
+
+    plain = min(seconds_to_read(), seconds_to_read())
+    held = seconds_to_read(**{"kafka.fetch.min.bytes": str(10 << 20), "kafka.fetch.max.wait.ms": "8000"})
+    assert held >= 8.0 and held - plain >= 4.0, f"the broker held the fetch: {held:.1f} s, else {plain:.1f} s"
 
 
 def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
@@ -288,6 +331,11 @@ def test_overwrite_and_ignore_are_refused_as_by_spark(spark, bootstrap, make_top
         ({"kafka.acks": "0"}, "option 'kafka.acks' = 0 is not supported"),
         ({"kafka.partitioner.class": "com.example.P"}, "option 'kafka.partitioner.class' is not supported"),
         ({"kafka.transactional.id": "tx"}, "option 'kafka.transactional.id' is not supported"),
+        ({"kafka.enable.idempotence": "true"}, "option 'kafka.enable.idempotence' = true is not supported"),
+        (
+            {"kafka.max.in.flight.requests.per.connection": "0"},
+            "option 'kafka.max.in.flight.requests.per.connection' must be a positive integer",
+        ),
         ({"kafka.key.serializer": "x"}, "option 'kafka.key.serializer' is not supported"),
         ({"kafka.security.protocol": "SASL_SSL"}, "only PLAINTEXT connections are supported"),
         ({"kafka.sasl.mechanism": "PLAIN"}, "option 'kafka.sasl.mechanism' is not supported"),
@@ -355,6 +403,8 @@ def test_producer_settings_take_effect(spark, bootstrap, make_topic, client) -> 
         "kafka.compression.type": "gzip",
         "kafka.client.id": "parity-sink",
         "kafka.request.timeout.ms": "10000",
+        "kafka.enable.idempotence": "false",
+        "kafka.max.in.flight.requests.per.connection": "5",
     }
     writer = (
         _frame(spark, 40).coalesce(1).write.format("odradek").option("kafka.bootstrap.servers", bootstrap)
@@ -367,3 +417,26 @@ def test_producer_settings_take_effect(spark, bootstrap, make_topic, client) -> 
     headers = [header for _, header in iter_batches(fetched.records)]
     assert len(headers) > 4, "kafka.batch.size=200 cuts 40 records into many batches"
     assert all(header.attributes & 0x7 == 1 for header in headers), "every batch is gzip-compressed"
+
+
+def test_max_request_size_bounds_batches_and_refuses_a_larger_record(
+    spark, bootstrap, make_topic, client
+) -> None:
+    topic = make_topic(1)
+    rows = [(f"{i:04d}" + "x" * 996,) for i in range(12)]
+
+    def writer(df):
+        return (
+            df.write.format("odradek")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .option("kafka.max.request.size", "3000")
+        )
+
+    writer(spark.createDataFrame(rows, "value string").coalesce(1)).save()
+    assert sorted(r.value[:4] for r in consume_all(bootstrap, topic, 1)) == [b"%04d" % i for i in range(12)]
+    headers = [header for _, header in iter_batches(client.fetch(TopicPartition(topic, 0), 0).records)]
+    assert len(headers) == 6, "3000-byte requests hold two 1 KiB records each"
+    with pytest.raises(PySparkException) as failure:
+        writer(spark.createDataFrame([("y" * 5000,)], "value string")).save()
+    assert_one_line(failure.value, "more than max.request.size (3000 bytes)")

@@ -49,11 +49,19 @@ def test_topic_column_and_string_values(spark, bootstrap, make_topic) -> None:
     assert [r.value for r in consume_all(bootstrap, second, 1)] == [b"b1"]
 
 
+def test_the_topic_option_overrides_any_topic_column(spark, bootstrap, make_topic) -> None:
+    target = make_topic(1)
+    df = spark.createDataFrame([(7, "x1"), (None, "x2")], "topic int, value string").coalesce(1)
+    _writer(df, bootstrap, topic=target).save()
+    assert [r.value for r in consume_all(bootstrap, target, 1)] == [b"x1", b"x2"]
+
+
 @pytest.mark.parametrize(
     ("ddl", "options", "message"),
     [
         ("key string", {"topic": "t"}, "required attribute 'value' not found"),
         ("value string", {}, "topic option required"),
+        ("value string, topic int", {}, "'topic' must be string, got int"),
         ("value int", {"topic": "t"}, "'value' must be string or binary"),
         ("value string, partition string", {"topic": "t"}, "'partition' must be int"),
         ("value string, headers array<string>", {"topic": "t"}, "'headers' must be array"),

@@ -148,9 +148,3 @@ def test_partial_offsets_json_is_refused(spark, bootstrap, make_topic) -> None:
     topic, _ = _three_partition_topic(make_topic, bootstrap)
     with pytest.raises(PySparkException, match="must name every partition of the subscription"):
         _read(spark, bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 1}})).collect()
-
-
-def test_a_user_schema_is_refused(spark, bootstrap) -> None:
-    reader = spark.read.format("odradek").schema("value string").option("kafka.bootstrap.servers", bootstrap)
-    with pytest.raises(PySparkException, match="fixed schema"):
-        reader.option("subscribe", "t").load().collect()

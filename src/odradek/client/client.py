@@ -11,8 +11,13 @@ Behaviour:
 - `list_offsets` takes Kafka's special timestamps: -2 (earliest: the log start offset) and -1
   (latest: the high watermark); any other value finds the first offset whose timestamp is at or
   after it (-1 when there is none).
-- `fetch` reads one partition (READ_UNCOMMITTED) and returns the partition's error code instead of
-  raising, so callers decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
+- `fetch` reads one partition and returns the partition's error code instead of raising, so callers
+  decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
+- Isolation: READ_UNCOMMITTED by default; with `read_committed`, Fetch and ListOffsets ask for
+  READ_COMMITTED, so reads stop at the last stable offset and -1 (latest) is the last stable offset.
+  The client does not filter aborted transactions out: a fetch whose answer lists aborted
+  transactions raises `AbortedTransactionsError` instead of returning their records (odradek has
+  no transactions yet, so against it read_committed reads exactly what read_uncommitted reads).
 - `produce` sends pre-built RecordBatch bytes with acks 1 or -1 (all) and returns base offsets.
 - Opening a connection is bounded by `connect_timeout_s` (Kafka's socket.connection.setup.timeout.ms,
   default 10 s). `KafkaClient.connect` builds a client and first reaches one bootstrap server with
@@ -50,6 +55,7 @@ from odradek.protocol.messages import (
 
 _BACKOFF_S = 0.1
 _READ_UNCOMMITTED = 0
+_READ_COMMITTED = 1
 _LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE})
 _TOPIC_ADMIN_OK = frozenset({ErrorCode.NONE})
 
@@ -64,6 +70,17 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     records: memoryview | bytes
+
+
+class AbortedTransactionsError(KafkaError):
+    """A read_committed fetch met aborted transactions, which this client cannot filter out."""
+
+    def __init__(self, tp: TopicPartition, producer_ids: Iterable[int]) -> None:
+        super().__init__(
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            f"read_committed: {tp} holds aborted transactions (producer ids"
+            f" {sorted(set(producer_ids))}), which this client cannot filter out",
+        )
 
 
 class _Retry(Exception):
@@ -84,9 +101,11 @@ class KafkaClient:
         client_id: str = "odradek-client",
         timeout_s: float = 30.0,
         connect_timeout_s: float = 10.0,
+        read_committed: bool = False,
     ):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self._client_id = client_id
+        self._isolation_level = _READ_COMMITTED if read_committed else _READ_UNCOMMITTED
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._by_address: dict[tuple[str, int], BrokerConnection] = {}
@@ -237,7 +256,7 @@ class KafkaClient:
             pending = {tp: ts for tp, ts in timestamps.items() if tp not in result}
             for leader, tps in self._leaders(pending).items():
                 response = self._broker_connection(leader).request(
-                    ApiKey.LIST_OFFSETS, _list_offsets_request(tps, pending)
+                    ApiKey.LIST_OFFSETS, _list_offsets_request(tps, pending, self._isolation_level)
                 )
                 for topic in response.topics:
                     for part in topic.partitions:
@@ -251,39 +270,34 @@ class KafkaClient:
     # -- fetch ---------------------------------------------------------------------------------
 
     def fetch(
-        self, tp: TopicPartition, offset: int, *, max_bytes: int = 8 << 20, max_wait_ms: int = 500
+        self,
+        tp: TopicPartition,
+        offset: int,
+        *,
+        max_bytes: int = 8 << 20,
+        max_wait_ms: int = 500,
+        min_bytes: int = 1,
+        reuse_buffer: bool = False,
     ) -> FetchResult:
-        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`."""
+        """Records of `tp` from `offset`: at least one whole batch if any exists, about `max_bytes`;
+        the broker answers once `min_bytes` are there or `max_wait_ms` passed.
+        With `reuse_buffer`, `records` is valid only until the next such fetch on this client."""
+        request = _fetch_request(tp, offset, max_bytes, max_wait_ms, min_bytes, self._isolation_level)
+        return self._with_retries(lambda: self._fetch_once(tp, request, reuse_buffer))
 
-        return self._with_retries(lambda: self._fetch_once(tp, offset, max_bytes, max_wait_ms))
-
-    def _fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> FetchResult:
+    def _fetch_once(self, tp: TopicPartition, request: FetchRequest, reuse_buffer: bool) -> FetchResult:
         try:
             leader = next(iter(self._leaders([tp])))
         except KafkaError as exc:
             return FetchResult(exc.code, -1, -1, b"")
-        request = FetchRequest(
-            max_wait_ms=max_wait_ms,
-            min_bytes=1,
-            max_bytes=max_bytes,
-            isolation_level=_READ_UNCOMMITTED,
-            topics=[
-                FetchRequest.FetchTopic(
-                    topic=tp.topic,
-                    partitions=[
-                        FetchRequest.FetchPartition(
-                            partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
-                        )
-                    ],
-                )
-            ],
-        )
-        response = self._broker_connection(leader).request(ApiKey.FETCH, request)
+        response = self._broker_connection(leader).request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
         if response.error_code:
             _check(response.error_code, tp)
         part = response.responses[0].partitions[0]
         if part.error_code in _LEADER_ERRORS:
             raise _Retry(KafkaError(part.error_code, f"fetching {tp}"))
+        if part.aborted_transactions:
+            raise AbortedTransactionsError(tp, (t.producer_id for t in part.aborted_transactions))
         return FetchResult(part.error_code, part.high_watermark, part.log_start_offset, part.records or b"")
 
     # -- produce -------------------------------------------------------------------------------
@@ -434,12 +448,27 @@ def _by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
     return grouped
 
 
+def _fetch_request(
+    tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int, min_bytes: int, isolation_level: int
+) -> FetchRequest:
+    partition = FetchRequest.FetchPartition(
+        partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
+    )
+    return FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        topics=[FetchRequest.FetchTopic(topic=tp.topic, partitions=[partition])],
+    )
+
+
 def _list_offsets_request(
-    tps: list[TopicPartition], timestamps: Mapping[TopicPartition, int]
+    tps: list[TopicPartition], timestamps: Mapping[TopicPartition, int], isolation_level: int
 ) -> ListOffsetsRequest:
     return ListOffsetsRequest(
         replica_id=-1,
-        isolation_level=_READ_UNCOMMITTED,
+        isolation_level=isolation_level,
         topics=[
             ListOffsetsRequest.ListOffsetsTopic(
                 name=topic,

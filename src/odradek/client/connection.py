@@ -15,7 +15,10 @@ can help: an unknown host cannot.
 
 Invariants: a failed send or receive closes the connection (a half-read stream cannot be resumed);
 callers open a new one. Every socket operation after setup is bounded by `timeout_s`. Responses'
-`records` fields alias the receive buffer, which is fresh for each response.
+`records` fields alias the receive buffer, which is fresh for each response unless the request asks
+`reuse_buffer`: then the response is read into the connection's one spare buffer (grown as needed),
+and stays valid only until the next such request - for a caller that copies what it keeps (a fresh
+multi-MiB buffer per fetch costs its page faults and zero-filling every time).
 
 Callers: odradek.client.client, and odradek.cli.groups through `KafkaClient.connect_to` (the group APIs).
 """
@@ -104,6 +107,7 @@ class BrokerConnection:
         self.host, self.port = host, port
         self._client_id = client_id
         self._correlation_id = 0
+        self._spare = bytearray()
         self._sock: socket.socket | None = _open_socket(host, port, connect_timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.versions: dict[int, int] = {}
@@ -137,12 +141,12 @@ class BrokerConnection:
             raise UnsupportedApi(api_key)
         return version
 
-    def request(self, api_key: int, message: Any) -> Any:
-        """Send `message` at the negotiated version and return the decoded response."""
+    def request(self, api_key: int, message: Any, *, reuse_buffer: bool = False) -> Any:
+        """Send `message` at the negotiated version and return the decoded response (read into the
+        spare buffer with `reuse_buffer`: valid until the next such request, see the module header)."""
         version = self.version_for(api_key)
-        return decode_response(
-            api_key, version, self._round_trip(api_key, version, encode_request(api_key, version, message))
-        )
+        body = encode_request(api_key, version, message)
+        return decode_response(api_key, version, self._round_trip(api_key, version, body, reuse_buffer))
 
     def _negotiate(self) -> dict[int, int]:
         version = CLIENT_MAX_VERSIONS[ApiKey.API_VERSIONS]
@@ -161,14 +165,14 @@ class BrokerConnection:
             raise KafkaError(response.error_code, "ApiVersions failed")
         return _usable_versions(response)
 
-    def _round_trip(self, api_key: int, version: int, body: bytes) -> memoryview:
+    def _round_trip(self, api_key: int, version: int, body: bytes, reuse_buffer: bool = False) -> memoryview:
         if self._sock is None:
             raise ConnectionClosed(f"connection to {self.host}:{self.port} is closed")
         self._correlation_id += 1
         header = encode_request_header(RequestHeader(api_key, version, self._correlation_id, self._client_id))
         try:
             self._sock.sendall(_SIZE.pack(len(header) + len(body)) + header + body)
-            payload = self._receive_frame()
+            payload = self._receive_frame(reuse_buffer)
         except (OSError, ConnectionClosed):
             self.close()
             raise
@@ -178,13 +182,15 @@ class BrokerConnection:
             raise ConnectionClosed(f"expected correlation id {self._correlation_id}, got {correlation_id}")
         return payload[start:]
 
-    def _receive_frame(self) -> memoryview:
+    def _receive_frame(self, reuse_buffer: bool) -> memoryview:
         size = _SIZE.unpack(self._receive_exactly(4))[0]
-        return self._receive_exactly(size)
+        return self._receive_exactly(size, reuse_buffer)
 
-    def _receive_exactly(self, size: int) -> memoryview:
+    def _receive_exactly(self, size: int, reuse_buffer: bool = False) -> memoryview:
         assert self._sock is not None
-        buf = memoryview(bytearray(size))
+        if reuse_buffer and len(self._spare) < size:
+            self._spare = bytearray(size)
+        buf = memoryview(self._spare)[:size] if reuse_buffer else memoryview(bytearray(size))
         filled = 0
         while filled < size:
             got = self._sock.recv_into(buf[filled:])

@@ -15,6 +15,8 @@ Behaviour, following Kafka's consumer and Spark's Kafka source:
 - UNKNOWN_TOPIC_OR_PARTITION means the topic was deleted: `on_data_loss` is told and the range ends;
 - no progress for `poll_timeout_ms` (records below `until_offset` never become visible) is reported
   to `on_data_loss` too, and ends the range.
+- every fetch of a range is read into the connection's one reused receive buffer: the records are
+  decoded (copied out) before the next fetch, so no view of it outlives its response.
 
 `on_data_loss` raises to fail the read, or returns to skip what is missing. Callers: odradek.spark
 (executors), odradek.pipeline, tests.
@@ -33,7 +35,7 @@ from odradek.protocol.records.batch import CONTROL_MASK, iter_batches
 from odradek.protocol.records.record import RecordColumns, decode_batch_into
 
 DEFAULT_FETCH_MAX_BYTES = 8 << 20
-_FETCH_MAX_WAIT_MS = 500
+DEFAULT_FETCH_MAX_WAIT_MS = 500
 _EARLIEST, _LATEST = -2, -1
 
 
@@ -81,12 +83,16 @@ def read_range(
     on_data_loss: Callable[[str], None],
     poll_timeout_ms: int = 120_000,
     max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+    max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
+    min_bytes: int = 1,
 ) -> Iterator[RecordColumns]:
     """Yield the records of [from_offset, until_offset) of `tp`, one chunk per fetch response."""
     offset = from_offset
     stalled_since = time.monotonic()
     while offset < until_offset:
-        result = client.fetch(tp, offset, max_bytes=max_bytes, max_wait_ms=_FETCH_MAX_WAIT_MS)
+        result = client.fetch(
+            tp, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms, min_bytes=min_bytes, reuse_buffer=True
+        )
         if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             offset = _recover_out_of_range(client, tp, offset, until_offset, on_data_loss)
             continue

@@ -8,7 +8,10 @@ Owns:
 - `Producer`: `send` buffers records per partition; `flush` builds one RecordBatch v2 per partition
   (Produce v3+ takes exactly one batch per partition) of at most `batch_bytes`, sends them with
   acks -1 by default, repeats until nothing is buffered, and returns the last offset written per
-  partition. Buffers are flushed automatically when they exceed `buffer_bytes`.
+  partition. Buffers are flushed automatically when they exceed `buffer_bytes`. With
+  `max_request_bytes` (Kafka's max.request.size), the batches of one request add up to at most that
+  many bytes (sizes estimated before compression, as Kafka's producer does) and `send` refuses a
+  record that alone would be larger (MESSAGE_TOO_LARGE).
 
 Invariants: records of one partition are sent in `send` order; a failed flush raises (records may
 then be written or not: at-least-once, as Kafka's producer without idempotence).
@@ -24,6 +27,8 @@ from collections.abc import Sequence
 
 from odradek.client.client import KafkaClient
 from odradek.client.types import TopicPartition
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.records.batch import RECORD_BATCH_OVERHEAD
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType
 from odradek.protocol.records.record import Header
@@ -32,6 +37,7 @@ _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK32 = 0xFFFFFFFF
 _RECORD_OVERHEAD = 24
+_HEADER_OVERHEAD = 10
 
 
 def murmur2(data: bytes) -> int:
@@ -59,6 +65,12 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def _estimated_size(record: SimpleRecord) -> int:
+    """About the bytes `record` takes in a batch, uncompressed."""
+    header_bytes = sum(_HEADER_OVERHEAD + len(k) + len(v or b"") for k, v in record.headers)
+    return _RECORD_OVERHEAD + len(record.value or b"") + len(record.key or b"") + header_bytes
+
+
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a keyed record."""
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
@@ -75,12 +87,14 @@ class Producer:
         compression: CompressionType = CompressionType.NONE,
         batch_bytes: int = 512 << 10,
         buffer_bytes: int = 8 << 20,
+        max_request_bytes: int | None = None,
     ) -> None:
         self._client = client
         self._acks = acks
         self._compression = compression
         self._batch_bytes = batch_bytes
         self._buffer_bytes = buffer_bytes
+        self._max_request_bytes = max_request_bytes
         self._pending: dict[TopicPartition, list[SimpleRecord]] = defaultdict(list)
         self._pending_bytes = 0
         self._sticky: dict[str, int] = {}
@@ -100,8 +114,16 @@ class Producer:
             partition = self._choose_partition(topic, key)
         tp = TopicPartition(topic, partition)
         timestamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
-        self._pending[tp].append(SimpleRecord(value, key, tuple(headers), timestamp))
-        self._pending_bytes += _RECORD_OVERHEAD + len(value or b"") + len(key or b"")
+        record = SimpleRecord(value, key, tuple(headers), timestamp)
+        size = _estimated_size(record)
+        if self._max_request_bytes is not None and RECORD_BATCH_OVERHEAD + size > self._max_request_bytes:
+            raise KafkaError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"a record for {tp} is about {RECORD_BATCH_OVERHEAD + size} bytes in its batch, more than"
+                f" max.request.size ({self._max_request_bytes} bytes)",
+            )
+        self._pending[tp].append(record)
+        self._pending_bytes += size
         if self._pending_bytes >= self._buffer_bytes:
             self.flush()
         return tp
@@ -137,14 +159,22 @@ class Producer:
         return last
 
     def _take_batches(self) -> tuple[dict[TopicPartition, bytes], dict[TopicPartition, int]]:
+        """One request's batches: up to `batch_bytes` per partition, up to `max_request_bytes` in all
+        (a partition that does not fit waits for the next request; the first always fits)."""
         batches: dict[TopicPartition, bytes] = {}
         counts: dict[TopicPartition, int] = {}
+        room = self._max_request_bytes or 1 << 62
         for tp in list(self._pending):
             records = self._pending[tp]
             take, size = 0, 0
-            while take < len(records) and (take == 0 or size < self._batch_bytes):
-                size += _RECORD_OVERHEAD + len(records[take].value or b"") + len(records[take].key or b"")
-                take += 1
+            while take < len(records):
+                grown = size + _estimated_size(records[take])
+                if (take or batches) and (size >= self._batch_bytes or RECORD_BATCH_OVERHEAD + grown > room):
+                    break
+                size, take = grown, take + 1
+            if take == 0:
+                continue
+            room -= RECORD_BATCH_OVERHEAD + size
             batches[tp] = build_batch(records[:take], self._compression)
             counts[tp] = take
             if take == len(records):

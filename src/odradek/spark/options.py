@@ -10,7 +10,9 @@ existing Spark code ports by renaming the format (docs/spark.md has the table):
   `minPartitions`, `maxRecordsPerPartition`, `failOnDataLoss`, `includeHeaders`,
   `kafkaConsumer.pollTimeoutMs`, `fetchOffset.numRetries`, `fetchOffset.retryIntervalMs`,
   `groupIdPrefix`;
-- sink: `kafka.bootstrap.servers`, `topic`;
+- sink: `kafka.bootstrap.servers`, `topic`; `kafka.enable.idempotence` (false only) and
+  `kafka.max.in.flight.requests.per.connection` are accepted because the sink already behaves so
+  (not idempotent, one request in flight);
 - `kafka.*` keys: the ones this client honours (`_SOURCE_KAFKA_KEYS`, `_SINK_KAFKA_KEYS`) take
   effect; every other one is refused by name with the reason, so no Kafka client setting is
   silently ignored. TLS/SASL settings are refused (the client speaks PLAINTEXT only).
@@ -32,6 +34,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from odradek.client import KafkaClient
 from odradek.client.types import TopicPartition
 from odradek.protocol.records.compression import CompressionType
 from odradek.spark.java_regex import JavaRegexError, to_python_regex
@@ -44,9 +47,11 @@ LATEST = -1
 _DEFAULT_POLL_TIMEOUT_MS = 120_000
 _DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 _DEFAULT_FETCH_MAX_BYTES = 8 << 20
+_DEFAULT_FETCH_MAX_WAIT_MS = 500
 _DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 _DEFAULT_BATCH_BYTES = 512 << 10
 _DEFAULT_BUFFER_BYTES = 8 << 20
+_DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 
 
 class OptionError(ValueError):
@@ -129,12 +134,22 @@ OffsetSpec = EarliestOffsets | LatestOffsets | SpecificOffsets | TimestampOffset
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
     """How the source's or sink's connections are made: where to, the client id they announce
-    (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise) and the
-    request timeout (`kafka.request.timeout.ms`)."""
+    (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise), the request
+    timeout (`kafka.request.timeout.ms`) and, for a read, `kafka.isolation.level`."""
 
     bootstrap_servers: str
     client_id: str
     timeout_s: float
+    read_committed: bool = False
+
+    def connect(self) -> KafkaClient:
+        """A new client with these settings (it connects lazily)."""
+        return KafkaClient(
+            self.bootstrap_servers,
+            client_id=self.client_id,
+            timeout_s=self.timeout_s,
+            read_committed=self.read_committed,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +182,8 @@ class SourceOptions:
     offset_retry_interval_ms: int = 1000
     max_poll_records: int | None = None
     fetch_max_bytes: int = _DEFAULT_FETCH_MAX_BYTES
+    fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int = _DEFAULT_FETCH_MAX_WAIT_MS
 
     @property
     def bootstrap_servers(self) -> str:
@@ -177,7 +194,7 @@ class SourceOptions:
 class SinkOptions:
     """Everything a write needs: the connection, the topic that overrides the `topic` column, and
     the producer settings (`kafka.acks`, `kafka.compression.type`, `kafka.linger.ms`,
-    `kafka.batch.size`, `kafka.buffer.memory`)."""
+    `kafka.batch.size`, `kafka.buffer.memory`, `kafka.max.request.size`)."""
 
     client: ClientSettings
     topic: str | None = None
@@ -186,6 +203,7 @@ class SinkOptions:
     linger_ms: int | None = None
     batch_bytes: int = _DEFAULT_BATCH_BYTES
     buffer_bytes: int = _DEFAULT_BUFFER_BYTES
+    max_request_bytes: int = _DEFAULT_MAX_REQUEST_BYTES
 
     @property
     def bootstrap_servers(self) -> str:
@@ -398,6 +416,8 @@ _SOURCE_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "max.poll.records",
     "fetch.max.bytes",
     "max.partition.fetch.bytes",
+    "fetch.min.bytes",
+    "fetch.max.wait.ms",
 }
 _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "acks",
@@ -405,6 +425,9 @@ _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "linger.ms",
     "batch.size",
     "buffer.memory",
+    "max.request.size",
+    "enable.idempotence",
+    "max.in.flight.requests.per.connection",
 }
 
 _REFUSED_CONSUMER_KEYS = {
@@ -443,10 +466,12 @@ def _check_kafka_keys(
         )
 
 
-def _client_settings(opts: dict[str, str], default_client_id: str) -> ClientSettings:
+def _client_settings(
+    opts: dict[str, str], default_client_id: str, read_committed: bool = False
+) -> ClientSettings:
     timeout_ms = _int(opts, "kafka.request.timeout.ms", _DEFAULT_REQUEST_TIMEOUT_MS)
     client_id = opts.get("kafka.client.id", "").strip() or default_client_id
-    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000)
+    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000, read_committed)
 
 
 def _group_id(opts: dict[str, str], streaming: bool | None) -> str:
@@ -460,15 +485,14 @@ def _group_id(opts: dict[str, str], streaming: bool | None) -> str:
     return f"{opts.get('groupidprefix', default).strip() or default}-{uuid.uuid4()}"
 
 
-def _isolation_level(opts: dict[str, str]) -> None:
+def _read_committed(opts: dict[str, str]) -> bool:
+    """`kafka.isolation.level`: read_committed reads up to the last stable offset (see the client)."""
     level = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
-    if level == "read_committed":
+    if level not in ("read_uncommitted", "read_committed"):
         raise OptionError(
-            "option 'kafka.isolation.level' = 'read_committed' is not supported: odradek's client reads"
-            " read_uncommitted only"
+            f"option 'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed', got {level!r}"
         )
-    if level != "read_uncommitted":
-        raise OptionError(f"option 'kafka.isolation.level' must be 'read_uncommitted', got {level!r}")
+    return level == "read_committed"
 
 
 def include_headers(options: Mapping[str, str]) -> bool:
@@ -481,7 +505,6 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     (None: only the rules common to both, as at `load()`)."""
     opts = _lower(options)
     _check_kafka_keys(opts, "source", _SOURCE_KAFKA_KEYS, _REFUSED_CONSUMER_KEYS)
-    _isolation_level(opts)
     starting = _offset_spec(opts, "starting", LatestOffsets() if streaming else EarliestOffsets())
     ending = _offset_spec(opts, "ending", LatestOffsets())
     if streaming:
@@ -495,7 +518,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         _optional_int(opts, name) for name in ("kafka.fetch.max.bytes", "kafka.max.partition.fetch.bytes")
     ]
     return SourceOptions(
-        client=_client_settings(opts, f"consumer-{group_id}"),
+        client=_client_settings(opts, f"consumer-{group_id}", _read_committed(opts)),
         subscription=_subscription(opts),
         starting=starting,
         ending=ending,
@@ -511,6 +534,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         offset_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", 1000, minimum=0),
         max_poll_records=_optional_int(opts, "kafka.max.poll.records"),
         fetch_max_bytes=min([limit for limit in fetch_limits if limit] or [_DEFAULT_FETCH_MAX_BYTES]),
+        fetch_min_bytes=_int(opts, "kafka.fetch.min.bytes", 1),
+        fetch_max_wait_ms=_int(opts, "kafka.fetch.max.wait.ms", _DEFAULT_FETCH_MAX_WAIT_MS, minimum=0),
     )
 
 
@@ -537,10 +562,22 @@ def _compression(opts: dict[str, str]) -> CompressionType:
         ) from None
 
 
+def _check_delivery(opts: dict[str, str]) -> None:
+    """`kafka.enable.idempotence` may only be false and `kafka.max.in.flight.requests.per.connection`
+    any positive number: the sink's producer is not idempotent and has one request in flight."""
+    if _bool(opts, "kafka.enable.idempotence", False):
+        raise OptionError(
+            "option 'kafka.enable.idempotence' = true is not supported: the sink's producer is not"
+            " idempotent (a produce request retried after a lost answer may write its records twice)"
+        )
+    _optional_int(opts, "kafka.max.in.flight.requests.per.connection")
+
+
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate the options of `df.write` / `df.writeStream`."""
     opts = _lower(options)
     _check_kafka_keys(opts, "sink", _SINK_KAFKA_KEYS, _REFUSED_PRODUCER_KEYS)
+    _check_delivery(opts)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")
@@ -552,4 +589,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         linger_ms=_optional_int(opts, "kafka.linger.ms", minimum=0),
         batch_bytes=_int(opts, "kafka.batch.size", _DEFAULT_BATCH_BYTES),
         buffer_bytes=_int(opts, "kafka.buffer.memory", _DEFAULT_BUFFER_BYTES),
+        max_request_bytes=_int(opts, "kafka.max.request.size", _DEFAULT_MAX_REQUEST_BYTES),
     )

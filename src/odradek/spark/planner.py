@@ -77,17 +77,11 @@ class OffsetRangeError(RuntimeError):
     """A batch read's starting offset is after its ending offset."""
 
 
-def client_for(options: SourceOptions) -> KafkaClient:
-    """A driver-side client with the read's connection settings."""
-    settings = options.client
-    return KafkaClient(settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s)
-
-
 def with_retries(options: SourceOptions, body: Callable[[KafkaClient], T]) -> T:
     """Run `body` with a fresh client, up to `fetchOffset.numRetries` times on broker errors."""
     for attempt in range(1, options.offset_fetch_attempts + 1):
         try:
-            with client_for(options) as client:
+            with options.client.connect() as client:
                 return body(client)
         except (KafkaError, OSError) as exc:
             if attempt == options.offset_fetch_attempts:

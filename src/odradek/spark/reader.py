@@ -5,7 +5,8 @@ Owns:
   `read()` on a pickled copy of the reader in an executor, so the partition carries everything the
   task needs: topic, partition, range, connection settings, and the read settings.
 - `read_partition`: the task body. It opens its own connection, fetches the range from the leader
-  (`kafka.fetch.max.bytes` per fetch) and yields `pyarrow.RecordBatch`es in the declared schema, one
+  (`kafka.fetch.max.bytes` per fetch, answered once `kafka.fetch.min.bytes` are there or
+  `kafka.fetch.max.wait.ms` passed) and yields `pyarrow.RecordBatch`es in the declared schema, one
   per fetch response, cut to at most `kafka.max.poll.records` rows (no per-row Python tuples).
 - `BatchReader` (`spark.read`): ranges from the starting to the ending offsets, resolved once on
   the driver when Spark plans the scan; a start past its end fails the read.
@@ -16,7 +17,10 @@ Owns:
   returns its start offsets, unless `maxTriggerDelay` passed since the last batch began - and, since
   no batch ran yet, the first trigger of a run never waits) and, after
   `prepareForTriggerAvailableNow`, never goes past the offsets recorded then (the minimum does not
-  apply there: AvailableNow reads everything up to those offsets).
+  apply there: AvailableNow reads everything up to those offsets). A subscribed topic deleted after
+  this run of the query read from it is data loss (`failOnDataLoss` decides) on the trigger that
+  finds it gone, and is left out from then on; a subscribed topic that does not exist and that no
+  offsets of this run named fails the query, as Spark's source does.
 
 Invariants: the driver-side objects hold no socket between calls (every call opens and closes a
 client), because PySpark may pickle them or never call `stop()`. Offsets handed to Spark are always
@@ -87,6 +91,8 @@ class OffsetRangePartition(InputPartition):
     poll_timeout_ms: int
     max_poll_records: int | None
     fetch_max_bytes: int
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -106,6 +112,8 @@ def to_input_partitions(ranges: Sequence[OffsetRange], options: SourceOptions) -
             poll_timeout_ms=options.poll_timeout_ms,
             max_poll_records=options.max_poll_records,
             fetch_max_bytes=options.fetch_max_bytes,
+            fetch_min_bytes=options.fetch_min_bytes,
+            fetch_max_wait_ms=options.fetch_max_wait_ms,
         )
         for r in split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
     ]
@@ -120,10 +128,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     def on_data_loss(message: str) -> None:
         report_data_loss([message], partition.fail_on_data_loss)
 
-    settings = partition.client
-    with KafkaClient(
-        settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s
-    ) as client:
+    with partition.client.connect() as client:
         chunks = read_range(
             client,
             tp,
@@ -132,6 +137,8 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             on_data_loss=on_data_loss,
             poll_timeout_ms=partition.poll_timeout_ms,
             max_bytes=partition.fetch_max_bytes,
+            min_bytes=partition.fetch_min_bytes,
+            max_wait_ms=partition.fetch_max_wait_ms,
         )
         for columns in chunks:
             batch = to_record_batch(columns, tp, partition.include_headers)
@@ -183,6 +190,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None
         self._latest: PartitionOffsets | None = None
         self._last_trigger_s = 0.0
+        self._read_topics: set[str] = set()
 
     @property
     def options(self) -> SourceOptions:
@@ -214,8 +222,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_offset_json(start)
-        known = {tp.topic for tp in begin}
-        latest = with_retries(self.options, lambda client: self._latest_offsets(client, known))
+        self._read_topics.update(tp.topic for tp in begin)
+        latest = with_retries(self.options, lambda client: self._latest_offsets(client, self._read_topics))
         vanished = [tp for tp in sorted(begin) if tp not in latest]
         report_data_loss(
             (f"partition {tp} vanished; records after offset {begin[tp]} are lost" for tp in vanished),

@@ -7,9 +7,11 @@ with `headers` when `includeHeaders` is true), `reader()` / `streamReader()` (od
 When options are checked, the earliest PySpark allows:
 - `schema()` runs at `spark.read...load()` / `spark.readStream...load()`; it checks every source
   option that means the same in batch and streaming, so a bad value fails `load()`;
-- `reader()` adds the batch-only rules (runs when the first action plans the scan);
-- the streaming-only rules (no `endingOffsets`) fail the query's first step: PySpark does not tell
-  `load()` whether the read is a stream, and `streamReader()` must not raise (see reader.py);
+- the batch-only and streaming-only rules and a user-given schema are checked at `load()` by the
+  wrapper odradek.spark.load_checks installs; here they are checked again, for reads that wrapper
+  does not see (Spark Connect): `reader()` adds the batch-only rules (runs when the first action
+  plans the scan), and the streaming-only ones (no `endingOffsets`) fail the query's first step,
+  because `streamReader()` must not raise (see reader.py);
 - `writer()` / `streamWriter()` check the sink options and the DataFrame's schema at `save()` /
   `start()`.
 

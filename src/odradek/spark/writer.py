@@ -3,12 +3,14 @@
 Owns the sink's contract, which is Spark's Kafka sink's: the DataFrame has a `value` column (string
 or binary, required) and optionally `key` (string or binary), `headers`
 (array<struct<key: string, value: binary>>), `topic` (string) and `partition` (int). The `topic`
-option, when set, overrides the `topic` column; without either the write is refused. A row with a
+option, when set, overrides the `topic` column (whose type is then not checked, as in Spark);
+without either the write is refused. A row with a
 non-null `partition` goes there; otherwise a keyed row goes where Kafka's default partitioner (murmur2
 of the key) sends it, and an unkeyed row to a sticky partition.
 
 Behaviour: each Spark task opens its own connection, turns its Arrow batches into records, and
-produces them with `kafka.acks` (all by default, or 1), in batches of about `kafka.batch.size` bytes,
+produces them with `kafka.acks` (all by default, or 1), in batches of about `kafka.batch.size` bytes
+and requests of at most `kafka.max.request.size` bytes (a larger record fails the task),
 flushing when `kafka.buffer.memory` bytes are buffered or, with `kafka.linger.ms`, once the oldest
 buffered record waited that long (checked after each Arrow batch of rows); the commit message
 reports how many records each partition got. A null `topic` in a row without the `topic` option
@@ -36,7 +38,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from odradek.client import KafkaClient, TopicPartition
+from odradek.client import TopicPartition
 from odradek.client.producer import Producer
 from odradek.spark.options import OptionError, SinkOptions
 
@@ -49,7 +51,7 @@ class SinkLayout:
 
     has_key: bool
     has_headers: bool
-    has_topic: bool
+    has_topic: bool  # the rows' topics come from the `topic` column (no `topic` option)
     has_partition: bool
 
 
@@ -68,13 +70,15 @@ def sink_layout(schema: StructType, options: SinkOptions) -> SinkLayout:
         raise OptionError("required attribute 'value' not found in the DataFrame written to odradek")
     _expect(types, "value", _BYTES_TYPES, "string or binary")
     _expect(types, "key", _BYTES_TYPES, "string or binary")
-    _expect(types, "topic", (StringType,), "string")
     _expect(types, "partition", (IntegerType,), "int")
     if "headers" in types and not _is_headers_type(types["headers"]):
         raise OptionError("attribute 'headers' must be array<struct<key: string, value: binary>>")
-    if options.topic is None and "topic" not in types:
-        raise OptionError("topic option required when no 'topic' attribute is present")
-    return SinkLayout("key" in types, "headers" in types, "topic" in types, "partition" in types)
+    topic_column = options.topic is None
+    if topic_column:
+        if "topic" not in types:
+            raise OptionError("topic option required when no 'topic' attribute is present")
+        _expect(types, "topic", (StringType,), "string")
+    return SinkLayout("key" in types, "headers" in types, topic_column, "partition" in types)
 
 
 def _expect(types: dict[str, DataType], name: str, allowed: tuple[type, ...], described: str) -> None:
@@ -105,16 +109,14 @@ def write_batches(
     """Produce every row of `batches`; the body of one sink task."""
     counts: dict[TopicPartition, int] = {}
     last: dict[TopicPartition, int] = {}
-    settings = options.client
-    with KafkaClient(
-        settings.bootstrap_servers, client_id=settings.client_id, timeout_s=settings.timeout_s
-    ) as client:
+    with options.client.connect() as client:
         producer = Producer(
             client,
             acks=options.acks,
             compression=options.compression,
             batch_bytes=options.batch_bytes,
             buffer_bytes=options.buffer_bytes,
+            max_request_bytes=options.max_request_bytes,
         )
         buffered_since: float | None = None
         for batch in batches:
@@ -141,14 +143,12 @@ def _send_batch(
     counts: dict[TopicPartition, int],
 ) -> None:
     n = batch.num_rows
-    if not options.topic and layout.has_topic and batch.column("topic").null_count:
+    if layout.has_topic and batch.column("topic").null_count:
         raise ValueError(NULL_TOPIC_MESSAGE)
     values = _as_bytes(batch.column("value"))
     keys = _as_bytes(batch.column("key")) if layout.has_key else [None] * n
     headers = batch.column("headers").to_pylist() if layout.has_headers else [None] * n
-    topics = (
-        [options.topic] * n if options.topic or not layout.has_topic else batch.column("topic").to_pylist()
-    )
+    topics = batch.column("topic").to_pylist() if layout.has_topic else [options.topic] * n
     partitions = batch.column("partition").to_pylist() if layout.has_partition else [None] * n
     for value, key, row_headers, topic, partition in zip(
         values, keys, headers, topics, partitions, strict=True
