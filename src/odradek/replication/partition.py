@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.controller.metadata import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -68,9 +69,9 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
-@dataclass(frozen=True, slots=True)
-class LogReadResult:
-    """Records read for one partition (at most one FileSlice) and the offsets a Fetch reports."""
+class LogReadResult(NamedTuple):
+    """Records read for one partition (at most one FileSlice) and the offsets a Fetch reports.
+    A NamedTuple, not a frozen dataclass: one is built per partition of every Fetch."""
 
     records: list[FileSlice]
     size: int
@@ -401,12 +402,18 @@ class Partition:
         replica_id: int = -1,
         current_leader_epoch: int = NO_LEADER_EPOCH,
     ) -> LogReadResult:
-        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError)."""
+        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError).
+        A fetcher already at the fetchable end (a tailing consumer, a caught-up follower) is answered
+        from the offsets in memory, without asking the log."""
         self.check_leader(current_leader_epoch)
         high_watermark = self.high_watermark
-        info = self.log.read(
-            fetch_offset, max_bytes, self.fetchable_end(replica_id, isolation_level), min_one_message
-        )
+        end = self.fetchable_end(replica_id, isolation_level)
+        log = self.log
+        if fetch_offset == end and fetch_offset >= log.log_start_offset:
+            return LogReadResult(
+                [], 0, high_watermark, self.last_stable_offset, log.log_start_offset, log.log_end_offset
+            )
+        info = log.read(fetch_offset, max_bytes, end, min_one_message)
         return LogReadResult(
             info.records,
             info.total_bytes,
