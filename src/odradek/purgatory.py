@@ -8,7 +8,8 @@ watch lists and the timers). The life of an operation:
 2. Otherwise it is put on the watch list of each key (a topic-partition) and a timer is armed for its
    deadline (`clock.monotonic_ms() + op.delay_ms`).
 3. Whoever changes a key (an append moves the log end offset, a follower fetch moves the high
-   watermark) calls `purgatory.check_and_complete(key)`, which retries every operation watching it.
+   watermark) calls `purgatory.check_and_complete(key)`, which retries every operation watching it
+   (`op.try_complete_for(key)`: an operation may look only at what that key changed).
 4. The operation completes exactly once: either `try_complete()` saw its condition and called
    `force_complete()`, or the deadline passed and `expire_due()` (called by the loop timer, or by a
    test after moving a ManualClock) forced it. `on_complete()` builds the result exactly once; a
@@ -59,6 +60,10 @@ class DelayedOperation(ABC):
     @abstractmethod
     def on_complete(self) -> Any:
         """Build the operation's result. Runs exactly once, whether satisfied or expired."""
+
+    def try_complete_for(self, key: Hashable) -> bool:
+        """`key` changed: check the condition as far as that change matters (by default, all of it)."""
+        return self.try_complete()
 
     def on_expiration(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Runs after `on_complete` when the deadline, not the condition, completed the operation."""
@@ -137,7 +142,7 @@ class DelayedOperationPurgatory:
         ops = self._watchers.get(key)
         if not ops:
             return 0
-        return sum(1 for op in list(ops) if not op.is_completed and op.try_complete())
+        return sum(1 for op in list(ops) if not op.is_completed and op.try_complete_for(key))
 
     def expire_due(self) -> int:
         """Force-complete every waiting operation whose deadline has passed; returns how many."""

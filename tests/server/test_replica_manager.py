@@ -247,6 +247,23 @@ def test_long_poll_expires_with_what_is_there(tmp_path: Path) -> None:
     run(scenario, tmp_path)
 
 
+def test_an_append_looks_only_at_its_own_partition_of_a_waiting_fetch(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        looked_at: list[tuple[str, int]] = []
+        partition = h.rm.partition
+        h.rm.partition = lambda *key: looked_at.append(key) or partition(*key)  # type: ignore[method-assign]
+        await h.rm.append_records({T1: batch(1)}, 1, 1000)
+        first, second = await fetch
+        assert looked_at == [T1]  # the waiting fetch's check (the completing read covers both)
+        assert first.size == 0 and second.size > 0
+
+    run(scenario, tmp_path)
+
+
 def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0, 1))
