@@ -4,7 +4,8 @@ Owns `DelayedOperation` (the base of every delayed request) and `DelayedOperatio
 watch lists and the timers). The life of an operation:
 
 1. `await purgatory.try_complete_else_watch(op, keys)` calls `op.try_complete()` at once; a satisfied
-   operation returns its result without ever being watched.
+   operation returns its result without ever being watched. A caller that has just checked the
+   condition itself (on the same loop turn) parks the operation with `watch(op, keys)`.
 2. Otherwise it is put on the watch list of each key (a topic-partition) and a timer is armed for its
    deadline (`clock.monotonic_ms() + op.delay_ms`).
 3. Whoever changes a key (an append moves the log end offset, a follower fetch moves the high
@@ -121,6 +122,11 @@ class DelayedOperationPurgatory:
         """Complete `op` now if it can, else park it until a watched key completes it or it expires."""
         if op.try_complete():
             return op.result()
+        return await self.watch(op, keys)
+
+    async def watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> Any:
+        """Park `op` without trying it first (its caller has just seen its condition fail, on this
+        loop turn), until a watched key completes it or it expires."""
         loop = asyncio.get_running_loop()
         op._keys = tuple(keys)
         op._purgatory = self

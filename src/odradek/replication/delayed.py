@@ -23,6 +23,7 @@ Callers: `ReplicaManager` only.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -90,7 +91,7 @@ class DelayedFetch(DelayedOperation):
         self._params = params
         self._seen_end = [-1] * len(requests)
         self._available_bytes = [0] * len(requests)
-        self._indexes: dict[TopicPartition, list[int]] | None = None
+        self._indexes: dict[Hashable, list[int]] | None = None
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -101,7 +102,7 @@ class DelayedFetch(DelayedOperation):
             accumulated += available
         return accumulated >= self._params.min_bytes and self.force_complete()
 
-    def try_complete_for(self, key: TopicPartition) -> bool:
+    def try_complete_for(self, key: Hashable) -> bool:
         """With min_bytes <= 1 one partition with data (or an error) is enough: an append looks at
         the partition it changed only. A larger min_bytes adds up every partition."""
         if self._params.min_bytes > 1:

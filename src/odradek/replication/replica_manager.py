@@ -670,16 +670,13 @@ class ReplicaManager:
         results = self.read_from_log(requests, max_bytes, isolation_level, replica_id)
         if replica_id >= 0:
             results = self._update_follower_fetch_state(replica_id, requests, results)
-        if (
-            max_wait_ms <= 0
-            or not requests
-            or sum(result.size for result in results) >= min_bytes
-            or any(result.error_code != ErrorCode.NONE for result in results)
-        ):
+        if max_wait_ms <= 0 or not requests or _answers_now(results, min_bytes):
             return results
         params = FetchParams(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level)
         operation = DelayedFetch(self, requests, params)
         keys = {(request.topic, request.partition) for request in requests}
+        if min_bytes <= 1:  # the read above found no byte and no error: that was the first try
+            return await self.fetch_purgatory.watch(operation, keys)
         return await self.fetch_purgatory.try_complete_else_watch(operation, keys)
 
     def read_from_log(
@@ -913,6 +910,16 @@ class ReplicaManager:
         return ListOffsetsPartitionResult(
             topic, index, ErrorCode.NONE, found.timestamp, found.offset, found.leader_epoch
         )
+
+
+def _answers_now(results: list[FetchPartitionResult], min_bytes: int) -> bool:
+    """Whether a fetch is answered without waiting: a partition failed, or min_bytes are there."""
+    total = 0
+    for result in results:
+        if result.error_code != ErrorCode.NONE:
+            return True
+        total += result.size
+    return total >= min_bytes
 
 
 def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> OSError | None:
