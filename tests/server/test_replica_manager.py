@@ -264,6 +264,19 @@ def test_an_append_looks_only_at_its_own_partition_of_a_waiting_fetch(tmp_path: 
     run(scenario, tmp_path)
 
 
+def test_a_fetch_woken_by_a_produce_carries_every_partition_of_it(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        await h.rm.append_records({T0: batch(1), T1: batch(1)}, 1, 1000)
+        first, second = await fetch
+        assert first.size > 0 and second.size > 0
+
+    run(scenario, tmp_path)
+
+
 def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0, 1))
@@ -333,10 +346,10 @@ def test_waiting_fetch_completes_once_despite_many_appends(tmp_path: Path) -> No
         fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
         await settle()
         assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 1
-        await h.rm.append_records({T0: batch(), T1: batch()}, 1, 1000)  # the T0 append completes it
+        await h.rm.append_records({T0: batch(), T1: batch()}, 1, 1000)  # completes it, both appended
         await h.rm.append_records({T0: batch()}, 1, 1000)
         first, second = await fetch
-        assert (first.size, second.size) == (len(batch()), 0)
+        assert (first.size, second.size) == (len(batch()), len(batch()))
         assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 0
 
     run(scenario, tmp_path)

@@ -24,7 +24,9 @@ Owns:
 - the two purgatories: `produce_purgatory` (acks=-1 appends waiting for the high watermark) and
   `fetch_purgatory` (fetch long polls). An append retries the fetches watching its partition (the
   LEO moved) and, when the high watermark moved, the produces; a replica's fetch that moves the
-  high watermark retries both;
+  high watermark retries both. A Produce retries them once all its partitions are appended (as
+  Kafka's action queue does), so a woken fetch answers with the whole request's data, not with its
+  first partition;
 - replication: the `ReplicaFetcherManager` (replication/fetcher.py) fetches the partitions this
   broker follows from their leaders, at the endpoints LeaderAndIsr names (live_leaders); a
   partition that becomes leader or stops leaves it. As leader, a follower's fetch moves its LEO
@@ -603,10 +605,13 @@ class ReplicaManager:
         """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout)."""
         responses: dict[TopicPartition, PartitionResponse] = {}
         required_offsets: dict[TopicPartition, int] = {}
+        hw_moved: dict[TopicPartition, bool] = {}
         for key, records in entries.items():
-            responses[key], next_offset = self._append_to_partition(key, records, acks)
+            responses[key], next_offset, hw_moved[key] = self._append_to_partition(key, records, acks)
             if responses[key].error_code == ErrorCode.NONE:
                 required_offsets[key] = next_offset
+        for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
+            self._complete_delayed(*key, hw_moved=hw_moved[key])
         if acks != -1 or not required_offsets:
             return responses
         operation = DelayedProduce(timeout_ms, self, responses, required_offsets)
@@ -614,30 +619,30 @@ class ReplicaManager:
 
     def _append_to_partition(
         self, key: TopicPartition, records: memoryview, acks: int
-    ) -> tuple[PartitionResponse, int]:
-        """The partition's response and the offset after the append (-1 when it failed)."""
+    ) -> tuple[PartitionResponse, int, bool]:
+        """The partition's response, the offset after the append (-1 when it failed) and whether
+        the HW moved."""
         hosted = self._partitions.get(key)
         if hosted is None:
             code, message = self._not_hosted(key)
-            return PartitionResponse(code, error_message=message), -1
+            return PartitionResponse(code, error_message=message), -1, False
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
         except KafkaStorageError as exc:
             self._note_failing_append(key, exc)
-            return PartitionResponse(exc.code, error_message=exc.message), -1
+            return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except KafkaError as exc:  # batch validation errors are KafkaErrors too
             log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
-            return PartitionResponse(exc.code, error_message=exc.message), -1
+            return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)
-            return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1
+            return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1, False
         if self._failing_appends:
             self._note_append_succeeded(key)
-        self._complete_delayed(*key, hw_moved=hw_moved)
         response = PartitionResponse(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
-        return response, info.last_offset + 1
+        return response, info.last_offset + 1, hw_moved
 
     def _note_failing_append(self, key: TopicPartition, exc: KafkaStorageError) -> None:
         """Log the first of a partition's failing writes; the next ones are answered quietly."""
