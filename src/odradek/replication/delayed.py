@@ -24,7 +24,6 @@ Callers: `ReplicaManager` only.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -67,12 +66,12 @@ class DelayedProduce(DelayedOperation):
             if done:
                 del self._waiting[key]
                 if code != ErrorCode.NONE:
-                    self._responses[key] = replace(self._responses[key], error_code=code)
+                    self._responses[key] = self._responses[key]._replace(error_code=code)
         return not self._waiting and self.force_complete()
 
     def on_complete(self) -> dict[TopicPartition, PartitionResponse]:
         for key in self._waiting:
-            self._responses[key] = replace(self._responses[key], error_code=ErrorCode.REQUEST_TIMED_OUT)
+            self._responses[key] = self._responses[key]._replace(error_code=ErrorCode.REQUEST_TIMED_OUT)
         return self._responses
 
 

@@ -143,9 +143,9 @@ class _PendingState:
     topic_id: uuid.UUID
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionResponse:
-    """The outcome of appending to one partition (Produce's PartitionProduceResponse fields)."""
+class PartitionResponse(NamedTuple):
+    """The outcome of appending to one partition (Produce's PartitionProduceResponse fields). A
+    NamedTuple, not a frozen dataclass: one is built per partition of every Produce."""
 
     error_code: int
     base_offset: int = UNKNOWN_OFFSET
