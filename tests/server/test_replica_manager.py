@@ -277,6 +277,21 @@ def test_a_fetch_woken_by_a_produce_carries_every_partition_of_it(tmp_path: Path
     run(scenario, tmp_path)
 
 
+def test_partitions_at_their_fetchable_end_are_answered_without_a_log_read(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        await h.rm.append_records({T0: batch(2), T1: batch(1)}, 1, 1000)
+        idle = h.rm.partition(*T1)
+        assert idle is not None
+        idle.log.read = None  # type: ignore[method-assign]  # any read of its log would fail
+        first, second = await h.fetch(request(T0, 0), request(T1, 1, epoch=1), max_wait_ms=0)
+        assert first.size > 0
+        assert (second.error_code, second.size, second.high_watermark) == (0, 0, 1)
+
+    run(scenario, tmp_path)
+
+
 def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0, 1))

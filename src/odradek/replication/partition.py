@@ -393,6 +393,29 @@ class Partition:
             return self.last_stable_offset
         return self.high_watermark
 
+    def at_fetchable_end(
+        self,
+        fetch_offset: int,
+        replica_id: int,
+        isolation_level: int,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+    ) -> bool:
+        """Whether a fetch from `fetch_offset` has nothing to read and nothing to report, so that
+        the offsets in memory answer it: this broker leads in the fetcher's epoch, the offset is the
+        fetchable end, and a fetcher's last fetched epoch (v12+; -1 for consumers) is this log's
+        latest, where no log diverges."""
+        if self.leader_id != self.local_broker_id or current_leader_epoch not in (
+            NO_LEADER_EPOCH,
+            self.leader_epoch,
+        ):
+            return False
+        log = self.log
+        if last_fetched_epoch >= 0 and last_fetched_epoch != log.leader_epoch_cache.latest_epoch:
+            return False
+        end = self.fetchable_end(replica_id, isolation_level)
+        return fetch_offset == end and fetch_offset >= log.log_start_offset
+
     def read_records(
         self,
         fetch_offset: int,
@@ -402,18 +425,12 @@ class Partition:
         replica_id: int = -1,
         current_leader_epoch: int = NO_LEADER_EPOCH,
     ) -> LogReadResult:
-        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError).
-        A fetcher already at the fetchable end (a tailing consumer, a caught-up follower) is answered
-        from the offsets in memory, without asking the log."""
+        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError)."""
         self.check_leader(current_leader_epoch)
         high_watermark = self.high_watermark
-        end = self.fetchable_end(replica_id, isolation_level)
-        log = self.log
-        if fetch_offset == end and fetch_offset >= log.log_start_offset:
-            return LogReadResult(
-                [], 0, high_watermark, self.last_stable_offset, log.log_start_offset, log.log_end_offset
-            )
-        info = log.read(fetch_offset, max_bytes, end, min_one_message)
+        info = self.log.read(
+            fetch_offset, max_bytes, self.fetchable_end(replica_id, isolation_level), min_one_message
+        )
         return LogReadResult(
             info.records,
             info.total_bytes,

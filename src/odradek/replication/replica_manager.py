@@ -691,7 +691,24 @@ class ReplicaManager:
         limit = max_bytes
         min_one_message = True
         results = []
+        partitions = self._partitions
         for request in requests:
+            topic, index, fetch_offset, _, epoch, last_fetched_epoch = request
+            hosted = partitions.get((topic, index))
+            if hosted is not None and hosted.at_fetchable_end(
+                fetch_offset, replica_id, isolation_level, epoch, last_fetched_epoch
+            ):  # nothing new: answered from memory (most partitions of a tailing fetch)
+                results.append(
+                    FetchPartitionResult(
+                        topic,
+                        index,
+                        ErrorCode.NONE,
+                        hosted.high_watermark,
+                        hosted.last_stable_offset,
+                        hosted.log.log_start_offset,
+                    )
+                )
+                continue
             result = self._read_partition(request, limit, isolation_level, replica_id, min_one_message)
             if result.size:
                 min_one_message = False
