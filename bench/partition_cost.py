@@ -7,6 +7,8 @@ iterations, so that other load on the machine shows less):
 - `fetch idle`: a sessionless Fetch v16 (what librdkafka sends) of every partition at its high
   watermark, max_wait_ms 0: the tailing consumer's request when nothing is new;
 - `fetch 10 new`: the same with 10 partitions one 1 KiB record behind the high watermark;
+- `fetch idle, session`: an incremental Fetch (KIP-227, as Java clients send) of a session over
+  every partition when nothing changed: the request names no partition, the answer none;
 - `produce 10`: a Produce v9, acks=-1, one 1 KiB record to each of 10 partitions;
 - `produce wakes fetch`: the Produce of `produce 10` while a Fetch of every partition waits in the
   purgatory (max_wait_ms 500); the time covers the produce and the completed fetch, and the fetch's
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import sys
 import tempfile
@@ -32,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.codec import encode_request
+from odradek.protocol.codec import decode_response, encode_request
 from odradek.protocol.headers import RequestHeader, encode_request_header
 from odradek.protocol.messages.fetch import FetchRequest
 from odradek.protocol.messages.produce import ProduceRequest
@@ -67,7 +70,7 @@ class Scenario:
         assert hosted is not None
         return hosted.high_watermark
 
-    def fetch(self, behind: int, max_wait_ms: int = 0) -> bytearray:
+    def fetch(self, behind: int, max_wait_ms: int = 0, session_epoch: int = -1) -> bytearray:
         """A Fetch of every partition at its HW, the first `behind` ones a record behind it."""
         partitions = [
             FetchRequest.FetchPartition(p, -1, self.hw(p) - (p < behind), -1, -1, 1 << 20)
@@ -77,10 +80,26 @@ class Scenario:
             max_wait_ms=max_wait_ms,
             min_bytes=1,
             max_bytes=50 << 20,
-            session_epoch=-1,
+            session_epoch=session_epoch,
             topics=[FetchRequest.FetchTopic(topic_id=self.topic_id, partitions=partitions)],
         )
         return frame(ApiKey.FETCH, FETCH_VERSION, request)
+
+    async def session(self) -> Callable[[], Awaitable[tuple[list[Any], float]]]:
+        """Create a fetch session over every partition; each step is its next incremental Fetch
+        naming no partition (nothing changed on either side), built before the clock starts."""
+        chunks = await self.call(self.fetch(0, session_epoch=0))
+        header, *body = chunks  # the Dispatcher's first chunk is the response header
+        response = decode_response(ApiKey.FETCH, FETCH_VERSION, b"".join(body))
+        epochs = itertools.count(1)
+
+        def step() -> Awaitable[tuple[list[Any], float]]:
+            request = FetchRequest(
+                max_bytes=50 << 20, session_id=response.session_id, session_epoch=next(epochs)
+            )
+            return self.timed_call(frame(ApiKey.FETCH, FETCH_VERSION, request))
+
+        return step
 
     def produce(self, count: int) -> bytearray:
         data = [ProduceRequest.PartitionProduceData(p, BATCH) for p in range(count)]
@@ -148,6 +167,7 @@ async def run(root: Path, partitions: int, iterations: int) -> None:
         idle, ten_new = scenario.fetch(0), scenario.fetch(10)
         await timed("fetch idle", partitions, iterations, lambda: scenario.timed_call(idle))
         await timed("fetch 10 new", partitions, iterations, lambda: scenario.timed_call(ten_new))
+        await timed("fetch idle, session", partitions, iterations, await scenario.session())
         await timed("produce 10", 10, iterations, lambda: scenario.timed_call(ten))
         await timed("produce wakes fetch", partitions, iterations, lambda: scenario.produce_wakes_fetch(ten))
     finally:
