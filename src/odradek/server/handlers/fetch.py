@@ -100,8 +100,18 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
     if isinstance(session, int):
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
     partitions = list(session.partitions.values())
-    answers = await _read(ctx, request, _by_topic(partitions))
-    changed = [(p, data) for p, data in zip(partitions, answers, strict=True) if p.must_respond(data)]
+    results = await _read_results(ctx, request, _by_topic(partitions))
+    aborted = _aborted(request)
+    changed: list[tuple[CachedPartition, PartitionData]] = []
+    for partition, result in zip(partitions, results, strict=True):
+        if result is None:  # an unknown topic id: an error, always answered
+            data = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+            partition.must_respond(data)
+        elif partition.must_respond(result):  # an unchanged partition gets no answer built
+            data = _partition(result, aborted)
+        else:
+            continue
+        changed.append((partition, data))
     for partition, data in changed:
         if data.records:
             session.move_to_end(partition)
@@ -127,8 +137,23 @@ def _by_topic(partitions: Sequence[CachedPartition]) -> list[TopicGroup]:
 async def _read(
     ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]
 ) -> list[PartitionData]:
+    """One answer for each partition of `groups`, in order (see `_read_results`)."""
+    results = await _read_results(ctx, request, groups)
+    aborted = _aborted(request)
+    partitions = [p for _, _, members in groups for p in members]
+    return [
+        _partition(result, aborted)
+        if result is not None
+        else _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        for partition, result in zip(partitions, results, strict=True)
+    ]
+
+
+async def _read_results(
+    ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]
+) -> list[FetchPartitionResult | None]:
     """Read every partition of `groups` in order through the ReplicaManager (long poll included);
-    one answer each. Partitions of unknown topic ids are answered UNKNOWN_TOPIC_ID without a read."""
+    one result each, None for a partition of an unknown topic id (not read: UNKNOWN_TOPIC_ID)."""
     broker = ctx.broker
     replica_id = _replica_id(request)
     max_bytes = (
@@ -153,16 +178,16 @@ async def _read(
             reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
         )
     )
-    aborted: list[FetchResponse.AbortedTransaction] | None = (
-        [] if request.isolation_level == READ_COMMITTED else None
-    )
-    answers: list[PartitionData] = []
-    for (_, _, partitions), name in zip(groups, names, strict=True):
-        if name is None:
-            answers.extend(_failed(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in partitions)
-        else:
-            answers.extend(_partition(next(results), aborted) for _ in partitions)
-    return answers
+    return [
+        next(results) if name is not None else None
+        for (_, _, partitions), name in zip(groups, names, strict=True)
+        for _ in partitions
+    ]
+
+
+def _aborted(request: FetchRequest) -> list[FetchResponse.AbortedTransaction] | None:
+    """aborted_transactions: empty for read_committed (there are no transactions), else null."""
+    return [] if request.isolation_level == READ_COMMITTED else None
 
 
 def _topic_names(ctx: RequestContext, groups: Iterable[TopicGroup]) -> list[str | None]:
