@@ -58,7 +58,9 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 READ_CHUNK = 8 * 1024
 RECOVERY_CHUNK = 1024 * 1024
-RECENT_BATCHES = 8  # appended batches whose positions an active segment keeps (up to twice as many)
+# Appended batches whose positions an active segment keeps (up to twice as many: two arrays of at
+# most 16 int64s, 256 bytes of data per partition).
+RECENT_BATCHES = 8
 
 
 def file_name(base_offset: int, suffix: str) -> str:
