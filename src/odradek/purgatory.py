@@ -4,11 +4,13 @@ Owns `DelayedOperation` (the base of every delayed request) and `DelayedOperatio
 watch lists and the timers). The life of an operation:
 
 1. `await purgatory.try_complete_else_watch(op, keys)` calls `op.try_complete()` at once; a satisfied
-   operation returns its result without ever being watched.
+   operation returns its result without ever being watched. A caller that has just checked the
+   condition itself (on the same loop turn) parks the operation with `watch(op, keys)`.
 2. Otherwise it is put on the watch list of each key (a topic-partition) and a timer is armed for its
    deadline (`clock.monotonic_ms() + op.delay_ms`).
 3. Whoever changes a key (an append moves the log end offset, a follower fetch moves the high
-   watermark) calls `purgatory.check_and_complete(key)`, which retries every operation watching it.
+   watermark) calls `purgatory.check_and_complete(key)`, which retries every operation watching it
+   (`op.try_complete_for(key)`: an operation may look only at what that key changed).
 4. The operation completes exactly once: either `try_complete()` saw its condition and called
    `force_complete()`, or the deadline passed and `expire_due()` (called by the loop timer, or by a
    test after moving a ManualClock) forced it. `on_complete()` builds the result exactly once; a
@@ -59,6 +61,10 @@ class DelayedOperation(ABC):
     @abstractmethod
     def on_complete(self) -> Any:
         """Build the operation's result. Runs exactly once, whether satisfied or expired."""
+
+    def try_complete_for(self, key: Hashable) -> bool:
+        """`key` changed: check the condition as far as that change matters (by default, all of it)."""
+        return self.try_complete()
 
     def on_expiration(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Runs after `on_complete` when the deadline, not the condition, completed the operation."""
@@ -116,6 +122,11 @@ class DelayedOperationPurgatory:
         """Complete `op` now if it can, else park it until a watched key completes it or it expires."""
         if op.try_complete():
             return op.result()
+        return await self.watch(op, keys)
+
+    async def watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> Any:
+        """Park `op` without trying it first (its caller has just seen its condition fail, on this
+        loop turn), until a watched key completes it or it expires."""
         loop = asyncio.get_running_loop()
         op._keys = tuple(keys)
         op._purgatory = self
@@ -137,7 +148,7 @@ class DelayedOperationPurgatory:
         ops = self._watchers.get(key)
         if not ops:
             return 0
-        return sum(1 for op in list(ops) if not op.is_completed and op.try_complete())
+        return sum(1 for op in list(ops) if not op.is_completed and op.try_complete_for(key))
 
     def expire_due(self) -> int:
         """Force-complete every waiting operation whose deadline has passed; returns how many."""

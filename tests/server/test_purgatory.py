@@ -67,6 +67,35 @@ def test_watched_key_change_completes_operation_once() -> None:
     asyncio.run(scenario())
 
 
+class KeyCounter(Counter):
+    """Completes on the key it was told about, whatever the count."""
+
+    def __init__(self, delay_ms: int, key: str) -> None:
+        super().__init__(delay_ms, target=1 << 30)
+        self.key = key
+        self.keys_tried: list[str] = []
+
+    def try_complete_for(self, key: object) -> bool:
+        self.keys_tried.append(str(key))
+        return key == self.key and self.force_complete()
+
+
+def test_watch_parks_without_a_first_try_and_retries_by_key() -> None:
+    async def scenario() -> None:
+        purgatory = DelayedOperationPurgatory("test", ManualClock())
+        op = KeyCounter(60_000, key="t-1")
+        op.seen = op.target  # satisfied already: `watch` must not look
+        task = asyncio.create_task(purgatory.watch(op, ["t-0", "t-1"]))
+        await _settle()
+        assert not task.done() and len(purgatory) == 1 and op.completions == 0
+        assert purgatory.check_and_complete("t-0") == 0
+        assert purgatory.check_and_complete("t-1") == 1
+        assert await task == (op.target, True)
+        assert op.keys_tried == ["t-0", "t-1"] and len(purgatory) == 0
+
+    asyncio.run(scenario())
+
+
 def test_manual_clock_expiry_completes_with_partial_result() -> None:
     async def scenario() -> None:
         clock = ManualClock()

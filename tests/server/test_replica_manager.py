@@ -247,6 +247,51 @@ def test_long_poll_expires_with_what_is_there(tmp_path: Path) -> None:
     run(scenario, tmp_path)
 
 
+def test_an_append_looks_only_at_its_own_partition_of_a_waiting_fetch(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        looked_at: list[tuple[str, int]] = []
+        partition = h.rm.partition
+        h.rm.partition = lambda *key: looked_at.append(key) or partition(*key)  # type: ignore[method-assign]
+        await h.rm.append_records({T1: batch(1)}, 1, 1000)
+        first, second = await fetch
+        assert looked_at == [T1]  # the waiting fetch's check (the completing read covers both)
+        assert first.size == 0 and second.size > 0
+
+    run(scenario, tmp_path)
+
+
+def test_a_fetch_woken_by_a_produce_carries_every_partition_of_it(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        await h.rm.append_records({T0: batch(1), T1: batch(1)}, 1, 1000)
+        first, second = await fetch
+        assert first.size > 0 and second.size > 0
+
+    run(scenario, tmp_path)
+
+
+def test_partitions_at_their_fetchable_end_are_answered_without_a_log_read(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        await h.rm.append_records({T0: batch(2), T1: batch(1)}, 1, 1000)
+        idle = h.rm.partition(*T1)
+        assert idle is not None
+        idle.log.read = None  # type: ignore[method-assign]  # any read of its log would fail
+        first, second = await h.fetch(request(T0, 0), request(T1, 1, epoch=1), max_wait_ms=0)
+        assert first.size > 0
+        assert (second.error_code, second.size, second.high_watermark) == (0, 0, 1)
+
+    run(scenario, tmp_path)
+
+
 def test_consumer_fetch_is_not_woken_until_the_high_watermark_moves(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0, 1))
@@ -316,10 +361,10 @@ def test_waiting_fetch_completes_once_despite_many_appends(tmp_path: Path) -> No
         fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
         await settle()
         assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 1
-        await h.rm.append_records({T0: batch(), T1: batch()}, 1, 1000)  # the T0 append completes it
+        await h.rm.append_records({T0: batch(), T1: batch()}, 1, 1000)  # completes it, both appended
         await h.rm.append_records({T0: batch()}, 1, 1000)
         first, second = await fetch
-        assert (first.size, second.size) == (len(batch()), 0)
+        assert (first.size, second.size) == (len(batch()), len(batch()))
         assert h.rm.fetch_purgatory.watched(T0) == h.rm.fetch_purgatory.watched(T1) == 0
 
     run(scenario, tmp_path)

@@ -90,6 +90,20 @@ def test_consumers_read_below_high_watermark_replicas_to_log_end(tmp_path: Path)
     assert replica.size > 0 and replica.log_end_offset == 2
 
 
+def test_at_fetchable_end_only_when_nothing_is_new_and_the_epochs_match(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1)))
+    partition.append_records_to_leader(batch(2), required_acks=1)
+    partition.update_follower_fetch_state(1, 1)  # HW 1, LEO 2
+    at_end = partition.at_fetchable_end
+    assert at_end(1, -1, READ_UNCOMMITTED, -1, -1) and not at_end(0, -1, READ_UNCOMMITTED, -1, -1)
+    assert at_end(2, 1, READ_UNCOMMITTED, 5, 5) and not at_end(1, 1, READ_UNCOMMITTED, 5, 5)
+    assert not at_end(1, -1, READ_UNCOMMITTED, 4, -1)  # a fenced epoch is answered by the read
+    assert not at_end(2, 1, READ_UNCOMMITTED, 5, 4)  # an older last fetched epoch may diverge
+    partition.make_follower(state(leader=1, epoch=6, replicas=(0, 1)))
+    assert not at_end(1, -1, READ_UNCOMMITTED, -1, -1)
+
+
 def test_acks_all_refused_when_isr_below_min_insync_replicas(tmp_path: Path) -> None:
     partition = make_partition(tmp_path, min_insync_replicas=2)
     partition.make_leader(state())

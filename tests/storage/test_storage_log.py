@@ -103,6 +103,55 @@ def test_read_stops_before_the_high_watermark(tmp_path: Path) -> None:
     assert log.read(8, 1 << 20, max_offset_exclusive=6).total_bytes == 0
 
 
+def _reads(log: Log, offsets: range) -> list[tuple[int, int]]:
+    """(position, bytes) of reads from each of `offsets` under a few high watermarks and sizes."""
+    end = log.log_end_offset
+    size = log.read(end - 1, 1 << 20).total_bytes  # every batch has this size
+    return [
+        (info.fetch_offset_metadata.relative_position_in_segment, info.total_bytes)
+        for offset in offsets
+        for max_offset in (end, end - 1, end - 5)
+        for max_bytes in (1, size, 2 * size - 1, 2 * size, 1 << 20)
+        for info in [log.read(offset, max_bytes, max_offset_exclusive=max_offset)]
+    ]
+
+
+def _matches_a_scan(log: Log) -> bool:
+    """Whether every read answers as it does from the index and a header scan alone."""
+    remembered = _reads(log, range(log.log_start_offset, log.log_end_offset))
+    log.active_segment._forget_recent()
+    return remembered == _reads(log, range(log.log_start_offset, log.log_end_offset))
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_reads_near_the_end_read_no_header_and_match_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gaps: bool
+) -> None:
+    log = open_log(tmp_path, index_interval_bytes=300)
+
+    def append(count: int) -> None:
+        if not gaps:
+            append_many(log, count, per_batch=2)
+            return
+        for _ in range(count):  # a follower copying a compacted leader: holes between batches
+            record = SimpleRecord(b"v" * 100)
+            log.append_as_follower(build_batch([record, record], base_offset=log.log_end_offset + 1))
+
+    append(40)
+    preads: list[int] = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda *args: preads.append(1) or real_pread(*args))
+    _reads(log, range(log.log_end_offset - 8, log.log_end_offset))
+    assert preads == []  # the active segment knows where its last batches start
+    assert _matches_a_scan(log)
+    append(3)  # remembered again from here on
+    assert _matches_a_scan(log)
+    append(20)
+    log.truncate_to(log.log_end_offset - 7)
+    append(2)
+    assert _matches_a_scan(log)
+
+
 def test_read_bounds(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     append_many(log, 3)

@@ -12,7 +12,9 @@ min_bytes; or when a partition errors (unknown, not leader, fenced epoch, fetch 
 [log start offset, log end offset], as after retention or a truncation); or at max_wait_ms,
 returning whatever is there. It re-estimates a partition only when its fetchable end moved, and
 with min_bytes <= 1 any data at all is enough, so a retry reads no log unless min_bytes is larger.
-Completing re-reads every partition with the response limits.
+With min_bytes <= 1 a change to one partition (`try_complete_for`) looks at that partition only:
+a tailing fetch over many partitions is not rescanned on every append. Completing re-reads every
+partition with the response limits (the partitions with nothing new cost no log read).
 
 Invariants: both complete exactly once (see odradek.purgatory). Neither copies record bytes.
 
@@ -21,7 +23,7 @@ Callers: `ReplicaManager` only.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -64,12 +66,12 @@ class DelayedProduce(DelayedOperation):
             if done:
                 del self._waiting[key]
                 if code != ErrorCode.NONE:
-                    self._responses[key] = replace(self._responses[key], error_code=code)
+                    self._responses[key] = self._responses[key]._replace(error_code=code)
         return not self._waiting and self.force_complete()
 
     def on_complete(self) -> dict[TopicPartition, PartitionResponse]:
         for key in self._waiting:
-            self._responses[key] = replace(self._responses[key], error_code=ErrorCode.REQUEST_TIMED_OUT)
+            self._responses[key] = self._responses[key]._replace(error_code=ErrorCode.REQUEST_TIMED_OUT)
         return self._responses
 
 
@@ -87,27 +89,51 @@ class DelayedFetch(DelayedOperation):
         self._requests = requests
         self._params = params
         self._seen_end = [-1] * len(requests)
-        self._available = [0] * len(requests)
+        self._available_bytes = [0] * len(requests)
+        self._indexes: dict[Hashable, list[int]] | None = None
 
     def try_complete(self) -> bool:
         accumulated = 0
-        params = self._params
-        for index, request in enumerate(self._requests):
-            partition = self._replica_manager.partition(request.topic, request.partition)
-            if partition is None or not (
-                partition.log_start_offset <= request.fetch_offset <= partition.log_end_offset
-            ):
-                return self.force_complete()  # gone, or the offset left the log: the read will say why
-            end = partition.fetchable_end(params.replica_id, params.isolation_level)
-            try:
-                partition.check_leader(request.current_leader_epoch)
-                if end != self._seen_end[index]:
-                    self._available[index] = self._estimate(partition, request, end)
-                    self._seen_end[index] = end
-            except KafkaError:  # unknown epoch, not leader, offset out of range, storage failure
+        for index in range(len(self._requests)):
+            available = self._available(index)
+            if available is None:
                 return self.force_complete()
-            accumulated += self._available[index]
-        return accumulated >= params.min_bytes and self.force_complete()
+            accumulated += available
+        return accumulated >= self._params.min_bytes and self.force_complete()
+
+    def try_complete_for(self, key: Hashable) -> bool:
+        """With min_bytes <= 1 one partition with data (or an error) is enough: an append looks at
+        the partition it changed only. A larger min_bytes adds up every partition."""
+        if self._params.min_bytes > 1:
+            return self.try_complete()
+        if self._indexes is None:
+            self._indexes = {}
+            for index, request in enumerate(self._requests):
+                self._indexes.setdefault((request.topic, request.partition), []).append(index)
+        for index in self._indexes.get(key, ()):
+            available = self._available(index)
+            if available is None or available > 0:
+                return self.force_complete()
+        return False
+
+    def _available(self, index: int) -> int | None:
+        """The bytes partition `index` has for this fetch (re-estimated only when its fetchable end
+        moved), or None when the fetch must complete now to report an error."""
+        request, params = self._requests[index], self._params
+        partition = self._replica_manager.partition(request.topic, request.partition)
+        if partition is None or not (
+            partition.log_start_offset <= request.fetch_offset <= partition.log_end_offset
+        ):
+            return None  # gone, or the offset left the log: the read will say why
+        end = partition.fetchable_end(params.replica_id, params.isolation_level)
+        try:
+            partition.check_leader(request.current_leader_epoch)
+            if end != self._seen_end[index]:
+                self._available_bytes[index] = self._estimate(partition, request, end)
+                self._seen_end[index] = end
+        except KafkaError:  # unknown epoch, not leader, offset out of range, storage failure
+            return None
+        return self._available_bytes[index]
 
     def _estimate(self, partition: Partition, request: FetchPartitionRequest, end: int) -> int:
         if end <= request.fetch_offset:

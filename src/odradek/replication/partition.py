@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.controller.metadata import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -68,9 +69,9 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
-@dataclass(frozen=True, slots=True)
-class LogReadResult:
-    """Records read for one partition (at most one FileSlice) and the offsets a Fetch reports."""
+class LogReadResult(NamedTuple):
+    """Records read for one partition (at most one FileSlice) and the offsets a Fetch reports.
+    A NamedTuple, not a frozen dataclass: one is built per partition of every Fetch."""
 
     records: list[FileSlice]
     size: int
@@ -391,6 +392,29 @@ class Partition:
         if isolation_level == READ_COMMITTED:
             return self.last_stable_offset
         return self.high_watermark
+
+    def at_fetchable_end(
+        self,
+        fetch_offset: int,
+        replica_id: int,
+        isolation_level: int,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+    ) -> bool:
+        """Whether a fetch from `fetch_offset` has nothing to read and nothing to report, so that
+        the offsets in memory answer it: this broker leads in the fetcher's epoch, the offset is the
+        fetchable end, and a fetcher's last fetched epoch (v12+; -1 for consumers) is this log's
+        latest, where no log diverges."""
+        if self.leader_id != self.local_broker_id or current_leader_epoch not in (
+            NO_LEADER_EPOCH,
+            self.leader_epoch,
+        ):
+            return False
+        log = self.log
+        if last_fetched_epoch >= 0 and last_fetched_epoch != log.leader_epoch_cache.latest_epoch:
+            return False
+        end = self.fetchable_end(replica_id, isolation_level)
+        return fetch_offset == end and fetch_offset >= log.log_start_offset
 
     def read_records(
         self,

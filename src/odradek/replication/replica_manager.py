@@ -24,7 +24,9 @@ Owns:
 - the two purgatories: `produce_purgatory` (acks=-1 appends waiting for the high watermark) and
   `fetch_purgatory` (fetch long polls). An append retries the fetches watching its partition (the
   LEO moved) and, when the high watermark moved, the produces; a replica's fetch that moves the
-  high watermark retries both;
+  high watermark retries both. A Produce retries them once all its partitions are appended (as
+  Kafka's action queue does), so a woken fetch answers with the whole request's data, not with its
+  first partition;
 - replication: the `ReplicaFetcherManager` (replication/fetcher.py) fetches the partitions this
   broker follows from their leaders, at the endpoints LeaderAndIsr names (live_leaders); a
   partition that becomes leader or stops leaves it. As leader, a follower's fetch moves its LEO
@@ -143,9 +145,9 @@ class _PendingState:
     topic_id: uuid.UUID
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionResponse:
-    """The outcome of appending to one partition (Produce's PartitionProduceResponse fields)."""
+class PartitionResponse(NamedTuple):
+    """The outcome of appending to one partition (Produce's PartitionProduceResponse fields). A
+    NamedTuple, not a frozen dataclass: one is built per partition of every Produce."""
 
     error_code: int
     base_offset: int = UNKNOWN_OFFSET
@@ -604,10 +606,13 @@ class ReplicaManager:
         """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout)."""
         responses: dict[TopicPartition, PartitionResponse] = {}
         required_offsets: dict[TopicPartition, int] = {}
+        hw_moved: dict[TopicPartition, bool] = {}
         for key, records in entries.items():
-            responses[key], next_offset = self._append_to_partition(key, records, acks)
+            responses[key], next_offset, hw_moved[key] = self._append_to_partition(key, records, acks)
             if responses[key].error_code == ErrorCode.NONE:
                 required_offsets[key] = next_offset
+        for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
+            self._complete_delayed(*key, hw_moved=hw_moved[key])
         if acks != -1 or not required_offsets:
             return responses
         operation = DelayedProduce(timeout_ms, self, responses, required_offsets)
@@ -615,12 +620,13 @@ class ReplicaManager:
 
     def _append_to_partition(
         self, key: TopicPartition, records: memoryview, acks: int
-    ) -> tuple[PartitionResponse, int]:
-        """The partition's response and the offset after the append (-1 when it failed)."""
+    ) -> tuple[PartitionResponse, int, bool]:
+        """The partition's response, the offset after the append (-1 when it failed) and whether
+        the HW moved."""
         hosted = self._partitions.get(key)
         if hosted is None:
             code, message = self._not_hosted(key)
-            return PartitionResponse(code, error_message=message), -1
+            return PartitionResponse(code, error_message=message), -1, False
         try:
             info, hw_moved = hosted.append_records_to_leader(records, acks)
         except KafkaStorageError as exc:
@@ -631,20 +637,19 @@ class ReplicaManager:
                 exc.message,
                 exc.code,
             )
-            return PartitionResponse(exc.code, error_message=exc.message), -1
+            return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except KafkaError as exc:  # batch validation errors are KafkaErrors too
             log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
-            return PartitionResponse(exc.code, error_message=exc.message), -1
+            return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)
-            return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1
+            return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1, False
         if self._failures:
             self._failures.succeeded(key, "Appends to %s-%d succeed again", *key)
-        self._complete_delayed(*key, hw_moved=hw_moved)
         response = PartitionResponse(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
-        return response, info.last_offset + 1
+        return response, info.last_offset + 1, hw_moved
 
     # -- fetch -----------------------------------------------------------------------------------
 
@@ -661,16 +666,13 @@ class ReplicaManager:
         results = self.read_from_log(requests, max_bytes, isolation_level, replica_id)
         if replica_id >= 0:
             results = self._update_follower_fetch_state(replica_id, requests, results)
-        if (
-            max_wait_ms <= 0
-            or not requests
-            or sum(result.size for result in results) >= min_bytes
-            or any(result.error_code != ErrorCode.NONE for result in results)
-        ):
+        if max_wait_ms <= 0 or not requests or _answers_now(results, min_bytes):
             return results
         params = FetchParams(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level)
         operation = DelayedFetch(self, requests, params)
         keys = {(request.topic, request.partition) for request in requests}
+        if min_bytes <= 1:  # the read above found no byte and no error: that was the first try
+            return await self.fetch_purgatory.watch(operation, keys)
         return await self.fetch_purgatory.try_complete_else_watch(operation, keys)
 
     def read_from_log(
@@ -680,7 +682,24 @@ class ReplicaManager:
         limit = max_bytes
         min_one_message = True
         results = []
+        partitions = self._partitions
         for request in requests:
+            topic, index, fetch_offset, _, epoch, last_fetched_epoch = request
+            hosted = partitions.get((topic, index))
+            if hosted is not None and hosted.at_fetchable_end(
+                fetch_offset, replica_id, isolation_level, epoch, last_fetched_epoch
+            ):  # nothing new: answered from memory (most partitions of a tailing fetch)
+                results.append(
+                    FetchPartitionResult(
+                        topic,
+                        index,
+                        ErrorCode.NONE,
+                        hosted.high_watermark,
+                        hosted.last_stable_offset,
+                        hosted.log.log_start_offset,
+                    )
+                )
+                continue
             result = self._read_partition(request, limit, isolation_level, replica_id, min_one_message)
             if result.size:
                 min_one_message = False
@@ -904,6 +923,16 @@ class ReplicaManager:
         return ListOffsetsPartitionResult(
             topic, index, ErrorCode.NONE, found.timestamp, found.offset, found.leader_epoch
         )
+
+
+def _answers_now(results: list[FetchPartitionResult], min_bytes: int) -> bool:
+    """Whether a fetch is answered without waiting: a partition failed, or min_bytes are there."""
+    total = 0
+    for result in results:
+        if result.error_code != ErrorCode.NONE:
+            return True
+        total += result.size
+    return total >= min_bytes
 
 
 def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> OSError | None:

@@ -3,7 +3,9 @@ coordinator and the listeners.
 
 Owns the broker's life cycle.
 - Startup: set the interpreter's thread switch interval to 1 ms (THREAD_SWITCH_INTERVAL_S), so
-  worker threads holding the GIL delay the event loop less; read the metadata store (the local
+  worker threads holding the GIL delay the event loop less (and `run_broker`, once started, moves
+  the objects start-up made out of the cyclic collector's generations, `gc.freeze`, so its passes
+  stay short); read the metadata store (the local
   JSON file, or ZooKeeper: see Modes); lock and load the log dirs (LogManager:
   recovery, per-topic log configs, producer.id.expiration.ms); check or write meta.properties
   (broker.id, cluster.id); bind every listener; start the ReplicaManager and the group coordinator;
@@ -96,6 +98,7 @@ Callers: `odradek serve` (cli/serve.py) through `run_broker`, and in-process tes
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import socket
@@ -850,4 +853,5 @@ async def run_broker(config: KafkaConfig) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, broker.request_stop)
     await broker.start()
+    gc.freeze()  # what start-up built lives on: the collector's passes no longer walk it
     await broker.serve_until_stopped()

@@ -50,10 +50,11 @@ import random
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from odradek.clock import Clock
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
+from odradek.protocol.messages.fetch import FetchRequest
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,22 @@ UNKNOWN = -1
 # A partition as the client names it: (topic id, topic name, partition). Before Fetch v13 the id is
 # the zero UUID; from v13 the name is "" (the broker resolves the id at every read).
 PartitionKey = tuple[uuid.UUID, str, int]
+
+
+class PartitionAnswer(Protocol):
+    """What a fetch tells the client of a partition: a FetchResponse.PartitionData, or the
+    ReplicaManager's read result it is built from (so an unchanged partition needs no answer)."""
+
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def records(self) -> object: ...
 
 
 def next_epoch(epoch: int) -> int:
@@ -113,7 +130,7 @@ class CachedPartition:
         self.current_leader_epoch = partition.current_leader_epoch
         self.last_fetched_epoch = partition.last_fetched_epoch
 
-    def must_respond(self, data: FetchResponse.PartitionData) -> bool:
+    def must_respond(self, data: PartitionAnswer) -> bool:
         """Whether an incremental response must carry `data`; remembers what the client is told."""
         if data.error_code != ErrorCode.NONE:
             self.high_watermark = self.last_stable_offset = self.log_start_offset = UNKNOWN

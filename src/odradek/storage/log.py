@@ -99,17 +99,16 @@ class LogAppendInfo(NamedTuple):
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class LogOffsetMetadata:
-    """An offset and where its batch sits: segment base offset and byte position in that segment."""
+class LogOffsetMetadata(NamedTuple):
+    """An offset and where its batch sits: segment base offset and byte position in that segment.
+    This and `FetchDataInfo` are NamedTuples, not frozen dataclasses: one of each is built per read."""
 
     message_offset: int
     segment_base_offset: int
     relative_position_in_segment: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     fetch_offset_metadata: LogOffsetMetadata
     records: list[FileSlice]
     total_bytes: int

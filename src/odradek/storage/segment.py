@@ -2,7 +2,9 @@
 
 Owns: the files `<dir>/%020d.log|.index|.timeindex` named by the segment's base offset; appending
 already-patched batches with one positional write; translating an offset or timestamp to a file
-position (index lookup, then a forward scan reading only batch headers with `os.pread`); the scan
+position (index lookup, then a forward scan reading only batch headers with `os.pread`; the active
+segment remembers where its last RECENT_BATCHES to 2 x RECENT_BATCHES appended batches start, in
+memory, so a fetch at or near the end of the log reads no header from the file); the scan
 that recovers a segment (header sanity + CRC32C per batch, truncating a torn or corrupt tail and
 rebuilding both indexes); truncation; flushing (`sync`, which a log runs outside its lock);
 deletion.
@@ -28,6 +30,8 @@ mutations.
 from __future__ import annotations
 
 import os
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -54,6 +58,9 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 READ_CHUNK = 8 * 1024
 RECOVERY_CHUNK = 1024 * 1024
+# Appended batches whose positions an active segment keeps (up to twice as many: two arrays of at
+# most 16 int64s, 256 bytes of data per partition).
+RECENT_BATCHES = 8
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -132,6 +139,7 @@ class LogSegment:
         self.flushed_size = self.size
         self.truncations = 0
         self._bytes_since_index = 0
+        self._forget_recent()
 
     def path(self, suffix: str) -> Path:
         return self.directory / file_name(self.base_offset, suffix)
@@ -279,11 +287,14 @@ class LogSegment:
         position = self.size
         self._write(buf, position)
         offset = first_offset
+        if not self._recent_lasts:
+            self._recent_floor = self.next_offset - 1
         for relative, header in zip(validated.positions, validated.headers, strict=True):
             base = header.base_offset if offset is None else offset
             max_timestamp = header.max_timestamp if log_append_time < 0 else log_append_time
             self._index_batch(position + relative, base, header.batch_length + LOG_OVERHEAD, max_timestamp)
             self.next_offset = base + header.last_offset_delta + 1
+            self._remember(position + relative, self.next_offset - 1)
             if offset is not None:
                 offset = self.next_offset
         self.size = position + len(buf)
@@ -298,6 +309,36 @@ class LogSegment:
         self._bytes_since_index += size
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
+
+    def _remember(self, position: int, last_offset: int) -> None:
+        """Keep where an appended batch starts; past 2 x RECENT_BATCHES, the oldest half goes."""
+        lasts, positions = self._recent_lasts, self._recent_positions
+        if len(lasts) >= 2 * RECENT_BATCHES:
+            self._recent_floor = lasts[RECENT_BATCHES - 1]
+            del lasts[:RECENT_BATCHES], positions[:RECENT_BATCHES]
+        lasts.append(last_offset)
+        positions.append(position)
+
+    def _forget_recent(self) -> None:
+        """Drop the recent batch positions (the file changed under them, or the segment went
+        inactive); the next append starts them again."""
+        self._recent_lasts = array("q")
+        self._recent_positions = array("q")
+        self._recent_floor = INT_MAX
+
+    def _recent_batch(self, offset: int, size: int) -> tuple[int, int, int] | None:
+        """(position, last offset, size) of the first batch whose last offset is >= `offset`, if it
+        is one of the recently appended batches (below `size`, the file size the reader took)."""
+        lasts = self._recent_lasts
+        if not lasts or offset <= self._recent_floor or offset > lasts[-1]:
+            return None
+        index = bisect_left(lasts, offset)
+        positions = self._recent_positions
+        position = positions[index]
+        end = positions[index + 1] if index + 1 < len(positions) else self.size
+        if end > size:
+            return None  # appended after the reader took the file size
+        return position, lasts[index], end - position
 
     def _write(self, buf: bytes | bytearray | memoryview, position: int) -> None:
         files, handle = self.files, self.handle
@@ -318,6 +359,7 @@ class LogSegment:
         self.size = size
         self.flushed_size = min(self.flushed_size, size)
         self.truncations += 1
+        self._forget_recent()
 
     def should_roll(
         self, config: LogConfig, append_size: int, max_timestamp: int, last_offset: int, now_ms: int
@@ -380,23 +422,36 @@ class LogSegment:
         self, fd: int, fetch_offset: int, max_offset: int, max_bytes: int, min_one_message: bool
     ) -> tuple[int, int] | None:
         size = self.size
-        found = self.translate_offset(fd, fetch_offset, end=size)
+        found = self._locate(fd, fetch_offset, 0, size)
         if found is None:
             return None
-        start, first = found
-        if first.last_offset >= max_offset:
+        start, first_last_offset, first_size = found
+        if first_last_offset >= max_offset:
             return start, 0
         end = size
         if max_offset < self.next_offset:
-            limit = self.translate_offset(fd, max_offset, start, size)
+            limit = self._locate(fd, max_offset, start, size)
             end = limit[0] if limit is not None else size
         if end - start > max_bytes:
             end = self._boundary_at_or_before(fd, start + max_bytes, start, end)
             if end == start and min_one_message:
-                end = start + first.batch_length + LOG_OVERHEAD
+                end = start + first_size
         return start, end - start
 
+    def _locate(self, fd: int, offset: int, start: int, end: int) -> tuple[int, int, int] | None:
+        """(position, last offset, size) of the first batch in [start, end) whose last offset is
+        >= `offset`: from the recently appended batches when it is one of them (a reader at or near
+        the end reads no header from the file), else by the index and a header scan."""
+        recent = self._recent_batch(offset, end)
+        if recent is not None and recent[0] >= start:
+            return recent
+        found = self.translate_offset(fd, offset, start, end)
+        return None if found is None else (found[0], found[1].last_offset, found[1].size_in_bytes)
+
     def _boundary_at_or_before(self, fd: int, limit: int, start: int, end: int) -> int:
+        positions = self._recent_positions
+        if positions and positions[0] <= start:  # every batch from `start` on is remembered
+            return max(positions[bisect_right(positions, limit) - 1], start)
         boundary = max(self.offset_index.lookup_position(limit), start)
         for position, header in iter_file_batches(fd, boundary, end):
             if position + header.batch_length + LOG_OVERHEAD > limit:
@@ -477,6 +532,7 @@ class LogSegment:
         """Seal the time index with the segment's largest timestamp and write both indexes."""
         self.time_index.maybe_append(self.max_timestamp, self.next_offset)
         self.persist_indexes(fsync=False)
+        self._forget_recent()
 
     def flush(self) -> None:
         """fdatasync the data and fsync the indexes (a segment no one else touches: loading,

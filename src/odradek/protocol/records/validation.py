@@ -52,7 +52,7 @@ handler), tests, bench.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -228,10 +228,9 @@ def _check_batch_records(
         section.release()
 
 
-@dataclass(frozen=True, slots=True)
-class _RecordRules:
+class _RecordRules(NamedTuple):
     """What a batch's records are checked against; `limit` is the most the section may hold (its
-    size when not `compressed`)."""
+    size when not `compressed`). A NamedTuple: one is built per batch of every Produce."""
 
     min_timestamp_delta: int
     max_timestamp_delta: int

@@ -41,6 +41,7 @@ throttle_time_ms is always 0.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 
 from odradek.protocol.api_keys import ApiKey
@@ -59,6 +60,9 @@ TOPIC_IDS_VERSION = 13
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
+# A topic's partitions as one fetch names them (consecutive in the request or the session): name
+# (before v13), topic id (v13+), and the partitions (request entries or session entries).
+TopicGroup = tuple[str, uuid.UUID, Sequence[FetchRequest.FetchPartition] | Sequence[CachedPartition]]
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
@@ -71,15 +75,17 @@ async def _full_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespon
     sessions = ctx.broker.fetch_sessions
     if request.session_id != INVALID_SESSION_ID:
         sessions.remove(request.session_id)
+    if request.session_epoch == FINAL_EPOCH:  # sessionless: read the request's own partitions
+        groups: list[TopicGroup] = [(t.topic, t.topic_id, t.partitions) for t in request.topics]
+        answers = await _read(ctx, request, groups)
+        return FetchResponse(session_id=INVALID_SESSION_ID, responses=_topic_responses(groups, answers))
     partitions = [CachedPartition.from_request(t, p) for t in request.topics for p in t.partitions]
-    answers = await _read(ctx, request, partitions)
-    session_id = INVALID_SESSION_ID
-    if request.session_epoch == INITIAL_EPOCH:
-        for partition, data in zip(partitions, answers, strict=True):
-            partition.must_respond(data)  # what the client is told now is the new session's baseline
-        session_id = sessions.maybe_create(
-            partitions, _replica_id(request) >= 0, ctx.api_version >= TOPIC_IDS_VERSION
-        )
+    answers = await _read(ctx, request, _by_topic(partitions))
+    for partition, data in zip(partitions, answers, strict=True):
+        partition.must_respond(data)  # what the client is told now is the new session's baseline
+    session_id = sessions.maybe_create(
+        partitions, _replica_id(request) >= 0, ctx.api_version >= TOPIC_IDS_VERSION
+    )
     return FetchResponse(session_id=session_id, responses=_group(zip(partitions, answers, strict=True)))
 
 
@@ -94,8 +100,18 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
     if isinstance(session, int):
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
     partitions = list(session.partitions.values())
-    answers = await _read(ctx, request, partitions)
-    changed = [(p, data) for p, data in zip(partitions, answers, strict=True) if p.must_respond(data)]
+    results = await _read_results(ctx, request, _by_topic(partitions))
+    aborted = _aborted(request)
+    changed: list[tuple[CachedPartition, PartitionData]] = []
+    for partition, result in zip(partitions, results, strict=True):
+        if result is None:  # an unknown topic id: an error, always answered
+            data = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+            partition.must_respond(data)
+        elif partition.must_respond(result):  # an unchanged partition gets no answer built
+            data = _partition(result, aborted)
+        else:
+            continue
+        changed.append((partition, data))
     for partition, data in changed:
         if data.records:
             session.move_to_end(partition)
@@ -106,17 +122,44 @@ def _replica_id(request: FetchRequest) -> int:
     return request.replica_state.replica_id if request.replica_state is not None else request.replica_id
 
 
+def _by_topic(partitions: Sequence[CachedPartition]) -> list[TopicGroup]:
+    """`partitions` in order, consecutive partitions of one topic in one group."""
+    groups: list[TopicGroup] = []
+    members: list[CachedPartition] = []
+    for partition in partitions:
+        if not groups or (groups[-1][0], groups[-1][1]) != (partition.topic, partition.topic_id):
+            members = []
+            groups.append((partition.topic, partition.topic_id, members))
+        members.append(partition)
+    return groups
+
+
 async def _read(
-    ctx: RequestContext, request: FetchRequest, partitions: Sequence[CachedPartition]
+    ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]
 ) -> list[PartitionData]:
-    """Read `partitions` in order through the ReplicaManager (long poll included); one answer each.
-    Partitions of unknown topic ids are answered UNKNOWN_TOPIC_ID without a read."""
+    """One answer for each partition of `groups`, in order (see `_read_results`)."""
+    results = await _read_results(ctx, request, groups)
+    aborted = _aborted(request)
+    partitions = [p for _, _, members in groups for p in members]
+    return [
+        _partition(result, aborted)
+        if result is not None
+        else _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        for partition, result in zip(partitions, results, strict=True)
+    ]
+
+
+async def _read_results(
+    ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]
+) -> list[FetchPartitionResult | None]:
+    """Read every partition of `groups` in order through the ReplicaManager (long poll included);
+    one result each, None for a partition of an unknown topic id (not read: UNKNOWN_TOPIC_ID)."""
     broker = ctx.broker
     replica_id = _replica_id(request)
     max_bytes = (
         request.max_bytes if replica_id >= 0 else min(request.max_bytes, broker.config["fetch.max.bytes"])
     )
-    names = _topic_names(ctx, partitions)
+    names = _topic_names(ctx, groups)
     reads = [
         FetchPartitionRequest(
             name,
@@ -126,30 +169,46 @@ async def _read(
             p.current_leader_epoch,
             p.last_fetched_epoch,
         )
-        for p, name in zip(partitions, names, strict=True)
+        for (_, _, partitions), name in zip(groups, names, strict=True)
         if name is not None
+        for p in partitions
     ]
     results = iter(
         await broker.replica_manager.fetch_messages(
             reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
         )
     )
-    aborted: list[FetchResponse.AbortedTransaction] | None = (
-        [] if request.isolation_level == READ_COMMITTED else None
-    )
     return [
-        _partition(next(results), aborted)
-        if name is not None
-        else _failed(p.partition, ErrorCode.UNKNOWN_TOPIC_ID)
-        for p, name in zip(partitions, names, strict=True)
+        next(results) if name is not None else None
+        for (_, _, partitions), name in zip(groups, names, strict=True)
+        for _ in partitions
     ]
 
 
-def _topic_names(ctx: RequestContext, partitions: Iterable[CachedPartition]) -> list[str | None]:
-    """Each partition's topic name: from v13 looked up by topic id (None for an unknown id)."""
+def _aborted(request: FetchRequest) -> list[FetchResponse.AbortedTransaction] | None:
+    """aborted_transactions: empty for read_committed (there are no transactions), else null."""
+    return [] if request.isolation_level == READ_COMMITTED else None
+
+
+def _topic_names(ctx: RequestContext, groups: Iterable[TopicGroup]) -> list[str | None]:
+    """Each group's topic name: from v13 looked up by topic id (None for an unknown id)."""
     if ctx.api_version < TOPIC_IDS_VERSION:
-        return [p.topic for p in partitions]
-    return [ctx.broker.replica_manager.topic_name(p.topic_id) for p in partitions]
+        return [topic for topic, _, _ in groups]
+    return [ctx.broker.replica_manager.topic_name(topic_id) for _, topic_id, _ in groups]
+
+
+def _topic_responses(groups: Sequence[TopicGroup], answers: list[PartitionData]) -> list[TopicResponse]:
+    """The response topics of a full fetch: one per group (a topic named twice in a row, once)."""
+    responses: list[TopicResponse] = []
+    start = 0
+    for topic, topic_id, partitions in groups:
+        end = start + len(partitions)
+        if responses and (responses[-1].topic, responses[-1].topic_id) == (topic, topic_id):
+            responses[-1].partitions.extend(answers[start:end])
+        else:
+            responses.append(TopicResponse(topic, topic_id, answers[start:end]))
+        start = end
+    return responses
 
 
 def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[TopicResponse]:
@@ -170,16 +229,17 @@ def _partition(
 ) -> PartitionData:
     diverging = result.diverging_epoch
     return PartitionData(
-        diverging_epoch=(
-            FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None
-        ),
-        partition_index=result.partition,
-        error_code=result.error_code,
-        high_watermark=result.high_watermark,
-        last_stable_offset=result.last_stable_offset,
-        log_start_offset=result.log_start_offset,
-        aborted_transactions=aborted,
-        records=result.records or b"",
+        result.partition,
+        result.error_code,
+        result.high_watermark,
+        result.last_stable_offset,
+        result.log_start_offset,
+        FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None,
+        None,  # current_leader
+        None,  # snapshot_id
+        aborted,
+        -1,  # preferred_read_replica
+        result.records or b"",
     )
 
 
