@@ -53,6 +53,10 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.OFFSET_FETCH: 7,
     ApiKey.OFFSET_COMMIT: 8,
     ApiKey.DELETE_GROUPS: 2,
+    ApiKey.OFFSET_DELETE: 0,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.DESCRIBE_LOG_DIRS: 4,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,
