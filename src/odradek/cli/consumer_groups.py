@@ -35,7 +35,7 @@ from odradek.cli.group_admin import GroupAdmin, GroupReport, ResetTarget
 from odradek.cli.main import UsageError
 from odradek.cli.progress import Progress
 from odradek.client import TopicPartition
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, error_name
 
 COMMAND = "consumer-groups"
 HELP = "list, describe and delete consumer groups, reset and delete their offsets (kafka-consumer-groups)"
@@ -263,7 +263,7 @@ def delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
         return 0
     print("\nError: Deletion of some consumer groups failed:", file=sys.stderr)
     for group, code in failed.items():
-        print(f"* Group '{group}' could not be deleted due to: {_error_name(code)}")
+        print(f"* Group '{group}' could not be deleted due to: {error_name(code)}")
     deleted = [g for g in groups if g not in failed]
     if deleted:
         print(f"\nThese other groups were deleted successfully: {', '.join(deleted)}")
@@ -316,7 +316,7 @@ def _commit(admin: GroupAdmin, group: str, offsets: dict[TopicPartition, int]) -
     failed = {tp: code for tp, code in admin.commit(group, offsets).items() if code != ErrorCode.NONE}
     if failed:
         details = ", ".join(
-            f"{tp.topic}-{tp.partition}: {_error_name(code)}" for tp, code in sorted(failed.items())
+            f"{tp.topic}-{tp.partition}: {error_name(code)}" for tp, code in sorted(failed.items())
         )
         raise ToolError(f"Error: committing the offsets of '{group}' failed: {details}")
 
@@ -345,7 +345,7 @@ def delete_offsets(admin: GroupAdmin, args: argparse.Namespace) -> int:
     print()
     print(_padded(["TOPIC", "PARTITION", "STATUS"], [30, 15, 15], strip=False))
     for tp in sorted(errors):
-        status = "Successful" if errors[tp] == ErrorCode.NONE else f"Error: {_error_name(errors[tp])}"
+        status = "Successful" if errors[tp] == ErrorCode.NONE else f"Error: {error_name(errors[tp])}"
         print(_padded([tp.topic, str(tp.partition), status], [30, 15, 15], strip=False))
     return 0 if code == ErrorCode.NONE and all(c == ErrorCode.NONE for c in errors.values()) else 1
 
@@ -364,7 +364,7 @@ def _delete_offsets_error(code: int, group: str) -> str | None:
         ),
         ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: _PARTITION_LEVEL,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: _PARTITION_LEVEL,
-    }.get(code, f"Encounter some unknown error: {_error_name(code)}")
+    }.get(code, f"Encounter some unknown error: {error_name(code)}")
 
 
 ACTIONS: dict[str, Callable[[GroupAdmin, argparse.Namespace], int]] = {
@@ -406,10 +406,3 @@ def _assignment(partitions: Sequence[TopicPartition]) -> str:
 
 def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
