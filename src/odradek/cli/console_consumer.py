@@ -179,7 +179,9 @@ def _config(args: argparse.Namespace) -> dict[str, object]:
         "enable.partition.eof": False,
         "allow.auto.create.topics": True,  # Java's consumer default
     }
-    config = client_config(args.bootstrap_server, args.consumer_config, args.consumer_property, defaults)
+    config = client_config(
+        COMMAND, args.bootstrap_server, args.consumer_config, args.consumer_property, defaults
+    )
     if args.group is not None:
         config["group.id"] = args.group
     if "group.id" not in config:

@@ -145,7 +145,7 @@ def _producer(args: argparse.Namespace) -> Producer:
         "partitioner": "murmur2_random",  # Java's partitioner for keyed records
     }
     return Producer(
-        client_config(args.bootstrap_server, args.producer_config, args.producer_property, defaults)
+        client_config(COMMAND, args.bootstrap_server, args.producer_config, args.producer_property, defaults)
     )
 
 

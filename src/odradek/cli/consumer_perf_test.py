@@ -64,6 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
         config = client_config(
+            COMMAND,
             args.bootstrap_server,
             args.consumer_config,
             [],

@@ -1,22 +1,24 @@
 """The Kafka clients of the console and perf tools: confluent-kafka (librdkafka), set up from Kafka's options.
 
-Owns: reading a Java .properties file (--producer.config, --consumer.config), merging it with
-`k=v` pairs (--producer-property, --consumer-property) into a librdkafka configuration, dropping the
-Java-only (de)serializer settings (the tools move bytes); and `librdkafka_errors`, which turns
-librdkafka's exceptions into one-line ToolErrors. librdkafka's own log lines are off: the tools
-report failures themselves, in one line.
+Owns: reading a Java .properties file (--producer.config, --consumer.config); merging it with `k=v`
+pairs (--producer-property, --consumer-property) into a librdkafka configuration, without the
+Java-only (de)serializer settings (the tools move bytes), once the cluster was reached; and
+`librdkafka_errors`, which turns librdkafka's exceptions into one-line ToolErrors. librdkafka's own
+log lines are off: the tools report failures themselves, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import KafkaException
 
-from odradek.cli.common import ToolError
+from odradek.cli.common import DEFAULT_CONNECT_TIMEOUT_S, ToolError
+from odradek.client import KafkaClient
 
 JAVA_ONLY = frozenset({"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"})
 SILENT = 0  # librdkafka's log_level: nothing
@@ -49,9 +51,17 @@ def pair_option(text: str) -> tuple[str, str]:
 
 
 def client_config(
-    bootstrap: str | None, file: str | None, pairs: list[tuple[str, str]], defaults: Mapping[str, object]
+    tool: str,
+    bootstrap: str | None,
+    file: str | None,
+    pairs: list[tuple[str, str]],
+    defaults: Mapping[str, object],
 ) -> dict[str, object]:
-    """`defaults`, then the file's settings, then the pairs, then --bootstrap-server when given."""
+    """`defaults`, then the file's settings, then the pairs, then --bootstrap-server when given.
+
+    One of the bootstrap servers is reached first (odradek's client, retries announced on stderr for
+    DEFAULT_CONNECT_TIMEOUT_S), so a cluster nobody can reach is one line and exit status 1 rather
+    than librdkafka retrying without end."""
     config: dict[str, object] = {**defaults, "log_level": SILENT}
     if file is not None:
         config.update(properties_file(file))
@@ -60,6 +70,12 @@ def client_config(
         config["bootstrap.servers"] = bootstrap
     if "bootstrap.servers" not in config:
         raise ToolError("Error: --bootstrap-server (or bootstrap.servers in the config file) is required")
+    with KafkaClient.connect(
+        str(config["bootstrap.servers"]),
+        retry_for_s=DEFAULT_CONNECT_TIMEOUT_S,
+        on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
+    ):
+        pass
     return {k: v for k, v in config.items() if k not in JAVA_ONLY}
 
 

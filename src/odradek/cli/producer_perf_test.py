@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     def body() -> int:
         payloads = _payloads(args)
         with librdkafka_errors():
-            config = client_config(args.bootstrap_server, args.producer_config, args.producer_props, {})
+            config = client_config(
+                COMMAND, args.bootstrap_server, args.producer_config, args.producer_props, {}
+            )
             producer = Producer(config)
             return _send_all(producer, args.topic, args.num_records, payloads, args.throughput)
 
