@@ -38,9 +38,8 @@ from confluent_kafka import (
 )
 
 from odradek.cli.common import ToolError, guarded
-from odradek.cli.librdkafka import client_config, librdkafka_errors, pair_option
+from odradek.cli.librdkafka import add_client_options, client_config, librdkafka_errors
 from odradek.cli.main import UsageError
-from odradek.client import bootstrap_option
 
 COMMAND = "console-consumer"
 HELP = "print the records of a topic (kafka-console-consumer)"
@@ -118,7 +117,6 @@ def _unescaped(text: str) -> bytes:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", type=bootstrap_option, metavar="HOST:PORT[,HOST:PORT...]")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--topic", help="the topic to read")
     source.add_argument("--include", "--whitelist", dest="include", metavar="REGEX", help="topics to read")
@@ -128,16 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", help="the consumer group (default: a new group of its own)")
     parser.add_argument("--max-messages", type=int, help="stop after this many records")
     parser.add_argument("--timeout-ms", type=int, help="stop when no record comes for this long")
-    parser.add_argument(
+    add_client_options(
+        parser,
+        "consumer",
         "--property",
-        action="append",
-        default=[],
-        type=pair_option,
-        metavar="K=V",
-        help="a formatter property (print.key, print.timestamp, key.separator, ...)",
+        property_help="a formatter property (print.key, print.timestamp, ...)",
     )
-    parser.add_argument("--consumer-property", action="append", default=[], type=pair_option, metavar="K=V")
-    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE", help="consumer settings")
     parser.add_argument(
         "--isolation-level", choices=["read_uncommitted", "read_committed"], default="read_uncommitted"
     )

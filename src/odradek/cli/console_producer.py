@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Producer
 
 from odradek.cli.common import ToolError, guarded
-from odradek.cli.librdkafka import client_config, librdkafka_errors, pair_option
-from odradek.client import bootstrap_option
+from odradek.cli.librdkafka import add_client_options, client_config, librdkafka_errors
 
 COMMAND = "console-producer"
 HELP = "produce the lines of stdin as records (kafka-console-producer)"
@@ -101,20 +100,14 @@ class LineFormat:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", type=bootstrap_option, metavar="HOST:PORT[,HOST:PORT...]")
     parser.add_argument("--topic", required=True, help="the topic to produce to")
-    for option in ("--property", "--reader-property"):
-        parser.add_argument(
-            option,
-            dest="property",
-            action="append",
-            default=[],
-            type=pair_option,
-            metavar="K=V",
-            help="a line reader property (parse.key, key.separator, ...)",
-        )
-    parser.add_argument("--producer-property", action="append", default=[], type=pair_option, metavar="K=V")
-    parser.add_argument("--producer.config", dest="producer_config", metavar="FILE", help="producer settings")
+    add_client_options(
+        parser,
+        "producer",
+        "--property",
+        "--reader-property",
+        property_help="a line reader property (parse.key, ...)",
+    )
     parser.add_argument("--request-required-acks", default="-1", help="acks (default -1)")
     parser.add_argument("--compression-codec", nargs="?", const="gzip", help="none, gzip, snappy, lz4, zstd")
     parser.add_argument("--sync", action="store_true", help="send each record on its own, synchronously")

@@ -18,7 +18,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from odradek.cli.common import DEFAULT_CONNECT_TIMEOUT_S, ToolError
-from odradek.client import KafkaClient
+from odradek.client import KafkaClient, bootstrap_option
 
 JAVA_ONLY = frozenset({"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"})
 SILENT = 0  # librdkafka's log_level: nothing
@@ -48,6 +48,32 @@ def pair_option(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
     return key.strip(), value
+
+
+def add_client_options(
+    parser: argparse.ArgumentParser, role: str, *property_options: str, property_help: str
+) -> None:
+    """--bootstrap-server, the tool's repeatable `k=v` options (`property_options`, into `property`),
+    --ROLE-property (into ROLE_property) and --ROLE.config (into ROLE_config)."""
+    parser.add_argument("--bootstrap-server", type=bootstrap_option, metavar="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument(
+        *property_options,
+        dest="property",
+        action="append",
+        default=[],
+        type=pair_option,
+        metavar="K=V",
+        help=property_help,
+    )
+    parser.add_argument(
+        f"--{role}-property",
+        action="append",
+        default=[],
+        type=pair_option,
+        metavar="K=V",
+        help=f"a {role} setting",
+    )
+    parser.add_argument(f"--{role}.config", dest=f"{role}_config", metavar="FILE", help=f"{role} settings")
 
 
 def client_config(
