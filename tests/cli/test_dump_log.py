@@ -172,3 +172,26 @@ def test_unknown_and_missing_files(tmp_path: Path) -> None:
         "Log starting offset: 0",
     ]
     assert done.stderr == f"Error: cannot read {missing}: No such file or directory\n"
+
+
+def test_a_compressed_idempotent_batch(tool_broker, unique_topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": tool_broker.bootstrap, **QUIET})
+    admin.create_topics([NewTopic(unique_topic, 1, 1)])[unique_topic].result(timeout=60)
+    config = {"linger.ms": 500, "compression.type": "gzip", "enable.idempotence": True, **QUIET}
+    producer = Producer({"bootstrap.servers": tool_broker.bootstrap, **config})
+    for i in range(3):
+        producer.produce(unique_topic, b"a" * 500 + b"%d" % i, b"k%d" % i, 0)
+    assert producer.flush(30) == 0
+    log = tool_broker.data_dir / f"{unique_topic}-0" / f"{FIRST}.log"
+    batch, *records = ok("dump-log", "--files", str(log), "--print-data-log").splitlines()[2:]
+    assert re.fullmatch(
+        r"baseOffset: 0 lastOffset: 2 count: 3 baseSequence: 0 lastSequence: 2 producerId: \d+ "
+        r"producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+        r"deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: \d+ size: \d+ magic: 2 "
+        r"compresscodec: gzip crc: \d+ isvalid: true",
+        batch,
+    ), batch
+    assert [r.split(" CreateTime: ")[0] for r in records] == [f"| offset: {i}" for i in range(3)]
+    assert [r.split(" keySize: ")[1] for r in records] == [
+        f"2 valueSize: 501 sequence: {i} headerKeys: [] key: k{i} payload: {'a' * 500}{i}" for i in range(3)
+    ]
