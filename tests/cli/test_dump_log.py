@@ -95,6 +95,18 @@ def test_a_damaged_log_tail_is_reported(segment: tuple[Path, list]) -> None:
     assert out.splitlines()[-1] == f"Found 10 invalid bytes at the end of {FIRST}.log"
 
 
+def test_a_corrupt_batch_is_invalid_and_its_records_an_error(segment: tuple[Path, list]) -> None:
+    base, _ = segment
+    log = Path(f"{base}.log")
+    data = bytearray(log.read_bytes())
+    data[61] = 0x7F  # the first record's length: now past the end of its batch
+    log.write_bytes(data)
+    done = run_odradek("dump-log", "--files", str(log), "--deep-iteration")
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[2].endswith(" isvalid: false")
+    assert done.stderr == f"Error: {log}: record runs past the end of its batch\n"
+
+
 def positions(dump: list[str]) -> dict[int, int]:
     return {
         int(m[1]): int(m[2])

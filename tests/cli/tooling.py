@@ -1,7 +1,8 @@
 """Running the installed `odradek` console script as a user would, for the tool tests.
 
-`run_odradek` runs the script next to the test's Python (where `pip install` puts it) with the test's
-environment, so PYTHONPATH decides which source tree runs; `ok` is a run that must succeed.
+`run_odradek` runs the script next to the test's Python (where `pip install` puts it in a virtual
+environment; else the one on PATH) with the test's environment, so PYTHONPATH decides which source
+tree runs; `ok` is a run that must succeed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ENTRY_POINT = shutil.which("odradek", path=str(Path(sys.executable).parent))
+ENTRY_POINT = shutil.which("odradek", path=str(Path(sys.executable).parent)) or shutil.which("odradek")
 TOOL_TIMEOUT_S = 120
 
 

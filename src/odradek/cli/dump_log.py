@@ -21,8 +21,9 @@ For each file `Dumping FILE`, then, as Kafka 3.9's DumpLogSegments prints them:
   entries the segment's batches contradict, in odradek's or Kafka's meaning of an entry.
 --index-sanity-check runs the check a broker runs at start instead (`FILE passed sanity check.`);
 --verify-index-only reports mismatches without listing the entries. Other files are skipped with
-`Ignoring unknown file FILE`. Exit status 1 when a file cannot be read, a sanity check fails or an
-index mismatch is found.
+`Ignoring unknown file FILE`. Exit status 1 when a file cannot be read, a sanity check fails, an
+index mismatch is found or a batch's records cannot be decoded (one stderr line; the dump of that
+file stops there).
 
 Reads with odradek's own record decoding (odradek.protocol.records) and index classes
 (odradek.storage.index); the log file is mapped, not read into memory.
@@ -93,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
             status = 1
         except (ToolError, IndexCorruptError) as exc:
             print(f"Error: {exc}", file=sys.stderr)
+            status = 1
+        except RecordsError as exc:  # a batch whose records cannot be decoded (deep iteration)
+            print(f"Error: {path}: {exc.message}", file=sys.stderr)
             status = 1
     return status
 
