@@ -172,16 +172,26 @@ def list_groups(admin: GroupAdmin, args: argparse.Namespace) -> int:
 
 
 def describe(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    show, rows = _view(args)
     status = 0
     for group in _groups(admin, args):
         report = admin.describe(group)
-        view = _members_table if args.members else _state_table if args.state is not None else _offsets_table
-        rows = len(report.members) if args.members else 1 if args.state is not None else len(report.rows)
         if not _announce_state(report):
             status = 1
-        elif rows:
-            view(report, args.verbose)
+        elif rows(report):
+            show(report, args.verbose)
     return status
+
+
+def _view(
+    args: argparse.Namespace,
+) -> tuple[Callable[[GroupReport, bool], None], Callable[[GroupReport], int]]:
+    """The table --describe prints, and how many rows a group has in it (none: no table, as Kafka)."""
+    if args.members:
+        return _members_table, lambda report: len(report.members)
+    if args.state is not None:
+        return _state_table, lambda _report: 1
+    return _offsets_table, lambda report: len(report.rows)
 
 
 def _announce_state(report: GroupReport) -> bool:

@@ -335,16 +335,15 @@ def _members(described: Any) -> tuple[Member, ...]:
             m.group_instance_id,
             m.client_id,
             m.client_host,
-            tuple(
-                TopicPartition(topic, p)
-                for topic, parts in sorted(
-                    ((assignment_partitions(m.member_assignment) or {}) if consumer else {}).items()
-                )
-                for p in sorted(parts)
-            ),
+            _assigned(m.member_assignment) if consumer else (),
         )
         for m in described.members
     )
+
+
+def _assigned(assignment: bytes) -> tuple[TopicPartition, ...]:
+    by_topic = assignment_partitions(assignment) or {}
+    return tuple(TopicPartition(topic, p) for topic, parts in sorted(by_topic.items()) for p in sorted(parts))
 
 
 def _owner_cells(member: Member | None) -> tuple[str, str, str]:
