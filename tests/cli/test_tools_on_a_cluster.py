@@ -1,11 +1,17 @@
 """The tools against a three-broker ZooKeeper-mode cluster, through the entry point.
 
+`delete-records` at the leader reaches the followers, so a new leader keeps the records deleted.
+
 `topics --describe` with --under-replicated-partitions / --unavailable-partitions once a broker is
 killed (its replicas leave the ISR; a partition it alone held loses its leader), and `configs` for a
 broker other than the one the tool first reached (a broker's configs are asked of that broker).
 """
 
 from __future__ import annotations
+
+import json
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from odradek.testing.cluster import eventually
 from tests.cli.tooling import ok
@@ -66,3 +72,38 @@ def test_partition_filters_and_broker_configs(start_cluster, unique_topic: str) 
         assert (fields["Topic"], fields["Partition"]) == (replicated, str(partition))
         assert sorted(fields["Replicas"].split(",")) == ["1", "2", "3"]
         assert sorted(fields["Isr"].split(",")) == ["1", "2"]
+
+
+def test_deleted_records_stay_deleted_after_the_leader_dies(
+    start_cluster, unique_topic: str, tmp_path
+) -> None:
+    cluster = start_cluster()
+    create = ["topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", unique_topic]
+    ok(*create, "--partitions", "1", "--replication-factor", "3")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 3})
+    for i in range(10):
+        producer.produce(unique_topic, b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    plan = tmp_path / "offsets.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": unique_topic, "partition": 0, "offset": 6}]}))
+    deleted = ok("delete-records", "--bootstrap-server", cluster.bootstrap, "--offset-json-file", str(plan))
+    assert deleted.splitlines()[-1] == f"partition: {unique_topic}-0\tlow_watermark: 6"
+    producer.produce(unique_topic, b"after", partition=0)  # its replication carries the new log start
+    assert producer.flush(30) == 0
+
+    (line,) = [x for x in describe(cluster.bootstrap, unique_topic.rsplit("-", 1)[0]) if "\tPartition: 0" in x
+               and f"Topic: {unique_topic}\t" in x]  # fmt: skip
+    leader = int(line.split("\tLeader: ")[1].split("\t")[0])
+    cluster.brokers[leader].kill()
+    alive = ",".join(p.bootstrap for b, p in cluster.brokers.items() if b != leader)
+
+    def low_watermark() -> int | None:
+        consumer = Consumer({"bootstrap.servers": alive, "group.id": "low", "log_level": 3})
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(unique_topic, 0), timeout=5)[0]
+        except KafkaException:
+            return None
+        finally:
+            consumer.close()
+
+    assert eventually(low_watermark, FAILOVER_TIMEOUT_S, "a new leader's low watermark") == 6

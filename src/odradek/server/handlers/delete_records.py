@@ -11,9 +11,10 @@ below -1, POLICY_VIOLATION for a topic whose cleanup.policy does not include del
 for a partition named twice. An offset at or below the log start offset changes nothing.
 
 Deliberate deviation: the answer does not wait for the followers (Kafka's purgatory waits until every
-replica's log start offset reached the offset, and answers the smallest); followers keep their own
-log start offset, so after a leader change the records below it may be readable again from the new
-leader until retention removes them. throttle_time_ms is always 0.
+replica's log start offset reached the offset, and answers the smallest); they move their own log
+start offset up to the leader's with their next fetch (odradek.replication.fetcher), so a follower
+elected leader before that fetch still serves the records below it until retention removes them.
+throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
