@@ -2,8 +2,9 @@
 
 `delete-records` at the leader reaches the followers, so a new leader keeps the records deleted.
 
-`topics --describe` with --under-replicated-partitions / --unavailable-partitions once a broker is
-killed (its replicas leave the ISR; a partition it alone held loses its leader), and `configs` for a
+`topics --describe` with --under-replicated-partitions / --unavailable-partitions /
+--under-min-isr-partitions / --at-min-isr-partitions once a broker is killed (its replicas leave the
+ISR; a partition it alone held loses its leader), and `configs` for a
 broker other than the one the tool first reached (a broker's configs are asked of that broker).
 """
 
@@ -20,10 +21,10 @@ DOWN = 3
 FAILOVER_TIMEOUT_S = 60.0
 
 
-def describe(bootstrap: str, topic: str, *flags: str) -> list[str]:
-    return ok(
-        "topics", "--bootstrap-server", bootstrap, "--describe", "--topic", f"{topic}-.*", *flags
-    ).splitlines()
+def describe(bootstrap: str, topic: str, *flags: str, pattern: str = "{}-.*") -> list[str]:
+    """`topics --describe` lines for the topics `pattern` (formatted with `topic`) matches."""
+    regex = pattern.format(topic)
+    return ok("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", regex, *flags).splitlines()
 
 
 def test_partition_filters_and_broker_configs(start_cluster, unique_topic: str) -> None:
@@ -31,11 +32,22 @@ def test_partition_filters_and_broker_configs(start_cluster, unique_topic: str) 
     topic = unique_topic.replace("_", "-")
     replicated, single = f"{topic}-replicated", f"{topic}-single"
     create = ["topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic"]
-    ok(*create, replicated, "--partitions", "2", "--replication-factor", "3")
+    ok(
+        *create,
+        replicated,
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    )
     ok(*create, single, "--replica-assignment", f"{DOWN},1")
     eventually(lambda: describe(cluster.bootstrap, topic, "--under-replicated-partitions") == [] or None,
                FAILOVER_TIMEOUT_S, "every replica in sync")  # fmt: skip
-    assert describe(cluster.bootstrap, topic, "--unavailable-partitions") == []
+    for flag in ("--unavailable-partitions", "--under-min-isr-partitions"):
+        assert describe(cluster.bootstrap, topic, flag) == []
+    assert describe(cluster.bootstrap, replicated, "--at-min-isr-partitions", pattern="{}") == []
 
     configs = [
         "configs",

@@ -4,7 +4,8 @@
         [--replica-assignment 0:1,1:2] [--config k=v ...] [--if-not-exists]
     odradek topics --bootstrap-server H:P --list [--topic REGEX] [--exclude-internal]
     odradek topics --bootstrap-server H:P --describe [--topic REGEX] [--if-exists] [--exclude-internal]
-        [--under-replicated-partitions | --unavailable-partitions | --topics-with-overrides]
+        [--under-replicated-partitions | --unavailable-partitions | --under-min-isr-partitions |
+         --at-min-isr-partitions | --topics-with-overrides]
     odradek topics --bootstrap-server H:P --alter --topic REGEX --partitions N [--replica-assignment ...]
     odradek topics --bootstrap-server H:P --delete --topic REGEX [--if-exists]
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.cli.common import (
@@ -84,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     filters = parser.add_mutually_exclusive_group()
     filters.add_argument("--under-replicated-partitions", action="store_true")
     filters.add_argument("--unavailable-partitions", action="store_true")
+    filters.add_argument("--under-min-isr-partitions", action="store_true")
+    filters.add_argument("--at-min-isr-partitions", action="store_true")
     filters.add_argument("--topics-with-overrides", action="store_true")
     parser.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
 
@@ -162,17 +166,16 @@ def _list(client: KafkaClient, args: argparse.Namespace) -> None:
 
 def _describe(client: KafkaClient, args: argparse.Namespace) -> None:
     topics = _matching(client, args, must_match=args.topic is not None and not args.if_exists)
-    live = {b.node_id for b in client.metadata([]).brokers.values()}
-    keep = _partition_filter(args, live)
-    with_configs = keep is None
-    configs = _non_default_configs(client, [t.name for t in topics]) if with_configs else {}
+    configs = _topic_configs(client, [t.name for t in topics])
+    keep = _partition_filter(client, args, configs)
     for topic in topics:
-        if with_configs and (configs[topic.name] or not args.topics_with_overrides):
-            print(_topic_line(topic, configs[topic.name]))
+        overrides = [(c.name, c.value) for c in configs[topic.name] if c.source != DEFAULT_CONFIG_SOURCE]
+        if keep is None and (overrides or not args.topics_with_overrides):
+            print(_topic_line(topic, overrides))
         if args.topics_with_overrides:
             continue
         for partition in sorted(topic.partitions, key=lambda p: p.partition_index):
-            if keep is None or keep(partition):
+            if keep is None or keep(topic.name, partition):
                 print(_partition_line(topic.name, partition))
 
 
@@ -251,8 +254,15 @@ def _matching(client: KafkaClient, args: argparse.Namespace, *, must_match: bool
     return topics
 
 
-def _non_default_configs(client: KafkaClient, names: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-    """Per topic, (name, value) of each config whose source is not Kafka's default."""
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    name: str
+    value: str  # "null" for a sensitive value, as Kafka prints it
+    source: int
+
+
+def _topic_configs(client: KafkaClient, names: Sequence[str]) -> dict[str, list[TopicConfig]]:
+    """Every config of each topic (DescribeConfigs), in the broker's order."""
     if not names:
         return {}
     request = DescribeConfigsRequest(
@@ -264,18 +274,29 @@ def _non_default_configs(client: KafkaClient, names: Sequence[str]) -> dict[str,
     for result in client.request(ApiKey.DESCRIBE_CONFIGS, request).results:
         check(result.error_code, result.error_message)
         configs[result.resource_name] = [
-            (c.name, "null" if c.value is None else c.value)
+            TopicConfig(c.name, "null" if c.value is None else c.value, c.config_source)
             for c in result.configs
-            if c.config_source != DEFAULT_CONFIG_SOURCE
         ]
     return configs
 
 
-def _partition_filter(args: argparse.Namespace, live: set[int]) -> Callable[[Any], bool] | None:
+def _partition_filter(
+    client: KafkaClient, args: argparse.Namespace, configs: dict[str, list[TopicConfig]]
+) -> Callable[[str, Any], bool] | None:
+    """Which partitions a filter option keeps (None: no filter), as Kafka's TopicCommand decides."""
     if args.under_replicated_partitions:
-        return lambda p: len(p.isr_nodes) < len(p.replica_nodes)
+        return lambda _topic, p: len(p.isr_nodes) < len(p.replica_nodes)
     if args.unavailable_partitions:
-        return lambda p: p.leader_id not in live
+        live = set(client.metadata([]).brokers)
+        return lambda _topic, p: p.leader_id not in live
+    min_isr = {
+        topic: int(next((c.value for c in entries if c.name == "min.insync.replicas"), "1"))
+        for topic, entries in configs.items()
+    }
+    if args.under_min_isr_partitions:
+        return lambda topic, p: p.leader_id < 0 or len(p.isr_nodes) < min_isr[topic]
+    if args.at_min_isr_partitions:
+        return lambda topic, p: len(p.isr_nodes) == min_isr[topic]
     return None
 
 
