@@ -17,7 +17,7 @@ Invariants: a failed send or receive closes the connection (a half-read stream c
 callers open a new one. Every socket operation after setup is bounded by `timeout_s`. Responses'
 `records` fields alias the receive buffer, which is fresh for each response.
 
-Callers: odradek.client.client, and odradek.cli.groups through `KafkaClient.connect_to` (the group APIs).
+Callers: odradek.client.client, and the command-line tools (odradek.cli) through `KafkaClient.connect_to`.
 """
 
 from __future__ import annotations
