@@ -11,9 +11,11 @@ from odradek.protocol.messages.alter_configs import AlterConfigsRequest
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest
 from odradek.protocol.messages.create_topics import CreateTopicsRequest
+from odradek.protocol.messages.delete_records import DeleteRecordsRequest
 from odradek.protocol.messages.delete_topics import DeleteTopicsRequest
 from odradek.protocol.messages.describe_cluster import DescribeClusterRequest
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
+from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.server.handlers import registry
@@ -47,6 +49,8 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
 }
 
 
@@ -168,3 +172,26 @@ def test_incremental_alter_configs(connect, version):
 def test_describe_cluster(connect, version):
     response = connect().call(ApiKey.DESCRIBE_CLUSTER, version, DescribeClusterRequest())
     assert set(errors_of(response)) == {0} and response.brokers
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_delete_records(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+    partition = DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=-1)
+    request = DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(name, [partition])])
+    response = client.call(ApiKey.DELETE_RECORDS, version, request)
+    assert set(errors_of(response)) == {0}
+    assert [p.low_watermark for t in response.topics for p in t.partitions] == [0]
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_describe_log_dirs(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+    request = DescribeLogDirsRequest(topics=[DescribeLogDirsRequest.DescribableLogDirTopic(name, [0, 1])])
+    response = client.call(ApiKey.DESCRIBE_LOG_DIRS, version, request)
+    assert set(errors_of(response)) == {0}
+    (result,) = response.results
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in result.topics] == [(name, [0, 1])]
+    assert (result.total_bytes > 0) == (version >= 4)

@@ -197,7 +197,9 @@ class KafkaClient:
                 time.sleep(_BACKOFF_S)
                 self._cluster = None
 
-    def _request_any(self, api_key: int, message: Any) -> Any:
+    def request(self, api_key: int, message: Any) -> Any:
+        """Send `message` to any broker, retrying a broken connection until the client's timeout."""
+
         def attempt() -> Any:
             return self.any_connection().request(api_key, message)
 
@@ -213,7 +215,7 @@ class KafkaClient:
             topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=allow_auto_topic_creation,
         )
-        response = self._request_any(ApiKey.METADATA, request)
+        response = self.request(ApiKey.METADATA, request)
         cluster = _cluster_from(response)
         old = self._cluster
         if topics is None or old is None:
@@ -348,7 +350,7 @@ class KafkaClient:
             ],
             timeout_ms=timeout_ms,
         )
-        response = self._request_any(ApiKey.CREATE_TOPICS, request)
+        response = self.request(ApiKey.CREATE_TOPICS, request)
         for topic in response.topics:
             _check_admin(topic.error_code, topic.name, topic.error_message)
         self._cluster = None
@@ -359,7 +361,7 @@ class KafkaClient:
             topic_names=list(topics),
             timeout_ms=timeout_ms,
         )
-        response = self._request_any(ApiKey.DELETE_TOPICS, request)
+        response = self.request(ApiKey.DELETE_TOPICS, request)
         for topic in response.responses:
             _check_admin(topic.error_code, topic.name or "", topic.error_message)
         self._cluster = None
@@ -372,7 +374,7 @@ class KafkaClient:
             ],
             timeout_ms=timeout_ms,
         )
-        response = self._request_any(ApiKey.CREATE_PARTITIONS, request)
+        response = self.request(ApiKey.CREATE_PARTITIONS, request)
         for result in response.results:
             _check_admin(result.error_code, result.name, result.error_message)
         self._cluster = None

@@ -20,7 +20,7 @@ callers open a new one. Every socket operation after setup is bounded by `timeou
 and stays valid only until the next such request - for a caller that copies what it keeps (a fresh
 multi-MiB buffer per fetch costs its page faults and zero-filling every time).
 
-Callers: odradek.client.client, and odradek.cli.groups through `KafkaClient.connect_to` (the group APIs).
+Callers: odradek.client.client, and the command-line tools (odradek.cli) through `KafkaClient.connect_to`.
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.OFFSET_FETCH: 7,
     ApiKey.OFFSET_COMMIT: 8,
     ApiKey.DELETE_GROUPS: 2,
+    ApiKey.OFFSET_DELETE: 0,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.DESCRIBE_LOG_DIRS: 4,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,

@@ -12,8 +12,10 @@ Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch)
   leader holds the request until data arrives (its fetch purgatory), so an append at the leader
   reaches its followers in one round trip.
 - An answer with records: appended as they came (`Partition.append_records_as_follower`: offsets
-  and epochs are the leader's), then the follower's HW = min(leader's HW, own LEO). Nothing is
-  appended if the partition moved on (another epoch, or a LEO that changed) while the fetch was out.
+  and epochs are the leader's), then the follower's HW = min(leader's HW, own LEO), and its log
+  start offset moves up to the leader's (DeleteRecords at the leader), as Kafka's followers do.
+  Nothing is appended if the partition moved on (another epoch, or a LEO that changed) while the
+  fetch was out.
 - diverging_epoch (the leader's log leaves this one): truncate to min(the leader's end offset of
   that epoch, this log's end offset of the same epoch), then fetch again from there.
 - OFFSET_OUT_OF_RANGE: below the leader's log start offset the log is emptied and starts there;
@@ -269,6 +271,8 @@ class ReplicaFetcher:
         # a decoded response carries its records as a view of the frame, or none at all
         records = data.records if isinstance(data.records, memoryview) else memoryview(b"")
         partition.append_records_as_follower(records, data.high_watermark)
+        if data.log_start_offset > partition.log_start_offset:  # the leader's DeleteRecords or retention
+            partition.log.advance_start_offset(data.log_start_offset)
 
     def _truncate_to_diverging(self, partition: Partition, epoch: int, leader_end: int) -> None:
         mine = partition.log.leader_epoch_cache.end_offset_for(epoch, partition.log_end_offset)

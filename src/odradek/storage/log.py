@@ -545,6 +545,16 @@ class Log:
                 self.producer_state.delete_snapshots(lambda offset: offset < first_base)
             return deletable
 
+    def advance_start_offset(self, offset: int) -> int:
+        """Move the log start offset up to `offset` (never past the log end, never down), as
+        DeleteRecords does; the segments wholly below it go at the next retention pass. Returns the
+        log start offset."""
+        with self._lock:
+            if offset > self.log_start_offset:
+                self.log_start_offset = min(offset, self.log_end_offset)
+                self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            return self.log_start_offset
+
     def remove_expired_producers(self, now_ms: int) -> int:
         """Forget producers idle for producer.id.expiration.ms; return how many went."""
         with self._lock:

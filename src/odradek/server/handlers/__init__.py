@@ -41,12 +41,14 @@ HANDLER_MODULES: list[str] = [
     "describe_cluster",
     "alter_configs",
     "incremental_alter_configs",
+    "describe_log_dirs",
     # data path
     "produce",
     "fetch",
     "list_offsets",
     "offset_for_leader_epoch",
     "init_producer_id",
+    "delete_records",
     # consumer groups
     "find_coordinator",
     "join_group",

@@ -1,0 +1,108 @@
+"""What the Kafka-style tools (`odradek topics`, `configs`, `consumer-groups`, ...) share.
+
+Owns: the `--bootstrap-server` and `--connect-timeout` options; reaching the cluster, with one stderr
+line per retry (`odradek TOOL: cannot reach ...`); and `guarded`, which runs a tool's body and turns
+a failure into one line on stderr and exit status 1, never a traceback: a `ToolError` (its message),
+a `KafkaError` from the cluster (the broker's message, else the error's name, after the tool's own
+prefix as Kafka's script prints it) or a connection that could not be made or broke. Also the
+helpers several tools need to read Kafka's argument syntax (`k=v` lists, regex topic filters).
+
+Not a command itself (no `COMMAND`); odradek.cli.groups keeps its own option layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+
+from odradek.cli.main import seconds_option
+from odradek.client import KafkaClient, bootstrap_option
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+FAILED = 1
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+class ToolError(Exception):
+    """A failure a tool reports in one line (the message) and exit status 1."""
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        type=bootstrap_option,
+        required=True,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the brokers to connect to",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=seconds_option,
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"keep trying to reach a bootstrap server this long (default {DEFAULT_CONNECT_TIMEOUT_S:g})",
+    )
+
+
+def connect(args: argparse.Namespace, tool: str, *, timeout_s: float = REQUEST_TIMEOUT_S) -> KafkaClient:
+    """A client that reached one of --bootstrap-server (BrokerUnreachable, an OSError, if none answers)."""
+    return KafkaClient.connect(
+        args.bootstrap_server,
+        retry_for_s=args.connect_timeout,
+        on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
+        client_id=f"odradek-{tool}",
+        timeout_s=timeout_s,
+    )
+
+
+def guarded(tool: str, body: Callable[[], int], *, error_prefix: str = "Error: ") -> int:
+    """`body()`'s exit status, or FAILED after one stderr line when it fails."""
+    try:
+        return body()
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Kafka's scripts do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
+    except ToolError as exc:
+        print(str(exc), file=sys.stderr)
+    except KafkaError as exc:
+        print(f"{error_prefix}{exc.message or exc.code.name}", file=sys.stderr)
+    except OSError as exc:  # BrokerUnreachable, ConnectFailed, a connection broken mid-way
+        print(f"odradek {tool}: {exc}", file=sys.stderr)
+    return FAILED
+
+
+def check(code: int, message: str | None = None) -> None:
+    """Raise the KafkaError of a non-zero error code (the broker's message, else the code's name)."""
+    if code != ErrorCode.NONE:
+        raise KafkaError(code, message or ErrorCode(code).name)
+
+
+def key_values(text: str, option: str) -> dict[str, str]:
+    """Kafka's `k=v,k2=v2` (values may hold '=' ; `[a,b]` keeps its commas) as a dict."""
+    pairs: dict[str, str] = {}
+    for item in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"{option} expects k=v pairs, got {item!r}")
+        pairs[key.strip()] = value.strip().removeprefix("[").removesuffix("]")
+    return pairs
+
+
+def topic_filter(pattern: str | None) -> Callable[[str], bool]:
+    """Kafka's include-list match of --topic: a regex matching whole names (',' means '|')."""
+    if pattern is None:
+        return lambda _name: True
+    cleaned = pattern.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    try:
+        compiled = re.compile(cleaned)
+    except re.error as exc:
+        raise ToolError(f"Error: --topic {pattern!r} is not a valid regular expression ({exc})") from None
+    return lambda name: compiled.fullmatch(name) is not None
+
+
+def joined(values: Iterable[object]) -> str:
+    return ",".join(str(v) for v in values)

@@ -1,0 +1,74 @@
+"""DescribeLogDirs handler.
+
+API: v0-v4.
+
+Behaviour: one result per directory of log.dirs (its absolute path), listing the partitions whose
+logs it holds, each with its size in bytes (every segment's `.log` bytes) and its offset lag (the high
+watermark minus the log end offset when it is positive, 0 otherwise: Kafka's lag of a current, not
+future, replica); `topics` null asks for every partition, else only the named ones. v4 adds the
+directory's total and usable bytes (the file system's, as Kafka reports them). A directory that
+cannot be read answers KAFKA_STORAGE_ERROR with no topics.
+
+Deliberate deviation: odradek has no future replicas (no AlterReplicaLogDirs), so is_future_key is
+always false. throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from odradek.server.context import RequestContext
+from odradek.storage.log import Log
+
+API_KEY = ApiKey.DESCRIBE_LOG_DIRS
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+Result = DescribeLogDirsResponse.DescribeLogDirsResult
+TopicResult = DescribeLogDirsResponse.DescribeLogDirsTopic
+PartitionResult = DescribeLogDirsResponse.DescribeLogDirsPartition
+
+
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+    by_dir: dict[Path, list[Log]] = defaultdict(list)
+    for found in ctx.broker.log_manager.all_logs():
+        if wanted is None or (found.topic, found.partition) in wanted:
+            by_dir[found.dir.parent.resolve()].append(found)
+    return DescribeLogDirsResponse(
+        results=[
+            _describe(ctx, Path(d).resolve(), by_dir[Path(d).resolve()]) for d in ctx.broker.config.log_dirs
+        ]
+    )
+
+
+def _describe(ctx: RequestContext, directory: Path, logs: list[Log]) -> Result:
+    try:
+        usage = shutil.disk_usage(directory)
+    except OSError:
+        return Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=str(directory))
+    by_topic: dict[str, list[PartitionResult]] = defaultdict(list)
+    for found in sorted(logs, key=lambda entry: (entry.topic, entry.partition)):
+        by_topic[found.topic].append(
+            PartitionResult(
+                partition_index=found.partition,
+                partition_size=found.size_in_bytes,
+                offset_lag=_lag(ctx, found),
+            )
+        )
+    return Result(
+        log_dir=str(directory),
+        topics=[TopicResult(name=name, partitions=partitions) for name, partitions in by_topic.items()],
+        total_bytes=usage.total,
+        usable_bytes=usage.free,
+    )
+
+
+def _lag(ctx: RequestContext, found: Log) -> int:
+    hosted = ctx.broker.replica_manager.partition(found.topic, found.partition)
+    return 0 if hosted is None else max(hosted.high_watermark - found.log_end_offset, 0)
