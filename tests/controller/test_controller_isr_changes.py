@@ -60,6 +60,27 @@ def test_a_leaders_isr_change_is_written_and_announced(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_a_retried_change_already_written_is_answered_with_the_current_state(tmp_path: Path) -> None:
+    """The leader's AlterPartition was written but its answer lost (a cut connection); it asks again
+    with the old partition epoch and must learn the new one (as Kafka's controller answers), not be
+    refused INVALID_UPDATE_VERSION for ever (found by the chaos runs: a leader stuck unable to shrink
+    or grow its ISR)."""
+
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        before = cluster.states()[1]
+        request = ask(1, 1, before.leader_epoch, before.partition_epoch, [1])
+        first = answer(await cluster.controller.alter_partition(request))
+        again = answer(await cluster.controller.alter_partition(request))
+        assert (again.error_code, again.isr, again.partition_epoch) == (0, [1], first.partition_epoch)
+        assert cluster.states()[1].partition_epoch == before.partition_epoch + 1  # written once
+        stale = ask(1, 1, before.leader_epoch, before.partition_epoch, [1, 2])  # another change
+        refused = (await cluster.controller.alter_partition(stale)).topics[0].partitions[0]
+        assert refused.error_code == ErrorCode.INVALID_UPDATE_VERSION
+
+    run(scenario)
+
+
 def test_a_broker_that_left_does_not_keep_the_others_from_the_announcement(tmp_path: Path) -> None:
     async def scenario() -> None:
         cluster = await _started_with_topic(tmp_path)

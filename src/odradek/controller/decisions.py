@@ -299,17 +299,23 @@ def isr_change(
     shutting_down: Collection[int] = (),
 ) -> ErrorCode | PartitionState:
     """A leader's AlterPartition for one partition: the error, or the state to write (the same
-    state when nothing changes). Members already in the ISR may be shutting down; new ones not."""
+    state when nothing changes). Members already in the ISR may be shutting down; new ones not. A
+    request asking for the ISR the partition already has is answered with the current state whatever
+    its partition epoch (Kafka checks this before the epoch): the leader's retry of a change that
+    was written but whose answer it never got, which must learn the new epoch, not be refused
+    INVALID_UPDATE_VERSION for ever."""
     if state.leader != asker or leader_epoch != state.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
+    isr = tuple(new_isr)
+    if isr == state.isr:
+        return state
     if partition_epoch != state.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION
-    isr = tuple(new_isr)
     if asker not in isr or any(r not in state.replicas or r not in live for r in isr):
         return ErrorCode.INELIGIBLE_REPLICA
     if any(r in shutting_down and r not in state.isr for r in isr):
         return ErrorCode.INELIGIBLE_REPLICA
-    return state if isr == state.isr else replace(state, isr=isr, partition_epoch=state.partition_epoch + 1)
+    return replace(state, isr=isr, partition_epoch=state.partition_epoch + 1)
 
 
 def next_state(state: PartitionState, election: Election, controller_epoch: int) -> PartitionState:

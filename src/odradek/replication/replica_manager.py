@@ -45,8 +45,9 @@ Fetches answer at once when max_wait_ms <= 0, min_bytes is already there, or a p
 otherwise they wait in purgatory. The response's max_bytes is shared by partitions in request order;
 the first batch of the first partition with data is returned even when larger than the limits.
 Per-partition failures become error codes, never exceptions.
-A failed write (KafkaStorageError: a full disk...) answers KAFKA_STORAGE_ERROR and is logged once per
-partition (WARNING) until an append to it succeeds again (INFO), not once per request; a high
+A failed write (KafkaStorageError: a full disk...) answers KAFKA_STORAGE_ERROR, and a refused one
+(NOT_ENOUGH_REPLICAS, a batch that fails validation) its error; either is logged once per partition
+and error (WARNING) until an append to it succeeds again (INFO), not once per request; a high
 watermark checkpoint that cannot be written keeps the previous file and is logged the same way, and
 never stops a shutdown.
 
@@ -639,7 +640,9 @@ class ReplicaManager:
             )
             return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except KafkaError as exc:  # batch validation errors are KafkaErrors too
-            log.info("Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code)
+            self._failures.failed(
+                key, "Refused an append to %s-%d: %s (error %d)", *key, exc.message, exc.code
+            )
             return PartitionResponse(exc.code, error_message=exc.message), -1, False
         except Exception as exc:
             log.exception("Appending to %s-%d failed", *key)
