@@ -66,3 +66,4 @@ def test_each_fault_cuts_what_it_names_and_close_leaves_nothing(tmp_path: Path) 
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert f"odr{cluster.subnet}" not in names + links
     assert str(tmp_path) not in Path("/proc/mounts").read_text()
+    assert (tmp_path / "broker-1-logs").is_dir() and not (tmp_path / "broker-1-logs" / ".filler").exists()

@@ -103,6 +103,7 @@ from odradek.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
+from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -231,10 +232,7 @@ class Controller:
         """Stop handling events (one in progress is abandoned at its next await)."""
         task, self._task = self._task, None
         timer, self._rebalance_timer = self._rebalance_timer, None
-        for running in (task, timer):
-            if running is not None and running is not asyncio.current_task():
-                running.cancel()
-                await asyncio.gather(running, return_exceptions=True)
+        await cancel_and_wait(task, timer)
         self._refuse_waiting()
 
     async def _rebalance_periodically(self, interval_s: float) -> None:

@@ -38,7 +38,6 @@ shutdown.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, Leader
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.protocol.primitives import ProtocolDecodeError
+from odradek.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from odradek.server.config import KafkaConfig
@@ -145,9 +145,7 @@ class _BrokerSender:
 
     async def stop(self, reason: str) -> None:
         """Stop the sender and close the connection; every call not answered fails."""
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel_and_wait(self._task)
         await self._connection.close()
         unanswered = [self._in_flight] if self._in_flight is not None else []
         while not self._queue.empty():

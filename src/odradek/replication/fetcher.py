@@ -55,6 +55,7 @@ from odradek.protocol.primitives import ProtocolDecodeError
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication.partition import Partition
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH
+from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +137,7 @@ class ReplicaFetcher:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait(task)
         await self._connection.close()
 
     # -- the fetch loop --------------------------------------------------------------------------

@@ -104,6 +104,7 @@ from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
+from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -290,10 +291,7 @@ class ReplicaManager:
         (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
         await self.fetchers.shutdown()
-        for task in (self._isr_expiration, self._isr_sender):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait(self._isr_expiration, self._isr_sender)
         if self._loaders:
             await asyncio.gather(*self._loaders, return_exceptions=True)
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -150,6 +150,7 @@ from odradek.server.to_controller import BrokerToControllerChannel, ControllerUn
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError
 from odradek.storage.manager import LogManager
+from odradek.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from odradek.controller.zk.client import KafkaZkClient
@@ -407,9 +408,7 @@ class Broker:
             await self._leave_cluster()
             await self.replica_manager.shutdown()
             await self.to_controller.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
         self._tasks.clear()
         self.log_manager.shutdown()
         log.info("odradek broker %d shut down", self.broker_id)
@@ -651,9 +650,7 @@ class Broker:
         """Close the ZooKeeper session: this broker's registration and controller seat go at once."""
         if self._zk is None:
             return
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await cancel_and_wait(*self._background)
         await self._zk_store.close()
         await self._zk.close()
         self._zk = None

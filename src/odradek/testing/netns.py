@@ -22,7 +22,8 @@ Faults (`HostLink`), each on one broker's namespace and undone by `heal()`:
   packets queued up to 400 ms, dropped beyond): a slow link whose delay grows with the load.
 With `disk_bytes`, each broker's log dir is a tmpfs of that size (`SmallDisk`), which `fill()` fills
 to the last page (a hidden file beside the partition directories, which the broker skips) and
-`free()` empties again: a full disk on one broker.
+`free()` empties again: a full disk on one broker; `close()` copies each disk's logs to
+`broker-<id>-logs` beside it before unmounting, so a failed run can still be read.
 
 Needs root (namespaces, mounts), iproute2 and nftables (`netns_available()` says whether this
 machine can; the fault harness falls back to the TCP proxies of testing/links.py otherwise).
@@ -215,6 +216,13 @@ class SmallDisk:
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)
 
+    def save(self) -> Path:
+        """Copy what the disk holds (the filler aside) to `<path>-logs` beside it, which outlives
+        the mount: a failed run's logs stay readable."""
+        saved = self.path.with_name(self.path.name + "-logs")
+        shutil.copytree(self.path, saved, ignore=shutil.ignore_patterns(self.filler.name), dirs_exist_ok=True)
+        return saved
+
     def unmount(self) -> None:
         subprocess.run(["umount", "--lazy", str(self.path)], capture_output=True)
 
@@ -272,9 +280,11 @@ class NamespacedCluster(LocalCluster):
         return [self.links[b].address for b in broker_ids]
 
     def close(self) -> None:
-        """`LocalCluster.close()`, then every disk, namespace, link and the bridge."""
+        """`LocalCluster.close()`, then every disk (its logs saved first), namespace, link and the
+        bridge."""
         super().close()
         for disk in self.disks.values():
+            disk.save()
             disk.unmount()
         self.disks.clear()
         for link in self.links.values():

@@ -60,6 +60,7 @@ from odradek.controller.zk import znodes
 from odradek.controller.zk.client import ControllerMovedError, ControllerSeat, KafkaZkClient
 from odradek.controller.zk.znodes import LeaderAndIsrZNode, TopicAssignment
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,7 @@ class ZkMetadataStore(MetadataStore):
         await self._on_broker_children()
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
 
     def _spawner(self, job: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
         """A watcher (called on the loop) that runs `job` as a task, logging its failure."""
