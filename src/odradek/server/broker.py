@@ -59,6 +59,10 @@ Owns the broker's life cycle.
   in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
   (flush, checkpoints, clean shutdown marker).
 
+HTTP (`http.listeners`, none by default): once started, the broker serves Prometheus `/metrics` from
+a registry of its own (server/metrics.py; the network layer then times every request for it) on
+server/http_listener.py; the HTTP listeners close first at shutdown.
+
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
 `advertised.listeners` (else of `listeners`; a port 0 listener advertises the port it was bound to),
@@ -135,6 +139,7 @@ from odradek.server.config import ConfigError, KafkaConfig, parse_connection_ove
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
+from odradek.server.http_listener import HttpListener
 from odradek.server.limits import (
     ConnectionLimits,
     connection_limits,
@@ -142,6 +147,7 @@ from odradek.server.limits import (
     resolve_overrides,
 )
 from odradek.server.metadata_cache import MetadataCache
+from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
 from odradek.server.network import KafkaServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
@@ -228,7 +234,10 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         self._bound: dict[str, tuple[str, int]] = {}
         self._start_limits = connection_limits(config)
-        self._server = KafkaServer(Dispatcher(self), self._start_limits)
+        self.request_metrics = RequestMetrics()
+        observer = self.request_metrics if config.http_listeners else None
+        self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
+        self._http: HttpListener | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -330,13 +339,29 @@ class Broker:
         self._started = True
         if self._zk is None:
             self._server.listen()
+        if config.http_listeners:
+            await self._start_http(config.http_listeners)
         log.info(
             "odradek broker %d started, listening on %s (cluster id %s, %d partitions loading)",
             self.broker_id,
-            ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()),
+            ", ".join(
+                [f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()]
+                + [f"http://{host}:{port}" for host, port in self.http_addresses]
+            ),
             self.cluster_id,
             self.replica_manager.pending_count(),
         )
+
+    async def _start_http(self, endpoints: list[tuple[str, int]]) -> None:
+        """Serve /metrics on http.listeners (the broker's own registry)."""
+        registry = broker_registry(self, self._server, self.request_metrics)
+        self._http = HttpListener({"/metrics": metrics_route(registry)})
+        await self._http.start(endpoints)
+
+    @property
+    def http_addresses(self) -> list[tuple[str, int]]:
+        """Where http.listeners are bound (empty without them)."""
+        return self._http.addresses if self._http is not None else []
 
     def _producer_id_block_source(self) -> ProducerIdBlockSource:
         if self._zk is None:
@@ -390,6 +415,8 @@ class Broker:
         log.info("odradek broker %d shutting down", self.broker_id)
         if self._started and self._zk is not None and self.config["controlled.shutdown.enable"]:
             await self._controlled_shutdown()
+        if self._http is not None:
+            await self._http.close()
         self._server.close()
         self._shutting_down = True
         self.metadata_cache.changed.notify()
