@@ -34,8 +34,8 @@ Owns:
   all proposals pending at once in one request, and the controller's answers are applied
   (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
 - the counters of the broker's metrics (replication/stats.py): `topic_stats`, counted where an
-  append's info or a read's size is at hand, and `isr_changes`, counted as the controller's ISR
-  answers are applied;
+  append's info or a read's size is at hand, and `isr_changes` of partitions that stay led here,
+  counted as the controller's AlterPartition answers and LeaderAndIsr states are applied;
 - the high watermark checkpoint `replication-offset-checkpoint` at the root of each log dir (Kafka's
   text format, written by temp file and rename): read at `start()`, written every
   replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
@@ -563,6 +563,7 @@ class ReplicaManager:
             self._topic_names[pending.topic_id] = key[0]
             self._topic_ids[key[0]] = pending.topic_id
         state = pending.state
+        led_isr = hosted.isr if hosted.is_leader else None
         try:
             if state.leader == self.broker_id:
                 self.fetchers.remove_partitions([key])
@@ -574,6 +575,8 @@ class ReplicaManager:
             log.warning("Not applying %s to %s-%d: %s", state, *key, exc.message)
             return
         self._isr_proposals.pop(key, None)
+        if led_isr is not None and hosted.is_leader:
+            self.isr_changes.record(led_isr, hosted.isr)
         self._complete_delayed(*key, hw_moved=hw_moved)
         self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
         self.ready_changed.notify()

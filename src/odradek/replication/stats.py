@@ -2,8 +2,11 @@
 
 Owns `TopicStats`, per topic: records and bytes appended as leader (Kafka's MessagesInPerSec,
 BytesInPerSec), bytes read for consumers (BytesOutPerSec) and for follower replicas
-(ReplicationBytesOutPerSec); and `IsrChanges`, the ISR shrinks and expansions the controller accepted
-for partitions led here (Kafka's IsrShrinksPerSec / IsrExpandsPerSec).
+(ReplicationBytesOutPerSec); and `IsrChanges`, the ISR shrinks and expansions of partitions that stay
+led here (Kafka's IsrShrinksPerSec / IsrExpandsPerSec). Kafka counts only the changes its leader
+asked for (AlterPartition); these also count the controller's own (a LeaderAndIsr that takes a dead
+or shut down follower out of the ISR), which reach a leader first when zookeeper.session.timeout.ms
+is below replica.lag.time.max.ms, as with Kafka's defaults.
 
 Invariants: updated on the event loop where an append or read result is already at hand, a couple of
 integer additions per partition with data; nothing here is computed, only counted. Counters only
@@ -39,7 +42,7 @@ class IsrChanges:
     expands: int = 0
 
     def record(self, before: tuple[int, ...], after: tuple[int, ...]) -> None:
-        """An accepted ISR change of a partition led here."""
+        """An ISR change applied to a partition led here before and after it."""
         if len(after) < len(before):
             self.shrinks += 1
         elif len(after) > len(before):
