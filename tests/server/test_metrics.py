@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -219,3 +220,16 @@ def test_a_bad_http_listener_refuses_to_start_with_one_line(tmp_path, bad):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "http.listeners" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_http_port_in_use_stops_the_start_with_exit_1(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [sys.executable, "-m", "odradek", "serve", "--override", f"log.dirs={tmp_path}"]
+        argv += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}"]
+        argv += ["--override", f"http.listeners=http://127.0.0.1:{port}"]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "failed to start" in result.stderr and "address already in use" in result.stderr.lower()

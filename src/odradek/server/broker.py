@@ -59,9 +59,10 @@ Owns the broker's life cycle.
   in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
   (flush, checkpoints, clean shutdown marker).
 
-HTTP (`http.listeners`, none by default): once started, the broker serves Prometheus `/metrics` from
-a registry of its own (server/metrics.py; the network layer then times every request for it) on
-server/http_listener.py; the HTTP listeners close first at shutdown.
+HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
+start the same way), served once started: Prometheus `/metrics` from a registry of its own
+(server/metrics.py; the network layer then times every request for it) on server/http_listener.py;
+the HTTP listeners close first at shutdown.
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
@@ -292,6 +293,8 @@ class Broker:
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+        if config.http_listeners:
+            await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
             self.broker_id,
             self.metadata_cache,
@@ -339,8 +342,8 @@ class Broker:
         self._started = True
         if self._zk is None:
             self._server.listen()
-        if config.http_listeners:
-            await self._start_http(config.http_listeners)
+        if self._http is not None:
+            await self._http.serve()
         log.info(
             "odradek broker %d started, listening on %s (cluster id %s, %d partitions loading)",
             self.broker_id,
@@ -352,11 +355,11 @@ class Broker:
             self.replica_manager.pending_count(),
         )
 
-    async def _start_http(self, endpoints: list[tuple[str, int]]) -> None:
-        """Serve /metrics on http.listeners (the broker's own registry)."""
+    async def _bind_http(self, endpoints: list[tuple[str, int]]) -> None:
+        """Bind http.listeners with /metrics (the broker's own registry); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
         self._http = HttpListener({"/metrics": metrics_route(registry)})
-        await self._http.start(endpoints)
+        await self._http.bind(endpoints)
 
     @property
     def http_addresses(self) -> list[tuple[str, int]]:

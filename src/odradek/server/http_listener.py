@@ -9,7 +9,7 @@ malformed or oversized request 400; a client that sends nothing for REQUEST_TIME
 Invariants: nothing blocks the loop beyond building a response (a metrics scrape reads the broker's
 state, which lives on the loop); request lines and headers are bounded (MAX_HEADER_BYTES).
 
-Callers: the broker (start and close), tests.
+Callers: the broker (binds with its Kafka listeners, serves once started, closes first at shutdown).
 """
 
 from __future__ import annotations
@@ -43,11 +43,17 @@ class HttpListener:
         """The bound (host, port) pairs (the port chosen, for a port 0 listener)."""
         return [sock.getsockname()[:2] for server in self._servers for sock in server.sockets]
 
-    async def start(self, endpoints: list[tuple[str, int]]) -> None:
-        """Bind and serve every (host, port); empty host: every interface. Raises OSError."""
+    async def bind(self, endpoints: list[tuple[str, int]]) -> None:
+        """Bind every (host, port) without serving yet; empty host: every interface. Raises OSError."""
         for host, port in endpoints:
-            server = await asyncio.start_server(self._serve, host or None, port, limit=MAX_HEADER_BYTES)
+            server = await asyncio.start_server(
+                self._serve, host or None, port, limit=MAX_HEADER_BYTES, start_serving=False
+            )
             self._servers.append(server)
+
+    async def serve(self) -> None:
+        for server in self._servers:
+            await server.start_serving()
 
     async def close(self) -> None:
         for server in self._servers:
