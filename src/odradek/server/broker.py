@@ -61,8 +61,9 @@ Owns the broker's life cycle.
 
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own
-(server/metrics.py; the network layer then times every request for it) on server/http_listener.py;
-the HTTP listeners close first at shutdown.
+(server/metrics.py; the network layer then times every request for it) and the web console at `/`
+(odradek/console, reading this broker over its own listener), on server/http_listener.py; the HTTP
+listeners and the console close first at shutdown.
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
@@ -110,6 +111,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from odradek.clock import SYSTEM_CLOCK, Clock
+from odradek.console.app import Console
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
 from odradek.controller.controller import Controller, LeaderRebalance
@@ -239,6 +241,7 @@ class Broker:
         observer = self.request_metrics if config.http_listeners else None
         self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
         self._http: HttpListener | None = None
+        self._console: Console | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -356,10 +359,19 @@ class Broker:
         )
 
     async def _bind_http(self, endpoints: list[tuple[str, int]]) -> None:
-        """Bind http.listeners with /metrics (the broker's own registry); served once started."""
+        """Bind http.listeners with /metrics (the broker's own registry) and the web console (reading
+        this broker through its first advertised listener); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
-        self._http = HttpListener({"/metrics": metrics_route(registry)})
+        own = self.advertised_endpoints()[0]
+        self._console = Console(f"{own.host}:{own.port}", self._hosted_sizes)
+        self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
+
+    def _hosted_sizes(self, topic: str) -> dict[int, int]:
+        """Bytes of the replicas of `topic` hosted here, by partition (the console's topic page)."""
+        return {
+            p.partition: p.log.size_in_bytes for p in self.replica_manager.partitions() if p.topic == topic
+        }
 
     @property
     def http_addresses(self) -> list[tuple[str, int]]:
@@ -420,6 +432,8 @@ class Broker:
             await self._controlled_shutdown()
         if self._http is not None:
             await self._http.close()
+        if self._console is not None:
+            await self._console.close()
         self._server.close()
         self._shutting_down = True
         self.metadata_cache.changed.notify()

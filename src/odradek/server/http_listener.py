@@ -1,10 +1,12 @@
 """The broker's HTTP listeners (`http.listeners`): a small HTTP/1.1 server on the broker's event loop.
 
 Owns the sockets of `http.listeners` and the HTTP exchange on them: one request per connection
-(`Connection: close`), GET or HEAD only, routed by path to a `Route` (a function returning the
-status, content type and body). The broker routes `/metrics` to the Prometheus text exposition of
-its registry (prometheus_client's `generate_latest`). Unknown paths answer 404, other methods 405, a
-malformed or oversized request 400; a client that sends nothing for REQUEST_TIMEOUT_S is dropped.
+(`Connection: close`), GET or HEAD only, routed by path to a `Route` (a coroutine function taking
+the query parameters, the last value of each, and returning the status, content type and body). The
+broker routes `/metrics` to the Prometheus text exposition of its registry (prometheus_client's
+`generate_latest`) and the web console's pages (odradek/console). Unknown paths answer 404, other
+methods 405, a malformed or oversized request 400; a client that sends nothing for REQUEST_TIMEOUT_S
+is dropped.
 
 Invariants: nothing blocks the loop beyond building a response (a metrics scrape reads the broker's
 state, which lives on the loop); request lines and headers are bounded (MAX_HEADER_BYTES).
@@ -16,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
+from urllib.parse import parse_qsl, urlsplit
 
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
 Response = tuple[HTTPStatus, str, bytes]
-Route = Callable[[], Response]
+Route = Callable[[dict[str, str]], Awaitable[Response]]
 
 
 class BadRequest(Exception):
@@ -65,7 +68,7 @@ class HttpListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             method, path = await asyncio.wait_for(_read_request(reader), REQUEST_TIMEOUT_S)
-            status, content_type, body = self._respond(method, path)
+            status, content_type, body = await self._respond(method, path)
             writer.write(_head(status, content_type, len(body)) + (b"" if method == "HEAD" else body))
             await writer.drain()
         except BadRequest as exc:
@@ -78,13 +81,14 @@ class HttpListener:
         finally:
             writer.close()
 
-    def _respond(self, method: str, path: str) -> Response:
-        route = self._routes.get(path.split("?", 1)[0])
+    async def _respond(self, method: str, target: str) -> Response:
+        url = urlsplit(target)
+        route = self._routes.get(url.path)
         if route is None:
             return HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"not found\n"
         if method not in ("GET", "HEAD"):
             return HTTPStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b"GET or HEAD only\n"
-        return route()
+        return await route(dict(parse_qsl(url.query)))
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str]:

@@ -270,7 +270,7 @@ def broker_registry(broker: Broker, server: KafkaServer, requests: RequestMetric
 def metrics_route(registry: CollectorRegistry) -> Route:
     """The HTTP listener's `/metrics`: the registry in Prometheus' text format."""
 
-    def scrape() -> Response:
+    async def scrape(query: dict[str, str]) -> Response:
         return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(registry)
 
     return scrape

@@ -29,11 +29,13 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def kafka_broker_overrides() -> Mapping[str, object]:
+    """Broker configs for `kafka_broker` (none); override this fixture to set some."""
     return {}
 
 
 @pytest.fixture
 def kafka_broker(kafka_broker_overrides: Mapping[str, object]) -> Iterator[InProcessBroker]:
+    """A broker running in the test process, on a free port and a temporary directory."""
     from odradek.testing.inprocess import InProcessBroker
 
     with InProcessBroker(overrides=kafka_broker_overrides) as broker:
@@ -42,4 +44,5 @@ def kafka_broker(kafka_broker_overrides: Mapping[str, object]) -> Iterator[InPro
 
 @pytest.fixture
 def kafka_bootstrap(kafka_broker: InProcessBroker) -> str:
+    """`host:port` of `kafka_broker`, for bootstrap.servers."""
     return kafka_broker.bootstrap
