@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: the package with its test and spark
 # extras, the mypyc-compiled hot loops (tools/build_native.py), and from Debian (root only, via apt)
-# kcat, the ZooKeeper server the cluster tests run (Java 17 is expected to be there), and iproute2 and
-# nftables, with which the fault tests put brokers in network namespaces and cut or degrade their links.
+# kcat, the ZooKeeper server the cluster tests run (Java 17 is expected to be there), chromium and its
+# driver for the web console's tests, and iproute2 and nftables, with which the fault tests put brokers
+# in network namespaces and cut or degrade their links.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
@@ -12,6 +13,8 @@ PYTHON="${PYTHON:-python3}"
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # the web console's tests (tests/console)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 [ -e /usr/share/java/zookeeper.jar ] || [ -n "${ODRADEK_ZOOKEEPER_CLASSPATH:-}" ] || missing+=(zookeeper)
 # Namespaces need root anyway; without them the fault tests run their proxy equivalents.
 if [ "$(id -u)" -eq 0 ]; then

@@ -35,6 +35,9 @@ Owns:
   controller as AlterPartition through `alter_partition` (the broker's channel to the controller),
   all proposals pending at once in one request, and the controller's answers are applied
   (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
+- the counters of the broker's metrics (replication/stats.py): `topic_stats`, counted where an
+  append's info or a read's size is at hand, and `isr_changes` of partitions that stay led here,
+  counted as the controller's AlterPartition answers and LeaderAndIsr states are applied;
 - the high watermark checkpoint `replication-offset-checkpoint` at the root of each log dir (Kafka's
   text format, written by temp file and rename): read at `start()`, written every
   replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
@@ -98,6 +101,7 @@ from odradek.replication.partition import (
     TimestampAndOffset,
     prepare_leader_epoch,
 )
+from odradek.replication.stats import IsrChanges, TopicStats
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
@@ -240,6 +244,8 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce", clock)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", clock)
         self.ready_changed = Waiters()
+        self.topic_stats = TopicStats()
+        self.isr_changes = IsrChanges()
         self._leadership_listeners: list[LeadershipListener] = []
         self._log_dirs = [Path(directory) for directory in log_dirs]
         self._checkpoint_interval_ms = checkpoint_interval_ms
@@ -558,6 +564,7 @@ class ReplicaManager:
             self._topic_names[pending.topic_id] = key[0]
             self._topic_ids[key[0]] = pending.topic_id
         state = pending.state
+        led_isr = hosted.isr if hosted.is_leader else None
         try:
             if state.leader == self.broker_id:
                 self.fetchers.remove_partitions([key])
@@ -569,6 +576,8 @@ class ReplicaManager:
             log.warning("Not applying %s to %s-%d: %s", state, *key, exc.message)
             return
         self._isr_proposals.pop(key, None)
+        if led_isr is not None and hosted.is_leader:
+            self.isr_changes.record(led_isr, hosted.isr)
         self._complete_delayed(*key, hw_moved=hw_moved)
         self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
         self.ready_changed.notify()
@@ -647,6 +656,9 @@ class ReplicaManager:
             return PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)), -1, False
         if self._failures:
             self._failures.succeeded(key, "Appends to %s-%d succeed again", *key)
+        counters = self.topic_stats[key[0]]
+        counters.messages_in += info.record_count
+        counters.bytes_in += info.valid_bytes
         response = PartitionResponse(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
@@ -705,8 +717,16 @@ class ReplicaManager:
             if result.size:
                 min_one_message = False
                 limit = max(0, limit - result.size)
+                self._count_bytes_out(result, replica_id)
             results.append(result)
         return results
+
+    def _count_bytes_out(self, result: FetchPartitionResult, replica_id: int) -> None:
+        counters = self.topic_stats[result.topic]
+        if replica_id >= 0:
+            counters.replication_bytes_out += result.size
+        else:
+            counters.bytes_out += result.size
 
     def _read_partition(
         self,
@@ -890,10 +910,12 @@ class ReplicaManager:
                 )
                 hosted.clear_pending_isr(proposal)
                 continue
+            before = hosted.isr
             if hosted.apply_isr(answer.leader_epoch, answer.partition_epoch, tuple(answer.isr)):
                 self._complete_delayed(*key, hw_moved=True)
             else:
                 hosted.clear_pending_isr(proposal)
+            self.isr_changes.record(before, hosted.isr)
 
     # -- list offsets ----------------------------------------------------------------------------
 

@@ -61,6 +61,12 @@ Owns the broker's life cycle.
   in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
   (flush, checkpoints, clean shutdown marker).
 
+HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
+start the same way), served once started: Prometheus `/metrics` from a registry of its own
+(server/metrics.py; the network layer then times every request for it) and the web console at `/`
+(odradek/console, reading this broker over its own listener), on server/http_listener.py; the HTTP
+listeners and the console close first at shutdown.
+
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
 `advertised.listeners` (else of `listeners`; a port 0 listener advertises the port it was bound to),
@@ -108,6 +114,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from odradek.clock import SYSTEM_CLOCK, Clock
+from odradek.console.app import Console
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
 from odradek.controller.controller import Controller, LeaderRebalance
@@ -138,6 +145,7 @@ from odradek.server.config import ConfigError, KafkaConfig, parse_connection_ove
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
+from odradek.server.http_listener import HttpListener
 from odradek.server.limits import (
     ConnectionLimits,
     connection_limits,
@@ -145,6 +153,7 @@ from odradek.server.limits import (
     resolve_overrides,
 )
 from odradek.server.metadata_cache import MetadataCache
+from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
 from odradek.server.network import KafkaServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
@@ -232,7 +241,11 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         self._bound: dict[str, tuple[str, int]] = {}
         self._start_limits = connection_limits(config)
-        self._server = KafkaServer(Dispatcher(self), self._start_limits)
+        self.request_metrics = RequestMetrics()
+        observer = self.request_metrics if config.http_listeners else None
+        self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
+        self._http: HttpListener | None = None
+        self._console: Console | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -287,6 +300,8 @@ class Broker:
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+        if config.http_listeners:
+            await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
             self.broker_id,
             self.metadata_cache,
@@ -334,13 +349,38 @@ class Broker:
         self._started = True
         if self._zk is None:
             self._server.listen()
+        if self._http is not None:
+            await self._http.serve()
         log.info(
             "odradek broker %d started, listening on %s (cluster id %s, %d partitions loading)",
             self.broker_id,
-            ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()),
+            ", ".join(
+                [f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()]
+                + [f"http://{host}:{port}" for host, port in self.http_addresses]
+            ),
             self.cluster_id,
             self.replica_manager.pending_count(),
         )
+
+    async def _bind_http(self, endpoints: list[tuple[str, int]]) -> None:
+        """Bind http.listeners with /metrics (the broker's own registry) and the web console (reading
+        this broker through its first advertised listener); served once started."""
+        registry = broker_registry(self, self._server, self.request_metrics)
+        own = self.advertised_endpoints()[0]
+        self._console = Console(f"{own.host}:{own.port}", self._hosted_sizes)
+        self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
+        await self._http.bind(endpoints)
+
+    def _hosted_sizes(self, topic: str) -> dict[int, int]:
+        """Bytes of the replicas of `topic` hosted here, by partition (the console's topic page)."""
+        return {
+            p.partition: p.log.size_in_bytes for p in self.replica_manager.partitions() if p.topic == topic
+        }
+
+    @property
+    def http_addresses(self) -> list[tuple[str, int]]:
+        """Where http.listeners are bound (empty without them)."""
+        return self._http.addresses if self._http is not None else []
 
     def _producer_id_block_source(self) -> ProducerIdBlockSource:
         if self._zk is None:
@@ -394,6 +434,10 @@ class Broker:
         log.info("odradek broker %d shutting down", self.broker_id)
         if self._started and self._zk is not None and self.config["controlled.shutdown.enable"]:
             await self._controlled_shutdown()
+        if self._http is not None:
+            await self._http.close()
+        if self._console is not None:
+            await self._console.close()
         self._server.close()
         self._shutting_down = True
         self.metadata_cache.changed.notify()

@@ -22,6 +22,8 @@ Connection limits (read by server/limits.py and server/network.py): `max.connect
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
 `max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
+`http.listeners` (an odradek key, `http://host:port,...`, empty by default: none) names where the
+broker serves HTTP (Prometheus `/metrics`, server/http_listener.py).
 `request.timeout.ms` is known and validated (default 30000): in Kafka it is the timeout of the
 broker's own outgoing requests (inter-broker channels); odradek has none yet, so nothing reads it.
 
@@ -209,6 +211,33 @@ def _listeners_validator(key: str, value: Any) -> None:
         _parse_endpoints(key, value)
 
 
+_HTTP_LISTENER_RE = re.compile(r"^http://(\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(\d+)/?$")
+
+
+def parse_http_listeners(value: str) -> list[tuple[str, int]]:
+    """`http.listeners`: `http://host:port,...` (IPv6 in brackets; empty host: every interface;
+    port 0: any free port). Raises ConfigError naming the key."""
+    key = "http.listeners"
+    endpoints: list[tuple[str, int]] = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _HTTP_LISTENER_RE.match(item)
+        if match is None:
+            raise ConfigError(key, value, f"malformed listener {item!r}, expected http://host:port")
+        host, port = match.group(1).strip("[]"), int(match.group(2))
+        if port > 65535:
+            raise ConfigError(key, value, f"port {port} of listener {item!r} is out of range 0-65535")
+        if (host, port) in endpoints:
+            raise ConfigError(key, value, f"listener {item!r} repeats")
+        endpoints.append((host, port))
+    return endpoints
+
+
+def _http_listeners_validator(key: str, value: Any) -> None:
+    parse_http_listeners(str(value or ""))
+
+
 def parse_connection_overrides(value: str) -> dict[str, int]:
     """`max.connections.per.ip.overrides`: `host:count,...` (a host name or an IP; IPv6 may be in
     brackets). Raises ConfigError naming the key."""
@@ -286,6 +315,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
+        # odradek's HTTP listeners (Prometheus /metrics): server/http_listener.py; empty = none
+        ConfigKey("http.listeners", _S, "", _http_listeners_validator),
         # logs
         ConfigKey("log.dirs", _LS, None),
         ConfigKey("log.dir", _S, None),
@@ -878,6 +909,11 @@ class KafkaConfig:
         if name is not None:
             return str(name)
         return next((lis.name for lis in self.listeners if lis.security_protocol == "PLAINTEXT"), "PLAINTEXT")
+
+    @property
+    def http_listeners(self) -> list[tuple[str, int]]:
+        """`http.listeners` as (host, port) pairs; empty when there is none."""
+        return parse_http_listeners(self._values["http.listeners"])
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:

@@ -36,6 +36,9 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
   runs of bytes go out with `sendmsg` (flagged MSG_MORE when a file slice follows), each `FileSlice`
   with `os.sendfile` from its fd at its offset (the file position is never touched). When the socket
   buffer is full the writer waits for writability with `loop.add_writer`.
+- Observing (the broker's request metrics, server/metrics.py): with a `RequestObserver`, each frame
+  is stamped when queued, and once answered (the response sent, or none for acks=0) the observer gets
+  the frame with its arrival, start and end times. Without one, nothing is stamped.
 - End of stream: the frames already received are still processed (an acks=0 produce sent just
   before the client closed is appended, as in Kafka), then the connection closes.
 - Errors: the handler raises `CloseConnection` to drop a client (unknown API key, undecodable
@@ -135,6 +138,9 @@ class CloseConnection(Exception):
 
 
 RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[ResponseChunk] | None]]
+# Told of each answered request: its frame, and when it arrived, was taken from the queue, was answered
+# (time.monotonic() seconds).
+RequestObserver = Callable[[bytes | bytearray, float, float, float], None]
 
 
 class ThrottledLog:
@@ -218,6 +224,7 @@ class Connection:
         receive_buffer: bytearray,
         pool: MemoryPool,
         on_closed: Callable[[Connection], None],
+        observer: RequestObserver | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._sock = sock
@@ -237,6 +244,8 @@ class Connection:
         self._held = 0
         self._queue: collections.deque[bytearray] = collections.deque()
         self._queued_bytes = 0
+        self._observer = observer
+        self._arrived: collections.deque[float] = collections.deque()  # per queued frame, when observed
         self._handling = False
         self.last_active = self._loop.time()
         self._wakeup = asyncio.Event()
@@ -369,6 +378,8 @@ class Connection:
         if not held:
             self._hold(size)
         self._queue.extend(frames)
+        if self._observer is not None:
+            self._arrived.extend([time.monotonic()] * len(frames))
         self._queued_bytes += size
         self._wakeup.set()
         if len(self._queue) >= self._max_queued or self._queued_bytes >= MAX_QUEUED_BYTES:
@@ -393,11 +404,16 @@ class Connection:
                 self._queued_bytes -= size
                 if not self._reading:
                     self.maybe_resume_reading()
+                observer = self._observer
+                if observer is not None:
+                    arrived, started = self._arrived.popleft(), time.monotonic()
                 response = await self._handler(frame, self.client)
                 self._held -= size
                 self._pool.release(size)
                 if response is not None:
                     await self._send_response(response)
+                if observer is not None:
+                    observer(frame, arrived, started, time.monotonic())
         except CloseConnection:
             self.close(None)  # the handler has logged why
         except OSError as exc:
@@ -495,6 +511,7 @@ class Connection:
         self._pause_reading()
         self._loop.remove_writer(self._fd)
         self._queue.clear()
+        self._arrived.clear()
         self._queued_bytes = 0
         self._tail, self._frame = b"", None
         self._pool.forget(self)
@@ -552,8 +569,14 @@ class KafkaServer:
     """Accepts connections on its listeners within the connection limits and runs a `Connection` for
     each."""
 
-    def __init__(self, handler: RequestHandler, limits: ConnectionLimits | None = None) -> None:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        limits: ConnectionLimits | None = None,
+        observer: RequestObserver | None = None,
+    ) -> None:
         self._handler = handler
+        self._observer = observer
         self._limits = limits or ConnectionLimits()
         self._receive_buffer = bytearray(RECEIVE_BUFFER_SIZE)
         self._pool = MemoryPool(self._limits.queued_max_request_bytes)
@@ -574,6 +597,10 @@ class KafkaServer:
     @property
     def connections(self) -> int:
         return len(self._connections)
+
+    def connections_by_listener(self) -> collections.Counter[str]:
+        """Open connections per listener name."""
+        return collections.Counter(connection.client.listener for connection in self._connections)
 
     @property
     def memory_pool(self) -> MemoryPool:
@@ -706,7 +733,14 @@ class KafkaServer:
         self._next_connection_id += 1
         client = ClientInfo(ip, int(address[1]), self._next_connection_id, listener)
         connection = Connection(
-            sock, client, self._handler, self._limits, self._receive_buffer, self._pool, self._on_closed
+            sock,
+            client,
+            self._handler,
+            self._limits,
+            self._receive_buffer,
+            self._pool,
+            self._on_closed,
+            self._observer,
         )
         self._connections.add(connection)
 

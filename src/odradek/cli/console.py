@@ -1,0 +1,75 @@
+"""`odradek console --bootstrap-server HOST:PORT [--listen http://HOST:PORT]`: the web console of any
+cluster (odradek/console), for brokers started without `http.listeners`, until SIGTERM / SIGINT.
+
+Serves the same pages a broker serves at `/` of its `http.listeners`, reading the cluster over the
+Kafka protocol from the bootstrap servers (replica sizes excepted: only a broker knows its own). A
+malformed option is a usage error (exit 2); a --listen address that cannot be bound exits 1 with one
+line; the cluster being unreachable is shown on the pages (502), not fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from odradek.client import bootstrap_option
+from odradek.console.app import Console
+from odradek.server.config import ConfigError, parse_http_listeners
+from odradek.server.http_listener import HttpListener
+
+COMMAND = "console"
+HELP = "serve the web console of a cluster"
+DEFAULT_LISTEN = "http://127.0.0.1:9645"
+
+
+def listen_option(value: str) -> list[tuple[str, int]]:
+    """argparse `type=` for --listen: `http://host:port[,...]`, as http.listeners."""
+    try:
+        endpoints = parse_http_listeners(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not endpoints:
+        raise argparse.ArgumentTypeError("give at least one http://host:port")
+    return endpoints
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server", type=bootstrap_option, required=True, metavar="HOST:PORT[,HOST:PORT...]"
+    )
+    parser.add_argument(
+        "--listen",
+        type=listen_option,
+        default=listen_option(DEFAULT_LISTEN),
+        metavar="http://HOST:PORT",
+        help=f"where to serve the console (default {DEFAULT_LISTEN})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        asyncio.run(_serve(args.bootstrap_server, args.listen))
+    except OSError as exc:
+        print(f"odradek console: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
+    console = Console(bootstrap)
+    http = HttpListener(console.routes())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await http.bind(endpoints)
+        await http.serve()
+        addresses = ", ".join(f"http://{host}:{port}" for host, port in http.addresses)
+        print(f"odradek console of {bootstrap} on {addresses}", flush=True)
+        await stop.wait()
+    finally:
+        await http.close()
+        await console.close()

@@ -1,0 +1,177 @@
+"""The web console: HTTP routes for the pages, over a `ClusterReader` of one cluster.
+
+Owns the routes (`/`, `/topics`, `/topic?name=`, `/groups`, `/group?id=`, `/messages?topic=
+&partition=&offset=|time=&limit=`) a `HttpListener` serves, the one worker thread every blocking
+read runs on (the event loop never waits for the cluster), and the lag history: once a page has
+been viewed, every SAMPLE_S each group's total lag is sampled and WINDOW_S of samples are kept for
+the group page's chart (a group page adds a sample of its own). A cluster that cannot be read
+answers 502 with the error on the page; a bad form value 400.
+
+Two hosts: the broker serves it at `/` of `http.listeners`, reading itself over its own listener
+(and giving the replica sizes it hosts, which the Kafka protocol has no request for here), and
+`odradek console --bootstrap-server` serves it for any cluster.
+
+Callers: server/broker.py, cli/console.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
+from typing import Any, TypeVar
+
+from odradek.client import TopicPartition
+from odradek.console import pages
+from odradek.console.reader import ClusterReader
+from odradek.server.http_listener import Response, Route
+
+log = logging.getLogger(__name__)
+
+SAMPLE_S = 5.0
+WINDOW_S = 600.0
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 1000
+HTML = "text/html; charset=utf-8"
+T = TypeVar("T")
+LocalSizes = Callable[[str], dict[int, int]]
+
+
+class FormError(ValueError):
+    """A form value the console cannot use."""
+
+
+class Console:
+    """The console of one cluster; `routes()` for the HTTP listener, `close()` when done."""
+
+    def __init__(self, bootstrap: str, local_sizes: LocalSizes | None = None) -> None:
+        self._reader = ClusterReader(bootstrap)
+        self._local_sizes = local_sizes
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="odradek-console")
+        self._history: dict[str, collections.deque[tuple[float, int]]] = {}
+        self._sampler: asyncio.Task[None] | None = None
+
+    def routes(self) -> dict[str, Route]:
+        pages_by_path: dict[str, Callable[[dict[str, str]], Awaitable[bytes]]] = {
+            "/": self._overview,
+            "/topics": self._topics,
+            "/topic": self._topic,
+            "/groups": self._groups,
+            "/group": self._group,
+            "/messages": self._messages,
+        }
+        return {path: functools.partial(self._page, page) for path, page in pages_by_path.items()}
+
+    async def close(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            await asyncio.gather(self._sampler, return_exceptions=True)
+        await self._read(self._reader.close)
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+    async def _page(
+        self, page: Callable[[dict[str, str]], Awaitable[bytes]], query: dict[str, str]
+    ) -> Response:
+        if self._sampler is None:
+            self._sampler = asyncio.get_running_loop().create_task(self._sample_forever(), name="console-lag")
+        try:
+            return HTTPStatus.OK, HTML, await page(query)
+        except FormError as exc:
+            return HTTPStatus.BAD_REQUEST, HTML, pages.layout("Bad request", f"<p class='warn'>{exc}</p>")
+        except Exception as exc:
+            log.info("Console page failed: %r", exc)
+            message = f"<p class='warn'>The cluster could not be read: {pages.escape(repr(exc))}</p>"
+            return HTTPStatus.BAD_GATEWAY, HTML, pages.layout("Unavailable", message)
+
+    async def _read(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+
+    # -- pages ------------------------------------------------------------------------------------
+
+    async def _overview(self, query: dict[str, str]) -> bytes:
+        cluster = await self._read(self._reader.cluster, offsets=False)
+        groups = await self._read(self._reader.groups)
+        return pages.overview_page(cluster, len(groups))
+
+    async def _topics(self, query: dict[str, str]) -> bytes:
+        return pages.topics_page(await self._read(self._reader.cluster))
+
+    async def _topic(self, query: dict[str, str]) -> bytes:
+        name = query.get("name", "")
+        cluster = await self._read(self._reader.cluster)
+        topic = next((t for t in cluster.topics if t.name == name), None)
+        if topic is None:
+            raise FormError(f"no topic named {name!r}")
+        sizes = self._local_sizes(name) if self._local_sizes is not None else {}
+        return pages.topic_page(topic, sizes)
+
+    async def _groups(self, query: dict[str, str]) -> bytes:
+        groups = await self._read(self._reader.groups)
+        lags = {g.group_id: history[-1][1] for g in groups if (history := self._history.get(g.group_id))}
+        return pages.groups_page(groups, lags)
+
+    async def _group(self, query: dict[str, str]) -> bytes:
+        group_id = query.get("id", "")
+        report = await self._read(self._reader.group, group_id)
+        self._record(group_id, _total_lag(report))
+        return pages.group_page(group_id, report, list(self._history[group_id]))
+
+    async def _messages(self, query: dict[str, str]) -> bytes:
+        if not query.get("topic"):
+            return pages.messages_page(query, None, None)
+        tp, offset, timestamp, limit = _browse_form(query)
+        messages = await self._read(
+            self._reader.messages, tp, offset=offset, timestamp=timestamp, limit=limit
+        )
+        return pages.messages_page(query, messages, None)
+
+    # -- lag history ------------------------------------------------------------------------------
+
+    async def _sample_forever(self) -> None:
+        while True:
+            try:
+                for group in await self._read(self._reader.groups):
+                    report = await self._read(self._reader.group, group.group_id)
+                    self._record(group.group_id, _total_lag(report))
+            except Exception as exc:
+                log.info("Console lag sample failed: %r", exc)
+            await asyncio.sleep(SAMPLE_S)
+
+    def _record(self, group_id: str, lag: int) -> None:
+        now = time.time()
+        history = self._history.setdefault(group_id, collections.deque())
+        history.append((now, lag))
+        while history and history[0][0] < now - WINDOW_S:
+            history.popleft()
+
+
+def _total_lag(report: Any) -> int:
+    return sum(
+        max(row.log_end_offset - row.committed, 0)
+        for row in report.rows
+        if row.committed is not None and row.log_end_offset is not None
+    )
+
+
+def _browse_form(query: dict[str, str]) -> tuple[TopicPartition, int | None, int | None, int]:
+    """(partition, offset, timestamp ms, limit) of the message browser's form."""
+    try:
+        partition = int(query.get("partition") or 0)
+        offset = int(query["offset"]) if query.get("offset") else None
+        limit = min(int(query.get("limit") or DEFAULT_LIMIT), MAX_LIMIT)
+        timestamp = None
+        if offset is None and query.get("time"):
+            moment = datetime.datetime.fromisoformat(query["time"])
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.UTC)
+            timestamp = int(moment.timestamp() * 1000)
+    except ValueError as exc:
+        raise FormError(f"bad form value: {exc}") from None
+    return TopicPartition(query["topic"], partition), offset, timestamp, limit

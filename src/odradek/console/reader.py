@@ -1,0 +1,189 @@
+"""What the web console shows, read from a cluster over the Kafka protocol.
+
+Owns one blocking `KafkaClient` and one `GroupAdmin` (cli/groups.py) on a bootstrap address, and
+turns their answers into the values the pages draw: the brokers and the controller (Metadata), each
+topic's partitions with leader, replicas, ISR and start / end offsets (Metadata, ListOffsets), the
+consumer groups with state, members, assignments, committed offsets and lag (ListGroups,
+DescribeGroups, OffsetFetch, ListOffsets), and the records of a partition from an offset or a time
+(ListOffsets by timestamp, Fetch).
+
+Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
+event loop: a broker serving its own console answers these requests on its loop meanwhile); the
+clients are used from that one thread only. Nothing is cached between calls.
+
+Callers: console/app.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.cli.groups import GroupAdmin, GroupListing, GroupReport
+from odradek.client import KafkaClient, TopicPartition
+from odradek.client.consumer import decode_range
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.metadata import MetadataRequest
+
+EARLIEST, LATEST = -2, -1
+FETCH_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    index: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    start: int = -1
+    end: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    internal: bool
+    partitions: tuple[Partition, ...]
+
+    @property
+    def under_replicated(self) -> int:
+        return sum(1 for p in self.partitions if len(p.isr) < len(p.replicas))
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[Broker, ...]
+    topics: tuple[Topic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+class ClusterReader:
+    """Blocking reads of one cluster; see the module docstring."""
+
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+        self._bootstrap = bootstrap
+        self._timeout_s = timeout_s
+        self._client: KafkaClient | None = None
+        self._admin: GroupAdmin | None = None
+
+    def _clients(self) -> tuple[KafkaClient, GroupAdmin]:
+        if self._client is None or self._admin is None:
+            self._client = KafkaClient(
+                self._bootstrap, client_id="odradek-console", timeout_s=self._timeout_s
+            )
+            self._admin = GroupAdmin(self._bootstrap, self._timeout_s, self._timeout_s)
+        return self._client, self._admin
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._admin is not None:
+            self._admin.__exit__()
+        self._client = self._admin = None
+
+    def cluster(self, *, offsets: bool = True) -> Cluster:
+        """Brokers, controller and every topic; with `offsets`, each partition's start and end."""
+        client, _ = self._clients()
+        response = client.any_connection().request(ApiKey.METADATA, MetadataRequest(topics=None))
+        topics = tuple(sorted((_topic(t) for t in response.topics), key=lambda t: t.name))
+        if offsets:
+            topics = self._with_offsets(client, topics)
+        brokers = tuple(
+            sorted((Broker(b.node_id, b.host, b.port, b.rack) for b in response.brokers), key=_id)
+        )
+        return Cluster(response.cluster_id, response.controller_id, brokers, topics)
+
+    def _with_offsets(self, client: KafkaClient, topics: tuple[Topic, ...]) -> tuple[Topic, ...]:
+        led = [TopicPartition(t.name, p.index) for t in topics for p in t.partitions if p.leader >= 0]
+        starts = client.list_offsets(dict.fromkeys(led, EARLIEST)) if led else {}
+        ends = client.list_offsets(dict.fromkeys(led, LATEST)) if led else {}
+        return tuple(
+            Topic(
+                t.name,
+                t.internal,
+                tuple(
+                    Partition(
+                        p.index,
+                        p.leader,
+                        p.replicas,
+                        p.isr,
+                        starts.get(TopicPartition(t.name, p.index), -1),
+                        ends.get(TopicPartition(t.name, p.index), -1),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in topics
+        )
+
+    def groups(self) -> list[GroupListing]:
+        return self._clients()[1].list_groups()
+
+    def group(self, group_id: str) -> GroupReport:
+        return self._clients()[1].describe(group_id)
+
+    def messages(
+        self, tp: TopicPartition, *, offset: int | None = None, timestamp: int | None = None, limit: int = 50
+    ) -> list[Message]:
+        """Up to `limit` records of `tp` from `offset` (else the first at or after `timestamp`, else
+        the start), as far as the high watermark."""
+        client, _ = self._clients()
+        if offset is None:
+            offset = client.list_offsets({tp: timestamp if timestamp is not None else EARLIEST})[tp]
+        messages: list[Message] = []
+        while offset >= 0 and len(messages) < limit:
+            fetched = client.fetch(tp, offset, max_bytes=FETCH_BYTES, max_wait_ms=0)
+            if fetched.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset < fetched.log_start_offset:
+                offset = fetched.log_start_offset
+                continue
+            columns, next_offset = decode_range(fetched.records, offset, fetched.high_watermark)
+            messages.extend(_messages(columns))
+            if next_offset == offset:
+                break
+            offset = next_offset
+        return messages[:limit]
+
+
+def _id(broker: Broker) -> int:
+    return broker.node_id
+
+
+def _topic(topic: Any) -> Topic:
+    partitions = tuple(
+        sorted(
+            (
+                Partition(p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
+                for p in topic.partitions
+            ),
+            key=lambda p: p.index,
+        )
+    )
+    return Topic(topic.name or "", bool(topic.is_internal), partitions)
+
+
+def _messages(columns: Any) -> list[Message]:
+    return [
+        Message(offset, timestamp, key, value, tuple(headers))
+        for offset, timestamp, key, value, headers in zip(
+            columns.offsets, columns.timestamps, columns.keys, columns.values, columns.headers, strict=True
+        )
+    ]

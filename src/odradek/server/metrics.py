@@ -1,0 +1,276 @@
+"""The broker's Prometheus metrics, under the names the Prometheus JMX exporter's Kafka rules give
+Kafka's JMX beans (docs/metrics.md lists every name).
+
+Owns:
+- `RequestMetrics`, the network layer's request observer (server/network.py): per API the requests
+  per version, and the last SAMPLES total times (arrival to response sent) and request queue times
+  (arrival to handling), from which scrapes compute Kafka's histogram percentiles;
+- `BrokerCollector`, a prometheus_client collector that reads everything else when scraped: the
+  ReplicaManager's counters (replication/stats.py), per-partition log sizes and offsets, replica
+  and controller gauges, consumer group lag, purgatory sizes and connection counts;
+- `broker_registry`, a registry of its own per broker (several brokers may share a process).
+
+Invariants: on the request path the cost is one observer call per request (two header bytes read, a
+dict lookup, two ring slots); nothing per partition is computed there. Everything that walks partitions
+or groups runs at scrape time, on the event loop (the state it reads lives there).
+
+Callers: the broker (builds the metrics and the registry), the HTTP listener (exposes the registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.server.http_listener import Response, Route
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+    from odradek.server.network import KafkaServer
+
+SAMPLES = 1024  # per API, the most recent requests the percentiles are computed over
+# Kafka's histogram percentiles, labelled as the JMX exporter labels `<N>thPercentile` ("0.$N")
+QUANTILES = (("0.50", 0.50), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
+
+
+def request_name(api_key: int) -> str:
+    """Kafka's name of an API (ApiKeys.name): LIST_OFFSETS -> ListOffsets."""
+    try:
+        words = ApiKey(api_key).name.split("_")
+    except ValueError:
+        return f"Unknown{api_key}"
+    return "".join(word.capitalize() for word in words)
+
+
+class ApiRequestStats:
+    """One API's request counts per version and its latest SAMPLES times in milliseconds."""
+
+    __slots__ = ("versions", "count", "total_ms", "queue_ms", "total_sum_ms", "queue_sum_ms")
+
+    def __init__(self) -> None:
+        self.versions: dict[int, int] = {}
+        self.count = 0
+        self.total_ms = [0.0] * SAMPLES
+        self.queue_ms = [0.0] * SAMPLES
+        self.total_sum_ms = 0.0
+        self.queue_sum_ms = 0.0
+
+    def record(self, version: int, queue_ms: float, total_ms: float) -> None:
+        self.versions[version] = self.versions.get(version, 0) + 1
+        slot = self.count % SAMPLES
+        self.queue_ms[slot] = queue_ms
+        self.total_ms[slot] = total_ms
+        self.queue_sum_ms += queue_ms
+        self.total_sum_ms += total_ms
+        self.count += 1
+
+    def quantiles(self, samples: list[float]) -> list[tuple[str, float]]:
+        """The percentiles of the samples taken so far (at most the latest SAMPLES)."""
+        ordered = sorted(samples[: min(self.count, SAMPLES)])
+        if not ordered:
+            return []
+        last = len(ordered) - 1
+        return [(label, ordered[min(last, int(q * len(ordered)))]) for label, q in QUANTILES]
+
+
+class RequestMetrics:
+    """The network layer's `RequestObserver`: counts and times every answered request per API."""
+
+    def __init__(self) -> None:
+        self.by_api: dict[int, ApiRequestStats] = {}
+
+    def __call__(self, frame: bytes | bytearray, arrived: float, started: float, finished: float) -> None:
+        api_key, version = frame[0] << 8 | frame[1], frame[2] << 8 | frame[3]  # the header's two int16s
+        stats = self.by_api.get(api_key)
+        if stats is None:
+            stats = self.by_api[api_key] = ApiRequestStats()
+        stats.record(version, (started - arrived) * 1000.0, (finished - arrived) * 1000.0)
+
+
+class BrokerCollector:
+    """Reads the broker's state into metric families at each scrape."""
+
+    def __init__(self, broker: Broker, server: KafkaServer, requests: RequestMetrics) -> None:
+        self._broker = broker
+        self._server = server
+        self._requests = requests
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._topic_metrics()
+        yield from self._request_metrics()
+        yield from self._replica_metrics()
+        yield from self._controller_metrics()
+        yield from self._log_metrics()
+        yield from self._group_lag()
+        yield from self._purgatories()
+        yield from self._network()
+
+    def _topic_metrics(self) -> Iterator[Metric]:
+        stats = self._broker.replica_manager.topic_stats
+        for field, name in (
+            ("messages_in", "messagesin"),
+            ("bytes_in", "bytesin"),
+            ("bytes_out", "bytesout"),
+        ):
+            family = CounterMetricFamily(
+                f"kafka_server_brokertopicmetrics_{name}", f"BrokerTopicMetrics {name}", labels=["topic"]
+            )
+            family.add_sample(family.name + "_total", {}, sum(getattr(c, field) for c in stats.values()))
+            for topic, counters in sorted(stats.items()):
+                family.add_metric([topic], getattr(counters, field))
+            yield family
+        yield CounterMetricFamily(
+            "kafka_server_brokertopicmetrics_replicationbytesout",
+            "Bytes read for follower replicas",
+            sum(c.replication_bytes_out for c in stats.values()),
+        )
+
+    def _request_metrics(self) -> Iterator[Metric]:
+        by_api = sorted((request_name(key), stats) for key, stats in self._requests.by_api.items())
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests answered", labels=["request", "version"]
+        )
+        for name, stats in by_api:
+            for version, count in sorted(stats.versions.items()):
+                requests.add_metric([name, str(version)], count)
+        yield requests
+        yield _times("totaltimems", "arrival to response sent", by_api, "total_ms", "total_sum_ms")
+        yield _times("requestqueuetimems", "arrival to handling", by_api, "queue_ms", "queue_sum_ms")
+        throttle = SummaryMetricFamily(
+            "kafka_network_requestmetrics_throttletimems",
+            "Throttle time (always 0: no quotas)",
+            labels=["request"],
+        )
+        for name, stats in by_api:
+            _add_summary(throttle, name, [(label, 0.0) for label, _ in QUANTILES], stats.count, 0.0)
+        yield throttle
+
+    def _replica_metrics(self) -> Iterator[Metric]:
+        manager = self._broker.replica_manager
+        partitions = manager.partitions()
+        led = [p for p in partitions if p.is_leader]
+        gauges = {
+            "partitioncount": len(partitions),
+            "leadercount": len(led),
+            "underreplicatedpartitions": sum(1 for p in led if len(p.isr) < len(p.replicas)),
+            "underminisrpartitioncount": sum(1 for p in led if len(p.isr) < p.min_insync_replicas),
+        }
+        for name, value in gauges.items():
+            yield GaugeMetricFamily(f"kafka_server_replicamanager_{name}", f"ReplicaManager {name}", value)
+        changes = manager.isr_changes
+        yield CounterMetricFamily("kafka_server_replicamanager_isrshrinks", "ISR shrinks", changes.shrinks)
+        yield CounterMetricFamily("kafka_server_replicamanager_isrexpands", "ISR expansions", changes.expands)
+
+    def _controller_metrics(self) -> Iterator[Metric]:
+        broker = self._broker
+        active = broker.controller is not None
+        offline = 0
+        if active:
+            live = {b.broker_id for b in broker.metadata_cache.brokers()}
+            offline = sum(
+                1
+                for topic in broker.metadata_cache.topics().values()
+                for state in topic.partitions.values()
+                if state.leader not in live
+            )
+        prefix = "kafka_controller_kafkacontroller_"
+        yield GaugeMetricFamily(prefix + "activecontrollercount", "1 on the active controller", int(active))
+        yield GaugeMetricFamily(prefix + "offlinepartitionscount", "Partitions with no live leader", offline)
+
+    def _log_metrics(self) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        size = GaugeMetricFamily("kafka_log_log_size", "Bytes of the partition's log", labels=labels)
+        end = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=labels)
+        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "Log start offset", labels=labels)
+        for p in sorted(self._broker.replica_manager.partitions(), key=lambda p: (p.topic, p.partition)):
+            key = [p.topic, str(p.partition)]
+            size.add_metric(key, p.log.size_in_bytes)
+            end.add_metric(key, p.log_end_offset)
+            start.add_metric(key, p.log_start_offset)
+        yield from (size, end, start)
+
+    def _group_lag(self) -> Iterator[Metric]:
+        """Per group and partition with a committed offset: the high watermark minus that offset,
+        for the partitions hosted on this broker (leader or follower)."""
+        labels = ["consumergroup", "topic", "partition"]
+        lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark - committed offset", labels=labels)
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset", labels=labels)
+        replica_manager = self._broker.replica_manager
+        for shard in self._broker.group_coordinator.shards().values():
+            for group_id, group in sorted(shard.groups.items()):
+                for tp, committed in sorted(group.offsets.items(), key=lambda item: item[0]):
+                    key = [group_id, tp.topic, str(tp.partition)]
+                    current.add_metric(key, committed.offset)
+                    partition = replica_manager.partition(tp.topic, tp.partition)
+                    if partition is not None:
+                        lag.add_metric(key, max(partition.high_watermark - committed.offset, 0))
+        yield from (lag, current)
+
+    def _purgatories(self) -> Iterator[Metric]:
+        manager = self._broker.replica_manager
+        family = GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_purgatorysize",
+            "Operations waiting",
+            labels=["delayedOperation"],
+        )
+        for purgatory in (manager.produce_purgatory, manager.fetch_purgatory):
+            family.add_metric([purgatory.name], len(purgatory))
+        yield family
+
+    def _network(self) -> Iterator[Metric]:
+        connections = GaugeMetricFamily(
+            "kafka_server_socket_server_metrics_connection_count", "Open connections", labels=["listener"]
+        )
+        counts = self._server.connections_by_listener()
+        for listener in self._broker.config.listeners:
+            connections.add_metric([listener.name], counts.get(listener.name, 0))
+        yield connections
+        yield GaugeMetricFamily(
+            "kafka_network_socketserver_memorypoolused",
+            "Bytes of request frames held",
+            self._server.memory_pool.used,
+        )
+
+
+def _times(name: str, doc: str, by_api: list[tuple[str, ApiRequestStats]], ring: str, total: str) -> Metric:
+    family = SummaryMetricFamily(f"kafka_network_requestmetrics_{name}", doc, labels=["request"])
+    for request, stats in by_api:
+        samples: list[float] = getattr(stats, ring)
+        _add_summary(family, request, stats.quantiles(samples), stats.count, getattr(stats, total))
+    return family
+
+
+def _add_summary(
+    family: SummaryMetricFamily, request: str, quantiles: list[tuple[str, float]], count: int, total: float
+) -> None:
+    for label, value in quantiles:
+        family.add_sample(family.name, {"request": request, "quantile": label}, value)
+    family.add_metric([request], count, total)
+
+
+def broker_registry(broker: Broker, server: KafkaServer, requests: RequestMetrics) -> CollectorRegistry:
+    """A registry of the broker's own (no process or platform collectors: brokers may share a
+    process)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(broker, server, requests))
+    return registry
+
+
+def metrics_route(registry: CollectorRegistry) -> Route:
+    """The HTTP listener's `/metrics`: the registry in Prometheus' text format."""
+
+    async def scrape(query: dict[str, str]) -> Response:
+        return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(registry)
+
+    return scrape

@@ -1,0 +1,172 @@
+"""The web console in a real headless Chromium (Debian's chromium and chromium-driver, driven by
+Selenium): a broker process with http.listeners, confluent-kafka traffic, then every page loaded,
+checked for the cluster's live state, and screenshotted (SCREENSHOTS_ENV names a directory to keep
+the screenshots in; else the test's tmp_path). Also `odradek console --bootstrap-server` as a
+process against the same broker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from odradek.testing.broker import BrokerProcess, free_port
+from odradek.testing.cluster import eventually
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None, reason="needs Debian's chromium and chromium-driver"
+)
+SCREENSHOTS_ENV = "ODRADEK_CONSOLE_SCREENSHOTS"
+TOPIC, GROUP = "orders", "billing"
+RECORDS, COMMITTED = 6, 2
+
+
+@pytest.fixture(scope="module")
+def console_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, str]]:
+    root = tmp_path_factory.mktemp("console")
+    port = free_port()
+    overrides = {"http.listeners": f"http://127.0.0.1:{port}"}
+    with BrokerProcess(root / "data", output_path=root / "broker.out", overrides=overrides) as process:
+        _traffic(process.bootstrap)
+        yield process, f"http://127.0.0.1:{port}"
+
+
+def _traffic(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(RECORDS - 1):
+        producer.produce(TOPIC, key=b"order-%d" % i, value=b"paid %d" % i, headers=[("source", b"web")])
+    producer.produce(TOPIC, key=None, value=b"\xff\xfe\x00binary")
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([TOPIC])
+    eventually(lambda: consumer.poll(0.5) is not None, 30, "a record consumed")
+    consumer.commit(offsets=[TopicPartition(TOPIC, 0, COMMITTED)], asynchronous=False)
+    consumer.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kept = os.environ.get(SCREENSHOTS_ENV)
+    directory = Path(kept) if kept else tmp_path_factory.mktemp("screenshots")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _visit(browser, screenshots: Path, url: str, name: str) -> str:
+    """Load `url`, save a screenshot as `name`.png, return the page's visible text."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(url)
+    text = browser.find_element(By.TAG_NAME, "body").text
+    path = screenshots / f"{name}.png"
+    assert browser.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    return text
+
+
+def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots):
+    process, base = console_broker
+    overview = _visit(browser, screenshots, base + "/", "cluster")
+    assert f"127.0.0.1 {process.port}" in overview and "controller" in overview
+
+    topics = _visit(browser, screenshots, base + "/topics", "topics")
+    assert f"{TOPIC} 1 1 {RECORDS} 0" in topics
+
+    topic = _visit(browser, screenshots, base + f"/topic?name={TOPIC}", "topic")
+    assert "0 0 0 0 0 6" in topic  # partition, leader, replicas, ISR, start, end offset
+
+    group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group")
+    assert f"{TOPIC} 0 {COMMITTED} {RECORDS} {RECORDS - COMMITTED}" in group
+    assert "rdkafka" not in group  # the consumer left: no members
+
+    groups = _visit(browser, screenshots, base + "/groups", "groups")
+    assert f"{GROUP} Empty {RECORDS - COMMITTED}" in groups
+
+    messages = _visit(
+        browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset=0", "messages"
+    )
+    assert "order-0 paid 0 source: web" in messages
+    assert "null 0xfffe0062696e617279" in messages  # not UTF-8: hex
+
+    since = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&time=2000-01-01T00:00:00", "since")
+    assert f"{RECORDS} records" in since and "order-0" in since
+    future = _visit(
+        browser, screenshots, base + f"/messages?topic={TOPIC}&time=2100-01-01T00:00:00", "future"
+    )
+    assert "0 records" in future
+
+
+def test_the_pages_follow_the_cluster_as_it_changes(console_broker, browser, screenshots):
+    from selenium.webdriver.common.by import By
+
+    process, base = console_broker
+    _visit(browser, screenshots, base + f"/group?id={GROUP}", "group-before")
+    producer = Producer({"bootstrap.servers": process.bootstrap})
+    producer.produce(TOPIC, value=b"late")
+    assert producer.flush(30) == 0
+    group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group-after")
+    assert f"{TOPIC} 0 {COMMITTED} {RECORDS + 1} {RECORDS + 1 - COMMITTED}" in group
+    points = browser.find_element(By.CSS_SELECTOR, "#lag-chart polyline").get_attribute("points")
+    assert len(points.split()) >= 2  # one sample per view at least
+
+    later = _visit(
+        browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset={RECORDS}", "late"
+    )
+    assert "late" in later and "1 records" in later
+
+
+def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, screenshots):
+    _, base = console_broker
+    text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=x", "bad-form")
+    assert "Bad request" in text
+
+
+def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(
+    console_broker, browser, screenshots
+):
+    process, _ = console_broker
+    port = free_port()
+    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", process.bootstrap]
+    argv += ["--listen", f"http://127.0.0.1:{port}"]
+    console = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert console.stdout is not None
+        assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
+        topics = _visit(browser, screenshots, f"http://127.0.0.1:{port}/topics", "standalone-topics")
+        assert TOPIC in topics
+    finally:
+        console.terminate()
+        code = console.wait(30)
+        console.stdout.close()
+    assert code == 0
