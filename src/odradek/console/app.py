@@ -153,11 +153,7 @@ class Console:
 
 
 def _total_lag(report: Any) -> int:
-    return sum(
-        max(row.log_end_offset - row.committed, 0)
-        for row in report.rows
-        if row.committed is not None and row.log_end_offset is not None
-    )
+    return sum(row.lag for row in report.rows if row.lag is not None)
 
 
 def _browse_form(query: dict[str, str]) -> tuple[TopicPartition, int | None, int | None, int]:

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from urllib.parse import urlencode
 
-from odradek.cli.groups import GroupListing, GroupReport
+from odradek.cli.group_admin import GroupListing, GroupReport
+from odradek.client import TopicPartition
 from odradek.console.reader import Cluster, Message, Topic
 
 CHART_WIDTH, CHART_HEIGHT = 640, 160
@@ -158,15 +159,16 @@ def groups_page(groups: Sequence[GroupListing], lags: dict[str, int | None]) -> 
 
 
 def group_page(group_id: str, report: GroupReport, history: Sequence[tuple[float, int]]) -> bytes:
-    members: dict[tuple[str, str, str], list[str]] = {}
-    for row in report.rows:
-        if row.consumer_id != "-":
-            members.setdefault((row.consumer_id, row.client_id, row.host), []).append(str(row.tp))
     member_table = table(
         ["Member", "Client id", "Host", "Assigned partitions"],
         (
-            [escape(m), escape(c), escape(h), escape(", ".join(parts))]
-            for (m, c, h), parts in sorted(members.items())
+            [
+                escape(m.member_id),
+                escape(m.client_id),
+                escape(m.host),
+                escape(", ".join(map(str, m.partitions))),
+            ]
+            for m in sorted(report.members, key=lambda m: m.member_id)
         ),
     )
     offsets = table(
@@ -177,10 +179,11 @@ def group_page(group_id: str, report: GroupReport, history: Sequence[tuple[float
                 str(row.tp.partition),
                 _or_dash(row.committed),
                 _or_dash(row.log_end_offset),
-                _or_dash(_lag(row.committed, row.log_end_offset)),
+                _or_dash(row.lag),
                 escape(row.consumer_id),
             ]
             for row in report.rows
+            if row.tp is not None
         ),
         (1, 2, 3, 4),
     )
@@ -258,13 +261,13 @@ def _time(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def _lag(committed: int | None, end: int | None) -> int | None:
-    return None if committed is None or end is None else max(end - committed, 0)
-
-
 def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
 def _warn(count: int) -> str:
     return f"<span class='warn'>{count}</span>" if count else "0"
+
+
+def _partitions(partitions: Sequence[TopicPartition]) -> str:
+    return ", ".join(f"{tp.topic}-{tp.partition}" for tp in partitions)

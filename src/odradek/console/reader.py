@@ -1,11 +1,11 @@
 """What the web console shows, read from a cluster over the Kafka protocol.
 
-Owns one blocking `KafkaClient` and one `GroupAdmin` (cli/groups.py) on a bootstrap address, and
-turns their answers into the values the pages draw: the brokers and the controller (Metadata), each
-topic's partitions with leader, replicas, ISR and start / end offsets (Metadata, ListOffsets), the
-consumer groups with state, members, assignments, committed offsets and lag (ListGroups,
-DescribeGroups, OffsetFetch, ListOffsets), and the records of a partition from an offset or a time
-(ListOffsets by timestamp, Fetch).
+Owns one blocking `KafkaClient` on a bootstrap address and one `GroupAdmin` (cli/group_admin.py)
+over it, and turns their answers into the values the pages draw: the brokers and the controller
+(Metadata), each topic's partitions with leader, replicas, ISR and start / end offsets (Metadata,
+ListOffsets), the consumer groups with state, members, assignments, committed offsets and lag
+(ListGroups, DescribeGroups, OffsetFetch, ListOffsets), and the records of a partition from an
+offset or a time (ListOffsets by timestamp, Fetch).
 
 Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
 event loop: a broker serving its own console answers these requests on its loop meanwhile); the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.cli.groups import GroupAdmin, GroupListing, GroupReport
+from odradek.cli.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
 from odradek.protocol.api_keys import ApiKey
@@ -90,14 +90,12 @@ class ClusterReader:
             self._client = KafkaClient(
                 self._bootstrap, client_id="odradek-console", timeout_s=self._timeout_s
             )
-            self._admin = GroupAdmin(self._bootstrap, self._timeout_s, self._timeout_s)
+            self._admin = GroupAdmin(self._client, self._timeout_s)
         return self._client, self._admin
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
-        if self._admin is not None:
-            self._admin.__exit__()
         self._client = self._admin = None
 
     def cluster(self, *, offsets: bool = True) -> Cluster:
