@@ -208,20 +208,20 @@ class ChaosResult:
         )
         return not any(findings) and not self.stuck and not self.fatal and self.error is None
 
-    def worst_past_heal(self) -> dict[str, float]:
-        """Per fault kind, the longest a partition stayed unavailable after its fault was healed."""
-        worst: dict[str, float] = {}
-        for fault in self.faults:
-            if fault.past_heal_s is not None:
-                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), fault.past_heal_s), 1)
-        return worst
-
     def worst_windows(self) -> dict[str, float]:
         """Per fault kind, the longest unavailability window its faults caused."""
+        return self._worst("window_s")
+
+    def worst_past_heal(self) -> dict[str, float]:
+        """Per fault kind, the longest a partition stayed unavailable after its fault was healed."""
+        return self._worst("past_heal_s")
+
+    def _worst(self, measure: str) -> dict[str, float]:
         worst: dict[str, float] = {}
         for fault in self.faults:
-            if fault.window_s is not None:
-                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), fault.window_s), 1)
+            value = getattr(fault, measure)
+            if value is not None:
+                worst[fault.kind] = round(max(worst.get(fault.kind, 0.0), value), 1)
         return worst
 
     def summary(self) -> str:
