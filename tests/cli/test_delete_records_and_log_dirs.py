@@ -8,14 +8,16 @@ log directory on disk (partition sizes); a restart must keep the deleted records
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
 
 QUIET = {"log_level": 3}
+NOT_SERVING_YET = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, **config: str) -> None:
@@ -32,9 +34,18 @@ def produce(bootstrap: str, topic: str, counts: list[int]) -> None:
 
 
 def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(low, high) of the partition, once it serves: a restarted broker answers NOT_LEADER_OR_FOLLOWER
+    (retriable) for a partition whose log it has not loaded yet, and librdkafka does not retry here."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks", **QUIET})
+    deadline = time.monotonic() + 30
     try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            except KafkaException as exc:
+                if exc.args[0].code() not in NOT_SERVING_YET or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
     finally:
         consumer.close()
 
