@@ -53,29 +53,29 @@ SUBNET_PREFIX = "10.231"
 NFT_TABLE = "chaos"
 
 
-def run_ip(*args: str, namespace: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`ip` with `args` (inside `namespace` when given); raises with ip's message on failure."""
-    argv = ["ip", *(["-n", namespace] if namespace else []), *args]
-    done = subprocess.run(argv, capture_output=True, text=True)
+def run(
+    argv: list[str], *, script: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` (with `script` on its stdin); raises with its message on failure when `check`."""
+    done = subprocess.run(argv, input=script, capture_output=True, text=True)
     if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}" + (f"\n{script}" if script else ""))
     return done
+
+
+def run_ip(*args: str, namespace: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`ip` with `args` (inside `namespace` when given)."""
+    return run(["ip", *(["-n", namespace] if namespace else []), *args], check=check)
 
 
 def nft(namespace: str, script: str) -> None:
     """Apply an nft `script` inside `namespace`."""
-    done = subprocess.run(
-        ["ip", "netns", "exec", namespace, "nft", "-f", "-"], input=script, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"nft in {namespace}: {done.stderr.strip()}\n{script}")
+    run(["ip", "netns", "exec", namespace, "nft", "-f", "-"], script=script)
 
 
 def tc(namespace: str, *args: str, check: bool = True) -> None:
     """`tc` with `args` inside `namespace`."""
-    done = subprocess.run(["ip", "netns", "exec", namespace, "tc", *args], capture_output=True, text=True)
-    if check and done.returncode != 0:
-        raise RuntimeError(f"tc {' '.join(args)} in {namespace}: {done.stderr.strip()}")
+    run(["ip", "netns", "exec", namespace, "tc", *args], check=check)
 
 
 def netns_available() -> str | None:
@@ -194,13 +194,7 @@ class SmallDisk:
 
     def mount(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={self.size}", "tmpfs", str(self.path)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"cannot mount a tmpfs on {self.path}: {done.stderr.strip()}")
+        run(["mount", "-t", "tmpfs", "-o", f"size={self.size}", "tmpfs", str(self.path)])
 
     def fill(self) -> None:
         """Take every free page (the filler grows until the disk is full)."""
@@ -224,7 +218,7 @@ class SmallDisk:
         return saved
 
     def unmount(self) -> None:
-        subprocess.run(["umount", "--lazy", str(self.path)], capture_output=True)
+        run(["umount", "--lazy", str(self.path)], check=False)
 
 
 class NamespacedCluster(LocalCluster):
