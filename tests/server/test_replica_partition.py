@@ -209,3 +209,48 @@ def test_offsets_for_timestamps(tmp_path: Path) -> None:
     assert lookup(MAX_TIMESTAMP, None).offset == 4
     assert lookup(MAX_TIMESTAMP, READ_UNCOMMITTED) is None
     assert lookup(10_000, None) is None
+
+
+def idempotent_batch(sequence: int, producer_epoch: int = 0, producer_id: int = 7) -> memoryview:
+    record = SimpleRecord(b"s%d" % sequence, timestamp=1_000)
+    return memoryview(
+        build_batch([record], producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=sequence)
+    )
+
+
+def refusal(partition: Partition, records: memoryview) -> ErrorCode:
+    with pytest.raises(KafkaError) as refused:
+        partition.append_records_to_leader(records, required_acks=-1)
+    return refused.value.code
+
+
+def test_a_gap_left_by_a_batch_refused_for_min_isr_is_answered_with_that_refusal(tmp_path: Path) -> None:
+    """Seed 53 of the fault runs: batch N refused NOT_ENOUGH_REPLICAS, the ISR grows back, N+1
+    arrives before N is retried. Kafka answers N+1 OUT_OF_ORDER_SEQUENCE_NUMBER, which makes
+    librdkafka bump its epoch and write unacknowledged batches twice; this leader answers N+1 with
+    N's retriable refusal, and both go in, in order, once N is retried."""
+    partition = make_partition(tmp_path, min_insync_replicas=2)
+    partition.make_leader(state(replicas=(0, 1)))
+    partition.append_records_to_leader(idempotent_batch(0), required_acks=1)
+    partition.update_follower_fetch_state(1, 1)
+    partition.apply_isr(5, 1, (0,))  # the ISR shrinks
+    assert refusal(partition, idempotent_batch(1)) == ErrorCode.NOT_ENOUGH_REPLICAS
+    partition.apply_isr(5, 2, (0, 1))  # and grows back before batch 2 arrives
+    assert refusal(partition, idempotent_batch(2)) == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert partition.append_records_to_leader(idempotent_batch(1), required_acks=-1)[0].first_offset == 1
+    assert partition.append_records_to_leader(idempotent_batch(2), required_acks=-1)[0].first_offset == 2
+    assert (
+        refusal(partition, idempotent_batch(4)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )  # a gap of its own
+
+
+def test_a_refusal_explains_no_gap_of_another_epoch_or_leader_epoch(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path, min_insync_replicas=2)
+    partition.make_leader(state(replicas=(0,)))
+    partition.append_records_to_leader(idempotent_batch(0), required_acks=1)
+    assert refusal(partition, idempotent_batch(1)) == ErrorCode.NOT_ENOUGH_REPLICAS
+    partition.log.update_config(LogConfig(min_insync_replicas=1))
+    assert refusal(partition, idempotent_batch(2, producer_epoch=1)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    partition.make_leader(state(epoch=6, replicas=(0,)))  # a new leader epoch forgets the refusal
+    assert refusal(partition, idempotent_batch(2)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert partition.append_records_to_leader(idempotent_batch(1), required_acks=-1)[0].first_offset == 1

@@ -35,6 +35,10 @@ Invariants:
   not newer; the ReplicaManager has already applied Kafka's request-level fencing.
 - acks=-1 appends are refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
   min.insync.replicas, before anything is written.
+- An idempotent batch whose sequence gap starts at a batch this leader refused unwritten with a
+  retriable error (NOT_ENOUGH_REPLICAS, KAFKA_STORAGE_ERROR) gets that error again, not Kafka's
+  OUT_OF_ORDER_SEQUENCE_NUMBER (replication/refused_batches.py says why); a new leader epoch or
+  following forgets these refusals.
 
 Errors are raised as `KafkaError` (NOT_LEADER_OR_FOLLOWER, epochs, NOT_ENOUGH_REPLICAS) or come from
 storage (`OffsetOutOfRangeError`, `RecordsError`, `KafkaStorageError`, each with `error_code`).
@@ -53,8 +57,10 @@ from odradek.controller.metadata import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP
+from odradek.replication.refused_batches import RefusedBatches
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH, EpochEndOffset
 from odradek.storage.log import Log, LogAppendInfo
+from odradek.storage.producer_state import OutOfOrderSequenceError
 
 NO_LEADER_EPOCH = -1
 UNKNOWN_OFFSET = -1
@@ -145,6 +151,7 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
         self._followers: dict[int, FollowerState] = {}
+        self._refused = RefusedBatches()
 
     def __repr__(self) -> str:
         return (
@@ -183,6 +190,7 @@ class Partition:
         if new_term:
             self.leader_epoch_start_offset = self.log_end_offset
             self._followers = {}
+            self._refused.clear()
         self._followers = {
             r: self._followers.get(r) or FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
             for r in self._replica_followers()
@@ -195,6 +203,7 @@ class Partition:
         self._check_newer(state)
         self._apply(state)
         self._followers = {}
+        self._refused.clear()
 
     def _check_newer(self, state: PartitionState) -> None:
         older = state.leader_epoch < self.leader_epoch
@@ -364,14 +373,29 @@ class Partition:
     def append_records_to_leader(self, records: memoryview, required_acks: int) -> tuple[LogAppendInfo, bool]:
         """Append as leader; returns the append info and whether the HW moved."""
         self.check_leader()
+        try:
+            self._check_enough_replicas(required_acks)
+            info = self.log.append_as_leader(records, self.leader_epoch)
+        except OutOfOrderSequenceError:
+            explained = self._refused.gap_error(records)
+            if explained is None:
+                raise
+            raise explained from None
+        except KafkaError as exc:
+            if exc.code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.KAFKA_STORAGE_ERROR):
+                self._refused.remember(records, exc)
+            raise
+        if self._refused:
+            self._refused.appended(records)
+        return info, self.maybe_increment_high_watermark()
+
+    def _check_enough_replicas(self, required_acks: int) -> None:
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"the ISR {list(self.isr)} of {self.topic}-{self.partition} is smaller than "
                 f"min.insync.replicas={self.min_insync_replicas}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
-        return info, self.maybe_increment_high_watermark()
 
     def check_enough_replicas_reached(self, required_offset: int) -> tuple[bool, ErrorCode]:
         """For an acks=-1 append ending before `required_offset`: (done, error code)."""
