@@ -6,7 +6,9 @@ election off, a partition that has none is unavailable rather than lossy.
 
 Owns, for one run (`run_chaos`): a cluster of real brokers (3 by default;
 zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200,
-unclean election off) and one topic (3 partitions, replication factor 3, min.insync.replicas 2);
+replica.socket.timeout.ms and controller.socket.timeout.ms 2000, request.timeout.ms 4000, unclean
+election off: Kafka's defaults of 18 s, 30 s and 30 s scaled down alike, since a connection whose
+packets were dropped is noticed only when a request on it times out) and one topic (3 partitions, replication factor 3, min.insync.replicas 2);
 the workload, two idempotent acks=all producers in threads of their own writing unique values
 round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d"; both dial a
 broker again at most 1 s after losing it, the Java client's reconnect.backoff.max.ms) and recording
@@ -131,6 +133,8 @@ class ChaosSettings:
     partitions: int = 3
     session_timeout_ms: int = 4000
     lag_ms: int = 3000
+    socket_timeout_ms: int = 2000  # replica.socket.timeout.ms, controller.socket.timeout.ms
+    request_timeout_ms: int = 4000  # the brokers' and the producers' request.timeout.ms
     rate: float = 200.0  # records a second the workload offers
     kill_hold_s: tuple[float, float] = (0.5, 5.0)
     slow_hold_s: tuple[float, float] = (2.0, 6.0)
@@ -335,7 +339,7 @@ class Workload:
                 "enable.idempotence": True,
                 "linger.ms": 5,
                 "message.timeout.ms": self.settings.message_timeout_ms,
-                "request.timeout.ms": 10_000,
+                "request.timeout.ms": self.settings.request_timeout_ms,
                 "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
                 "error_cb": self._on_error,
                 **QUIET,
@@ -364,7 +368,7 @@ class Workload:
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
-            request_timeout_ms=10_000,
+            request_timeout_ms=self.settings.request_timeout_ms,
             reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
             delivery_timeout_ms=self.settings.message_timeout_ms,
         )
@@ -818,6 +822,9 @@ def make_cluster(
         "min.insync.replicas": 2,  # __consumer_offsets' too: a commit is acknowledged by two replicas
         "replica.lag.time.max.ms": settings.lag_ms,
         "replica.fetch.backoff.ms": 200,
+        "replica.socket.timeout.ms": settings.socket_timeout_ms,
+        "controller.socket.timeout.ms": settings.socket_timeout_ms,
+        "request.timeout.ms": settings.request_timeout_ms,
         "unclean.leader.election.enable": "false",
     }
     if network == "netns":
