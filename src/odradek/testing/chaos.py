@@ -8,7 +8,8 @@ Owns, for one run (`run_chaos`): a cluster of real brokers (3 by default;
 zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200,
 replica.socket.timeout.ms and controller.socket.timeout.ms 2000, request.timeout.ms 4000, unclean
 election off: Kafka's defaults of 18 s, 30 s and 30 s scaled down alike, since a connection whose
-packets were dropped is noticed only when a request on it times out) and one topic (3 partitions, replication factor 3, min.insync.replicas 2);
+packets were dropped is noticed only when a request on it times out) and one topic (3
+partitions, replication factor 3, min.insync.replicas 2);
 the workload, two idempotent acks=all producers in threads of their own writing unique values
 round-robin over the partitions (confluent-kafka b"w%08d", kafka-python b"k%08d"; both dial a
 broker again at most 1 s after losing it, the Java client's reconnect.backoff.max.ms) and recording
