@@ -45,8 +45,9 @@ sent, values read elsewhere than where they were acknowledged, replicas whose se
 differ, and (after every cycle and at the end) group offsets committed below a commit acknowledged
 before: an acknowledged commit lost. Per fault it also records the unavailability window: the
 longest gap of any partition between consecutive acknowledgements from the fault's start to the end
-of its cycle (the start counting as the first), and how much of that gap came after the heal; the
-summary gives the worst of both per fault kind.
+of its cycle (the start counting as the first; a partition with none in the cycle counts until its
+first one after it), and how much of that gap came after the heal; the summary gives the worst of
+both per fault kind.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
@@ -69,7 +70,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,7 @@ class FaultRecord:
     window_s: float | None = None  # longest gap between a partition's acknowledgements, see below
     past_heal_s: float | None = None  # how much of such a gap came after the heal
     healed_s: float | None = None  # when the fault was healed, since the run started
+    ended_s: float | None = None  # when its cycle ended, since the run started
     acked: int = 0  # acknowledgements so far, at the end of the cycle
 
 
@@ -395,20 +397,30 @@ class Workload:
             raise AssertionError(f"no acknowledgement from some partition within {timeout_s} s")
 
     def unavailability(self, start: float, healed: float, end: float) -> tuple[float, float] | None:
-        """(window, past heal) of a fault from `start` to `end`: the window is the longest gap of any
-        partition between consecutive acknowledgements (`start` counting as the first), the past
-        heal the longest stretch of such a gap after `healed`; None while some partition has had
-        no acknowledgement since `start`."""
-        window = past_heal = 0.0
-        for times in self.ack_times.values():
-            first, last = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
-            if first == last:
+        """See `unavailability`."""
+        return unavailability(self.ack_times.values(), start, healed, end)
+
+
+def unavailability(
+    ack_times: Iterable[list[float]], start: float, healed: float, end: float
+) -> tuple[float, float] | None:
+    """(window, past heal) of a fault whose cycle ran from `start` to `end`, from each partition's
+    acknowledgement times (sorted): the window is the longest gap of any partition between
+    consecutive acknowledgements (`start` counting as the first), the past heal the longest stretch
+    of such a gap after `healed`. A partition with no acknowledgement in the cycle counts until its
+    first one after it; None while it has none."""
+    window = past_heal = 0.0
+    for times in ack_times:
+        first, last = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+        if first == last:
+            if last == len(times):
                 return None
-            points = [start, *times[first:last]]
-            for before, after in itertools.pairwise(points):
-                window = max(window, after - before)
-                past_heal = max(past_heal, after - max(before, healed))
-        return window, past_heal
+            last += 1
+        points = [start, *times[first:last]]
+        for before, after in itertools.pairwise(points):
+            window = max(window, after - before)
+            past_heal = max(past_heal, after - max(before, healed))
+    return window, past_heal
 
 
 class GroupReader:
@@ -855,9 +867,12 @@ def create_topic(cluster: LocalCluster, settings: ChaosSettings) -> None:
 
 
 def note_unavailability(fault: FaultRecord, workload: Workload, epoch: float) -> None:
-    """The fault's window and past-heal stretch, from its start until now."""
+    """The fault's window and past-heal stretch, from its start to the end of its cycle (now, the
+    first time; a later call, for a partition that had no acknowledgement by then, keeps that end)."""
+    if fault.ended_s is None:
+        fault.ended_s = time.monotonic() - epoch
     healed = epoch + (fault.healed_s if fault.healed_s is not None else fault.started_s + fault.hold_s)
-    found = workload.unavailability(epoch + fault.started_s, healed, time.monotonic())
+    found = workload.unavailability(epoch + fault.started_s, healed, epoch + fault.ended_s)
     if found is not None:
         fault.window_s, fault.past_heal_s = (round(value, 3) for value in found)
 
