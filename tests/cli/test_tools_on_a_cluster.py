@@ -20,6 +20,10 @@ import subprocess
 from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from odradek.client import KafkaClient
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages import ElectLeadersRequest
 from odradek.testing.cluster import eventually
 from tests.cli.tooling import ok, run_odradek
 
@@ -164,24 +168,28 @@ def elect(bootstrap: str, election_type: str, topic: str) -> subprocess.Complete
                        "--topic", topic, "--partition", "0")  # fmt: skip
 
 
+def lose_preferred_leadership(cluster, topic: str) -> None:
+    """Broker 1 (partition 0's preferred replica) stops, broker 2 takes over, 1 comes back into the ISR."""
+    cluster.brokers[1].stop()
+    eventually(lambda: cluster.state(topic, 0)["leader"] == 2, FAILOVER_TIMEOUT_S, "broker 2 leads")
+    cluster.brokers[1].start()
+    eventually(lambda: 1 in cluster.state(topic, 0)["isr"], FAILOVER_TIMEOUT_S, "broker 1 back in the ISR")
+    assert leader_in_metadata(cluster.bootstrap, topic) == 2
+
+
 def test_a_preferred_election_moves_leadership_back_without_losing_records(
     start_cluster, unique_topic
 ) -> None:
     """Broker 1, the preferred replica, stops and comes back (auto leader rebalance off): broker 2 still
     leads until `leader-election --election-type preferred`; every acks=all record stays readable.
-    confluent-kafka's AdminClient.elect_leaders answers the same election as already done."""
+    confluent-kafka's AdminClient.elect_leaders then answers the same election as already done, and
+    elects broker 1 again after a second restart."""
     cluster = start_cluster(**{"auto.leader.rebalance.enable": "false"})
     ok("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", unique_topic,
        "--replica-assignment", "1:2:3")  # fmt: skip
     before = [b"before-%d" % i for i in range(10)]
     produce_all(cluster.bootstrap, unique_topic, before)
-    cluster.brokers[1].stop()
-    eventually(lambda: cluster.state(unique_topic, 0)["leader"] == 2, FAILOVER_TIMEOUT_S, "broker 2 leads")
-    cluster.brokers[1].start()
-    eventually(
-        lambda: 1 in cluster.state(unique_topic, 0)["isr"], FAILOVER_TIMEOUT_S, "broker 1 back in the ISR"
-    )
-    assert leader_in_metadata(cluster.bootstrap, unique_topic) == 2
+    lose_preferred_leadership(cluster, unique_topic)
 
     done = elect(cluster.bootstrap, "preferred", unique_topic)
     assert (done.returncode, done.stdout) == (
@@ -197,10 +205,22 @@ def test_a_preferred_election_moves_leadership_back_without_losing_records(
 
     again = elect(cluster.bootstrap, "PREFERRED", unique_topic)
     assert again.stdout == f"Valid replica already elected for partitions {unique_topic}-0\n"
+    other = cluster.brokers[next(b for b in cluster.brokers if b != cluster.controller())]
+    asked = [ElectLeadersRequest.TopicPartitions(topic=unique_topic, partitions=[0])]
+    with KafkaClient(other.bootstrap) as client:
+        refused = client.connect_to(other.host, other.port).request(
+            ApiKey.ELECT_LEADERS, ElectLeadersRequest(topic_partitions=asked)
+        )
+    assert refused.error_code == ErrorCode.NOT_CONTROLLER  # not the controller: the client looks again
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 3})
-    answer = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(unique_topic, 0)]).result(timeout=30)
-    (error,) = answer.values()
+    partition = [TopicPartition(unique_topic, 0)]
+    (error,) = admin.elect_leaders(ElectionType.PREFERRED, partition).result(timeout=30).values()
     assert error is not None and error.code() == KafkaError.ELECTION_NOT_NEEDED
+
+    lose_preferred_leadership(cluster, unique_topic)
+    assert list(admin.elect_leaders(ElectionType.PREFERRED, partition).result(timeout=30).values()) == [None]
+    assert cluster.state(unique_topic, 0)["leader"] == 1
+    assert read_all(cluster.bootstrap, unique_topic, 20) == before + after
 
 
 def test_an_unclean_election_brings_an_offline_partition_back(start_cluster, unique_topic) -> None:
