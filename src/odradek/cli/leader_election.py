@@ -33,6 +33,7 @@ from odradek.cli.common import ToolError, add_connection_options, check, connect
 from odradek.cli.librdkafka import properties_file
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient, TopicPartition
+from odradek.client.connection import BrokerConnection
 from odradek.controller.decisions import ElectionType
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, error_name
@@ -183,7 +184,7 @@ def _elect(
         time.sleep(RETRY_BACKOFF_S)
 
 
-def _controller(client: KafkaClient, deadline: float) -> Any:
+def _controller(client: KafkaClient, deadline: float) -> BrokerConnection:
     """A connection to the controller Metadata names, waiting for one until `deadline`."""
     while True:
         metadata = client.request(ApiKey.METADATA, MetadataRequest(topics=[]))

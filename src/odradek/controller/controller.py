@@ -126,6 +126,7 @@ log = logging.getLogger(__name__)
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 NO_EPOCH = -1  # StopReplica's leader epoch that the broker does not check
+UNKNOWN_PARTITION = "The partition does not exist."
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,7 +525,10 @@ class Controller:
                 event.election_type.name,
                 sum(len(states) for _, states in changed.values()),
             )
-        event.answer.set_result(results)
+        gone = ElectionResult(error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message=UNKNOWN_PARTITION)
+        results.update({tp: gone for tp in asked if tp not in results})  # deleted during the write
+        if not event.answer.done():
+            event.answer.set_result(results)
 
     def _requested_election(
         self, topic: StoredTopic | None, name: str, index: int, election_type: decisions.ElectionType
@@ -532,9 +536,7 @@ class Controller:
         """The state an admin's election of one partition writes, or its result when none."""
         state = topic.states.get(index) if topic is not None else None
         if topic is None or state is None:
-            return ElectionResult(
-                error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message="The partition does not exist."
-            )
+            return ElectionResult(error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message=UNKNOWN_PARTITION)
         if topic.marked_for_deletion:
             return ElectionResult(
                 error=ErrorCode.INVALID_TOPIC_EXCEPTION, message="The topic is being deleted"
