@@ -16,9 +16,9 @@ summary line:
 Nothing is logged when no log was found at start.
 
 Thread safety: loads run in worker threads; every call takes the lock for a few additions and one
-clock read. Only loading calls it (per log and per recovered segment), never the append or read
-paths. Callers: `LogManager` (logs begun, loaded, left out) and, through `Log`, the loader
-(`load_segments`, per recovered segment).
+clock read, and writes its line under it, so the lines' counts only grow. Only loading calls it
+(per log and per recovered segment), never the append or read paths. Callers: `LogManager` (logs
+begun, loaded, left out) and, through `Log`, the loader (`load_segments`, per recovered segment).
 """
 
 from __future__ import annotations
@@ -68,24 +68,21 @@ class LoadProgress:
         with self._lock:
             self.segments += 1
             self.bytes += size_bytes
-            line = self._due_line()
-        _emit(line)
+            _emit(self._due_line())
 
     def log_loaded(self, failed: bool = False) -> None:
         """A log found at start finished loading (or failed to)."""
         with self._lock:
             self.loaded += 1
             self.failed += failed
-            line = self._due_line()
-        _emit(line)
+            _emit(self._due_line())
 
     def log_left_out(self, keys: Iterable[Hashable]) -> None:
         """The logs found at start named by `keys` will not be loaded (deleted, unknown to the
         metadata); a log left out twice counts once."""
         with self._lock:
             self._left_out.update(keys)
-            line = self._due_line()
-        _emit(line)
+            _emit(self._due_line())
 
     @property
     def total(self) -> int:
