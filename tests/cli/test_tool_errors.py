@@ -13,6 +13,7 @@ TOOLS = {
     "configs": ["--topic", "t", "--describe", "--connect-timeout", "1"],
     "consumer-groups": ["--list", "--connect-timeout", "1"],
     "log-dirs": ["--describe", "--connect-timeout", "1"],
+    "leader-election": ["--election-type", "preferred", "--all-topic-partitions", "--connect-timeout", "1"],
     "console-consumer": ["--topic", "t", "--max-messages", "1"],
     "producer-perf-test": ["--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "-1"],
 }

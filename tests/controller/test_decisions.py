@@ -10,6 +10,7 @@ import pytest
 from odradek.controller.decisions import (
     BrokerPlacement,
     Election,
+    ElectionType,
     assign_replicas,
     check_assignments,
     check_broker_partition_cap,
@@ -22,6 +23,7 @@ from odradek.controller.decisions import (
     offline_election,
     preferred_election,
     rack_alternated,
+    requested_election,
 )
 from odradek.controller.metadata import NO_LEADER, PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -172,3 +174,32 @@ def test_rebalance_elects_preferred_replicas_only_for_brokers_past_the_imbalance
         ("t", 4): Election(2, (2, 3, 1))
     }  # 25% is not past 25
     assert imbalanced_partitions({("t", 0): led(1, (1, 2))}, {1, 2}, 0) == {}  # balanced
+
+
+def test_preferred_election_asked_by_an_admin():
+    def state(leader: int, isr: tuple[int, ...]) -> PartitionState:
+        return PartitionState(leader, 4, (1, 2, 3), isr, 1, 6)
+
+    preferred = ElectionType.PREFERRED
+    assert requested_election(state(2, (1, 2, 3)), preferred, {1, 2, 3}) == Election(1, (1, 2, 3))
+    assert requested_election(state(1, (1, 2)), preferred, {1, 2}) == ErrorCode.ELECTION_NOT_NEEDED
+    assert requested_election(state(2, (2, 3)), preferred, {1, 2, 3}) == (
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE  # out of the ISR
+    )
+    assert requested_election(state(2, (1, 2)), preferred, {2, 3}) == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert requested_election(state(NO_LEADER, (1,)), preferred, {1}) == Election(1, (1,))  # offline
+
+
+def test_unclean_election_asked_by_an_admin_only_for_partitions_without_a_live_leader():
+    def state(leader: int, isr: tuple[int, ...]) -> PartitionState:
+        return PartitionState(leader, 4, (1, 2, 3), isr, 1, 6)
+
+    unclean = ElectionType.UNCLEAN
+    assert requested_election(state(2, (2,)), unclean, {1, 2}) == ErrorCode.ELECTION_NOT_NEEDED
+    assert requested_election(state(NO_LEADER, (1,)), unclean, {2, 3}) == Election(2, (2,))  # outside the ISR
+    assert requested_election(state(1, (1, 3)), unclean, {2, 3}) == Election(
+        3, (3,)
+    )  # dead leader: clean first
+    assert (
+        requested_election(state(NO_LEADER, (1,)), unclean, set()) == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    )

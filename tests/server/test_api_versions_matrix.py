@@ -16,6 +16,7 @@ from odradek.protocol.messages.delete_topics import DeleteTopicsRequest
 from odradek.protocol.messages.describe_cluster import DescribeClusterRequest
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from odradek.protocol.messages.elect_leaders import ElectLeadersRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.server.handlers import registry
@@ -51,6 +52,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 
 
@@ -195,3 +197,27 @@ def test_describe_log_dirs(connect, version):
     (result,) = response.results
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in result.topics] == [(name, [0, 1])]
     assert (result.total_bytes > 0) == (version >= 4)
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_elect_leaders(connect, version):
+    """A single node's one replica already leads: no election needed; a null list (every
+    partition) answers only the partitions that needed one, none here; an unknown election type
+    is INVALID_REQUEST (v1+, where the type exists)."""
+    client = connect()
+    name = topic_for(client, version)
+    asked = [ElectLeadersRequest.TopicPartitions(topic=name, partitions=[0, 1, 7])]
+    response = client.call(ApiKey.ELECT_LEADERS, version, ElectLeadersRequest(topic_partitions=asked))
+    (result,) = response.replica_election_results
+    codes = {p.partition_id: p.error_code for p in result.partition_result}
+    assert codes == {0: ErrorCode.ELECTION_NOT_NEEDED, 1: ErrorCode.ELECTION_NOT_NEEDED,
+                     7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}  # fmt: skip
+    everything = client.call(ApiKey.ELECT_LEADERS, version, ElectLeadersRequest(topic_partitions=None))
+    assert everything.replica_election_results == [] and everything.error_code == 0
+    if version >= 1:
+        bad = ElectLeadersRequest(election_type=7, topic_partitions=asked)
+        refused = client.call(ApiKey.ELECT_LEADERS, version, bad)
+        assert refused.error_code == ErrorCode.INVALID_REQUEST
+        assert {p.error_code for r in refused.replica_election_results for p in r.partition_result} == {
+            ErrorCode.INVALID_REQUEST
+        }

@@ -48,13 +48,16 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def connect(args: argparse.Namespace, tool: str, *, timeout_s: float = REQUEST_TIMEOUT_S) -> KafkaClient:
-    """A client that reached one of --bootstrap-server (BrokerUnreachable, an OSError, if none answers)."""
+def connect(
+    args: argparse.Namespace, tool: str, *, timeout_s: float = REQUEST_TIMEOUT_S, client_id: str | None = None
+) -> KafkaClient:
+    """A client that reached one of --bootstrap-server (BrokerUnreachable, an OSError, if none
+    answers), named `client_id` (default `odradek-TOOL`)."""
     return KafkaClient.connect(
         args.bootstrap_server,
         retry_for_s=args.connect_timeout,
         on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
-        client_id=f"odradek-{tool}",
+        client_id=client_id or f"odradek-{tool}",
         timeout_s=timeout_s,
     )
 

@@ -60,12 +60,14 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKey.DESCRIBE_LOG_DIRS: 4,
+    ApiKey.ELECT_LEADERS: 2,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,
     ApiKey.FETCH: 4,
     ApiKey.LIST_OFFSETS: 1,
     ApiKey.METADATA: 1,
+    ApiKey.ELECT_LEADERS: 1,  # v0 has no election type
 }
 
 UNKNOWN_HOST = "unknown host"

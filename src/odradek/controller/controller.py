@@ -52,6 +52,17 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   moves the partitions of brokers above leader.imbalance.per.broker.percentage back to their
   preferred replica (live, in the ISR, not shutting down; leader epoch + 1), then LeaderAndIsr and
   UpdateMetadata as for any election.
+- Leader election asked by an admin (ElectLeaders, `elect_leaders`; KIP-460): handled in turn with
+  the other events; each named partition (None: every partition) is decided by
+  `decisions.requested_election` over the live brokers not shutting down: PREFERRED back to the
+  first replica of the assignment, UNCLEAN for a partition without a live leader (a live ISR member
+  first, else the first live replica, even outside the ISR, whatever
+  unclean.leader.election.enable says: the admin asked for it). The elected states are written
+  fenced (leader epoch + 1), LeaderAndIsr goes to their live replicas and UpdateMetadata to every
+  live broker, and only then is the admin answered, per partition: the new leader, or
+  ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
+  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (topic being deleted). A broker that is not
+  (or stops being) controller raises NOT_CONTROLLER.
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -94,7 +105,13 @@ from odradek.controller.channel import (
     stop_replica_request,
     update_metadata_request,
 )
-from odradek.controller.metadata import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, BrokerInfo, PartitionState
+from odradek.controller.metadata import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    NO_LEADER,
+    BrokerInfo,
+    PartitionState,
+)
 from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
 from odradek.controller.zk.errors import ControllerMovedError
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -109,6 +126,7 @@ log = logging.getLogger(__name__)
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 NO_EPOCH = -1  # StopReplica's leader epoch that the broker does not check
+UNKNOWN_PARTITION = "The partition does not exist."
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +153,27 @@ class ControlledShutdownAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class ElectionResult:
+    """One partition's outcome of an admin's election: its leader now, or why there was no election."""
+
+    leader: int = NO_LEADER
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+
+
+ElectionResults = dict[tuple[str, int], ElectionResult]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionAsked:
+    """An admin's ElectLeaders (`partitions` None: every partition), answered through `answer`."""
+
+    election_type: decisions.ElectionType
+    partitions: tuple[tuple[str, int], ...] | None
+    answer: asyncio.Future[ElectionResults]
+
+
+@dataclass(frozen=True, slots=True)
 class LeaderRebalanceDue:
     """leader.imbalance.check.interval.seconds passed (auto.leader.rebalance.enable)."""
 
@@ -147,7 +186,14 @@ class LeaderRebalance:
     imbalance_percentage: int = 10  # leader.imbalance.per.broker.percentage
 
 
-ControllerEvent = StoreEvent | BrokersChanged | IsrChangeAsked | ControlledShutdownAsked | LeaderRebalanceDue
+ControllerEvent = (
+    StoreEvent
+    | BrokersChanged
+    | IsrChangeAsked
+    | ControlledShutdownAsked
+    | LeaderRebalanceDue
+    | LeaderElectionAsked
+)
 IsrDecision = ErrorCode | PartitionState
 
 
@@ -226,6 +272,18 @@ class Controller:
             return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
         answer: asyncio.Future[ControlledShutdownResponse] = asyncio.get_running_loop().create_future()
         self._events.put_nowait(ControlledShutdownAsked(request, answer))
+        return await answer
+
+    async def elect_leaders(
+        self, election_type: decisions.ElectionType, partitions: Iterable[tuple[str, int]] | None
+    ) -> ElectionResults:
+        """An admin's elections, handled in turn with the other events (module docstring); raises
+        KafkaError NOT_CONTROLLER when this broker is not, or stops being, the controller."""
+        if self._task is None:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is not the controller.")
+        answer: asyncio.Future[ElectionResults] = asyncio.get_running_loop().create_future()
+        asked = None if partitions is None else tuple(dict.fromkeys(partitions))
+        self._events.put_nowait(LeaderElectionAsked(election_type, asked, answer))
         return await answer
 
     async def shutdown(self) -> None:
@@ -309,6 +367,8 @@ class Controller:
             await self._rebalance_leaders()
         elif isinstance(event, ControlledShutdownAsked):
             await self._shut_down_broker(event)
+        elif isinstance(event, LeaderElectionAsked):
+            await self._elect_leaders(event)
         elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
             await self._bring_new_partitions_online(event.topic)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
@@ -442,6 +502,58 @@ class Controller:
         await self._send_leader_and_isr(changed)
         await self._send_update_metadata(changed)
         log.info("Leader rebalance: %d partitions back on their preferred replica", len(elections))
+
+    async def _elect_leaders(self, event: LeaderElectionAsked) -> None:
+        topics = self.store.topics()
+        asked = event.partitions if event.partitions is not None else _all_partitions(topics)
+        results: ElectionResults = {}
+        elected: dict[str, dict[int, PartitionState]] = {}
+        for name, index in asked:
+            decided = self._requested_election(topics.get(name), name, index, event.election_type)
+            if isinstance(decided, PartitionState):
+                elected.setdefault(name, {})[index] = decided
+            else:
+                results[(name, index)] = decided
+        if elected:
+            changed = await self._write_states(elected)
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(changed)
+            for name, (_, states) in changed.items():
+                results.update({(name, index): ElectionResult(s.leader) for index, s in states.items()})
+            log.info(
+                "Leader election (%s) asked by an admin: %d partitions have a new leader",
+                event.election_type.name,
+                sum(len(states) for _, states in changed.values()),
+            )
+        gone = ElectionResult(error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message=UNKNOWN_PARTITION)
+        results.update({tp: gone for tp in asked if tp not in results})  # deleted during the write
+        if not event.answer.done():
+            event.answer.set_result(results)
+
+    def _requested_election(
+        self, topic: StoredTopic | None, name: str, index: int, election_type: decisions.ElectionType
+    ) -> PartitionState | ElectionResult:
+        """The state an admin's election of one partition writes, or its result when none."""
+        state = topic.states.get(index) if topic is not None else None
+        if topic is None or state is None:
+            return ElectionResult(error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message=UNKNOWN_PARTITION)
+        if topic.marked_for_deletion:
+            return ElectionResult(
+                error=ErrorCode.INVALID_TOPIC_EXCEPTION, message="The topic is being deleted"
+            )
+        decided = decisions.requested_election(state, election_type, self._eligible())
+        if isinstance(decided, ErrorCode):
+            return ElectionResult(state.leader, decided, _election_failure(name, index, state, decided))
+        if decided.leader not in state.isr:
+            log.warning(
+                "Unclean leader election for %s-%d asked by an admin: broker %d was not in the ISR %s; "
+                "records the ISR acknowledged beyond its log are lost",
+                name,
+                index,
+                decided.leader,
+                list(state.isr),
+            )
+        return decisions.next_state(state, decided, self.epoch)
 
     async def _shut_down_broker(self, event: ControlledShutdownAsked) -> None:
         broker_id, broker_epoch = event.request.broker_id, event.request.broker_epoch
@@ -682,6 +794,29 @@ def _answer(event: ControllerEvent, code: ErrorCode) -> None:
         event.answer.set_result(AlterPartitionResponse(error_code=code))
     elif isinstance(event, ControlledShutdownAsked) and not event.answer.done():
         event.answer.set_result(ControlledShutdownResponse(error_code=code))
+    elif isinstance(event, LeaderElectionAsked) and not event.answer.done():
+        event.answer.set_exception(KafkaError(code))
+
+
+def _all_partitions(topics: Mapping[str, StoredTopic]) -> list[tuple[str, int]]:
+    """Every partition with a state, of the topics not being deleted (ElectLeaders' null list)."""
+    return [
+        (name, index)
+        for name, topic in sorted(topics.items())
+        if not topic.marked_for_deletion
+        for index in sorted(topic.states)
+    ]
+
+
+def _election_failure(name: str, index: int, state: PartitionState, code: ErrorCode) -> str | None:
+    """The message of an admin's election that did not happen (None: not needed)."""
+    prefix = f"Failed to elect leader for partition {name}-{index}"
+    if code == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE:
+        preferred = state.replicas[0] if state.replicas else NO_LEADER
+        return f"{prefix}: its preferred replica {preferred} is not live or not in the ISR {list(state.isr)}"
+    if code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE:
+        return f"{prefix}: none of its replicas {list(state.replicas)} is live"
+    return None
 
 
 def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:

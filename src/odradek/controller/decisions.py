@@ -15,6 +15,12 @@ Owns Kafka's rules (ZooKeeper-mode controller, see /work/shared/kafka-zk-layout.
   losing dead members; none: with unclean election allowed the first live replica and ISR = [it],
   otherwise NoLeader (-1) and the ISR as it was.
 - Preferred replica: the first replica of the assignment, only if alive and in the ISR.
+- Election asked by an admin (ElectLeaders, KIP-460; `requested_election`): PREFERRED moves
+  leadership to the preferred replica (ELECTION_NOT_NEEDED when it already leads,
+  PREFERRED_LEADER_NOT_AVAILABLE when it is not alive or not in the ISR); UNCLEAN only touches a
+  partition without a live leader (else ELECTION_NOT_NEEDED) and runs the offline election with
+  unclean election allowed whatever the topic says (ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica
+  is alive).
 - Auto leader rebalance (auto.leader.rebalance.enable): per broker, the share of the partitions it
   is preferred for that another broker leads; above leader.imbalance.per.broker.percentage, each of
   those partitions gets a preferred replica election.
@@ -40,6 +46,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import IntEnum
 
 from odradek.controller.metadata import NO_LEADER, Assignments, PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -257,6 +264,28 @@ def preferred_election(state: PartitionState, live: Collection[int]) -> Election
     if preferred is None or preferred not in live or preferred not in state.isr:
         return None
     return Election(preferred, state.isr)
+
+
+class ElectionType(IntEnum):
+    """ElectLeaders' election_type (Kafka's ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+def requested_election(
+    state: PartitionState, election_type: ElectionType, live: Collection[int]
+) -> Election | ErrorCode:
+    """An admin's election of `election_type` for one partition: the election, or why there is none
+    (see the module doc)."""
+    if election_type is ElectionType.PREFERRED:
+        if state.replicas and state.leader == state.replicas[0]:
+            return ErrorCode.ELECTION_NOT_NEEDED
+        return preferred_election(state, live) or ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    if state.leader in live:
+        return ErrorCode.ELECTION_NOT_NEEDED
+    election = offline_election(state, live, unclean_allowed=True)
+    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE if election.leader == NO_LEADER else election
 
 
 def imbalanced_partitions(

@@ -5,16 +5,17 @@ Owns the broker's life cycle.
 - Startup: set the interpreter's thread switch interval to 1 ms (THREAD_SWITCH_INTERVAL_S), so
   worker threads holding the GIL delay the event loop less (and `run_broker`, once started, moves
   the objects start-up made out of the cyclic collector's generations, `gc.freeze`, so its passes
-  stay short); read the metadata store (the local
-  JSON file, or ZooKeeper: see Modes); lock and load the log dirs (LogManager:
-  recovery, per-topic log configs, producer.id.expiration.ms); check or write meta.properties
-  (broker.id, cluster.id); bind every listener; start the ReplicaManager and the group coordinator;
-  become controller (local mode: the controller lives in this process and talks to this broker
-  through a `LocalChannel`, with the same LeaderAndIsr / UpdateMetadata / StopReplica requests a
-  ZooKeeper-mode controller sends). The controller's LeaderAndIsr only queues the partitions: their
-  logs open in the ReplicaManager's worker threads (`partition_loader_threads`: the larger of
-  num.io.threads and num.recovery.threads.per.data.dir per log dir) after the port is open, and
-  each partition serves as soon as it is ready.
+  stay short); read the metadata store (the local JSON file, or ZooKeeper: see Modes); lock and load
+  the log dirs (LogManager: recovery, per-topic log configs, producer.id.expiration.ms; the
+  partitions on disk the store does not assign here are reported and left out of the start-up
+  progress lines); check or write meta.properties (broker.id, cluster.id); bind every listener;
+  start the ReplicaManager and the group coordinator; become controller (local mode: the controller
+  lives in this process and talks to this broker through a `LocalChannel`, with the same
+  LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends). The
+  controller's LeaderAndIsr only queues the partitions: their logs open in the ReplicaManager's
+  worker threads (`partition_loader_threads`: the larger of num.io.threads and
+  num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
+  as soon as it is ready.
 - Control plane (`BrokerControlPlane`): the same three functions serve the in-process
   `LocalChannel` and, in ZooKeeper mode, the wire handlers (handlers/leader_and_isr.py,
   update_metadata.py, stop_replica.py). Each first fences the whole request as Kafka does: a
@@ -293,6 +294,7 @@ class Broker:
             cleaner_config=config.cleaner_config(),
             max_open_files=descriptor_budget_for_config(config).max_open_files,
         )
+        self.log_manager.report_unknown(self._assigned_here())
         self.cluster_id = ensure_meta_properties(
             config.log_dirs, self.broker_id, zk_cluster_id or config.cluster_id
         )
@@ -807,6 +809,15 @@ class Broker:
                 parse_connection_overrides(config["max.connections.per.ip.overrides"])
             ),
         )
+
+    def _assigned_here(self) -> list[tuple[str, int]]:
+        """The partitions the store assigns a replica of to this broker."""
+        return [
+            (name, index)
+            for name, topic in self.store.topics().items()
+            for index, replicas in topic.assignment.items()
+            if self.broker_id in replicas
+        ]
 
     def _topic_log_config(self, topic: str) -> LogConfig:
         return self.config.log_config(self.metadata_cache.topic_configs(topic))

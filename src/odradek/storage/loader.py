@@ -10,7 +10,8 @@ Owns the start-up procedure for one log directory:
    batch by batch (header sanity + CRC32C). The first bad batch ends the log: the file is cut there,
    its indexes rebuilt, and every later segment deleted, so offsets stay dense. A segment whose base
    offset overlaps the previous one's data is treated the same way.
-4. Recovered segments are fsynced, so the recovery point can move to the log end offset.
+4. Recovered segments are fsynced, so the recovery point can move to the log end offset; each is
+   reported to the caller's `on_recovered` with its size (the start-up progress, `load_progress`).
 5. The leader epoch cache (`leader_epoch`) is read from `leader-epoch-checkpoint` and trimmed to the
    recovered log. Its file is written by flushes, so after a crash it may lag the log both ways:
    it may lack the newest epochs (assigned in memory, not yet written) and may still hold entries
@@ -32,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 from bisect import bisect_right
+from collections.abc import Callable
 from pathlib import Path
 
 from odradek.protocol.records.batch import BatchHeader
@@ -62,6 +64,7 @@ def load_segments(
     now_ms: int,
     recovery_point: int,
     clean_shutdown: bool,
+    on_recovered: Callable[[int], None] = lambda _size: None,
 ) -> list[LogSegment]:
     """The segments of `directory`, recovered as the module docstring describes."""
     names = os.listdir(directory)
@@ -77,7 +80,10 @@ def load_segments(
         if kept and segment.base_offset < kept[-1].next_offset:
             _drop(segments[position:])
             break
-        truncated = _load_or_rebuild(segment) if position < first_unsafe else _recover(segment)
+        if position < first_unsafe:
+            truncated = _load_or_rebuild(segment, on_recovered)
+        else:
+            truncated = _recover(segment, on_recovered)
         kept.append(segment)
         if truncated:
             log.warning(
@@ -153,18 +159,19 @@ def _assign_batch_epochs(cache: LeaderEpochFileCache, segments: list[LogSegment]
             cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
 
 
-def _recover(segment: LogSegment) -> int:
+def _recover(segment: LogSegment, on_recovered: Callable[[int], None]) -> int:
     truncated = segment.recover()
     segment.flush()
+    on_recovered(segment.size + truncated)
     return truncated
 
 
-def _load_or_rebuild(segment: LogSegment) -> int:
+def _load_or_rebuild(segment: LogSegment, on_recovered: Callable[[int], None]) -> int:
     try:
         segment.load()
     except IndexCorruptError as exc:
         log.warning("rebuilding the indexes of %s: %s", segment.path(LOG_SUFFIX), exc)
-        return _recover(segment)
+        return _recover(segment, on_recovered)
     return 0
 
 

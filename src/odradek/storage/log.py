@@ -134,6 +134,7 @@ class Log:
         request_flush: Callable[[Log], None] | None = None,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
         new: bool = False,
+        on_segment_recovered: Callable[[int], None] = lambda _size: None,
     ) -> None:
         self.dir = Path(directory)
         self.topic, self.partition = parse_dir_name(self.dir.name)
@@ -156,7 +157,11 @@ class Log:
         else:
             self.dir.mkdir(parents=True, exist_ok=True)
         segments = (
-            [] if new else load_segments(self.dir, self.files, config, now, recovery_point, clean_shutdown)
+            []
+            if new
+            else load_segments(
+                self.dir, self.files, config, now, recovery_point, clean_shutdown, on_segment_recovered
+            )
         )
         if not segments:
             segments = [LogSegment.create(self.dir, log_start_offset, self.files, config, now, new)]

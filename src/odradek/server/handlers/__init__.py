@@ -39,6 +39,7 @@ HANDLER_MODULES: list[str] = [
     "create_partitions",
     "describe_configs",
     "describe_cluster",
+    "elect_leaders",
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
