@@ -46,8 +46,8 @@ differ, and (after every cycle and at the end) group offsets committed below a c
 before: an acknowledged commit lost. Per fault it also records the unavailability window: the
 longest gap of any partition between consecutive acknowledgements from the fault's start to the end
 of its cycle (the start counting as the first; a partition with none in the cycle counts until its
-first one after it), and how much of that gap came after the heal; the summary gives the worst of
-both per fault kind.
+first one after it), and how much of that gap came after the heal (of both faults, in a cycle with
+two); the summary gives the worst of both per fault kind.
 
 The result (`ChaosResult`) keeps the seed and the data directory, where each broker's output is
 `broker-<id>.out`, so a failing run can be replayed and read. A seed fixes the draws (kinds, holds,
@@ -70,7 +70,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -866,14 +866,17 @@ def create_topic(cluster: LocalCluster, settings: ChaosSettings) -> None:
         raise AssertionError(f"topic {TOPIC} never had full ISRs")
 
 
-def note_unavailability(fault: FaultRecord, workload: Workload, epoch: float) -> None:
-    """The fault's window and past-heal stretch, from its start to the end of its cycle (now, the
-    first time; a later call, for a partition that had no acknowledgement by then, keeps that end)."""
-    if fault.ended_s is None:
-        fault.ended_s = time.monotonic() - epoch
-    healed = epoch + (fault.healed_s if fault.healed_s is not None else fault.started_s + fault.hold_s)
-    found = workload.unavailability(epoch + fault.started_s, healed, epoch + fault.ended_s)
-    if found is not None:
+def note_unavailability(faults: Sequence[FaultRecord], workload: Workload, epoch: float) -> None:
+    """The window and past-heal stretch of one cycle's faults (they start together), from their
+    start to the end of the cycle (now, the first time; a later call, for a partition that had no
+    acknowledgement by then, keeps that end); past the heal means past the last of their heals."""
+    for fault in faults:
+        if fault.ended_s is None:
+            fault.ended_s = time.monotonic() - epoch
+    healed = epoch + max(f.healed_s if f.healed_s is not None else f.started_s + f.hold_s for f in faults)
+    start, end = epoch + faults[0].started_s, epoch + faults[0].ended_s
+    found = workload.unavailability(start, healed, end)
+    for fault in faults if found is not None else ():
         fault.window_s, fault.past_heal_s = (round(value, 3) for value in found)
 
 
@@ -889,8 +892,8 @@ def run_faults(
         healed = wait_until(lambda: nemesis.healed(), settings.heal_timeout_s)
         if healed:
             workload.group.check_committed()
+        note_unavailability(faults, workload, nemesis.epoch)
         for fault in faults:
-            note_unavailability(fault, workload, nemesis.epoch)
             fault.acked = len(workload.acked)
             on_cycle(fault)
         if not healed:
@@ -931,8 +934,8 @@ def run_chaos(
         collect(workload, result)
         if result.error is None:
             check(cluster, settings, workload, result)
-        for fault in (f for f in result.faults if f.window_s is None):
-            note_unavailability(fault, workload, nemesis.epoch)
+        for cycle in sorted({f.cycle for f in result.faults if f.window_s is None}):
+            note_unavailability([f for f in result.faults if f.cycle == cycle], workload, nemesis.epoch)
     finally:
         cluster.close()
     return result
