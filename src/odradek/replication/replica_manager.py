@@ -709,7 +709,7 @@ class ReplicaManager:
             hosted = partitions.get((topic, index))
             if hosted is not None and (
                 hosted.at_fetchable_end(fetch_offset, replica_id, isolation_level, epoch, last_fetched_epoch)
-                or self._leader_throttles(hosted, replica_id)
+                or self.leader_throttles(hosted, replica_id)
             ):  # nothing new (most partitions of a tailing fetch) or throttled: answered from memory
                 results.append(
                     FetchPartitionResult(
@@ -730,7 +730,7 @@ class ReplicaManager:
             results.append(result)
         return results
 
-    def _leader_throttles(self, hosted: Partition, replica_id: int) -> bool:
+    def leader_throttles(self, hosted: Partition, replica_id: int) -> bool:
         """KIP-73: hold back a throttled partition from a follower outside the ISR while this
         leader's replication quota is exceeded."""
         quota = self.leader_quota
