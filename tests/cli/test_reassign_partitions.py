@@ -5,7 +5,8 @@ A partition written with acks=all moves from brokers [1, 2] to [2, 3]: --generat
 replica's log is deleted, and every record is read back from the new replicas with the removed
 broker dead. Reassignments in progress are listed (by the tool and by kafka-python's admin client)
 and cancelled. A low --throttle keeps a move of several MB in progress; raising it lets the move
-finish, and --verify then clears the throttles. One cluster serves every test of the module.
+finish, and --verify then clears the throttles. A controller killed mid-move leaves the reassignment
+to the next one, which lists and finishes it. One cluster serves every test of the module.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
+from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from odradek.testing.cluster import LocalCluster, eventually
 from tests.cli.tooling import ok, run_odradek
@@ -292,6 +294,14 @@ def test_bad_reassignments_are_one_line_errors(
             path,
         )
         assert done.returncode == 1 and done.stderr.startswith(message), (what, done.stderr)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)  # a second client, to the controller
+    try:
+        answered = admin.alter_partition_reassignments({KafkaPythonPartition(topic, 0): [1, 9]})
+        cancelled = admin.alter_partition_reassignments({KafkaPythonPartition(topic, 0): None})
+    finally:
+        admin.close()
+    assert answered[KafkaPythonPartition(topic, 0)] is InvalidReplicationAssignmentError
+    assert cancelled[KafkaPythonPartition(topic, 0)] is NoReassignmentInProgressError
     (tmp_path / "bad.json").write_text("{not json")
     done = run_odradek(
         "reassign-partitions",
@@ -302,3 +312,31 @@ def test_bad_reassignments_are_one_line_errors(
         str(tmp_path / "bad.json"),
     )
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+
+
+def test_a_new_controller_resumes_a_reassignment_in_progress(
+    cluster: LocalCluster, unique_topic: str, tmp_path: Path
+) -> None:
+    topic = unique_topic.replace("_", "-")
+    create(cluster, topic, "1:2")
+    produce(cluster, topic, 600, size=10_000)  # several windows of the throttle
+    path = plan(tmp_path / "move.json", topic, (0, [2, 3]))
+    tool(cluster, "--execute", "--reassignment-json-file", path, "--throttle", "10000")
+    old = cluster.controller()
+    assert old is not None
+    cluster.brokers[old].kill()
+    eventually(lambda: old not in cluster.live_broker_ids() or None, MOVE_TIMEOUT_S, f"broker {old} gone")
+    eventually(lambda: cluster.controller() not in (None, old) or None, MOVE_TIMEOUT_S, "a new controller")
+    alive = ",".join(p.bootstrap for b, p in cluster.brokers.items() if b != old)
+    listed = ok("reassign-partitions", "--bootstrap-server", alive, "--list").splitlines()
+    assert listed == [
+        "Current partition reassignments:",
+        f"{topic}-0: replicas: 2,3,1. adding: 3. removing: 1.",
+    ]
+    cluster.brokers[old].restart()
+    cluster.wait_for_controller(MOVE_TIMEOUT_S)
+    tool(cluster, "--execute", "--additional", "--reassignment-json-file", path, "--throttle", "100000000")
+    eventually(lambda: verified(cluster, path), MOVE_TIMEOUT_S, "the move done")
+    assert eventually(
+        lambda: replicas_and_isr(cluster, topic, 0) == ([2, 3], [2, 3]) or None, MOVE_TIMEOUT_S, "moved"
+    )
