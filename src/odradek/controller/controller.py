@@ -297,26 +297,11 @@ class Controller:
         """The reassignments in progress (all, or those of the partitions asked for)."""
         if self._task is None:
             return ListPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
-        asked = None
+        in_progress = self._reassignments_in_progress()
         if request.topics is not None:
             asked = {(t.name, p) for t in request.topics for p in t.partition_indexes}
-        listed: dict[str, list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]] = {}
-        for (name, index), assigned in sorted(self._reassignments_in_progress().items()):
-            if asked is None or (name, index) in asked:
-                listed.setdefault(name, []).append(
-                    ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
-                        partition_index=index,
-                        replicas=list(assigned.replicas),
-                        adding_replicas=list(assigned.adding),
-                        removing_replicas=list(assigned.removing),
-                    )
-                )
-        return ListPartitionReassignmentsResponse(
-            topics=[
-                ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=partitions)
-                for name, partitions in listed.items()
-            ]
-        )
+            in_progress = {key: a for key, a in in_progress.items() if key in asked}
+        return _reassignments_listed(in_progress)
 
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
@@ -887,6 +872,27 @@ def _answer(event: ControllerEvent, code: ErrorCode) -> None:
         event.answer.set_result(AlterPartitionReassignmentsResponse(error_code=code))
     elif isinstance(event, ControlledShutdownAsked) and not event.answer.done():
         event.answer.set_result(ControlledShutdownResponse(error_code=code))
+
+
+def _reassignments_listed(
+    in_progress: Mapping[tuple[str, int], ReplicaAssignment],
+) -> ListPartitionReassignmentsResponse:
+    listed: dict[str, list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]] = {}
+    for (name, index), assigned in sorted(in_progress.items()):
+        listed.setdefault(name, []).append(
+            ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=index,
+                replicas=list(assigned.replicas),
+                adding_replicas=list(assigned.adding),
+                removing_replicas=list(assigned.removing),
+            )
+        )
+    return ListPartitionReassignmentsResponse(
+        topics=[
+            ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=partitions)
+            for name, partitions in listed.items()
+        ]
+    )
 
 
 def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:
