@@ -14,8 +14,8 @@ Behaviour and output as Kafka 3.9's ReassignPartitionsCommand:
 - --generate prints "Current partition replica assignment" and "Proposed partition reassignment
   configuration", each followed by a reassignment JSON (`{"version":1,"partitions":[{"topic",
   "partition","replicas","log_dirs"}]}`); the proposal is Kafka's replica assignment over the
-  --broker-list brokers (rack-aware unless --disable-rack-aware), keeping each topic's partition
-  count and replication factor.
+  --broker-list brokers that are in the cluster (rack-aware unless --disable-rack-aware), keeping
+  each topic's partition count and replication factor.
 - --execute refuses while reassignments are in progress unless --additional, prints the current
   assignment of the partitions it moves ("Save this to use as the --reassignment-json-file option
   during rollback"), with --throttle sets the throttles (the moving partitions' current replicas
@@ -69,6 +69,7 @@ HELP = "move partition replicas between brokers (kafka-reassign-partitions)"
 
 TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, list[int]]
+Moves = dict[TopicPartition, tuple[set[int], set[int]]]  # per partition: sources, destinations
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
@@ -164,8 +165,18 @@ def _execute(client: KafkaClient, args: argparse.Namespace) -> None:
     print("Save this to use as the --reassignment-json-file option during rollback")
     if args.throttle >= 0 or args.replica_alter_log_dirs_throttle >= 0:
         print(VERIFY_WARNING)
+        _throttle(client, args, _moves(ongoing, current, proposed))
+    errors = _alter(client, proposed)
+    if errors:
+        lines = [f"{_name(tp)}: {message}" for tp, message in sorted(errors.items())]
+        raise ToolError("Error reassigning partition(s):\n" + "\n".join(lines))
+    plural = "" if len(proposed) == 1 else "s"
+    print(f"Successfully started partition reassignment{plural} for {joined(map(_name, sorted(proposed)))}")
+
+
+def _throttle(client: KafkaClient, args: argparse.Namespace, moves: Moves) -> None:
     if args.throttle >= 0:
-        _set_throttles(client, _moves(ongoing, current, proposed), args.throttle)
+        _set_throttles(client, moves, args.throttle)
         print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
     if args.replica_alter_log_dirs_throttle >= 0:
         print(
@@ -173,12 +184,6 @@ def _execute(client: KafkaClient, args: argparse.Namespace) -> None:
             "replicas between log dirs",
             file=sys.stderr,
         )
-    errors = _alter(client, proposed)
-    if errors:
-        lines = [f"{_name(tp)}: {message}" for tp, message in sorted(errors.items())]
-        raise ToolError("Error reassigning partition(s):\n" + "\n".join(lines))
-    plural = "" if len(proposed) == 1 else "s"
-    print(f"Successfully started partition reassignment{plural} for {joined(map(_name, sorted(proposed)))}")
 
 
 def _verify(client: KafkaClient, args: argparse.Namespace) -> None:
@@ -276,6 +281,8 @@ def _reassignment_file(path: Path) -> Assignment:
     targets: Assignment = {}
     for entry in entries:
         tp, replicas = _reassignment_entry(entry)
+        if not replicas:
+            raise ToolError("Error: Partition replica list cannot be empty")
         if tp in targets:
             raise ToolError(f"Error: Partition reassignment contains duplicate topic partitions: {_name(tp)}")
         if len(set(replicas)) != len(replicas):
@@ -368,11 +375,16 @@ def _check_brokers(client: KafkaClient, brokers: Iterable[int]) -> None:
 
 
 def _placements(client: KafkaClient, brokers: Sequence[int], *, rack_aware: bool) -> list[BrokerPlacement]:
+    """The --broker-list brokers of the cluster (others are left out, as Kafka does), with their
+    racks unless --disable-rack-aware."""
     live = _live_brokers(client)
-    unknown = [b for b in brokers if b not in live]
-    if unknown:
-        raise ToolError(f"Error: The following brokers are not in the cluster: {joined(unknown)}")
-    return [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers]
+    placements = [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers if b in live]
+    if len({p.rack is None for p in placements}) > 1:
+        raise ToolError(
+            "Error: Not all brokers have rack information. Add --disable-rack-aware in command line to "
+            "make replica assignment without rack information."
+        )
+    return placements
 
 
 def _controller_request(client: KafkaClient, api_key: int, request: Any) -> Any:
@@ -436,9 +448,6 @@ def _alter(
 
 # ---------------------------------------------------------------------------------------------
 # throttles (KIP-73)
-
-
-Moves = dict[TopicPartition, tuple[set[int], set[int]]]
 
 
 def _moves(ongoing: Mapping[TopicPartition, Any], current: Assignment, proposed: Assignment) -> Moves:
