@@ -30,7 +30,9 @@ none). Partition states are read when a topic is first seen and again when this 
 (a new controller reloads everything); afterwards only the controller writes them, and its writes
 update the snapshot with the new zkVersion. A refresh that was reading while the controller wrote
 keeps the written states (a refresh does not hold the controller's writes back, so without this a
-topic's first refresh could drop the states its creation wrote).
+topic's first refresh could drop the states its creation wrote). A reassignment's topic znode write
+takes the refresh lock instead: a refresh that read the znode before it would put the old replicas
+back.
 
 Invariants: a controller write with an epoch other than the seat's is refused
 (STALE_CONTROLLER_EPOCH); a write rejected by ZooKeeper's epoch check raises `ControllerMovedError`
@@ -368,20 +370,19 @@ class ZkMetadataStore(MetadataStore):
         self, name: str, assignments: Mapping[int, ReplicaAssignment], controller_epoch: int
     ) -> None:
         seat = self._check_seat(controller_epoch)
-        topic = self._topics.get(name)
-        if topic is None:
-            return
-        reassigned = with_replica_assignments(topic, assignments)
-        znode = TopicAssignment(
-            dict(reassigned.assignment),
-            reassigned.topic_id,
-            reassigned.adding_replicas,
-            reassigned.removing_replicas,
-        )
-        await self.zk.reassign_topic(seat, name, znode)
-        current = self._topics.get(name)
-        if current is not None:
-            self._topics[name] = with_replica_assignments(current, assignments)
+        async with self._refresh_lock:  # a refresh reading the topic znode meanwhile would undo it
+            topic = self._topics.get(name)
+            if topic is None:
+                return
+            reassigned = with_replica_assignments(topic, assignments)
+            znode = TopicAssignment(
+                dict(reassigned.assignment),
+                reassigned.topic_id,
+                reassigned.adding_replicas,
+                reassigned.removing_replicas,
+            )
+            await self.zk.reassign_topic(seat, name, znode)
+            self._topics[name] = reassigned
 
     async def remove_topic(self, name: str, controller_epoch: int) -> None:
         seat = self._check_seat(controller_epoch)
