@@ -6,7 +6,8 @@ replica's log is deleted, and every record is read back from the new replicas wi
 broker dead. Reassignments in progress are listed (by the tool and by kafka-python's admin client)
 and cancelled. A low --throttle keeps a move of several MB in progress; raising it lets the move
 finish, and --verify then clears the throttles. A controller killed mid-move leaves the reassignment
-to the next one, which lists and finishes it. One cluster serves every test of the module.
+to the next one, which lists and finishes it; a broker that is not the controller answers
+NOT_CONTROLLER. One cluster serves every test of the module.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
+from odradek.client import KafkaClient
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from odradek.testing.cluster import LocalCluster, eventually
 from tests.cli.tooling import ok, run_odradek
 from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
@@ -340,3 +346,15 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(
     assert eventually(
         lambda: replicas_and_isr(cluster, topic, 0) == ([2, 3], [2, 3]) or None, MOVE_TIMEOUT_S, "moved"
     )
+
+
+def test_a_broker_that_is_not_the_controller_answers_not_controller(cluster: LocalCluster) -> None:
+    controller = cluster.wait_for_controller(MOVE_TIMEOUT_S)
+    other = next(process for broker_id, process in cluster.brokers.items() if broker_id != controller)
+    with KafkaClient(other.bootstrap) as client:
+        connection = client.connect_to(other.host, other.port)
+        listed = connection.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, ListPartitionReassignmentsRequest())
+        altered = connection.request(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, AlterPartitionReassignmentsRequest()
+        )
+    assert listed.error_code == altered.error_code == ErrorCode.NOT_CONTROLLER
