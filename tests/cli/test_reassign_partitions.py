@@ -250,7 +250,7 @@ def test_a_reassignment_in_progress_is_cancelled(
 ) -> None:
     topic = unique_topic.replace("_", "-")
     create(cluster, topic, "1:2")
-    produce(cluster, topic, 200, size=10_000)
+    produce(cluster, topic, 600, size=10_000)  # several windows of the throttle
     path = plan(tmp_path / "move.json", topic, (0, [3, 1]))
     tool(cluster, "--execute", "--reassignment-json-file", path, "--throttle", "10000")
     refused = run_odradek(
