@@ -14,6 +14,7 @@ TOOLS = {
     "consumer-groups": ["--list", "--connect-timeout", "1"],
     "log-dirs": ["--describe", "--connect-timeout", "1"],
     "leader-election": ["--election-type", "preferred", "--all-topic-partitions", "--connect-timeout", "1"],
+    "reassign-partitions": ["--list", "--connect-timeout", "1"],
     "console-consumer": ["--topic", "t", "--max-messages", "1"],
     "producer-perf-test": ["--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "-1"],
 }
@@ -31,3 +32,18 @@ def test_an_unreachable_cluster_is_reported_in_one_line(tool: str) -> None:
     assert retries and all(line.startswith(f"{refused}, retrying for ") for line in retries)
     assert last.startswith(f"{refused}; gave up after")
     assert "Processed a total" not in done.stderr and "records sent" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--execute"],  # no --reassignment-json-file
+        ["--generate", "--broker-list", "1,2"],  # no --topics-to-move-json-file
+        ["--list", "--throttle", "100"],
+        ["--list", "--verify"],
+    ],
+)
+def test_reassign_partitions_usage_errors_exit_2_in_one_line(args: list[str]) -> None:
+    done = run_odradek("reassign-partitions", "--bootstrap-server", "127.0.0.1:1", *args)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith("odradek reassign-partitions: ")

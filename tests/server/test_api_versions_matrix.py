@@ -8,6 +8,7 @@ import pytest
 from odradek.protocol.api_keys import API_SPECS, ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_configs import AlterConfigsRequest
+from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest
 from odradek.protocol.messages.create_topics import CreateTopicsRequest
@@ -18,6 +19,7 @@ from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.elect_leaders import ElectLeadersRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.server.handlers import registry
 from tests.conftest import topic_name
@@ -53,6 +55,8 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -221,3 +225,25 @@ def test_elect_leaders(connect, version):
         assert {p.error_code for r in refused.replica_election_results for p in r.partition_result} == {
             ErrorCode.INVALID_REQUEST
         }
+def test_partition_reassignments_on_a_single_node(connect):
+    """The node is its own controller: a move to itself changes nothing, another broker is not live."""
+    client = connect()
+    name = topic_for(client, 0)
+
+    def alter(replicas: list[int] | None) -> int:
+        partition = AlterPartitionReassignmentsRequest.ReassignablePartition(
+            partition_index=0, replicas=replicas
+        )
+        topic = AlterPartitionReassignmentsRequest.ReassignableTopic(name=name, partitions=[partition])
+        response = client.call(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, AlterPartitionReassignmentsRequest(topics=[topic])
+        )
+        assert response.error_code == 0
+        return response.responses[0].partitions[0].error_code
+
+    own_id = client.call(ApiKey.METADATA, 1, MetadataRequest(topics=[])).controller_id
+    assert alter([own_id]) == ErrorCode.NONE
+    assert alter([own_id + 1]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert alter(None) == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    listed = client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, ListPartitionReassignmentsRequest())
+    assert (listed.error_code, listed.topics) == (0, [])

@@ -500,3 +500,30 @@ def test_waiting_fetch_completes_when_its_offset_leaves_the_log(tmp_path: Path) 
         assert result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
 
     run(scenario, tmp_path)
+
+
+def test_a_throttled_partition_is_held_back_from_an_out_of_sync_follower(tmp_path: Path) -> None:
+    """KIP-73 at the leader: once the throttled bytes pass the rate, a follower outside the ISR gets
+    nothing for the partition and its fetch waits (no empty answer at once); an in-sync one is
+    never held back."""
+
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0, 1, 2), isr=(0, 2))
+        await h.rm.append_records({T0: batch(4, size=1000)}, 1, 1000)
+        h.rm.leader_quota.rate = 1
+        h.rm.leader_quota.set_throttled_replicas(T0[0], f"{T0[1]}:0")
+        first = await h.fetch(request(T0, 0, max_bytes=1000), replica_id=1, max_wait_ms=0)
+        assert first[0].size > 0  # under the rate until these bytes are counted
+        held = asyncio.create_task(h.fetch(request(T0, 1), replica_id=1, max_wait_ms=500))
+        await settle()
+        assert not held.done()
+        await h.rm.append_records({T0: batch(1)}, 1, 1000)
+        await settle()
+        assert not held.done()  # new data does not complete it either
+        h.clock.advance(500)
+        h.rm.fetch_purgatory.expire_due()
+        assert (await held)[0].size == 0
+        in_sync = await h.fetch(request(T0, 1), replica_id=2, max_wait_ms=0)
+        assert in_sync[0].size > 0
+
+    run(scenario, tmp_path)

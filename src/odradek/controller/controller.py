@@ -63,6 +63,21 @@ Behaviour (Kafka's ZooKeeper-mode controller):
   ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
   UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (topic being deleted). A broker that is not
   (or stops being) controller raises NOT_CONTROLLER.
+- Partition reassignment (AlterPartitionReassignments, `alter_partition_reassignments`; KIP-455 as
+  Kafka's ZooKeeper-mode controller runs it): handled in turn with the other events; each partition
+  is checked and its new assignment computed by `reassignment`. One not complete yet (a target
+  replica outside the ISR): the full replicas with the adding and removing ones are written to the
+  store, the leader epoch moves (leader and ISR kept within the replicas) and LeaderAndIsr goes to
+  every replica, so the new ones start fetching; replicas a replaced reassignment no longer needs
+  get StopReplica (delete). Once every target replica is in the ISR (checked after every accepted
+  AlterPartition and when a reassignment is asked): a leader from the target if the current one is
+  not in it, replicas and ISR shrunk to the target (leader epoch + 1, written first), the final
+  assignment written, LeaderAndIsr to the target, StopReplica (delete) to the removed replicas.
+  UpdateMetadata to every live broker follows each step. A null target cancels: the target becomes
+  the original replicas. A new controller finishes the reassignments it finds complete at
+  start-up (the others were sent in its full LeaderAndIsr and complete as their ISR grows).
+  `list_partition_reassignments` answers from the store: every partition being reassigned (or the
+  ones asked for that are) with its replicas, adding and removing replicas.
 - Deletion requested: StopReplica (delete, leader epoch EPOCH_DURING_DELETE) to the replicas,
   UpdateMetadata with leader LEADER_DURING_DELETE (brokers drop the partitions from their cache), then
   the topic is removed from the store.
@@ -96,7 +111,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from odradek.controller import decisions
+from odradek.controller import decisions, reassignment
 from odradek.controller.channel import (
     ControllerChannel,
     ControllerIdentity,
@@ -112,13 +127,27 @@ from odradek.controller.metadata import (
     BrokerInfo,
     PartitionState,
 )
-from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.store import (
+    MetadataStore,
+    ReplicaAssignment,
+    StoredTopic,
+    StoreEvent,
+    StoreEventKind,
+)
 from odradek.controller.zk.errors import ControllerMovedError
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from odradek.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from odradek.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+)
+from odradek.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from odradek.tasks import cancel_and_wait
 
@@ -174,6 +203,19 @@ class LeaderElectionAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class ReassignmentsAsked:
+    """An AlterPartitionReassignments, answered through `answer`."""
+
+    request: AlterPartitionReassignmentsRequest
+    answer: asyncio.Future[AlterPartitionReassignmentsResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentsResumed:
+    """A new controller's check of the reassignments it found in the store."""
+
+
+@dataclass(frozen=True, slots=True)
 class LeaderRebalanceDue:
     """leader.imbalance.check.interval.seconds passed (auto.leader.rebalance.enable)."""
 
@@ -193,6 +235,8 @@ ControllerEvent = (
     | ControlledShutdownAsked
     | LeaderRebalanceDue
     | LeaderElectionAsked
+    | ReassignmentsAsked
+    | ReassignmentsResumed
 )
 IsrDecision = ErrorCode | PartitionState
 
@@ -248,6 +292,7 @@ class Controller:
         for name, topic in self.store.topics().items():
             if topic.marked_for_deletion:
                 self._events.put_nowait(StoreEvent(StoreEventKind.DELETION_REQUESTED, name))
+        self._events.put_nowait(ReassignmentsResumed())
 
     def _on_store_event(self, event: StoreEvent) -> None:
         if self._task is not None:
@@ -285,6 +330,30 @@ class Controller:
         asked = None if partitions is None else tuple(dict.fromkeys(partitions))
         self._events.put_nowait(LeaderElectionAsked(election_type, asked, answer))
         return await answer
+
+    async def alter_partition_reassignments(
+        self, request: AlterPartitionReassignmentsRequest
+    ) -> AlterPartitionReassignmentsResponse:
+        """Start or cancel reassignments, in turn with the other events (module docstring)."""
+        if self._task is None:
+            return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        answer: asyncio.Future[AlterPartitionReassignmentsResponse] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._events.put_nowait(ReassignmentsAsked(request, answer))
+        return await answer
+
+    def list_partition_reassignments(
+        self, request: ListPartitionReassignmentsRequest
+    ) -> ListPartitionReassignmentsResponse:
+        """The reassignments in progress (all, or those of the partitions asked for)."""
+        if self._task is None:
+            return ListPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        in_progress = self._reassignments_in_progress()
+        if request.topics is not None:
+            asked = {(t.name, p) for t in request.topics for p in t.partition_indexes}
+            in_progress = {key: a for key, a in in_progress.items() if key in asked}
+        return _reassignments_listed(in_progress)
 
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
@@ -363,12 +432,17 @@ class Controller:
             await self._on_brokers_changed(event.live)
         elif isinstance(event, IsrChangeAsked):
             await self._change_isr(event)
+            await self._complete_finished_reassignments()
         elif isinstance(event, LeaderRebalanceDue):
             await self._rebalance_leaders()
         elif isinstance(event, ControlledShutdownAsked):
             await self._shut_down_broker(event)
         elif isinstance(event, LeaderElectionAsked):
             await self._elect_leaders(event)
+        elif isinstance(event, ReassignmentsAsked):
+            await self._alter_reassignments(event)
+        elif isinstance(event, ReassignmentsResumed):
+            await self._complete_finished_reassignments()
         elif event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.PARTITIONS_ADDED):
             await self._bring_new_partitions_online(event.topic)
         elif event.kind is StoreEventKind.DELETION_REQUESTED:
@@ -578,6 +652,114 @@ class Controller:
             len(remaining),
         )
         event.answer.set_result(ControlledShutdownResponse(remaining_partitions=remaining))
+
+    # -- partition reassignment ------------------------------------------------------------------
+
+    async def _alter_reassignments(self, event: ReassignmentsAsked) -> None:
+        responses = []
+        for topic in event.request.topics:
+            answered = []
+            for asked in topic.partitions:
+                error = await self._reassign(topic.name, asked.partition_index, asked.replicas)
+                answered.append(
+                    AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                        partition_index=asked.partition_index,
+                        error_code=ErrorCode.NONE if error is None else error.code,
+                        error_message=None if error is None else error.message,
+                    )
+                )
+            responses.append(
+                AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
+                    name=topic.name, partitions=answered
+                )
+            )
+        event.answer.set_result(AlterPartitionReassignmentsResponse(responses=responses))
+
+    async def _reassign(self, name: str, index: int, replicas: list[int] | None) -> KafkaError | None:
+        """Start, replace or cancel one partition's reassignment; the error to answer, if any."""
+        topic = self.store.topics().get(name)
+        if topic is None or topic.marked_for_deletion or index not in topic.states:
+            return KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} partition {index} does not exist."
+            )
+        current = topic.replica_assignment(index)
+        try:
+            target = reassignment.target_of(current, replicas, self.live_brokers)
+        except KafkaError as exc:
+            return exc
+        if target == current.replicas and not current.being_reassigned:
+            return None
+        moving = reassignment.reassign_to(current, target)
+        if reassignment.is_complete(moving, topic.states[index].isr):
+            await self._finish_reassignment(name, index, current.replicas, target)
+        else:
+            await self._start_reassignment(name, index, current, moving)
+        return None
+
+    async def _start_reassignment(
+        self, name: str, index: int, current: ReplicaAssignment, moving: ReplicaAssignment
+    ) -> None:
+        """Kafka's phase A: the full replicas stored, LeaderAndIsr to all of them (new epoch)."""
+        await self.store.write_replica_assignments(name, {index: moving}, self.epoch)
+        changed = await self._move_partition(name, index, moving.replicas)
+        unneeded = [r for r in current.replicas if r not in moving.replicas]
+        await self._delete_replicas(name, index, unneeded, changed)
+        await self._send_update_metadata(changed)
+        log.info(
+            "Reassignment of %s-%d to %s started: replicas %s, adding %s, removing %s",
+            name,
+            index,
+            list(moving.target),
+            list(moving.replicas),
+            list(moving.adding),
+            list(moving.removing),
+        )
+
+    async def _finish_reassignment(
+        self, name: str, index: int, hosting: tuple[int, ...], target: tuple[int, ...]
+    ) -> None:
+        """Kafka's phase B: leader and ISR within `target` (state written first), the final
+        assignment stored, StopReplica (delete) to the replicas `hosting` held that leave."""
+        changed = await self._move_partition(name, index, target)
+        await self.store.write_replica_assignments(name, {index: ReplicaAssignment(target)}, self.epoch)
+        await self._delete_replicas(name, index, [r for r in hosting if r not in target], changed)
+        await self._send_update_metadata(changed)
+        log.info("Reassignment of %s-%d completed: replicas %s", name, index, list(target))
+
+    async def _move_partition(self, name: str, index: int, replicas: tuple[int, ...]) -> TopicStates:
+        """Leader and ISR over `replicas` (leader epoch + 1), written, then LeaderAndIsr to them."""
+        state = self.store.topics()[name].states[index]
+        election = reassignment.election_over(state, replicas, self._eligible())
+        moved = decisions.next_state(replace(state, replicas=replicas), election, self.epoch)
+        changed = await self._write_states({name: {index: moved}})
+        await self._send_leader_and_isr(changed)
+        return changed
+
+    async def _delete_replicas(
+        self, name: str, index: int, brokers: Iterable[int], changed: TopicStates
+    ) -> None:
+        """StopReplica (delete) to the live `brokers`, at the partition's new leader epoch."""
+        states = changed.get(name, (None, {}))[1]
+        epoch = states[index].leader_epoch if index in states else NO_EPOCH
+        for broker_id in brokers:
+            if broker_id in self.live_brokers:
+                request = stop_replica_request(self._identity(), {name: {index: epoch}}, delete=True)
+                await self._post(broker_id, "StopReplica", self._channel.stop_replica(broker_id, request))
+
+    async def _complete_finished_reassignments(self) -> None:
+        """Finish every reassignment whose target replicas are all in the ISR."""
+        for (name, index), assigned in self._reassignments_in_progress().items():
+            state = self.store.topics()[name].states.get(index)
+            if state is not None and reassignment.is_complete(assigned, state.isr):
+                await self._finish_reassignment(name, index, assigned.replicas, assigned.target)
+
+    def _reassignments_in_progress(self) -> dict[tuple[str, int], ReplicaAssignment]:
+        return {
+            (name, index): topic.replica_assignment(index)
+            for name, topic in self.store.topics().items()
+            if not topic.marked_for_deletion
+            for index in topic.adding_replicas.keys() | topic.removing_replicas.keys()
+        }
 
     async def _stop_following(self, broker_id: int, changed: TopicStates) -> None:
         """StopReplica (logs kept) to the shutting broker for the partitions it now only follows, so
@@ -792,6 +974,8 @@ def _answer(event: ControllerEvent, code: ErrorCode) -> None:
     """Refuse a request event not answered yet with `code` (other events need no answer)."""
     if isinstance(event, IsrChangeAsked) and not event.answer.done():
         event.answer.set_result(AlterPartitionResponse(error_code=code))
+    elif isinstance(event, ReassignmentsAsked) and not event.answer.done():
+        event.answer.set_result(AlterPartitionReassignmentsResponse(error_code=code))
     elif isinstance(event, ControlledShutdownAsked) and not event.answer.done():
         event.answer.set_result(ControlledShutdownResponse(error_code=code))
     elif isinstance(event, LeaderElectionAsked) and not event.answer.done():
@@ -817,6 +1001,27 @@ def _election_failure(name: str, index: int, state: PartitionState, code: ErrorC
     if code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE:
         return f"{prefix}: none of its replicas {list(state.replicas)} is live"
     return None
+
+
+def _reassignments_listed(
+    in_progress: Mapping[tuple[str, int], ReplicaAssignment],
+) -> ListPartitionReassignmentsResponse:
+    listed: dict[str, list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]] = {}
+    for (name, index), assigned in sorted(in_progress.items()):
+        listed.setdefault(name, []).append(
+            ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=index,
+                replicas=list(assigned.replicas),
+                adding_replicas=list(assigned.adding),
+                removing_replicas=list(assigned.removing),
+            )
+        )
+    return ListPartitionReassignmentsResponse(
+        topics=[
+            ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=partitions)
+            for name, partitions in listed.items()
+        ]
+    )
 
 
 def _states_of(topics: Iterable[StoredTopic]) -> TopicStates:

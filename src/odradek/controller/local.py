@@ -3,7 +3,8 @@
 Owns `<first log dir>/__cluster_metadata.json`:
 `{"version": 1, "controller_epoch": N, "topics": {name: {"topic_id", "configs", "partitions":
 {"<index>": {"replicas", and once the controller brought it online: "leader", "leader_epoch", "isr",
-"controller_epoch", "partition_epoch"}}, "marked_for_deletion" (only when true)}}, "broker_configs":
+"controller_epoch", "partition_epoch"; while it is reassigned: "adding_replicas", "removing_replicas"}},
+"marked_for_deletion" (only when true)}}, "broker_configs":
 {"<default>" (cluster-wide) or "<broker id>": {name: value}} (only entities with configs)}` — a file
 written by earlier versions (every partition with a state, no broker configs) reads unchanged.
 
@@ -32,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from odradek.controller.metadata import PartitionState
-from odradek.controller.store import MetadataStore, StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.store import (
+    MetadataStore,
+    ReplicaAssignment,
+    StoredTopic,
+    StoreEvent,
+    StoreEventKind,
+    with_replica_assignments,
+)
 from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.errors import KafkaStorageError
@@ -134,6 +142,16 @@ class LocalMetadataStore(MetadataStore):
                     topics[name] = replace(topic, states={**topic.states, **by_partition})
             await self._commit(self._controller_epoch, topics)
 
+    async def write_replica_assignments(
+        self, name: str, assignments: Mapping[int, ReplicaAssignment], controller_epoch: int
+    ) -> None:
+        async with self._write_lock:
+            self._check_epoch(controller_epoch)
+            topic = self._topics.get(name)
+            if topic is not None:
+                reassigned = with_replica_assignments(topic, assignments)
+                await self._commit(self._controller_epoch, {**self._topics, name: reassigned})
+
     async def remove_topic(self, name: str, controller_epoch: int) -> None:
         async with self._write_lock:
             self._check_epoch(controller_epoch)
@@ -193,7 +211,8 @@ def _topic_to_json(topic: StoredTopic) -> dict[str, Any]:
         "topic_id": str(topic.topic_id),
         "configs": dict(topic.configs),
         "partitions": {
-            str(p): _partition_to_json(r, topic.states.get(p)) for p, r in topic.assignment.items()
+            str(p): _partition_to_json(r, topic.states.get(p)) | _reassignment_to_json(topic, p)
+            for p, r in topic.assignment.items()
         },
     }
     if topic.marked_for_deletion:
@@ -212,6 +231,13 @@ def _partition_to_json(replicas: tuple[int, ...], state: PartitionState | None) 
         "controller_epoch": state.controller_epoch,
         "partition_epoch": state.partition_epoch,
     }
+
+
+def _reassignment_to_json(topic: StoredTopic, index: int) -> dict[str, Any]:
+    assigned = topic.replica_assignment(index)
+    if not assigned.being_reassigned:
+        return {}
+    return {"adding_replicas": list(assigned.adding), "removing_replicas": list(assigned.removing)}
 
 
 def _topic_from_json(name: str, data: Mapping[str, Any]) -> StoredTopic:
@@ -234,4 +260,10 @@ def _topic_from_json(name: str, data: Mapping[str, Any]) -> StoredTopic:
             if "leader" in s
         },
         marked_for_deletion=bool(data.get("marked_for_deletion", False)),
+        adding_replicas={
+            p: tuple(s["adding_replicas"]) for p, s in partitions.items() if s.get("adding_replicas")
+        },
+        removing_replicas={
+            p: tuple(s["removing_replicas"]) for p, s in partitions.items() if s.get("removing_replicas")
+        },
     )

@@ -6,9 +6,11 @@ assignment (`/config/topics/<t>`, `/brokers/topics/<t>`), added partitions, conf
 (`/config/changes`), a deletion request (`/admin/delete_topics/<t>`), dynamic broker configs
 (`/config/brokers/<id>`, `/config/brokers/<default>`) — and the controller's writes,
 fenced by its controller epoch: its election (`/controller_epoch`), partition state
-(`.../partitions/<p>/state`) and the removal of a deleted topic. Watchers hear a `StoreEvent` after
-each change is durable (ZooKeeper watches; in-process calls for the local file); broker config
-watchers hear the entity (`DEFAULT_BROKER_ENTITY` or a broker id) whose dynamic configs changed.
+(`.../partitions/<p>/state`), a partition reassignment's replica assignment (KIP-455: the full
+replicas with the adding and removing ones, in the topic znode) and the removal of a deleted
+topic. Watchers hear a `StoreEvent` after each change is durable (ZooKeeper watches; in-process
+calls for the local file); broker config watchers hear the entity (`DEFAULT_BROKER_ENTITY` or a
+broker id) whose dynamic configs changed.
 
 Implementations: `LocalMetadataStore` (controller/local.py, one JSON file, single node) and
 `ZkMetadataStore` (controller/zk/store.py, Kafka's znodes, cluster mode).
@@ -27,7 +29,7 @@ import abc
 import enum
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from odradek.controller.metadata import PartitionState
 
@@ -35,7 +37,9 @@ from odradek.controller.metadata import PartitionState
 @dataclass(frozen=True, slots=True)
 class StoredTopic:
     """A topic as stored: id, assignment, config overrides, the controller's partition states (a
-    partition without one is new: the controller has not brought it online yet), deletion mark."""
+    partition without one is new: the controller has not brought it online yet), deletion mark, and
+    for the partitions being reassigned the replicas being added and removed (the assignment then
+    holds every replica, target and original: Kafka's RS = TRS + (ORS - TRS))."""
 
     name: str
     topic_id: uuid.UUID
@@ -43,6 +47,62 @@ class StoredTopic:
     configs: Mapping[str, str] = field(default_factory=dict)
     states: Mapping[int, PartitionState] = field(default_factory=dict)
     marked_for_deletion: bool = False
+    adding_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    removing_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def replica_assignment(self, index: int) -> ReplicaAssignment:
+        """Partition `index`'s replicas with its reassignment in progress, if any."""
+        return ReplicaAssignment(
+            self.assignment[index],
+            self.adding_replicas.get(index, ()),
+            self.removing_replicas.get(index, ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's replicas (RS) and, while it is reassigned, the replicas being added (AR = TRS -
+    ORS) and removed (RR = ORS - TRS), as Kafka's ReplicaAssignment."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """ORS: the replicas before the reassignment."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """TRS: the replicas after it."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+
+def with_replica_assignments(topic: StoredTopic, assignments: Mapping[int, ReplicaAssignment]) -> StoredTopic:
+    """`topic` with partitions' new replicas and reassignments in progress (its states follow)."""
+    adding, removing = dict(topic.adding_replicas), dict(topic.removing_replicas)
+    for index, assigned in assignments.items():
+        adding.pop(index, None)
+        removing.pop(index, None)
+        if assigned.adding:
+            adding[index] = assigned.adding
+        if assigned.removing:
+            removing[index] = assigned.removing
+    return replace(
+        topic,
+        assignment={**topic.assignment, **{i: a.replicas for i, a in assignments.items()}},
+        states={
+            i: replace(s, replicas=assignments[i].replicas) if i in assignments else s
+            for i, s in topic.states.items()
+        },
+        adding_replicas=adding,
+        removing_replicas=removing,
+    )
 
 
 class StoreEventKind(enum.Enum):
@@ -141,6 +201,13 @@ class MetadataStore(abc.ABC):
         self, states: Mapping[str, Mapping[int, PartitionState]], controller_epoch: int
     ) -> None:
         """Write partition states of one or more topics at once."""
+
+    @abc.abstractmethod
+    async def write_replica_assignments(
+        self, name: str, assignments: Mapping[int, ReplicaAssignment], controller_epoch: int
+    ) -> None:
+        """Write partitions' replicas and reassignment in progress (none: empty adding and removing);
+        their stored states take the new replicas."""
 
     @abc.abstractmethod
     async def remove_topic(self, name: str, controller_epoch: int) -> None:

@@ -14,7 +14,9 @@ returning whatever is there. It re-estimates a partition only when its fetchable
 with min_bytes <= 1 any data at all is enough, so a retry reads no log unless min_bytes is larger.
 With min_bytes <= 1 a change to one partition (`try_complete_for`) looks at that partition only:
 a tailing fetch over many partitions is not rescanned on every append. Completing re-reads every
-partition with the response limits (the partitions with nothing new cost no log read).
+partition with the response limits (the partitions with nothing new cost no log read). A partition
+the leader's replication throttle holds back from this follower (KIP-73) counts no bytes, so a
+throttled follower's fetch waits max_wait_ms instead of coming back empty at once.
 
 Invariants: both complete exactly once (see odradek.purgatory). Neither copies record bytes.
 
@@ -125,6 +127,8 @@ class DelayedFetch(DelayedOperation):
             partition.log_start_offset <= request.fetch_offset <= partition.log_end_offset
         ):
             return None  # gone, or the offset left the log: the read will say why
+        if self._replica_manager.leader_throttles(partition, params.replica_id):
+            return 0  # KIP-73: a throttled partition's bytes do not complete the fetch (Kafka's rule)
         end = partition.fetchable_end(params.replica_id, params.isolation_level)
         try:
             partition.check_leader(request.current_leader_epoch)

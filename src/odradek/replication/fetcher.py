@@ -24,6 +24,9 @@ Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch)
   UNKNOWN_TOPIC_OR_PARTITION, ...): the partition waits replica.fetch.backoff.ms and tries again,
   until LeaderAndIsr moves it; a lost connection or a top-level error delays every partition of
   the fetcher the same way, and the connection is opened again.
+- Throttles (KIP-73, replication/quotas.py): while the follower quota is exceeded, a throttled
+  partition this broker follows from outside its ISR is left out of the fetches (looked at again
+  every THROTTLE_RECHECK_S); the bytes fetched for throttled partitions are recorded.
 - A partition becoming leader or stopped is removed; a new leader or epoch moves it to the
   right fetcher (`ReplicaFetcherManager.add_partitions`).
 
@@ -54,12 +57,14 @@ from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.primitives import ProtocolDecodeError
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication.partition import Partition
+from odradek.replication.quotas import ReplicationQuota
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH
 from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12  # topics by name, last_fetched_epoch and diverging_epoch
+THROTTLE_RECHECK_S = 0.2
 _LOST = (NodeUnreachable, NodeDisconnected, RequestTimedOut, ProtocolDecodeError)
 TopicPartition = tuple[str, int]
 
@@ -108,10 +113,17 @@ class StuckDivergence(Exception):
 class ReplicaFetcher:
     """Fetches the partitions this broker follows from one leader (see the module docstring)."""
 
-    def __init__(self, leader: LeaderEndpoint, settings: FetcherSettings, lookup: PartitionLookup) -> None:
+    def __init__(
+        self,
+        leader: LeaderEndpoint,
+        settings: FetcherSettings,
+        lookup: PartitionLookup,
+        quota: ReplicationQuota | None = None,
+    ) -> None:
         self.leader = leader
         self._settings = settings
         self._lookup = lookup
+        self._quota = quota or ReplicationQuota(settings.broker_id)
         self._states: dict[TopicPartition, _FetchState] = {}
         self._failures = RepeatedFailures(log)  # per partition: a full disk fails every append
         self._wake = asyncio.Event()
@@ -184,6 +196,9 @@ class ReplicaFetcher:
             if partition is None or partition.is_leader or partition.leader_epoch != state.leader_epoch:
                 self._states.pop(key)
                 continue
+            if self._throttled(partition):
+                state.ready_at = time.monotonic() + THROTTLE_RECHECK_S
+                continue
             fetch_offset = partition.log_end_offset
             topics.setdefault(key[0], FetchRequest.FetchTopic(topic=key[0])).partitions.append(
                 FetchRequest.FetchPartition(
@@ -206,6 +221,15 @@ class ReplicaFetcher:
             topics=list(topics.values()),
         )
         return request, sent
+
+    def _throttled(self, partition: Partition) -> bool:
+        """KIP-73's follower throttle: out of the ISR, throttled, and the quota exceeded."""
+        quota = self._quota
+        return (
+            self._settings.broker_id not in partition.isr
+            and quota.is_throttled(partition.topic, partition.partition)
+            and quota.exceeded()
+        )
 
     async def _fetch(self, request: FetchRequest) -> FetchResponse | None:
         try:
@@ -269,6 +293,8 @@ class ReplicaFetcher:
             return
         # a decoded response carries its records as a view of the frame, or none at all
         records = data.records if isinstance(data.records, memoryview) else memoryview(b"")
+        if self._quota.is_throttled(partition.topic, partition.partition):
+            self._quota.record(len(records))
         partition.append_records_as_follower(records, data.high_watermark)
         if data.log_start_offset > partition.log_start_offset:  # the leader's DeleteRecords or retention
             partition.log.advance_start_offset(data.log_start_offset)
@@ -315,9 +341,12 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """The fetchers of this broker, one per (leader, fetcher id); see the module docstring."""
 
-    def __init__(self, settings: FetcherSettings, lookup: PartitionLookup) -> None:
+    def __init__(
+        self, settings: FetcherSettings, lookup: PartitionLookup, quota: ReplicationQuota | None = None
+    ) -> None:
         self._settings = settings
         self._lookup = lookup
+        self._quota = quota
         self._fetchers: dict[tuple[LeaderEndpoint, int], ReplicaFetcher] = {}
         self._placement: dict[TopicPartition, tuple[LeaderEndpoint, int]] = {}
 
@@ -332,7 +361,9 @@ class ReplicaFetcherManager:
                 self._remove(key)
             fetcher = self._fetchers.get(placement)
             if fetcher is None:
-                fetcher = self._fetchers[placement] = ReplicaFetcher(leader, self._settings, self._lookup)
+                fetcher = self._fetchers[placement] = ReplicaFetcher(
+                    leader, self._settings, self._lookup, self._quota
+                )
             fetcher.add(key, leader_epoch)
             self._placement[key] = placement
 

@@ -35,6 +35,9 @@ Owns:
   controller as AlterPartition through `alter_partition` (the broker's channel to the controller),
   all proposals pending at once in one request, and the controller's answers are applied
   (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
+- the replication throttles (KIP-73, replication/quotas.py): `leader_quota` holds back throttled
+  partitions from followers outside the ISR in their fetches while exceeded, `follower_quota` is
+  the fetchers' (the broker sets rates and throttled replicas from its configs);
 - the counters of the broker's metrics (replication/stats.py): `topic_stats`, counted where an
   append's info or a read's size is at hand, and `isr_changes` of partitions that stay led here,
   counted as the controller's AlterPartition answers and LeaderAndIsr states are applied;
@@ -101,6 +104,7 @@ from odradek.replication.partition import (
     TimestampAndOffset,
     prepare_leader_epoch,
 )
+from odradek.replication.quotas import ReplicationQuota
 from odradek.replication.stats import IsrChanges, TopicStats
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
@@ -267,7 +271,11 @@ class ReplicaManager:
         self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
         self._loaders: set[asyncio.Task[None]] = set()
         # replication
-        self.fetchers = ReplicaFetcherManager(fetcher_settings or FetcherSettings(broker_id), self.partition)
+        self.leader_quota = ReplicationQuota(broker_id)
+        self.follower_quota = ReplicationQuota(broker_id)
+        self.fetchers = ReplicaFetcherManager(
+            fetcher_settings or FetcherSettings(broker_id), self.partition, self.follower_quota
+        )
         self._leader_endpoints: dict[int, LeaderEndpoint] = {}
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
         self._alter_partition = alter_partition
@@ -699,9 +707,10 @@ class ReplicaManager:
         for request in requests:
             topic, index, fetch_offset, _, epoch, last_fetched_epoch = request
             hosted = partitions.get((topic, index))
-            if hosted is not None and hosted.at_fetchable_end(
-                fetch_offset, replica_id, isolation_level, epoch, last_fetched_epoch
-            ):  # nothing new: answered from memory (most partitions of a tailing fetch)
+            if hosted is not None and (
+                hosted.at_fetchable_end(fetch_offset, replica_id, isolation_level, epoch, last_fetched_epoch)
+                or self.leader_throttles(hosted, replica_id)
+            ):  # nothing new (most partitions of a tailing fetch) or throttled: answered from memory
                 results.append(
                     FetchPartitionResult(
                         topic,
@@ -721,10 +730,23 @@ class ReplicaManager:
             results.append(result)
         return results
 
+    def leader_throttles(self, hosted: Partition, replica_id: int) -> bool:
+        """KIP-73: hold back a throttled partition from a follower outside the ISR while this
+        leader's replication quota is exceeded."""
+        quota = self.leader_quota
+        return (
+            replica_id >= 0
+            and replica_id not in hosted.isr
+            and quota.is_throttled(hosted.topic, hosted.partition)
+            and quota.exceeded()
+        )
+
     def _count_bytes_out(self, result: FetchPartitionResult, replica_id: int) -> None:
         counters = self.topic_stats[result.topic]
         if replica_id >= 0:
             counters.replication_bytes_out += result.size
+            if self.leader_quota.is_throttled(result.topic, result.partition):
+                self.leader_quota.record(result.size)
         else:
             counters.bytes_out += result.size
 

@@ -32,8 +32,10 @@ Owns the broker's life cycle.
   watches) and is applied live: every topic's LogConfig is rebuilt (topic override > per-broker >
   cluster-wide default > static > code default), the log cleaner takes the new log.cleaner.*
   settings at its next run (and log.cleaner.backoff.ms at its next wait), the listeners the new
-  connection limits (max.connections at most the share of file descriptors fixed at start), and
-  the controller, if here, unclean.leader.election.enable for its next election.
+  connection limits (max.connections at most the share of file descriptors fixed at start), the
+  ReplicaManager's replication quotas the leader/follower.replication.throttled.rate (KIP-73; the
+  topics' throttled replica lists follow their configs), and the controller, if here,
+  unclean.leader.election.enable for its next election.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
   unload group coordinator shards (Kafka's onLeadershipChange).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
@@ -141,6 +143,12 @@ from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, Upd
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.fetcher import FetcherSettings
+from odradek.replication.quotas import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS,
+)
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
@@ -326,8 +334,10 @@ class Broker:
             broker_epoch=lambda: self.broker_epoch,
         )
         self.replica_manager.start()
+        self._set_replication_rates()
         for name, topic in self.store.topics().items():
             self.metadata_cache.update_topic_configs(name, topic.configs)
+            self._set_throttled_replicas(name, topic.configs)
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
         if not self._dynamic_config_current():
@@ -760,6 +770,7 @@ class Broker:
             return
         if event.kind in (StoreEventKind.TOPIC_CREATED, StoreEventKind.CONFIGS_CHANGED):
             self.metadata_cache.update_topic_configs(event.topic, topic.configs)
+            self._set_throttled_replicas(event.topic, topic.configs)
         if event.kind is StoreEventKind.CONFIGS_CHANGED:
             self.log_manager.update_topic_config(event.topic, self.config.log_config(topic.configs))
 
@@ -794,8 +805,18 @@ class Broker:
             self.log_manager.update_topic_config(name, config.log_config(topic.configs))
         self.log_manager.cleaner.config = config.cleaner_config()
         self._server.update_limits(self._connection_limits())
+        self._set_replication_rates()
         if self.controller is not None:
             self.controller.unclean_default = config["unclean.leader.election.enable"]
+
+    def _set_replication_rates(self) -> None:
+        self.replica_manager.leader_quota.rate = self.config[LEADER_THROTTLED_RATE]
+        self.replica_manager.follower_quota.rate = self.config[FOLLOWER_THROTTLED_RATE]
+
+    def _set_throttled_replicas(self, topic: str, configs: Mapping[str, str]) -> None:
+        manager = self.replica_manager
+        manager.leader_quota.set_throttled_replicas(topic, configs.get(LEADER_THROTTLED_REPLICAS, ""))
+        manager.follower_quota.set_throttled_replicas(topic, configs.get(FOLLOWER_THROTTLED_REPLICAS, ""))
 
     def _connection_limits(self) -> ConnectionLimits:
         """The start limits with the current (maybe dynamic) connection limits; max.connections

@@ -47,15 +47,17 @@ controlled shutdown's `controlled.shutdown.enable`, `controlled.shutdown.max.ret
 Dynamic broker configs (Kafka's DynamicBrokerConfig): `with_dynamic(cluster_default, per_broker)`
 returns a config whose values are, per key, the per-broker dynamic value, else the cluster-wide
 dynamic default, else the static value (server.properties / overrides), else the code default;
-everything derived (topic defaults, `log_config`, `cleaner_config`) follows. Only `DYNAMIC_KEYS`
-may be dynamic: the primary broker synonym of every topic config (log.retention.ms, not
+everything derived (topic defaults, `log_config`, `cleaner_config`) follows. Only `DYNAMIC_KEYS` may
+be dynamic: the primary broker synonym of every topic config (log.retention.ms, not
 log.retention.hours: Kafka's rule), the log cleaner's threads / dedupe buffer / load factor /
-backoff, and max.connections, max.connections.per.ip, max.connections.per.ip.overrides (all
-cluster-wide in Kafka). `describe()` reports each key's source (DYNAMIC_BROKER_CONFIG,
-DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and its synonyms in Kafka's
-order (level first: per-broker, cluster default, static; then each synonym name; the code default
-last). Deprecated configs Kafka 3.x still accepts (topic `message.format.version`, broker
-`log.message.format.version`) are accepted and ignored (`without_deprecated` logs each).
+backoff, max.connections, max.connections.per.ip, max.connections.per.ip.overrides (all cluster-wide
+in Kafka), and the replication throttles leader.replication.throttled.rate and
+follower.replication.throttled.rate (bytes/s, per broker or cluster-wide). `describe()` reports each
+key's source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+DEFAULT_CONFIG) and its synonyms in Kafka's order (level first: per-broker, cluster default, static;
+then each synonym name; the code default last). Deprecated configs Kafka 3.x still accepts (topic
+`message.format.version`, broker `log.message.format.version`) are accepted and ignored
+(`without_deprecated` logs each).
 
 Callers: cli (builds it), broker and everything the broker wires (reads it).
 """
@@ -314,6 +316,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
+        # replication throttles (KIP-73): replication/quotas.py
+        ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
+        ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
         # odradek's HTTP listeners (Prometheus /metrics): server/http_listener.py; empty = none
         ConfigKey("http.listeners", _S, "", _http_listeners_validator),
@@ -546,6 +551,8 @@ DYNAMIC_KEYS = frozenset(synonyms[0] for synonyms in TOPIC_CONFIG_SYNONYMS.value
         "max.connections",
         "max.connections.per.ip",
         "max.connections.per.ip.overrides",
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
     }
 )
 

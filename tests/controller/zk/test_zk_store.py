@@ -11,7 +11,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from odradek.controller.metadata import PartitionState
-from odradek.controller.store import DEFAULT_BROKER_ENTITY, StoredTopic, StoreEvent, StoreEventKind
+from odradek.controller.store import (
+    DEFAULT_BROKER_ENTITY,
+    ReplicaAssignment,
+    StoredTopic,
+    StoreEvent,
+    StoreEventKind,
+)
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.store import ZkMetadataStore
@@ -126,6 +132,43 @@ async def test_controller_writes_are_fenced_and_conditional(chroot):
         assert "t" not in second.topics() and await second.zk.topics() == []
     finally:
         await _close(first, second)
+
+
+@on_loop
+async def test_a_reassignment_is_written_in_the_topic_znode_and_read_back(chroot):
+    controller, other = await _store(chroot, 1), await _store(chroot, 2)
+    events = Events(other)
+    try:
+        await controller.create_topic(StoredTopic("t", uuid.uuid4(), {0: (1, 2), 1: (2, 3)}))
+        await events.wait_for(StoreEventKind.TOPIC_CREATED, "t")
+        epoch = await controller.elect_controller()
+        await controller.write_partition_states(
+            {"t": {0: PartitionState(1, 0, (1, 2), (1, 2), epoch, 0)}}, epoch
+        )
+        moving = ReplicaAssignment((2, 3, 1), adding=(3,), removing=(1,))
+        await controller.write_replica_assignments("t", {0: moving}, epoch)
+        topic = controller.topics()["t"]
+        assert topic.replica_assignment(0) == moving and topic.states[0].replicas == (2, 3, 1)
+        znode = await controller.zk.topic_assignment("t")
+        assert znode is not None and (znode.adding_replicas, znode.removing_replicas) == (
+            {0: (3,)},
+            {0: (1,)},
+        )
+        assert znode.partitions == {0: (2, 3, 1), 1: (2, 3)}
+
+        successor = await _store(chroot, 3)  # a new controller finds it in progress
+        assert successor.topics()["t"].replica_assignment(0) == moving
+        await controller.write_replica_assignments("t", {0: ReplicaAssignment((2, 3))}, epoch)
+        await controller.add_partitions("t", {2: (3, 1)})
+        await events.wait_for(StoreEventKind.PARTITIONS_ADDED, "t")
+        assert other.topics()["t"].assignment == {0: (2, 3), 1: (2, 3), 2: (3, 1)}
+        assert not other.topics()["t"].adding_replicas
+        with pytest.raises(KafkaError) as stale:
+            await controller.write_replica_assignments("t", {0: moving}, epoch - 1)
+        assert stale.value.code == ErrorCode.STALE_CONTROLLER_EPOCH
+        await _close(successor)
+    finally:
+        await _close(controller, other)
 
 
 @on_loop

@@ -14,7 +14,8 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
 - `elect_controller` creates the ephemeral `/controller` and bumps `/controller_epoch` in one `multi`
   conditional on the epoch's zkVersion, returning the new epoch and its zkVersion;
   `ControllerMovedError` when another broker holds the seat or the epoch moved meanwhile;
-- controller writes (`create_partition_states`, `update_partition_states`, `delete_topic_znodes`)
+- controller writes (`create_partition_states`, `update_partition_states`, `reassign_topic`,
+  `delete_topic_znodes`)
   are `multi`s that start with a check of `/controller_epoch`'s zkVersion, so a controller that lost
   its seat cannot write (Kafka 2.2+); a partition state update is also conditional on the state
   znode's zkVersion (the partition epoch) and reports per partition whether it applied;
@@ -311,6 +312,14 @@ class KafkaZkClient:
         await self._bridge(
             self._kazoo.set_async(znodes.topic_path(name), znodes.encode_topic_assignment(assignment))
         )
+
+    async def reassign_topic(self, seat: ControllerSeat, name: str, assignment: TopicAssignment) -> None:
+        """Rewrite a topic's znode with a reassignment's replicas, adding and removing replicas
+        (controller only, as Kafka's controller writes them for AlterPartitionReassignments)."""
+        data = znodes.encode_topic_assignment(assignment)
+        results = await self._fenced_multi(seat, lambda t: t.set_data(znodes.topic_path(name), data))
+        if isinstance(results[0], Exception):
+            raise results[0]
 
     async def change_entity_config(self, entity_type: str, name: str, configs: Mapping[str, str]) -> None:
         """Write `/config/<type>/<name>`, then the `/config/changes/config_change_<seq>` notification

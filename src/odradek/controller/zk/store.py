@@ -10,7 +10,9 @@ Kafka's znode operations (`KafkaZkClient`):
   notification the same way (Kafka's AdminZkClient.changeBrokerConfig);
 - controller writes, fenced by the controller epoch's zkVersion (`ControllerSeat`): the election
   (`/controller` + `/controller_epoch`), partition state znodes (created for a new partition, else
-  conditional on their zkVersion, which is the partition epoch), and the removal of a deleted topic.
+  conditional on their zkVersion, which is the partition epoch), a reassignment's replicas with
+  `adding_replicas` / `removing_replicas` in the topic znode (KIP-455), and the removal of a
+  deleted topic.
 
 Watches: the children of `/brokers/topics` (a topic appears or goes), each topic's znode (partitions
 added), the children of `/config/changes` (config changes, any broker's) and of
@@ -23,11 +25,14 @@ watchers (other brokers' per-broker configs are not kept). Refreshes run one at 
 slower older read never overwrites a newer one, and the second reader of one change sees no
 difference (no duplicate events).
 
-Partition states are read when a topic is first seen and again when this broker becomes controller
+A partition's state carries the replicas of the topic znode as last read (the state znode holds
+none). Partition states are read when a topic is first seen and again when this broker becomes controller
 (a new controller reloads everything); afterwards only the controller writes them, and its writes
 update the snapshot with the new zkVersion. A refresh that was reading while the controller wrote
 keeps the written states (a refresh does not hold the controller's writes back, so without this a
-topic's first refresh could drop the states its creation wrote).
+topic's first refresh could drop the states its creation wrote). A reassignment's topic znode write
+takes the refresh lock instead: a refresh that read the znode before it would put the old replicas
+back.
 
 Invariants: a controller write with an epoch other than the seat's is refused
 (STALE_CONTROLLER_EPOCH); a write rejected by ZooKeeper's epoch check raises `ControllerMovedError`
@@ -52,9 +57,11 @@ from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import (
     DEFAULT_BROKER_ENTITY,
     MetadataStore,
+    ReplicaAssignment,
     StoredTopic,
     StoreEvent,
     StoreEventKind,
+    with_replica_assignments,
 )
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import ControllerMovedError, ControllerSeat, KafkaZkClient
@@ -189,8 +196,14 @@ class ZkMetadataStore(MetadataStore):
                 assignment.topic_id,
                 dict(assignment.partitions),
                 configs,
-                states,
+                {
+                    i: replace(s, replicas=assignment.partitions[i])
+                    for i, s in states.items()
+                    if i in assignment.partitions
+                },
                 marked,
+                dict(assignment.adding_replicas),
+                dict(assignment.removing_replicas),
             )
             self._topics[name] = topic
             for kind in _differences(old, topic):
@@ -260,7 +273,12 @@ class ZkMetadataStore(MetadataStore):
 
     async def add_partitions(self, name: str, assignment: Mapping[int, tuple[int, ...]]) -> None:
         topic = self._existing(name)
-        grown = TopicAssignment({**topic.assignment, **assignment}, topic.topic_id)
+        grown = TopicAssignment(
+            {**topic.assignment, **assignment},
+            topic.topic_id,
+            topic.adding_replicas,
+            topic.removing_replicas,
+        )
         try:
             await self.zk.add_partitions(name, grown)
         except NoNodeError:
@@ -347,6 +365,24 @@ class ZkMetadataStore(MetadataStore):
             topic = self._topics.get(name)
             if topic is not None:
                 self._topics[name] = replace(topic, states={**topic.states, **stored})
+
+    async def write_replica_assignments(
+        self, name: str, assignments: Mapping[int, ReplicaAssignment], controller_epoch: int
+    ) -> None:
+        seat = self._check_seat(controller_epoch)
+        async with self._refresh_lock:  # a refresh reading the topic znode meanwhile would undo it
+            topic = self._topics.get(name)
+            if topic is None:
+                return
+            reassigned = with_replica_assignments(topic, assignments)
+            znode = TopicAssignment(
+                dict(reassigned.assignment),
+                reassigned.topic_id,
+                reassigned.adding_replicas,
+                reassigned.removing_replicas,
+            )
+            await self.zk.reassign_topic(seat, name, znode)
+            self._topics[name] = reassigned
 
     async def remove_topic(self, name: str, controller_epoch: int) -> None:
         seat = self._check_seat(controller_epoch)

@@ -43,6 +43,8 @@ HANDLER_MODULES: list[str] = [
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
     # data path
     "produce",
     "fetch",

@@ -1,0 +1,44 @@
+"""AlterPartitionReassignments handler: start, replace or cancel partition reassignments (KIP-455).
+
+API: v0.
+
+Behaviour: served by the controller, as in Kafka (the admin client sends it to the controller the
+Metadata response names): the request is decided by `Controller.alter_partition_reassignments` in
+turn with the controller's other events (see controller.py) and answered once each reassignment
+has started, not when it completes. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
+INVALID_REPLICA_ASSIGNMENT (an empty or duplicate list, a negative id, a replica added on a broker
+that is not live), NO_REASSIGNMENT_IN_PROGRESS (a cancellation, null replicas, of a partition not
+being reassigned). A broker that is not the controller answers NOT_CONTROLLER at the top.
+
+A single node serves it too (it is its own controller): a target of its own broker id changes
+nothing, any other broker is not live (INVALID_REPLICA_ASSIGNMENT, as Kafka answers).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+async def handle(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
+    controller = ctx.broker.controller
+    if controller is None:
+        return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return await controller.alter_partition_reassignments(request)
+
+
+def error_response(
+    request: AlterPartitionReassignmentsRequest, version: int, code: int
+) -> AlterPartitionReassignmentsResponse:
+    return AlterPartitionReassignmentsResponse(error_code=code)

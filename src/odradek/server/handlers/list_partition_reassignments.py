@@ -1,0 +1,40 @@
+"""ListPartitionReassignments handler: the partition reassignments in progress (KIP-455).
+
+API: v0.
+
+Behaviour: served by the controller, as in Kafka, from its store (`Controller.
+list_partition_reassignments`): every partition being reassigned, or those of the partitions asked
+for that are (others, unknown ones included, are left out, as Kafka's ZooKeeper-mode controller
+does), each with its full replicas, the replicas being added and those being removed. A broker that
+is not the controller answers NOT_CONTROLLER. A single node, its own controller, answers with an
+empty list: nothing can move there.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+async def handle(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
+    controller = ctx.broker.controller
+    if controller is None:
+        return ListPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return controller.list_partition_reassignments(request)
+
+
+def error_response(
+    request: ListPartitionReassignmentsRequest, version: int, code: int
+) -> ListPartitionReassignmentsResponse:
+    return ListPartitionReassignmentsResponse(error_code=code)
