@@ -18,6 +18,7 @@ from odradek.protocol.records.control import (
     build_end_txn_marker,
     read_end_txn_marker,
 )
+from odradek.protocol.records.errors import CorruptRecordError
 from odradek.protocol.records.record import decode_records
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
@@ -346,3 +347,18 @@ def test_a_follower_replays_markers_into_its_state_and_txn_index(tmp_path: Path)
     assert aborted_entries(follower) == aborted_entries(leader)
     assert follower.producer_state.ongoing_txns == {8: 4}
     assert follower.first_unstable_offset == leader.first_unstable_offset == 0
+
+
+def test_a_follower_append_with_a_control_batch_that_is_no_marker_writes_nothing(tmp_path: Path) -> None:
+    follower = new_log(tmp_path)
+    odd = build_batch(
+        [SimpleRecord(struct.pack(">hi", 0, 0), key=struct.pack(">hh", 0, 7), timestamp=NOW)],
+        base_offset=1,
+        producer_id=7,
+        producer_epoch=0,
+        is_transactional=True,
+        is_control=True,
+    )
+    with pytest.raises(CorruptRecordError):
+        follower.append_as_follower(bytearray(txn_batch() + odd))
+    assert follower.log_end_offset == 0 and follower.producer_state.ongoing_txns == {}

@@ -183,7 +183,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        first_unstable = self.log.first_unstable_offset
+        first_unstable = self.log.producer_state.first_unstable_offset  # read on every fetch: no property
         high_watermark = self.high_watermark
         if first_unstable < 0 or first_unstable >= high_watermark:
             return high_watermark

@@ -291,6 +291,7 @@ class Log:
         """Append batches that already carry their offsets (a replica copying its leader)."""
         validated = validate_records(records, max(self.config.max_message_bytes, 1 << 30), from_client=False)
         headers = validated.headers
+        markers = _end_txn_markers(records, validated)
         with self._lock:
             expected = self.log_end_offset
             for header in headers:
@@ -301,7 +302,7 @@ class Log:
                 self.leader_epoch_cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
             now = self._clock.time_ms()
             self._append(records, validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now)
-            self._replay(records, validated)
+            self._replay(headers, markers)
             return LogAppendInfo(
                 first_offset=headers[0].base_offset,
                 last_offset=expected - 1,
@@ -313,16 +314,20 @@ class Log:
                 valid_bytes=validated.size_in_bytes,
             )
 
-    def _replay(self, records: bytes | bytearray | memoryview, validated: ValidatedRecords) -> None:
-        """Apply appended batches that carry their offsets to the producer state; their markers'
-        aborts go to the active segment's transaction index (one append never spans a roll)."""
+    def _replay(
+        self, headers: tuple[BatchHeader, ...], markers: dict[int, EndTransactionMarker] | None
+    ) -> None:
+        """Apply appended batches that carry their offsets to the producer state; the aborts their
+        `markers` (by batch index) complete go to the active segment's transaction index (one
+        append never spans a roll)."""
+        state = self.producer_state
+        if markers is None:
+            for header in headers:
+                state.replay(header)
+            return
         txn_index = self.active_segment.txn_index
-        for position, header in zip(validated.positions, validated.headers, strict=True):
-            if header.is_control and header.producer_id >= 0:
-                marker = read_end_txn_marker(records, position, header)
-                self.producer_state.replay(header, marker, txn_index)
-            else:
-                self.producer_state.replay(header)
+        for index, header in enumerate(headers):
+            state.replay(header, markers.get(index), txn_index)
 
     def append_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int
@@ -747,6 +752,19 @@ def _has_producer_id(headers: tuple[BatchHeader, ...]) -> bool:
     if headers[0].producer_id >= 0:
         return True
     return len(headers) > 1 and any(header.producer_id >= 0 for header in headers[1:])
+
+
+def _end_txn_markers(
+    records: bytes | bytearray | memoryview, validated: ValidatedRecords
+) -> dict[int, EndTransactionMarker] | None:
+    """The transaction markers among a follower's batches, by batch index (None when there is none);
+    read before anything is written, so a control batch that is no marker refuses the whole append."""
+    markers = {
+        index: read_end_txn_marker(records, position, header)
+        for index, (position, header) in enumerate(zip(validated.positions, validated.headers, strict=True))
+        if header.is_control and header.producer_id >= 0
+    }
+    return markers or None
 
 
 def _offset_of_max_timestamp(

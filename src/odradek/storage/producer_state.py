@@ -65,7 +65,8 @@ Invariants: the state reflects exactly the batches below `map_end_offset`; a sna
 the state of the batches below offset N; `prepare_append` and `prepare_marker` change nothing (a
 failed write leaves the state as it was) and `commit` / `complete_marker` apply what they prepared.
 
-Callers: `storage.log.Log` only, under its lock.
+Callers: `storage.log.Log`, which makes every change under its lock; `first_unstable_offset` is
+also read without it (by the partition on every fetch, and by the log cleaner).
 """
 
 from __future__ import annotations
@@ -367,38 +368,40 @@ class ProducerStateManager:
     ) -> None:
         """Apply a batch already in the log (loading, follower appends): no checks. `marker` is the
         control batch's marker; an abort it completes goes to `txn_index` unless that is None."""
-        producer_id = header.producer_id
-        if producer_id >= 0:
-            current = self._producers.get(producer_id)
-            if marker is not None:
-                entry, completed = _end_txn(
-                    current,
-                    producer_id,
-                    header.producer_epoch,
-                    marker,
-                    header.base_offset,
-                    header.max_timestamp,
-                )
-                self._producers[producer_id] = entry
-                if completed is not None:
-                    self._complete_txn(completed, txn_index)
+        if header.producer_id >= 0:
+            if marker is None:
+                self._replay_batch(header)
             else:
-                batch = BatchMetadata(
-                    header.base_sequence,
-                    last_sequence(header),
-                    header.base_offset,
-                    header.last_offset,
-                    header.max_timestamp,
-                )
-                entry = _updated(current, producer_id, header, batch)
-                self._producers[producer_id] = entry
-                if (
-                    entry.current_txn_first_offset >= 0
-                    and entry.current_txn_first_offset not in self._ongoing
-                ):
-                    self._ongoing[entry.current_txn_first_offset] = producer_id
-                    self._update_first_unstable_offset()
+                self._replay_marker(header, marker, txn_index)
         self.map_end_offset = header.next_offset
+
+    def _replay_batch(self, header: BatchHeader) -> None:
+        producer_id = header.producer_id
+        batch = BatchMetadata(
+            header.base_sequence,
+            last_sequence(header),
+            header.base_offset,
+            header.last_offset,
+            header.max_timestamp,
+        )
+        entry = _updated(self._producers.get(producer_id), producer_id, header, batch)
+        self._producers[producer_id] = entry
+        first_offset = entry.current_txn_first_offset
+        if first_offset >= 0 and first_offset not in self._ongoing:
+            self._ongoing[first_offset] = producer_id
+            self._update_first_unstable_offset()
+
+    def _replay_marker(
+        self, header: BatchHeader, marker: EndTransactionMarker, txn_index: TransactionIndex | None
+    ) -> None:
+        producer_id = header.producer_id
+        current = self._producers.get(producer_id)
+        entry, completed = _end_txn(
+            current, producer_id, header.producer_epoch, marker, header.base_offset, header.max_timestamp
+        )
+        self._producers[producer_id] = entry
+        if completed is not None:
+            self._complete_txn(completed, txn_index)
 
     def load(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> None:
         """Rebuild the state of `segments` ending at `log_end_offset`: the newest valid snapshot at or
