@@ -18,6 +18,7 @@ from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
+from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from odradek.server.handlers import registry
 from tests.conftest import topic_name
 
@@ -51,6 +52,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
 }
 
 
@@ -195,3 +197,21 @@ def test_describe_log_dirs(connect, version):
     (result,) = response.results
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in result.topics] == [(name, [0, 1])]
     assert (result.total_bytes > 0) == (version >= 4)
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_write_txn_markers(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+
+    def write(producer_epoch: int, topic: str = name) -> list[int]:
+        topics = [WriteTxnMarkersRequest.WritableTxnMarkerTopic(topic, [0, 1])]
+        marker = WriteTxnMarkersRequest.WritableTxnMarker(42, producer_epoch, False, topics, 0)
+        response = client.call(ApiKey.WRITE_TXN_MARKERS, version, WriteTxnMarkersRequest(markers=[marker]))
+        (result,) = response.markers
+        assert result.producer_id == 42 and [t.name for t in result.topics] == [topic]
+        return [p.error_code for t in result.topics for p in t.partitions]
+
+    assert write(3) == [0, 0]
+    assert write(2) == [ErrorCode.INVALID_PRODUCER_EPOCH] * 2
+    assert write(3, topic_name("missing")) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2
