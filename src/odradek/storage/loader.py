@@ -192,9 +192,7 @@ def _remove_leftovers(directory: Path, names: list[str]) -> bool:
     removed = False
     for name in names:
         stem, suffix = os.path.splitext(name)
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or (
-            suffix in INDEX_SUFFIXES and stem not in logs
-        ):
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or (suffix in INDEX_SUFFIXES and stem not in logs):
             (directory / name).unlink()
             removed = True
     return removed
