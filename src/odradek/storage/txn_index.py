@@ -23,14 +23,12 @@ Callers: `storage.segment` (its files), `storage.producer_state` (appends, rebui
 
 from __future__ import annotations
 
-import os
 import struct
 from bisect import bisect_left
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.storage.errors import KafkaStorageError
-from odradek.storage.index import IndexCorruptError
+from odradek.storage.index import IndexCorruptError, IndexFile
 
 TXN_INDEX_ENTRY = struct.Struct(">hqqqq")
 TXN_INDEX_VERSION = 0
@@ -43,19 +41,14 @@ class AbortedTxn(NamedTuple):
     last_stable_offset: int
 
 
-class TransactionIndex:
+class TransactionIndex(IndexFile):
     """The aborted transactions of one segment, in memory, backed by its `.txnindex`."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        super().__init__(path)
         self.entries: list[AbortedTxn] = []
         self._persisted = 0
         self._file_entries = -1  # no file written yet
-        self._writes = 0
-        self._synced_writes = 0
-
-    def __len__(self) -> int:
-        return len(self.entries)
 
     @property
     def written(self) -> bool:
@@ -68,7 +61,10 @@ class TransactionIndex:
 
     def load(self) -> None:
         """Read the file (a missing one is empty); IndexCorruptError when it does not parse."""
-        data = self.path.read_bytes() if self.path.exists() else b""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
         if len(data) % TXN_INDEX_ENTRY.size:
             raise IndexCorruptError(f"{self.path}: size {len(data)} is not a multiple of the entry size")
         entries = []
@@ -90,50 +86,13 @@ class TransactionIndex:
         self.entries = self.entries[:keep]
         self._persisted = min(self._persisted, keep)
 
-    def collect(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """The entries of transactions overlapping [fetch_offset, upper_bound_offset)."""
-        return [
-            entry
-            for entry in self.entries
-            if entry.last_offset >= fetch_offset and entry.first_offset < upper_bound_offset
-        ]
-
     def persist(self, fsync: bool) -> None:
         """Write the entries not yet on disk (and trim a truncated file); fsync when asked."""
         count = len(self.entries)
         if self._persisted != count or self._file_entries not in (-1, count):
-            tail = b"".join(
-                TXN_INDEX_ENTRY.pack(TXN_INDEX_VERSION, *entry) for entry in self.entries[self._persisted :]
-            )
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-                try:
-                    os.pwrite(fd, tail, self._persisted * TXN_INDEX_ENTRY.size)
-                    os.ftruncate(fd, count * TXN_INDEX_ENTRY.size)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                raise KafkaStorageError(f"cannot write the transaction index {self.path}: {exc}") from exc
+            pack = TXN_INDEX_ENTRY.pack
+            tail = b"".join(pack(TXN_INDEX_VERSION, *entry) for entry in self.entries[self._persisted :])
+            self._write_tail(tail, self._persisted * TXN_INDEX_ENTRY.size, count * TXN_INDEX_ENTRY.size)
             self._persisted = self._file_entries = count
-            self._writes += 1
         if fsync:
             self.sync()
-
-    def sync(self) -> None:
-        """fsync what `persist` wrote (nothing if nothing was written since; a deleted file needs nothing)."""
-        writes = self._writes
-        if self._synced_writes == writes:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot open the transaction index {self.path}: {exc}") from exc
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot fsync the transaction index {self.path}: {exc}") from exc
-        finally:
-            os.close(fd)
-        self._synced_writes = writes
