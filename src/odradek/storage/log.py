@@ -490,7 +490,7 @@ class Log:
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Completed transactions whose marker is below `high_watermark` stop holding the LSO back."""
-        if self.producer_state.has_unreplicated_txns:
+        if self.producer_state.first_unstable_offset >= 0:  # else no transaction: nothing to forget
             with self._lock:
                 self.producer_state.on_high_watermark_updated(high_watermark)
 

@@ -248,10 +248,6 @@ class ProducerStateManager:
         """First offset -> producer id of every ongoing transaction, oldest first."""
         return dict(self._ongoing)
 
-    @property
-    def has_unreplicated_txns(self) -> bool:
-        return bool(self._unreplicated)
-
     # -- client appends ------------------------------------------------------------------------
 
     def prepare_append(
