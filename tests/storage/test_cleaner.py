@@ -424,3 +424,29 @@ def test_the_cleaner_stops_at_the_first_unstable_offset(tmp_path: Path) -> None:
     cleaner.clean_logs(clock.time_ms())
     assert any(record.value == b"open" for record in all_records(log))
     assert all_records(log)[0].offset < open_at
+
+
+def test_a_swap_finished_by_the_loader_rebuilds_the_txn_index_from_the_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    for sequence in range(4):
+        put_txn(log, clock, b"kept-%d" % sequence, b"aborted", producer_id=9, sequence=sequence)
+    log.append_marker(9, 0, 0, commit=False, leader_epoch=0)
+    log.on_high_watermark_updated(log.log_end_offset)
+    write_updates(log, clock, rounds=20)
+
+    def crash(*args: object) -> None:
+        raise SystemExit("crash")
+
+    monkeypatch.setattr(Log, "_delete_segments", crash)
+    with pytest.raises(SystemExit):
+        cleaner_for(log).clean_logs(clock.time_ms())
+    monkeypatch.undo()
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=True)
+    producer_batches = [header for header, _ in all_batches(reopened) if header.producer_id == 9]
+    assert [h.records_count for h in producer_batches] == [0, 0, 0, 0, 1]  # retained empty, marker
+    aborted = reopened.collect_aborted_transactions(0, reopened.log_end_offset)
+    assert [(txn.producer_id, txn.first_offset, txn.last_offset) for txn in aborted] == [(9, 0, 4)]
+    assert all(not segment.txn_index_stale for segment in reopened.segments)
