@@ -358,3 +358,13 @@ def test_a_follower_last_stable_offset_follows_replicated_markers(tmp_path: Path
     follower.append_records_as_follower(memoryview(b""), leader_high_watermark=3)
     assert follower.last_stable_offset == 2 == leader.last_stable_offset
     assert follower.log.collect_aborted_transactions(0, 2) == leader.log.collect_aborted_transactions(0, 2)
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start_offset(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    partition.append_records_to_leader(txn_batch(7), 1)  # 0
+    partition.append_records_to_leader(batch(3), 1)  # 1-3
+    assert partition.last_stable_offset == 0
+    partition.log.advance_start_offset(2)  # DeleteRecords past the open transaction's start
+    assert partition.last_stable_offset == 2

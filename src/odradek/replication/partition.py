@@ -187,7 +187,7 @@ class Partition:
         high_watermark = self.high_watermark
         if first_unstable < 0 or first_unstable >= high_watermark:
             return high_watermark
-        return max(first_unstable, self.log.log_start_offset)
+        return min(max(first_unstable, self.log.log_start_offset), high_watermark)
 
     def _update_high_watermark(self, high_watermark: int) -> None:
         self.high_watermark = high_watermark
