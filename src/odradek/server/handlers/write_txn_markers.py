@@ -12,7 +12,9 @@ min.insync.replicas), INVALID_PRODUCER_EPOCH (a producer epoch older than the pa
 TRANSACTION_COORDINATOR_FENCED (a coordinator epoch older than the producer's last marker),
 KAFKA_STORAGE_ERROR.
 
-Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A marker
+Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A
+partition of the cluster that this broker does not host answers NOT_LEADER_OR_FOLLOWER, as Produce
+does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). A marker
 on a `__consumer_offsets` partition completes no transactional offset commit: odradek serves no
 TxnOffsetCommit, so there are none to complete. Until a transaction coordinator exists nothing sends
 this request but tests and external tools.
