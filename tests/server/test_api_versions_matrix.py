@@ -21,6 +21,7 @@ from odradek.protocol.messages.elect_leaders import ElectLeadersRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
+from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from odradek.server.handlers import registry
 from tests.conftest import topic_name
 
@@ -57,6 +58,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
 }
 
 
@@ -225,6 +227,8 @@ def test_elect_leaders(connect, version):
         assert {p.error_code for r in refused.replica_election_results for p in r.partition_result} == {
             ErrorCode.INVALID_REQUEST
         }
+
+
 def test_partition_reassignments_on_a_single_node(connect):
     """The node is its own controller: a move to itself changes nothing, another broker is not live."""
     client = connect()
@@ -247,3 +251,21 @@ def test_partition_reassignments_on_a_single_node(connect):
     assert alter(None) == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     listed = client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, ListPartitionReassignmentsRequest())
     assert (listed.error_code, listed.topics) == (0, [])
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_write_txn_markers(connect, version):
+    client = connect()
+    name = topic_for(client, version)
+
+    def write(producer_epoch: int, topic: str = name) -> list[int]:
+        topics = [WriteTxnMarkersRequest.WritableTxnMarkerTopic(topic, [0, 1])]
+        marker = WriteTxnMarkersRequest.WritableTxnMarker(42, producer_epoch, False, topics, 0)
+        response = client.call(ApiKey.WRITE_TXN_MARKERS, version, WriteTxnMarkersRequest(markers=[marker]))
+        (result,) = response.markers
+        assert result.producer_id == 42 and [t.name for t in result.topics] == [topic]
+        return [p.error_code for t in result.topics for p in t.partitions]
+
+    assert write(3) == [0, 0]
+    assert write(2) == [ErrorCode.INVALID_PRODUCER_EPOCH] * 2
+    assert write(3, topic_name("missing")) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2

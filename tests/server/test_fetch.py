@@ -12,6 +12,9 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.records.record import decode_records
+from odradek.replication.replica_manager import FetchPartitionResult
+from odradek.server.handlers.fetch import _partition
+from odradek.storage.txn_index import AbortedTxn
 from tests.server.raw_client import RawClient
 from tests.server.test_produce import create_topic, produce, produce_request, records
 
@@ -179,3 +182,12 @@ def test_unknown_replica_gets_no_records(client: RawClient) -> None:
     produce(client, name, records(b"a"))
     partition = only_partition(fetch(client, topic_id, version=14, replica_id=5))
     assert partition.error_code == ErrorCode.NONE and bytes(partition.records) == b""
+
+
+def test_read_committed_answers_carry_the_aborted_transactions_read() -> None:
+    result = FetchPartitionResult("t", 0, 0, 9, 7, 0, aborted_transactions=[AbortedTxn(5, 2, 6, 7)])
+    committed = _partition(result, committed=True)
+    assert committed.aborted_transactions == [FetchResponse.AbortedTransaction(5, 2)]
+    assert committed.last_stable_offset == 7
+    assert _partition(result, committed=False).aborted_transactions is None
+    assert _partition(result._replace(aborted_transactions=None), committed=True).aborted_transactions == []

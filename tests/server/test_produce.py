@@ -165,6 +165,21 @@ def test_transactional_produce_is_refused(client: RawClient) -> None:
     assert fetch_all(client, name) == b""
 
 
+def test_transactional_batches_without_a_transactional_id_are_refused(client: RawClient) -> None:
+    name, _ = create_topic(client)
+    plain = records(b"x")
+    transactional = build_batch(
+        [SimpleRecord(b"t", timestamp=1_700_000_000_000)],
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    result = produce(client, name, plain + transactional)
+    assert result.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert fetch_all(client, name) == b""
+
+
 def test_internal_topic_is_refused_to_clients(client: RawClient) -> None:
     offsets_topic = MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")
     client.call(ApiKey.METADATA, 12, MetadataRequest(topics=[offsets_topic], allow_auto_topic_creation=True))

@@ -16,12 +16,13 @@ from odradek.controller.metadata import EPOCH_DURING_DELETE, BrokerInfo, Endpoin
 from odradek.controller.waiters import wait_until
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
-from odradek.replication.partition import READ_UNCOMMITTED
+from odradek.replication.partition import READ_COMMITTED, READ_UNCOMMITTED
 from odradek.replication.replica_manager import (
     FetchPartitionRequest,
     LeadershipChange,
     ListOffsetsPartitionRequest,
     ReplicaManager,
+    TxnMarker,
 )
 from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint
@@ -525,5 +526,41 @@ def test_a_throttled_partition_is_held_back_from_an_out_of_sync_follower(tmp_pat
         assert (await held)[0].size == 0
         in_sync = await h.fetch(request(T0, 1), replica_id=2, max_wait_ms=0)
         assert in_sync[0].size > 0
+
+
+def txn_batch(producer_id: int = 7) -> memoryview:
+    records = [SimpleRecord(b"t", timestamp=1000)]
+    data = build_batch(
+        records, producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    return memoryview(bytearray(data))
+
+
+def test_a_read_committed_fetch_is_woken_when_a_marker_moves_the_lso(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        h.rm.partition(*T0).log.append_as_leader(txn_batch(), 1)  # the storage path, as a coordinator would
+        h.rm.partition(*T0).maybe_increment_high_watermark()
+        consumer = asyncio.create_task(
+            h.rm.fetch_messages([request(T0, 0)], 1, 1 << 20, 60_000, READ_COMMITTED, -1)
+        )
+        await settle()
+        assert not consumer.done()  # the open transaction holds the LSO at 0
+        responses = await h.rm.write_txn_markers(TxnMarker(7, 0, 0, False), [T0, T1], 1000)
+        assert responses[T0].error_code == ErrorCode.NONE and responses[T0].base_offset == 1
+        assert responses[T1].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        [result] = await consumer
+        assert (result.high_watermark, result.last_stable_offset) == (2, 2) and result.size > 0
+        assert [(t.producer_id, t.first_offset) for t in result.aborted_transactions or ()] == [(7, 0)]
+
+    run(scenario, tmp_path)
+
+
+def test_a_marker_with_an_old_producer_epoch_is_refused(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.rm.write_txn_markers(TxnMarker(7, 3, 0, True), [T0], 1000)
+        responses = await h.rm.write_txn_markers(TxnMarker(7, 2, 0, True), [T0], 1000)
+        assert responses[T0].error_code == ErrorCode.INVALID_PRODUCER_EPOCH
 
     run(scenario, tmp_path)

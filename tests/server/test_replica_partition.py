@@ -17,6 +17,7 @@ from odradek.replication.partition import (
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
+    NO_LEADER_EPOCH,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     Partition,
@@ -254,3 +255,116 @@ def test_a_refusal_explains_no_gap_of_another_epoch_or_leader_epoch(tmp_path: Pa
     partition.make_leader(state(epoch=6, replicas=(0,)))  # a new leader epoch forgets the refusal
     assert refusal(partition, idempotent_batch(2)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert partition.append_records_to_leader(idempotent_batch(1), required_acks=-1)[0].first_offset == 1
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+
+def txn_batch(producer_id: int, sequence: int = 0, count: int = 1) -> memoryview:
+    records = [SimpleRecord(b"t%d" % i, timestamp=1_000) for i in range(count)]
+    return memoryview(
+        bytearray(
+            build_batch(
+                records,
+                producer_id=producer_id,
+                producer_epoch=0,
+                base_sequence=sequence,
+                is_transactional=True,
+            )
+        )
+    )
+
+
+def test_an_open_transaction_holds_the_last_stable_offset_and_read_committed_reads(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    partition.append_records_to_leader(batch(2), 1)  # 0-1
+    partition.append_records_to_leader(txn_batch(7, count=2), 1)  # 2-3
+    partition.append_records_to_leader(batch(1), 1)  # 4
+    assert (partition.high_watermark, partition.last_stable_offset) == (5, 2)
+    committed = partition.read_records(0, 1 << 20, READ_COMMITTED, True)
+    uncommitted = partition.read_records(0, 1 << 20, READ_UNCOMMITTED, True)
+    assert 0 < committed.size < uncommitted.size and committed.last_stable_offset == 2
+    assert committed.aborted_transactions == [] and uncommitted.aborted_transactions is None
+    assert partition.read_records(2, 1 << 20, READ_COMMITTED, True).size == 0
+    assert partition.at_fetchable_end(2, -1, READ_COMMITTED, NO_LEADER_EPOCH, -1)
+    lookup = partition.fetch_offset_for_timestamp
+    assert lookup(LATEST_TIMESTAMP, READ_COMMITTED).offset == 2
+    assert lookup(LATEST_TIMESTAMP, READ_UNCOMMITTED).offset == 5
+
+    _, moved = partition.append_marker(7, 0, coordinator_epoch=0, commit=True)
+    assert moved and (partition.high_watermark, partition.last_stable_offset) == (6, 6)
+    assert lookup(LATEST_TIMESTAMP, READ_COMMITTED).offset == 6
+
+
+def test_read_committed_reads_list_the_aborted_transactions(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    partition.append_records_to_leader(txn_batch(7, count=2), 1)  # 0-1
+    partition.append_records_to_leader(txn_batch(8), 1)  # 2
+    partition.append_marker(7, 0, coordinator_epoch=0, commit=False)  # 3
+    assert partition.last_stable_offset == 2  # 8's transaction is open
+    read = partition.read_records(0, 1 << 20, READ_COMMITTED, True)
+    assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions or ()] == [(7, 0)]
+    partition.append_marker(8, 0, coordinator_epoch=0, commit=False)  # 4
+    read = partition.read_records(3, 1 << 20, READ_COMMITTED, True)  # 7's marker is in the range
+    assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions or ()] == [(7, 0), (8, 2)]
+    read = partition.read_records(4, 1 << 20, READ_COMMITTED, True)
+    assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions or ()] == [(8, 2)]
+    assert partition.read_records(0, 1 << 20, READ_UNCOMMITTED, True).aborted_transactions is None
+
+
+def test_a_marker_is_stable_only_once_the_isr_has_it(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(replicas=(0, 1)))
+    partition.append_records_to_leader(txn_batch(7), 1)  # 0
+    partition.update_follower_fetch_state(1, 1)
+    assert (partition.high_watermark, partition.last_stable_offset) == (1, 0)
+    _, moved = partition.append_marker(7, 0, coordinator_epoch=0, commit=True)  # 1
+    assert not moved and partition.last_stable_offset == 0
+    assert partition.update_follower_fetch_state(1, 2)[0]
+    assert (partition.high_watermark, partition.last_stable_offset) == (2, 2)
+
+
+def test_markers_need_the_leader_and_a_current_producer_epoch(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_follower(state(leader=1))
+    with pytest.raises(KafkaError) as raised:
+        partition.append_marker(7, 0, 0, commit=True)
+    assert raised.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    partition.make_leader(state(epoch=6))
+    partition.append_records_to_leader(
+        memoryview(
+            bytearray(build_batch([SimpleRecord(b"x")], producer_id=7, producer_epoch=2, base_sequence=0))
+        ),
+        1,
+    )
+    with pytest.raises(KafkaError) as raised:
+        partition.append_marker(7, 1, 0, commit=False)
+    assert raised.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_a_follower_last_stable_offset_follows_replicated_markers(tmp_path: Path) -> None:
+    leader = make_partition(tmp_path / "leader")
+    leader.make_leader(state())
+    leader.append_records_to_leader(txn_batch(7), 1)
+    leader.append_marker(7, 0, coordinator_epoch=0, commit=False)
+    leader.append_records_to_leader(txn_batch(8), 1)
+    follower = make_partition(tmp_path / "follower")
+    follower.make_follower(state(leader=1))
+    data = b"".join(segment.path(".log").read_bytes() for segment in leader.log.segments)
+    follower.append_records_as_follower(memoryview(bytearray(data)), leader_high_watermark=1)
+    assert follower.last_stable_offset == 0  # the abort at 1 is not below the HW yet
+    follower.append_records_as_follower(memoryview(b""), leader_high_watermark=3)
+    assert follower.last_stable_offset == 2 == leader.last_stable_offset
+    assert follower.log.collect_aborted_transactions(0, 2) == leader.log.collect_aborted_transactions(0, 2)
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start_offset(tmp_path: Path) -> None:
+    partition = make_partition(tmp_path)
+    partition.make_leader(state())
+    partition.append_records_to_leader(txn_batch(7), 1)  # 0
+    partition.append_records_to_leader(batch(3), 1)  # 1-3
+    assert partition.last_stable_offset == 0
+    partition.log.advance_start_offset(2)  # DeleteRecords past the open transaction's start
+    assert partition.last_stable_offset == 2

@@ -372,3 +372,81 @@ def test_broker_cleaner_configs_are_typed_and_validated() -> None:
         config.log_config({"min.cleanable.dirty.ratio": "2"})
     with pytest.raises(ConfigError, match="delete.retention.ms"):
         config.log_config({"delete.retention.ms": "-1"})
+
+
+def put_txn(log: Log, clock: ManualClock, key: bytes, value: bytes, producer_id: int, sequence: int) -> int:
+    batch = build_batch(
+        [SimpleRecord(value, key, (), clock.time_ms())],
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=sequence,
+        is_transactional=True,
+    )
+    return log.append_as_leader(batch, 0).first_offset
+
+
+def test_aborted_data_is_removed_and_never_shadows_committed_values(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    put(log, clock, b"kept", b"committed")
+    for sequence in range(3):
+        put_txn(log, clock, b"kept", b"aborted-%d" % sequence, producer_id=9, sequence=sequence)
+    log.append_marker(9, 0, 0, commit=False, leader_epoch=0)
+    put_txn(log, clock, b"key-1", b"committed-txn", producer_id=8, sequence=0)
+    log.append_marker(8, 0, 0, commit=True, leader_epoch=0)
+    log.on_high_watermark_updated(log.log_end_offset)
+    write_updates(log, clock, rounds=10, keys=1)
+    aborted_before = [entry for segment in log.segments for entry in segment.txn_index.entries]
+
+    cleaner_for(log).clean_logs(clock.time_ms())
+
+    values = {record.value for record in all_records(log)}
+    assert b"committed" in values and b"committed-txn" in values
+    assert not any(value.startswith(b"aborted") for value in values if value)
+    markers = [header for header, _ in all_batches(log) if header.is_control]
+    assert [(h.producer_id, h.base_offset) for h in markers] == [(9, 4), (8, 6)]
+    assert [entry for segment in log.segments for entry in segment.txn_index.entries] == aborted_before
+    log.close()
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=True)
+    assert [entry for segment in reopened.segments for entry in segment.txn_index.entries] == aborted_before
+
+
+def test_the_cleaner_stops_at_the_first_unstable_offset(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    write_updates(log, clock, rounds=5, keys=1)
+    open_at = put_txn(log, clock, b"key-0", b"open", producer_id=9, sequence=0)
+    write_updates(log, clock, rounds=20, keys=1)
+    cleaner = cleaner_for(log)
+    to_clean = cleaner.log_to_clean(log, clock.time_ms())
+    holding = next(s for s in log.segments if s.next_offset > open_at)
+    assert to_clean.first_uncleanable_offset == holding.base_offset
+    cleaner.clean_logs(clock.time_ms())
+    assert any(record.value == b"open" for record in all_records(log))
+    assert all_records(log)[0].offset < open_at
+
+
+def test_a_swap_finished_by_the_loader_rebuilds_the_txn_index_from_the_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock)
+    for sequence in range(4):
+        put_txn(log, clock, b"kept-%d" % sequence, b"aborted", producer_id=9, sequence=sequence)
+    log.append_marker(9, 0, 0, commit=False, leader_epoch=0)
+    log.on_high_watermark_updated(log.log_end_offset)
+    write_updates(log, clock, rounds=20)
+
+    def crash(*args: object) -> None:
+        raise SystemExit("crash")
+
+    monkeypatch.setattr(Log, "_delete_segments", crash)
+    with pytest.raises(SystemExit):
+        cleaner_for(log).clean_logs(clock.time_ms())
+    monkeypatch.undo()
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=True)
+    producer_batches = [header for header, _ in all_batches(reopened) if header.producer_id == 9]
+    assert [h.records_count for h in producer_batches] == [0, 0, 0, 0, 1]  # retained empty, marker
+    aborted = reopened.collect_aborted_transactions(0, reopened.log_end_offset)
+    assert [(txn.producer_id, txn.first_offset, txn.last_offset) for txn in aborted] == [(9, 0, 4)]
+    assert all(not segment.txn_index_stale for segment in reopened.segments)

@@ -22,8 +22,14 @@ Invariants:
 - A follower appends what its leader sent as it came (offsets and epochs included), sets its HW to
   min(leader's HW, own LEO) and truncates where its log diverges from the leader's
   (`truncate_to`, which pulls the HW down with the LEO).
-- The last stable offset (LSO) equals the HW: there are no transactions yet.
-- Consumers read below the HW (read_uncommitted) or the LSO (read_committed); replicas read to the LEO.
+- The last stable offset (LSO) is min(the log's first unstable offset, HW), never below the log start
+  offset: the first offset of the oldest transaction still ongoing, or completed by a marker not yet
+  below the HW (`Log.first_unstable_offset`); the HW when there is none. Every HW change is reported
+  to the log (`on_high_watermark_updated`), on leaders and followers alike.
+- Consumers read below the HW (read_uncommitted) or the LSO (read_committed, with the aborted
+  transactions overlapping the range read); replicas read to the LEO.
+- `append_marker` writes a transaction marker as leader (the coordinator's WriteTxnMarkers);
+  followers replicate markers as ordinary batches.
 - A client that names a leader epoch (>= 0) older than ours is fenced (FENCED_LEADER_EPOCH), newer
   than ours is ahead of this broker (UNKNOWN_LEADER_EPOCH); -1 skips the check.
 - A new leader epoch starts at the log end offset in the log's leader epoch cache (as Kafka's
@@ -61,6 +67,7 @@ from odradek.replication.refused_batches import RefusedBatches
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH, EpochEndOffset
 from odradek.storage.log import Log, LogAppendInfo
 from odradek.storage.producer_state import OutOfOrderSequenceError
+from odradek.storage.txn_index import AbortedTxn
 
 NO_LEADER_EPOCH = -1
 UNKNOWN_OFFSET = -1
@@ -85,6 +92,7 @@ class LogReadResult(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -147,7 +155,7 @@ class Partition:
         self.controller_epoch = -1
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
-        self.high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
+        self._update_high_watermark(min(max(high_watermark, log.log_start_offset), log.log_end_offset))
         self.pending_isr: tuple[int, ...] | None = None
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
         self._followers: dict[int, FollowerState] = {}
@@ -175,7 +183,15 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        first_unstable = self.log.producer_state.first_unstable_offset  # read on every fetch: no property
+        high_watermark = self.high_watermark
+        if first_unstable < 0 or first_unstable >= high_watermark:
+            return high_watermark
+        return min(max(first_unstable, self.log.log_start_offset), high_watermark)
+
+    def _update_high_watermark(self, high_watermark: int) -> None:
+        self.high_watermark = high_watermark
+        self.log.on_high_watermark_updated(high_watermark)
 
     @property
     def min_insync_replicas(self) -> int:
@@ -292,7 +308,7 @@ class Partition:
                 follower = self._followers.get(replica)
                 new_hw = min(new_hw, follower.log_end_offset if follower is not None else UNKNOWN_OFFSET)
         if new_hw > self.high_watermark:
-            self.high_watermark = new_hw
+            self._update_high_watermark(new_hw)
             return True
         return False
 
@@ -339,17 +355,19 @@ class Partition:
         """Append what the leader sent (offsets and epochs as they came), then take its HW."""
         if len(records):
             self.log.append_as_follower(records)
-        self.high_watermark = max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
+        self._update_high_watermark(
+            max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
+        )
 
     def truncate_to(self, offset: int) -> None:
         """Drop the log from `offset` (a follower diverging from its leader); the HW follows."""
         self.log.truncate_to(offset)
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self._update_high_watermark(min(self.high_watermark, self.log_end_offset))
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and start it at `offset` (the leader's log starts past this whole log)."""
         self.log.truncate_fully_and_start_at(offset)
-        self.high_watermark = offset
+        self._update_high_watermark(offset)
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -387,6 +405,18 @@ class Partition:
             raise
         if self._refused:
             self._refused.appended(records)
+        return info, self.maybe_increment_high_watermark()
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> tuple[LogAppendInfo, bool]:
+        """Write a transaction marker as leader (see `Log.append_marker` for the epoch checks);
+        returns the append info and whether the HW moved."""
+        self.check_leader()
+        self._check_enough_replicas(-1)
+        info = self.log.append_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, self.leader_epoch
+        )
         return info, self.maybe_increment_high_watermark()
 
     def _check_enough_replicas(self, required_acks: int) -> None:
@@ -449,12 +479,16 @@ class Partition:
         replica_id: int = -1,
         current_leader_epoch: int = NO_LEADER_EPOCH,
     ) -> LogReadResult:
-        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError)."""
+        """Whole batches from `fetch_offset` as at most one FileSlice (raises OffsetOutOfRangeError);
+        a consumer's read_committed read also collects the aborted transactions overlapping
+        [fetch_offset, LSO) (None otherwise)."""
         self.check_leader(current_leader_epoch)
         high_watermark = self.high_watermark
-        info = self.log.read(
-            fetch_offset, max_bytes, self.fetchable_end(replica_id, isolation_level), min_one_message
-        )
+        end = self.fetchable_end(replica_id, isolation_level)
+        info = self.log.read(fetch_offset, max_bytes, end, min_one_message)
+        aborted = None
+        if isolation_level == READ_COMMITTED and replica_id < 0:
+            aborted = self.log.collect_aborted_transactions(fetch_offset, end) if info.total_bytes else []
         return LogReadResult(
             info.records,
             info.total_bytes,
@@ -462,6 +496,7 @@ class Partition:
             self.last_stable_offset,
             self.log_start_offset,
             self.log_end_offset,
+            aborted,
         )
 
     # -- offsets by timestamp ------------------------------------------------------------------

@@ -47,6 +47,10 @@ Owns:
 
 Behaviour (Kafka's): appends with acks 0/1 answer at once; acks=-1 appends answer when every
 partition's high watermark reached the end of its append or at timeout_ms (REQUEST_TIMED_OUT).
+`write_txn_markers` (WriteTxnMarkers, the transaction coordinator's write) appends a COMMIT/ABORT
+marker to each partition it leads (`Partition.append_marker`) and answers as an acks=-1 append; a
+marker moves the last stable offset, so it wakes the fetches watching its partition like any append.
+Read_committed fetches read below the LSO and carry the aborted transactions of the range read.
 Fetches answer at once when max_wait_ms <= 0, min_bytes is already there, or a partition errors;
 otherwise they wait in purgatory. The response's max_bytes is shared by partitions in request order;
 the first batch of the first partition with data is returned even when larger than the limits.
@@ -112,6 +116,7 @@ from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
+from odradek.storage.txn_index import AbortedTxn
 from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -201,6 +206,16 @@ class FetchPartitionResult(NamedTuple):
     size: int = 0
     error_message: str | None = None
     diverging_epoch: EpochEndOffset | None = None
+    aborted_transactions: list[AbortedTxn] | None = None
+
+
+class TxnMarker(NamedTuple):
+    """A transaction marker to write (WriteTxnMarkers): `commit` False writes an ABORT."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -620,13 +635,28 @@ class ReplicaManager:
         self, entries: Mapping[TopicPartition, memoryview], acks: int, timeout_ms: int
     ) -> dict[TopicPartition, PartitionResponse]:
         """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout)."""
-        responses: dict[TopicPartition, PartitionResponse] = {}
-        required_offsets: dict[TopicPartition, int] = {}
-        hw_moved: dict[TopicPartition, bool] = {}
-        for key, records in entries.items():
-            responses[key], next_offset, hw_moved[key] = self._append_to_partition(key, records, acks)
-            if responses[key].error_code == ErrorCode.NONE:
-                required_offsets[key] = next_offset
+        appended = {key: self._append_to_partition(key, records, acks) for key, records in entries.items()}
+        return await self._await_appends(appended, acks, timeout_ms)
+
+    async def write_txn_markers(
+        self, marker: TxnMarker, keys: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, PartitionResponse]:
+        """Append `marker` to each partition as leader (the coordinator's WriteTxnMarkers) and wait
+        for the high watermark to pass it, as an acks=-1 append (or timeout)."""
+        appended = {key: self._append_to_partition(key, None, -1, marker) for key in keys}
+        return await self._await_appends(appended, -1, timeout_ms)
+
+    async def _await_appends(
+        self, appended: dict[TopicPartition, tuple[PartitionResponse, int, bool]], acks: int, timeout_ms: int
+    ) -> dict[TopicPartition, PartitionResponse]:
+        """Wake the operations watching the appended partitions; with acks=-1 wait for the HW."""
+        responses = {key: response for key, (response, _, _) in appended.items()}
+        required_offsets = {
+            key: next_offset
+            for key, (response, next_offset, _) in appended.items()
+            if response.error_code == ErrorCode.NONE
+        }
+        hw_moved = {key: moved for key, (_, _, moved) in appended.items()}
         for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
             self._complete_delayed(*key, hw_moved=hw_moved[key])
         if acks != -1 or not required_offsets:
@@ -635,16 +665,20 @@ class ReplicaManager:
         return await self.produce_purgatory.try_complete_else_watch(operation, required_offsets)
 
     def _append_to_partition(
-        self, key: TopicPartition, records: memoryview, acks: int
+        self, key: TopicPartition, records: memoryview | None, acks: int, marker: TxnMarker | None = None
     ) -> tuple[PartitionResponse, int, bool]:
-        """The partition's response, the offset after the append (-1 when it failed) and whether
-        the HW moved."""
+        """The partition's response to appending `records` (or `marker`), the offset after the
+        append (-1 when it failed) and whether the HW moved."""
         hosted = self._partitions.get(key)
         if hosted is None:
             code, message = self._not_hosted(key)
             return PartitionResponse(code, error_message=message), -1, False
         try:
-            info, hw_moved = hosted.append_records_to_leader(records, acks)
+            if marker is None:
+                assert records is not None
+                info, hw_moved = hosted.append_records_to_leader(records, acks)
+            else:
+                info, hw_moved = hosted.append_marker(*marker)
         except KafkaStorageError as exc:
             self._failures.failed(
                 key,
@@ -796,6 +830,7 @@ class ReplicaManager:
             read.log_start_offset,
             read.records,
             read.size,
+            aborted_transactions=read.aborted_transactions,
         )
 
     def _diverging(self, hosted: Partition, request: FetchPartitionRequest) -> FetchPartitionResult | None:

@@ -7,9 +7,10 @@ partition the first dirty offset, below which the log is clean (no key appears t
    above min.cleanable.dirty.ratio; a log whose first dirty segment is older than
    max.compaction.lag.ms, or whose retained tombstones' delete horizon has passed, qualifies at any
    ratio. The dirty section runs from the checkpoint (reset to the log start offset when outside the
-   log) to the first uncleanable offset: the active segment's base offset, or the base offset of the
-   first dirty segment holding a timestamp newer than min.compaction.lag.ms. The active segment is
-   never touched.
+   log) to the first uncleanable offset: the active segment's base offset, the base offset of the
+   first dirty segment holding a timestamp newer than min.compaction.lag.ms, or that of the segment
+   holding the log's first unstable offset (Kafka never cleans past it: an open transaction may
+   still abort). The active segment is never touched.
 2. Offset map: key -> offset of its latest record over the dirty section. It holds at most
    log.cleaner.dedupe.buffer.size / log.cleaner.threads / 24 * log.cleaner.io.buffer.load.factor
    entries (Kafka's 24-byte entries: a 16-byte key hash and an 8-byte offset); when a batch would not
@@ -18,11 +19,15 @@ partition the first dirty offset, below which the log is clean (no key appears t
    up to at most segment.bytes (merged as Kafka does), are copied batch by batch into
    `<base>.log.cleaned` (plus `.index.cleaned` / `.timeindex.cleaned`, rebuilt from the copy), keeping
    a record when it has a key, no later offset for that key is in the map, and it is not a tombstone
-   whose batch's delete horizon has passed. Offsets never change: a rewritten batch keeps its base
+   whose batch's delete horizon has passed. The batches of aborted transactions (found through the
+   transaction indexes, `Log.collect_aborted_transactions`) are dropped whole and never enter the
+   offset map, as in Kafka. Offsets never change: a rewritten batch keeps its base
    offset, lastOffsetDelta, partitionLeaderEpoch, producer id/epoch/base sequence and attributes
    (the compression codec included: the kept records are compressed again with it); records keep
    their offsets, so gaps appear. A batch that keeps every record is copied byte for byte; control
-   batches are always kept as they are (odradek has no transactions, so there is nothing to abort).
+   batches (transaction markers) are always kept as they are (unlike Kafka, which removes a marker
+   once its transaction's data is gone and the delete horizon passed), and so are the transaction
+   index entries of the copied segments, which the copy's `.txnindex` carries over.
    A batch that keeps nothing is dropped, except one of its producer's last batches (the ones the
    producer state retains), which stays as an empty batch so the producer's sequence survives a
    reload, as in Kafka.
@@ -76,11 +81,13 @@ from odradek.storage.segment import (
     LOG_SUFFIX,
     RECOVERY_CHUNK,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     LogSegment,
     file_name,
     iter_file_batches,
     pwrite_all,
 )
+from odradek.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +95,7 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 DELETE_HORIZON_MASK = 0x40
 OFFSET_MAP_ENTRY_BYTES = 24
 WRITE_BUFFER_BYTES = 1024 * 1024
-_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +264,10 @@ class LogCleaner:
                 if segment.largest_timestamp > now_ms - config.min_compaction_lag_ms:
                     first_uncleanable = segment.base_offset
                     break
+        first_unstable = target.first_unstable_offset
+        if first_unstable >= 0:
+            holding = next(s for s in segments if s.next_offset > first_unstable or s is active)
+            first_uncleanable = min(first_uncleanable, holding.base_offset)
         first_uncleanable = max(first_uncleanable, first_dirty)
         dirty = [segment for segment in dirty if segment.base_offset < first_uncleanable]
         clean_bytes = sum(segment.size for segment in inactive if segment.next_offset <= first_dirty)
@@ -279,7 +290,12 @@ class LogCleaner:
         try:
             segments = [segment for segment, _ in pinned]
             offset_map = OffsetMap(self.config.max_map_entries)
-            end = self._build_offset_map(to_clean, segments, fds, offset_map)
+            aborted = _AbortedTxns(
+                target.collect_aborted_transactions(
+                    target.log_start_offset, to_clean.first_uncleanable_offset
+                )
+            )
+            end = self._build_offset_map(to_clean, segments, fds, offset_map, aborted)
             stats = CleanerStats(end_offset=end, map_entries=len(offset_map))
             retained_producer_batches = _retained_producer_batches(target)
             horizon = LONG_MAX
@@ -287,7 +303,7 @@ class LogCleaner:
                 [segment for segment in segments if segment.base_offset < end], target.config
             ):
                 copier = _GroupCopier(
-                    target, group, fds, offset_map, now_ms, retained_producer_batches, self._stopped
+                    target, group, fds, offset_map, aborted, now_ms, retained_producer_batches, self._stopped
                 )
                 stats.swapped &= copier.copy_and_swap(stats)
                 horizon = min(horizon, copier.earliest_delete_horizon)
@@ -298,7 +314,12 @@ class LogCleaner:
         return stats
 
     def _build_offset_map(
-        self, to_clean: LogToClean, segments: list[LogSegment], fds: dict[int, int], offset_map: OffsetMap
+        self,
+        to_clean: LogToClean,
+        segments: list[LogSegment],
+        fds: dict[int, int],
+        offset_map: OffsetMap,
+        aborted: _AbortedTxns,
     ) -> int:
         """Fill `offset_map` from the dirty section; return where it ends (the next first dirty offset)."""
         first_dirty, end = to_clean.first_dirty_offset, to_clean.first_uncleanable_offset
@@ -306,7 +327,7 @@ class LogCleaner:
             if segment.next_offset <= first_dirty or segment.base_offset >= end:
                 continue
             for header, columns in _batches(fds[id(segment)], segment.size, self._stopped):
-                if header.last_offset < first_dirty or header.is_control:
+                if header.last_offset < first_dirty or header.is_control or aborted.holds(header):
                     continue
                 if not offset_map.has_room_for(header.records_count):
                     if header.base_offset <= first_dirty:
@@ -361,6 +382,7 @@ class _GroupCopier:
         group: list[LogSegment],
         fds: dict[int, int],
         offset_map: OffsetMap,
+        aborted: _AbortedTxns,
         now_ms: int,
         retained_producer_batches: set[tuple[int, int]],
         stopped: threading.Event,
@@ -369,6 +391,7 @@ class _GroupCopier:
         self.group = group
         self.fds = fds
         self.offset_map = offset_map
+        self.aborted = aborted
         self.now_ms = now_ms
         self.new_horizon = now_ms + target.config.delete_retention_ms
         self.retained_producer_batches = retained_producer_batches
@@ -400,7 +423,12 @@ class _GroupCopier:
         try:
             segment.offset_index.path = directory / _cleaned(self.base_offset, INDEX_SUFFIX)
             segment.time_index.path = directory / _cleaned(self.base_offset, TIME_INDEX_SUFFIX)
+            segment.txn_index.path = directory / _cleaned(self.base_offset, TXN_INDEX_SUFFIX)
             segment.recover()
+            for old in self.group:
+                for aborted in old.txn_index.entries:
+                    segment.txn_index.append(aborted)
+            segment.txn_index_stale = False
             segment.on_become_inactive()
             segment.flush()
         except BaseException:
@@ -434,6 +462,9 @@ class _GroupCopier:
         """The batch as it stays in the log: unchanged, rewritten with fewer records, empty, or gone."""
         if header.is_control:
             return data
+        if self.aborted.holds(header):
+            stats.records_read += header.records_count
+            return self._dropped(header)
         columns = decode_batch_into(data, 0, header, RecordColumns())
         horizon = header.base_timestamp if header.attributes & DELETE_HORIZON_MASK else None
         latest = self.offset_map.entries.get
@@ -458,9 +489,28 @@ class _GroupCopier:
             return data
         if kept:
             return _rebuild_batch(header, columns, kept, horizon if has_tombstone else None)
+        return self._dropped(header)
+
+    def _dropped(self, header: BatchHeader) -> bytes | None:
+        """Nothing of the batch stays: it goes, unless the producer state retains it (then empty)."""
         if (header.producer_id, header.last_offset) in self.retained_producer_batches:
             return _empty_batch(header)
         return None
+
+
+class _AbortedTxns:
+    """The offset ranges of aborted transactions by producer id: which data batches they hold."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for txn in aborted:
+            self._ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+
+    def holds(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control or not self._ranges:
+            return False
+        ranges = self._ranges.get(header.producer_id, ())
+        return any(first <= header.base_offset <= last for first, last in ranges)
 
 
 # -- batches ---------------------------------------------------------------------------------------

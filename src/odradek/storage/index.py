@@ -21,7 +21,7 @@ past the recovery point, and a segment below it was persisted when flushed. `max
 Invariants: an index never holds an entry past its segment's data (truncate trims it); a loaded file
 that fails `sanity_check` is rebuilt from the log by the caller.
 
-Callers: `storage.segment` only.
+Callers: `storage.segment`; `storage.txn_index` builds on `IndexFile`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,50 @@ class IndexCorruptError(Exception):
     """An index file that fails its sanity check; the caller rebuilds it from the log."""
 
 
-class _SparseIndex:
+class IndexFile:
+    """A file of fixed-size entries whose in-memory copy is written by appended tails under the
+    log's lock (`_write_tail`) and fsynced apart (`sync`, which may run outside it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writes = 0
+        self._synced_writes = 0
+
+    def _write_tail(self, tail: bytes, position: int, size: int) -> None:
+        """Write `tail` at `position` and cut the file to `size` bytes (creating it if needed)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, tail, position)
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot write index {self.path}: {exc}") from exc
+        self._writes += 1
+
+    def sync(self) -> None:
+        """fsync what was written (nothing to do if nothing was written since the last sync; a file
+        deleted meanwhile needs nothing)."""
+        writes = self._writes
+        if self._synced_writes == writes:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot open index {self.path}: {exc}") from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot fsync index {self.path}: {exc}") from exc
+        finally:
+            os.close(fd)
+        self._synced_writes = writes
+
+
+class _SparseIndex(IndexFile):
     """Two parallel sorted columns (`keys`, `values`) backed by a file of fixed-size entries."""
 
     ENTRY: struct.Struct
@@ -50,15 +93,13 @@ class _SparseIndex:
     VALUE_TYPE: str
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        self.path = path
+        super().__init__(path)
         self.base_offset = base_offset
         self.max_entries = max(max_index_bytes // self.ENTRY.size, 1)
         self.keys = array(self.KEY_TYPE)
         self.values = array(self.VALUE_TYPE)
         self._persisted = 0
         self._file_entries = -1  # no file written yet: the first persist creates it
-        self._writes = 0
-        self._synced_writes = 0
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -98,39 +139,10 @@ class _SparseIndex:
         if self._persisted != count or self._file_entries != count:
             pack, keys, values = self.ENTRY.pack, self.keys, self.values
             tail = b"".join(pack(keys[i], values[i]) for i in range(self._persisted, count))
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-                try:
-                    os.pwrite(fd, tail, self._persisted * self.ENTRY.size)
-                    os.ftruncate(fd, count * self.ENTRY.size)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                raise KafkaStorageError(f"cannot write index {self.path}: {exc}") from exc
+            self._write_tail(tail, self._persisted * self.ENTRY.size, count * self.ENTRY.size)
             self._persisted = self._file_entries = count
-            self._writes += 1
         if fsync:
             self.sync()
-
-    def sync(self) -> None:
-        """fsync what `persist` wrote (nothing to do if it wrote nothing since the last sync; a file
-        deleted meanwhile needs nothing)."""
-        writes = self._writes
-        if self._synced_writes == writes:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot open index {self.path}: {exc}") from exc
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot fsync index {self.path}: {exc}") from exc
-        finally:
-            os.close(fd)
-        self._synced_writes = writes
 
 
 class OffsetIndex(_SparseIndex):

@@ -4,12 +4,15 @@ Owns the start-up procedure for one log directory:
 1. Leftovers: `*.deleted` and `*.cleaned` files are removed (a deletion or a cleaning that did not
    finish); a `*.log.swap` (a finished cleaning not yet swapped in) replaces the segments whose base
    offsets fall in its offset range and its indexes are rebuilt; index files without a `.log` go.
-2. Segments below the recovery point are trusted: their indexes are loaded and sanity-checked
-   (whole entries, increasing, nothing past the end of the data), and rebuilt from the log if not.
+2. Segments below the recovery point are trusted: their indexes (`.txnindex` included) are loaded
+   and sanity-checked (whole entries, increasing, nothing past the end of the data), and rebuilt
+   from the log if not.
 3. Without a clean shutdown, every segment from the one holding the recovery point on is rescanned
    batch by batch (header sanity + CRC32C). The first bad batch ends the log: the file is cut there,
    its indexes rebuilt, and every later segment deleted, so offsets stay dense. A segment whose base
-   offset overlaps the previous one's data is treated the same way.
+   offset overlaps the previous one's data is treated the same way. A rescanned segment's
+   `.txnindex` is emptied and marked stale: `ProducerStateManager.load` rebuilds it while replaying
+   the segment's transaction markers (Kafka's recoverSegment does the same with a producer state).
 4. Recovered segments are fsynced, so the recovery point can move to the log end offset; each is
    reported to the caller's `on_recovered` with its size (the start-up progress, `load_progress`).
 5. The leader epoch cache (`leader_epoch`) is read from `leader-epoch-checkpoint` and trimmed to the
@@ -43,9 +46,8 @@ from odradek.storage.index import IndexCorruptError
 from odradek.storage.leader_epoch import LeaderEpochFileCache
 from odradek.storage.segment import (
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
     LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
     LogSegment,
     file_name,
     iter_file_batches,
@@ -197,9 +199,7 @@ def _remove_leftovers(directory: Path, names: list[str]) -> bool:
     removed = False
     for name in names:
         stem, suffix = os.path.splitext(name)
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or (
-            suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem not in logs
-        ):
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or (suffix in INDEX_SUFFIXES and stem not in logs):
             (directory / name).unlink()
             removed = True
     return removed
@@ -214,9 +214,9 @@ def _complete_swaps(directory: Path, names: list[str]) -> bool:
         next_offset = _scan_next_offset(swap, base)
         for other in _segment_bases(os.listdir(directory)):
             if base <= other < next_offset:
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, *INDEX_SUFFIXES):
                     (directory / file_name(other, suffix)).unlink(missing_ok=True)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in INDEX_SUFFIXES:
             (directory / file_name(base, suffix + SWAP_SUFFIX)).unlink(missing_ok=True)
             (directory / file_name(base, suffix)).unlink(missing_ok=True)
         os.rename(swap, directory / file_name(base, LOG_SUFFIX))

@@ -33,6 +33,13 @@ Contracts:
   `<offset>.snapshot` plus the batch headers after it; snapshots are written when a segment rolls
   (if any producer is known) and on `close` (if the log is not empty), and deleted with retention
   (below the first segment) and truncation (past the new log end offset).
+- Transactions (see `producer_state`, `txn_index`): a transactional batch opens its producer's
+  transaction; `append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)`
+  writes the coordinator's COMMIT/ABORT control batch as leader (epochs checked), and a follower's
+  control batches are replayed alike; an abort is recorded in the `.txnindex` of the segment
+  holding its marker. `first_unstable_offset` bounds the last stable offset (the partition takes
+  min(it, HW) and reports HW moves through `on_high_watermark_updated`), and
+  `collect_aborted_transactions` answers a read_committed fetch's aborted list.
 - Leader epochs (see `leader_epoch`): an append whose leader epoch (the leader's, or a follower's
   batch's partitionLeaderEpoch) is newer than the cache's latest assigns it at the batch's base offset
   before the batch is written; truncation trims the cache from the end, retention from the start;
@@ -67,6 +74,12 @@ from odradek.clock import Clock
 from odradek.durable_file import fsync_dir
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP, BatchHeader, ValidatedRecords, assign_offsets
+from odradek.protocol.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_txn_marker,
+    read_end_txn_marker,
+)
 from odradek.protocol.records.errors import InvalidRecordError
 from odradek.protocol.records.record import record_times
 from odradek.protocol.records.validation import validate_records
@@ -77,6 +90,7 @@ from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFil
 from odradek.storage.loader import load_leader_epoch_cache, load_segments
 from odradek.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
 from odradek.storage.segment import LogSegment
+from odradek.storage.txn_index import AbortedTxn
 
 _READ_ATTEMPTS = 3
 
@@ -282,6 +296,7 @@ class Log:
         """Append batches that already carry their offsets (a replica copying its leader)."""
         validated = validate_records(records, max(self.config.max_message_bytes, 1 << 30), from_client=False)
         headers = validated.headers
+        markers = _end_txn_markers(records, validated)
         with self._lock:
             expected = self.log_end_offset
             for header in headers:
@@ -292,8 +307,7 @@ class Log:
                 self.leader_epoch_cache.assign_if_newer(header.partition_leader_epoch, header.base_offset)
             now = self._clock.time_ms()
             self._append(records, validated, None, expected, validated.max_timestamp, NO_TIMESTAMP, now)
-            for header in headers:
-                self.producer_state.replay(header)
+            self._replay(headers, markers)
             return LogAppendInfo(
                 first_offset=headers[0].base_offset,
                 last_offset=expected - 1,
@@ -303,6 +317,52 @@ class Log:
                 log_start_offset=self.log_start_offset,
                 record_count=validated.record_count,
                 valid_bytes=validated.size_in_bytes,
+            )
+
+    def _replay(
+        self, headers: tuple[BatchHeader, ...], markers: dict[int, EndTransactionMarker] | None
+    ) -> None:
+        """Apply appended batches that carry their offsets to the producer state; the aborts their
+        `markers` (by batch index) complete go to the active segment's transaction index (one
+        append never spans a roll)."""
+        state = self.producer_state
+        if markers is None:
+            for header in headers:
+                state.replay(header)
+            return
+        txn_index = self.active_segment.txn_index
+        for index, header in enumerate(headers):
+            state.replay(header, markers.get(index), txn_index)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Append a COMMIT or ABORT marker ending `producer_id`'s transaction (the coordinator's write
+        through the leader, Kafka's appendAsLeader with origin Coordinator). Raises
+        InvalidProducerEpochError or TransactionCoordinatorFencedError (see `producer_state`)."""
+        now = self._clock.time_ms()
+        log_append_time = now if self.config.log_append_time else NO_TIMESTAMP
+        marker = EndTransactionMarker(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch
+        )
+        buf = bytearray(build_end_txn_marker(producer_id, producer_epoch, marker, now))
+        validated = validate_records(buf, max(self.config.max_message_bytes, len(buf)), from_client=False)
+        with self._lock:
+            offset = self.log_end_offset
+            prepared = self.producer_state.prepare_marker(producer_id, producer_epoch, marker, offset, now)
+            self.leader_epoch_cache.assign_if_newer(leader_epoch, offset)
+            next_offset = assign_offsets(buf, validated, offset, leader_epoch, log_append_time)
+            self._append(buf, validated, offset, next_offset, now, log_append_time, now)
+            self.producer_state.complete_marker(prepared, self.active_segment.txn_index, next_offset)
+            return LogAppendInfo(
+                first_offset=offset,
+                last_offset=offset,
+                max_timestamp=now,
+                offset_of_max_timestamp=offset,
+                log_append_time=log_append_time,
+                log_start_offset=self.log_start_offset,
+                record_count=1,
+                valid_bytes=len(buf),
             )
 
     def _append(
@@ -425,6 +485,34 @@ class Log:
                     )
         last = segments[-1]
         return FetchDataInfo(LogOffsetMetadata(fetch_offset, last.base_offset, last.size), [], 0)
+
+    # -- transactions --------------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int:
+        """The first offset of the oldest transaction not yet stable, -1 if none (`producer_state`)."""
+        return self.producer_state.first_unstable_offset
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below `high_watermark` stop holding the LSO back."""
+        if self.producer_state.first_unstable_offset >= 0:  # else no transaction: nothing to forget
+            with self._lock:
+                self.producer_state.on_high_watermark_updated(high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        transaction indexes of the segment holding `start_offset` and the later ones, until an entry
+        whose last stable offset reaches the upper bound (every later abort began after it), as
+        Kafka's collectAbortedTransactions."""
+        segments, bases = self._layout
+        found: list[AbortedTxn] = []
+        for segment in segments[max(bisect_right(bases, start_offset) - 1, 0) :]:
+            for aborted in segment.txn_index.entries:
+                if aborted.last_offset >= start_offset and aborted.first_offset < upper_bound_offset:
+                    found.append(aborted)
+                if aborted.last_stable_offset >= upper_bound_offset:
+                    return found
+        return found
 
     # -- offsets by timestamp ------------------------------------------------------------------
 
@@ -669,6 +757,19 @@ def _has_producer_id(headers: tuple[BatchHeader, ...]) -> bool:
     if headers[0].producer_id >= 0:
         return True
     return len(headers) > 1 and any(header.producer_id >= 0 for header in headers[1:])
+
+
+def _end_txn_markers(
+    records: bytes | bytearray | memoryview, validated: ValidatedRecords
+) -> dict[int, EndTransactionMarker] | None:
+    """The transaction markers among a follower's batches, by batch index (None when there is none);
+    read before anything is written, so a control batch that is no marker refuses the whole append."""
+    markers = {
+        index: read_end_txn_marker(records, position, header)
+        for index, (position, header) in enumerate(zip(validated.positions, validated.headers, strict=True))
+        if header.is_control and header.producer_id >= 0
+    }
+    return markers or None
 
 
 def _offset_of_max_timestamp(

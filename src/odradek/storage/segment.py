@@ -1,12 +1,16 @@
-"""One log segment: a `.log` file of batches plus its `.index` and `.timeindex`.
+"""One log segment: a `.log` file of batches plus its `.index`, `.timeindex` and `.txnindex`.
 
-Owns: the files `<dir>/%020d.log|.index|.timeindex` named by the segment's base offset; appending
+Owns: the files `<dir>/%020d.log|.index|.timeindex|.txnindex` named by the segment's base offset
+(the transaction index, `txn_index`, holds the aborted transactions whose ABORT marker is in the
+segment; `storage.producer_state` appends to it and rebuilds it); appending
 already-patched batches with one positional write; translating an offset or timestamp to a file
 position (index lookup, then a forward scan reading only batch headers with `os.pread`; the active
 segment remembers where its last RECENT_BATCHES to 2 x RECENT_BATCHES appended batches start, in
 memory, so a fetch at or near the end of the log reads no header from the file); the scan
 that recovers a segment (header sanity + CRC32C per batch, truncating a torn or corrupt tail and
-rebuilding both indexes); truncation; flushing (`sync`, which a log runs outside its lock);
+rebuilding both offset indexes and emptying the transaction index, which is then `txn_index_stale`
+until the log's producer state replays the segment's markers); truncation (of the transaction index
+too); flushing (`sync`, which a log runs outside its lock);
 deletion.
 
 Invariants:
@@ -51,10 +55,13 @@ from odradek.storage.config import INT_MAX, LogConfig
 from odradek.storage.errors import KafkaStorageError
 from odradek.storage.file_cache import FileCache, FileHandle, SegmentGoneError
 from odradek.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
+from odradek.storage.txn_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 DELETED_SUFFIX = ".deleted"
 READ_CHUNK = 8 * 1024
 RECOVERY_CHUNK = 1024 * 1024
@@ -132,6 +139,8 @@ class LogSegment:
         self.next_offset = base_offset
         self.offset_index = OffsetIndex(self.path(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(self.path(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(self.path(TXN_INDEX_SUFFIX))
+        self.txn_index_stale = False
         self.index_interval_bytes = config.index_interval_bytes
         self.max_timestamp = -1
         self.rolling_timestamp = -1
@@ -159,7 +168,7 @@ class LogSegment:
 
         The index files are written by the first `persist`; only the `.log` is created here."""
         try:
-            for suffix in () if new_directory else (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in () if new_directory else INDEX_SUFFIXES:
                 (directory / file_name(base_offset, suffix)).unlink(missing_ok=True)
             flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
             fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), flags, 0o644)
@@ -210,6 +219,7 @@ class LogSegment:
         self.handle.path = self.path(LOG_SUFFIX)
         self.offset_index.path = self.path(INDEX_SUFFIX)
         self.time_index.path = self.path(TIME_INDEX_SUFFIX)
+        self.txn_index.path = self.path(TXN_INDEX_SUFFIX)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -223,6 +233,7 @@ class LogSegment:
             if self.size and not index.path.exists():
                 raise IndexCorruptError(f"{index.path} is missing")
             index.load()
+        self.txn_index.load()
         _, start = self.offset_index.lookup(INT_MAX + self.base_offset)
         if self.offset_index.values and start >= self.size:
             raise IndexCorruptError(f"{self.offset_index.path}: entry position beyond the end of the log")
@@ -241,12 +252,15 @@ class LogSegment:
             self._load_rolling_timestamp(fd)
 
     def recover(self) -> int:
-        """Rescan every batch (sanity + CRC32C), rebuild the indexes, cut off a bad tail.
+        """Rescan every batch (sanity + CRC32C), rebuild the offset indexes, cut off a bad tail; the
+        transaction index is emptied and left `txn_index_stale` for the producer state to rebuild.
 
         Returns the number of bytes truncated.
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
+        self.txn_index_stale = True
         with self.opened() as fd:
             self.size = os.fstat(fd).st_size
             self.next_offset, self.max_timestamp, self._bytes_since_index = self.base_offset, -1, 0
@@ -469,13 +483,12 @@ class LogSegment:
                 if found[1].max_timestamp >= timestamp and found[1].last_offset >= min_offset:
                     yield found
 
-    def batches_from(self, offset: int) -> Iterator[BatchHeader]:
-        """The header of every batch from the one holding `offset` on."""
+    def batches_from(self, offset: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every batch from the one holding `offset` on."""
         with self.opened() as fd:
             found = self.translate_offset(fd, offset)
             if found is not None:
-                for _, header in iter_file_batches(fd, found[0], self.size):
-                    yield header
+                yield from iter_file_batches(fd, found[0], self.size)
 
     def iter_batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of every batch from byte `start` on (headers only, large reads)."""
@@ -507,6 +520,7 @@ class LogSegment:
             self._truncate_file(fd, position)
             self.offset_index.truncate_to_offset(found[1].base_offset)
             self.time_index.truncate_to_offset(found[1].base_offset)
+            self.txn_index.truncate_to(found[1].base_offset)
             self._rescan_tail(fd)
         return removed
 
@@ -522,11 +536,14 @@ class LogSegment:
             self.rolling_timestamp = -1
 
     def persist_indexes(self, fsync: bool) -> None:
-        """Write (and with `fsync`, sync) both indexes; a new segment still empty needs no files."""
-        if self.size == 0 and not (self.offset_index.written or self.time_index.written):
+        """Write (and with `fsync`, sync) the indexes; a new segment still empty needs no files."""
+        if self.size == 0 and not (
+            self.offset_index.written or self.time_index.written or self.txn_index.written
+        ):
             return
         self.offset_index.persist(fsync)
         self.time_index.persist(fsync)
+        self.txn_index.persist(fsync)
 
     def on_become_inactive(self) -> None:
         """Seal the time index with the segment's largest timestamp and write both indexes."""
@@ -555,6 +572,7 @@ class LogSegment:
                 raise KafkaStorageError(f"cannot flush {self.path(LOG_SUFFIX)}: {exc}") from exc
         self.offset_index.sync()
         self.time_index.sync()
+        self.txn_index.sync()
         return size, truncations
 
     def mark_flushed(self, size: int, truncations: int) -> None:
@@ -569,7 +587,7 @@ class LogSegment:
         """Unlink the files (through a `.deleted` rename, so a crash leaves marked leftovers); the fd
         is closed after `deadline_ms` (and after any lease of a `FileSlice` made from it)."""
         renamed = []
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, *INDEX_SUFFIXES):
             path = self.path(suffix)
             if path.exists():
                 target = path.with_name(path.name + DELETED_SUFFIX)

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from crc32c import crc32c
 
-from odradek.protocol.records.batch import HEADER, RECORD_BATCH_OVERHEAD, BatchHeader
+from odradek.protocol.records.batch import COMPRESSION_MASK, HEADER, RECORD_BATCH_OVERHEAD, BatchHeader
 from odradek.protocol.records.compression import (
     PIECE_SIZE,
     XERIAL_MAGIC,
@@ -34,7 +34,7 @@ from odradek.protocol.records.record import encode_record, encode_varint, record
 from odradek.protocol.records.validation import (
     MAX_DECOMPRESSED_BATCH_BYTES,
     DecompressionBudgetExceeded,
-    has_compressed_batch,
+    has_batch_with,
     validate_records,
 )
 
@@ -281,10 +281,10 @@ def test_compressed_records_can_be_left_to_the_caller() -> None:
     with pytest.raises(CorruptRecordError):
         validate_records(garbage, MAX)
     assert validate_records(garbage, MAX, walk_compressed=False).record_count == 1
-    assert has_compressed_batch(garbage)
+    assert has_batch_with(garbage, COMPRESSION_MASK)
     plain = batch_of(encode_record(0, 0, b"k", b"v"), 1, CompressionType.NONE)
-    assert not has_compressed_batch(plain)
-    assert has_compressed_batch(plain + garbage)
+    assert not has_batch_with(plain, COMPRESSION_MASK)
+    assert has_batch_with(plain + garbage, COMPRESSION_MASK)
     with pytest.raises(InvalidRecordError):  # uncompressed records are always walked
         validate_records(batch_of(b"\x01", 1, CompressionType.NONE), MAX, walk_compressed=False)
 

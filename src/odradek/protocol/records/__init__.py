@@ -2,7 +2,8 @@
 
 Stored batches stay opaque: the broker validates them (`validation`: headers, CRCs and a walk of
 every record) and patches base offsets (`batch`), but never rewrites records; `builder`, `record`
-and `compression` serve validation, clients, tests, internal topics and Spark.
+and `compression` serve validation, clients, tests, internal topics and Spark; `control` builds
+and reads the transaction markers.
 """
 
 from odradek.protocol.records.batch import (

@@ -147,12 +147,13 @@ def validate_records(
     )
 
 
-def has_compressed_batch(records: bytes | bytearray | memoryview) -> bool:
-    """Whether any whole batch in `records` is compressed (a malformed tail is left to validation)."""
+def has_batch_with(records: bytes | bytearray | memoryview, mask: int) -> bool:
+    """Whether any whole batch in `records` has one of the attribute bits of `mask` (COMPRESSION_MASK:
+    compressed; TRANSACTIONAL_MASK: transactional); a malformed tail is left to validation."""
     position, end = 0, len(records)
     while end - position >= RECORD_BATCH_OVERHEAD:
         header = _new_header(BatchHeader, HEADER.unpack_from(records, position))
-        if header.attributes & COMPRESSION_MASK:
+        if header.attributes & mask:
             return True
         if header.batch_length < MIN_BATCH_LENGTH:
             return False

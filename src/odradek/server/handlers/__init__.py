@@ -52,6 +52,7 @@ HANDLER_MODULES: list[str] = [
     "offset_for_leader_epoch",
     "init_producer_id",
     "delete_records",
+    "write_txn_markers",
     # consumer groups
     "find_coordinator",
     "join_group",

@@ -17,7 +17,9 @@ partitions of one topic sharing a topic entry (as Kafka groups them):
   request order, each also bounded by its partition_max_bytes; the first batch of the first
   partition with data is returned whole even when larger than both (KIP-74);
 - per partition: high_watermark, last_stable_offset, log_start_offset, preferred_read_replica -1,
-  aborted_transactions null (read_uncommitted) or empty (read_committed), and the records as a file
+  aborted_transactions null (read_uncommitted) or, for read_committed, the producer id and first
+  offset of every aborted transaction overlapping the range read (from the segments' transaction
+  indexes, as Kafka's collectAbortedTransactions), and the records as a file
   range the network layer sends with sendfile (record bytes never enter Python). Errors:
   OFFSET_OUT_OF_RANGE (with the partition's offsets, so the client can reset),
   UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
@@ -101,14 +103,14 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
     partitions = list(session.partitions.values())
     results = await _read_results(ctx, request, _by_topic(partitions))
-    aborted = _aborted(request)
+    committed = request.isolation_level == READ_COMMITTED
     changed: list[tuple[CachedPartition, PartitionData]] = []
     for partition, result in zip(partitions, results, strict=True):
         if result is None:  # an unknown topic id: an error, always answered
             data = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
             partition.must_respond(data)
         elif partition.must_respond(result):  # an unchanged partition gets no answer built
-            data = _partition(result, aborted)
+            data = _partition(result, committed)
         else:
             continue
         changed.append((partition, data))
@@ -139,10 +141,10 @@ async def _read(
 ) -> list[PartitionData]:
     """One answer for each partition of `groups`, in order (see `_read_results`)."""
     results = await _read_results(ctx, request, groups)
-    aborted = _aborted(request)
+    committed = request.isolation_level == READ_COMMITTED
     partitions = [p for _, _, members in groups for p in members]
     return [
-        _partition(result, aborted)
+        _partition(result, committed)
         if result is not None
         else _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
         for partition, result in zip(partitions, results, strict=True)
@@ -185,9 +187,14 @@ async def _read_results(
     ]
 
 
-def _aborted(request: FetchRequest) -> list[FetchResponse.AbortedTransaction] | None:
-    """aborted_transactions: empty for read_committed (there are no transactions), else null."""
-    return [] if request.isolation_level == READ_COMMITTED else None
+def _aborted(result: FetchPartitionResult, committed: bool) -> list[FetchResponse.AbortedTransaction] | None:
+    """aborted_transactions: null for read_uncommitted, else the aborted transactions read."""
+    if not committed:
+        return None
+    return [
+        FetchResponse.AbortedTransaction(txn.producer_id, txn.first_offset)
+        for txn in result.aborted_transactions or ()
+    ]
 
 
 def _topic_names(ctx: RequestContext, groups: Iterable[TopicGroup]) -> list[str | None]:
@@ -224,9 +231,7 @@ def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[Top
     return responses
 
 
-def _partition(
-    result: FetchPartitionResult, aborted: list[FetchResponse.AbortedTransaction] | None
-) -> PartitionData:
+def _partition(result: FetchPartitionResult, committed: bool) -> PartitionData:
     diverging = result.diverging_epoch
     return PartitionData(
         result.partition,
@@ -237,7 +242,7 @@ def _partition(
         FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None,
         None,  # current_leader
         None,  # snapshot_id
-        aborted,
+        _aborted(result, committed),
         -1,  # preferred_read_replica
         result.records or b"",
     )

@@ -33,12 +33,15 @@ handler threads, while the loop serves other connections. A batch decompressing 
 any refused append.
 acks=0 sends no response at all; if any partition failed, the connection is closed instead, as
 Kafka does, so the producer notices (its request had no answer to carry the error). A non-null
-transactional_id is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
-answer to a transactional write it does not authorize).
+transactional_id, or a transactional batch (attributes bit 4) in any partition, is answered
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer to a transactional write
+it does not authorize).
 
 Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
 RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. There
-are no transactions, so no transactional producer is ever authorized. record_errors is always
+is no transaction coordinator yet, so no transactional producer is ever authorized: the partitions
+do keep transactions (storage/producer_state.py) and the coordinator's WriteTxnMarkers is served,
+but nothing registers a partition in a transaction. record_errors is always
 empty: a record that fails validation fails its whole partition, and error_message names the
 problem; no batch_index is reported. current_leader and
 node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
@@ -57,7 +60,8 @@ import logging
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.produce import ProduceRequest, ProduceResponse
-from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_compressed_batch
+from odradek.protocol.records.batch import COMPRESSION_MASK, TRANSACTIONAL_MASK
+from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
 from odradek.replication.replica_manager import PartitionResponse, TopicPartition
 from odradek.server.context import RequestContext
 from odradek.server.network import CloseConnection
@@ -78,9 +82,10 @@ Checked = tuple[TopicPartition, Log, memoryview]  # a partition's compressed rec
 
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    if request.transactional_id is not None:
+    if request.transactional_id is not None or _has_transactional_records(request):
         raise KafkaError(
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported by this broker"
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions need a transaction coordinator, which this broker does not have",
         )
     if request.acks not in VALID_ACKS:
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks} is not -1, 0 or 1")
@@ -95,6 +100,16 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             raise CloseConnection(f"acks=0 produce failed for {failed[0][0]}-{failed[0][1]}")
         return None
     return _response(request, responses)
+
+
+def _has_transactional_records(request: ProduceRequest) -> bool:
+    """Whether any partition holds a transactional batch (Kafka looks at each partition's first
+    batch, the only one it accepts; odradek accepts several, so it looks at all)."""
+    return any(
+        isinstance(data.records, memoryview) and has_batch_with(data.records, TRANSACTIONAL_MASK)
+        for topic in request.topic_data
+        for data in topic.partition_data
+    )
 
 
 def _check_topics(
@@ -128,7 +143,7 @@ async def _check_compressed_records(
     compressed: list[Checked] = []
     for key, records in entries.items():
         partition = ctx.broker.replica_manager.partition(*key)
-        if partition is not None and partition.is_leader and has_compressed_batch(records):
+        if partition is not None and partition.is_leader and has_batch_with(records, COMPRESSION_MASK):
             compressed.append((key, partition.log, records))
     if not compressed:
         return

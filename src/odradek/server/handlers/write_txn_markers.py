@@ -1,0 +1,70 @@
+"""WriteTxnMarkers handler: the transaction coordinator's request writing COMMIT/ABORT markers.
+
+API: v0-v1.
+
+Behaviour (Kafka's): every marker of the request is appended to each of its partitions as a control
+batch by this broker as their leader (`ReplicaManager.write_txn_markers`, Kafka's appendRecords with
+origin Coordinator and acks=-1), and each partition answers once its high watermark passed the marker
+or after request.timeout.ms (REQUEST_TIMED_OUT). The markers of one request are written in request
+order and waited for together. Per partition errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster),
+NOT_LEADER_OR_FOLLOWER (hosted elsewhere or followed here), NOT_ENOUGH_REPLICAS (ISR below
+min.insync.replicas), INVALID_PRODUCER_EPOCH (a producer epoch older than the partition's),
+TRANSACTION_COORDINATOR_FENCED (a coordinator epoch older than the producer's last marker),
+KAFKA_STORAGE_ERROR.
+
+Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A
+partition of the cluster that this broker does not host answers NOT_LEADER_OR_FOLLOWER, as Produce
+does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). A marker
+on a `__consumer_offsets` partition completes no transactional offset commit: odradek serves no
+TxnOffsetCommit, so there are none to complete. Until a transaction coordinator exists nothing sends
+this request but tests and external tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from odradek.replication.replica_manager import TxnMarker
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.WRITE_TXN_MARKERS
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+MarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult
+TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
+PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
+
+
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    timeout_ms = ctx.broker.config["request.timeout.ms"]
+    results = await asyncio.gather(*(_write(ctx, marker, timeout_ms) for marker in request.markers))
+    return WriteTxnMarkersResponse(markers=list(results))
+
+
+async def _write(
+    ctx: RequestContext, marker: WriteTxnMarkersRequest.WritableTxnMarker, timeout_ms: int
+) -> MarkerResult:
+    keys = [(topic.name, index) for topic in marker.topics for index in topic.partition_indexes]
+    responses = await ctx.broker.replica_manager.write_txn_markers(
+        TxnMarker(
+            marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result
+        ),
+        keys,
+        timeout_ms,
+    )
+    return MarkerResult(
+        producer_id=marker.producer_id,
+        topics=[
+            TopicResult(
+                name=topic.name,
+                partitions=[
+                    PartitionResult(index, responses[(topic.name, index)].error_code)
+                    for index in topic.partition_indexes
+                ],
+            )
+            for topic in marker.topics
+        ],
+    )
