@@ -13,6 +13,7 @@ NOT_CONTROLLER. One cluster serves every test of the module.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,9 +219,23 @@ def test_a_throttled_move_is_listed_and_completes_once_the_throttle_is_raised(
         "removing_replicas": [1],
     }
     time.sleep(max(0.0, STILL_MOVING_AFTER_S - (time.monotonic() - started)))
-    assert f"Reassignment of partition {topic}-0 is still in progress." in tool(
-        cluster, "--verify", "--reassignment-json-file", path
+    verifying = run_odradek(
+        "reassign-partitions",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--verify",
+        "--reassignment-json-file",
+        path,
     )
+    assert f"Reassignment of partition {topic}-0 is still in progress." in verifying.stdout
+    progress = re.fullmatch(
+        r"Progress: 0 of 1 partition reassignments complete; "
+        r"replicas being added hold (\d+) of (\d+) bytes \((\d+)%\)\n",
+        verifying.stderr,
+    )
+    assert progress is not None, verifying.stderr
+    copied, total, share = map(int, progress.groups())
+    assert 0 < copied < total and total >= THROTTLED_BYTES and share == 100 * copied // total
 
     raised = tool(
         cluster, "--execute", "--additional", "--reassignment-json-file", path, "--throttle", "100000000"

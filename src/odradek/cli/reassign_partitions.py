@@ -31,7 +31,8 @@ Behaviour and output as Kafka 3.9's ReassignPartitionsCommand:
   in progress, or no active reassignment but another replica set, a missing partition having
   none), then an empty line (the log dir moves); once no reassignment at all is in progress it
   clears the throttles (broker rates on every live broker, the topics' throttled replica lists)
-  unless --preserve-throttles, as Kafka does.
+  unless --preserve-throttles, as Kafka does. It also prints, on stderr, how far the moves have
+  got (`reassignment_progress`: partitions done, bytes copied by the replicas being added).
 - --cancel cancels the reassignments of the file's partitions that are in progress (as Kafka, not
   one that only adds replicas), then clears the throttles as --verify does; --list prints the
   reassignments in progress. Deliberate deviation: "None of the specified partition moves are
@@ -53,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from odradek.cli import reassignment_progress
 from odradek.cli.common import ToolError, add_connection_options, check, connect, guarded, joined
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
@@ -202,6 +204,7 @@ def _verify(client: KafkaClient, args: argparse.Namespace) -> None:
                 f"{joined(current[tp])} rather than {joined(targets[tp])}."
             )
     print()  # Kafka's (empty) report of log dir moves
+    reassignment_progress.report(client, targets, {tp: adding for tp, (_, adding, _) in ongoing.items()})
     if not ongoing and not args.preserve_throttles:
         _clear_throttles(client, targets)
 
