@@ -1,23 +1,24 @@
 """Long fault runs (src/odradek/testing/chaos.py) on a local cluster with its own ZooKeeper server.
 
 Run `python bench/chaos.py --cycles N --seed S [--brokers 3] [--rate R] [--second-rate R2] [--kinds
-all|process|network|proxy|all-proxy] [--overlap P] [--aggressive] [--json FILE] [--keep]` from the
-repository root (as root for the network kinds); --kinds picks what the nemesis draws: process
-faults (kill -9, SIGSTOP), network faults on brokers in namespaces of their own (link down, a leader
-split from the other brokers, a partial or one-way partition between two brokers, a minority split,
-a cut from ZooKeeper only, packet loss, a throttled link, a full disk; where namespaces cannot be
-made they run as the nearest proxy faults, and the run says so), or the TCP-proxy faults (cuts and
-delays); `all` (the default) is process and namespace faults. --overlap P gives each cycle a chance
-P of a second fault on another broker at the same time; --second-rate is the kafka-python producer's
-rate beside confluent-kafka's (0: none); --aggressive starts the next fault once every broker is
-registered again, whether or not the ISRs are full. Prints one line per fault (kind, target, hold, a
-slowed link's delay or a lossy link's loss, the unavailability window: the longest gap between a
-partition's acknowledgements from the fault's start to the end of its cycle, and how much of it
-came after the heal) and a final summary (with the worst
-window per kind); exits 1 when the promise broke or the cluster got stuck. The data directory (each
-broker's output in `broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise.
-Bounded in time: each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s
-for the cluster to heal.
+all|process|network|proxy|all-proxy] [--overlap P] [--aggressive] [--unclean] [--json FILE]
+[--keep]` from the repository root (as root for the network kinds); --kinds picks what the nemesis
+draws: process faults (kill -9, SIGSTOP), network faults on brokers in namespaces of their own (link
+down, a leader split from the other brokers, a partial or one-way partition between two brokers, a
+minority split, a cut from ZooKeeper only, packet loss, a throttled link, a full disk; where
+namespaces cannot be made they run as the nearest proxy faults, and the run says so), or the
+TCP-proxy faults (cuts and delays); `all` (the default) is process and namespace faults. --overlap P
+gives each cycle a chance P of a second fault on another broker at the same time; --second-rate is
+the kafka-python producer's rate beside confluent-kafka's (0: none); --aggressive starts the next
+fault once every broker is registered again, whether or not the ISRs are full; --unclean turns
+unclean leader election on, and the loss it causes is reported, not a failure. Prints one line per
+fault (kind, target, hold, a slowed link's delay or a lossy link's loss, the unavailability window:
+the longest gap between a partition's acknowledgements from the fault's start to the end of its
+cycle, and how much of it came after the heal) and a final summary (with the worst window per kind);
+exits 1 when the promise broke or the cluster got stuck. The data directory (each broker's output in
+`broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise. Bounded in time:
+each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s for the cluster to
+heal.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def main() -> int:
     )
     parser.add_argument("--overlap", type=float, default=0.0, help="chance of a second fault at once")
     parser.add_argument("--second-rate", type=float, default=50.0, help="kafka-python records a second")
+    parser.add_argument(
+        "--unclean",
+        action="store_true",
+        help="unclean.leader.election.enable=true: acknowledged data lost is reported, not a failure",
+    )
     parser.add_argument("--json", type=Path, help="write the full result here")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
@@ -94,6 +100,7 @@ def main() -> int:
         kinds=KINDS[args.kinds],
         overlap=args.overlap,
         second_producer_rate=args.second_rate,
+        unclean_election=args.unclean,
     )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the cluster is closed and cleaned up
     data_dir = Path(tempfile.mkdtemp(prefix=f"odradek-chaos-{args.seed}-"))

@@ -260,14 +260,23 @@ def test_a_throttled_move_is_listed_and_completes_once_the_throttle_is_raised(
     assert tool(cluster, "--list") == "No partition reassignments found.\n"
 
 
-def test_a_reassignment_in_progress_is_cancelled(
-    cluster: LocalCluster, unique_topic: str, tmp_path: Path
-) -> None:
+def start_slow_move(
+    cluster: LocalCluster, unique_topic: str, tmp_path: Path, target: list[int]
+) -> tuple[str, str]:
+    """A topic on brokers 1 and 2 with 6 MB in partition 0, moving to `target` at 10 kB/s: still
+    in progress for minutes. Returns the topic and the reassignment file."""
     topic = unique_topic.replace("_", "-")
     create(cluster, topic, "1:2")
     produce(cluster, topic, 600, size=10_000)  # several windows of the throttle
-    path = plan(tmp_path / "move.json", topic, (0, [3, 1]))
+    path = plan(tmp_path / "move.json", topic, (0, target))
     tool(cluster, "--execute", "--reassignment-json-file", path, "--throttle", "10000")
+    return topic, path
+
+
+def test_a_reassignment_in_progress_is_cancelled(
+    cluster: LocalCluster, unique_topic: str, tmp_path: Path
+) -> None:
+    topic, path = start_slow_move(cluster, unique_topic, tmp_path, [3, 1])
     refused = run_odradek(
         "reassign-partitions",
         "--bootstrap-server",
@@ -338,11 +347,7 @@ def test_bad_reassignments_are_one_line_errors(
 def test_a_new_controller_resumes_a_reassignment_in_progress(
     cluster: LocalCluster, unique_topic: str, tmp_path: Path
 ) -> None:
-    topic = unique_topic.replace("_", "-")
-    create(cluster, topic, "1:2")
-    produce(cluster, topic, 600, size=10_000)  # several windows of the throttle
-    path = plan(tmp_path / "move.json", topic, (0, [2, 3]))
-    tool(cluster, "--execute", "--reassignment-json-file", path, "--throttle", "10000")
+    topic, path = start_slow_move(cluster, unique_topic, tmp_path, [2, 3])
     old = cluster.controller()
     assert old is not None
     cluster.brokers[old].kill()

@@ -1,8 +1,8 @@
-"""The unavailability window of a fault: gaps between acknowledgements within its cycle only."""
+"""The fault harness's measures: unavailability windows within a cycle, and what a run may lose."""
 
 from __future__ import annotations
 
-from odradek.testing.chaos import unavailability
+from odradek.testing.chaos import ChaosResult, unavailability
 
 
 def test_a_window_is_the_longest_gap_from_the_fault_start_within_its_cycle() -> None:
@@ -18,3 +18,11 @@ def test_a_partition_silent_through_its_cycle_counts_until_its_next_acknowledgem
     acks = [[0.5, 7.0, 20.0, 28.5], [1.5, 2.0, 6.0]]
     assert unavailability(acks, start=1.0, healed=4.0, end=5.0) == (6.0, 3.0)
     assert unavailability([[0.5]], start=1.0, healed=4.0, end=5.0) is None
+
+
+def test_with_unclean_election_on_loss_is_reported_and_allowed_other_findings_still_fail() -> None:
+    clean = ChaosResult(seed=1, data_dir="d", lost=["w00000001"])
+    unclean = ChaosResult(seed=1, data_dir="d", lost=["w00000001"], unclean_election=True)
+    assert not clean.ok and unclean.ok
+    assert "lost=1" in unclean.summary() and "unclean_election=on: loss allowed" in unclean.summary()
+    assert not ChaosResult(seed=1, data_dir="d", holes={0: [5]}, unclean_election=True).ok

@@ -2,7 +2,9 @@
 acks=all load, and a checker of Kafka's promise afterwards.
 
 The promise: no acknowledged record is lost while one in-sync replica lives, and with unclean leader
-election off, a partition that has none is unavailable rather than lossy.
+election off, a partition that has none is unavailable rather than lossy. With it on
+(`ChaosSettings.unclean_election`, the topic and the brokers alike) the checker reports what was
+lost (acknowledged records missing or elsewhere, group commits gone back) without failing the run.
 
 Owns, for one run (`run_chaos`): a cluster of real brokers (3 by default;
 zookeeper.session.timeout.ms 4000, replica.lag.time.max.ms 3000, replica.fetch.backoff.ms 200,
@@ -150,6 +152,7 @@ class ChaosSettings:
     kinds: tuple[str, ...] = PROCESS_KINDS  # what the nemesis draws from
     overlap: float = 0.0  # chance that a cycle also faults a second broker at the same time
     second_producer_rate: float = 50.0  # records a second of a kafka-python producer (0: none)
+    unclean_election: bool = False  # unclean.leader.election.enable: loss is then reported, not failed
 
 
 @dataclass
@@ -200,19 +203,14 @@ class ChaosResult:
     group_commit_failures: dict[str, int] = field(default_factory=dict)
     commit_regressions: list[str] = field(default_factory=list)  # acknowledged commits lost
     unacknowledged_read: int = 0  # sent, never acknowledged, yet written: allowed
+    unclean_election: bool = False  # on: acknowledged data lost is reported, and allowed
     error: str | None = None
 
     @property
     def ok(self) -> bool:
-        findings = (
-            self.lost,
-            self.duplicated,
-            self.holes,
-            self.unexpected,
-            self.misplaced,
-            self.divergent,
-            self.commit_regressions,
-        )
+        findings: tuple[Any, ...] = (self.duplicated, self.holes, self.unexpected, self.divergent)
+        if not self.unclean_election:  # what an unclean election may cost: acknowledged data
+            findings += (self.lost, self.misplaced, self.commit_regressions)
         return not any(findings) and not self.stuck and not self.fatal and self.error is None
 
     def worst_windows(self) -> dict[str, float]:
@@ -242,6 +240,7 @@ class ChaosResult:
             f"commit_failures={self.group_commit_failures} regressions={len(self.commit_regressions)} "
             f"fatal={len(self.fatal)} failures={self.failures} worst_windows={self.worst_windows()} "
             f"worst_past_heal={self.worst_past_heal()} "
+            f"unclean_election={'on: loss allowed' if self.unclean_election else 'off'} "
             f"error={self.error} ok={self.ok}"
         )
 
@@ -838,7 +837,7 @@ def make_cluster(
         "replica.socket.timeout.ms": settings.socket_timeout_ms,
         "controller.socket.timeout.ms": settings.socket_timeout_ms,
         "request.timeout.ms": settings.request_timeout_ms,
-        "unclean.leader.election.enable": "false",
+        "unclean.leader.election.enable": str(settings.unclean_election).lower(),
     }
     if network == "netns":
         return NamespacedCluster(
@@ -858,7 +857,10 @@ def make_cluster(
 
 
 def create_topic(cluster: LocalCluster, settings: ChaosSettings) -> None:
-    config = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    config = {
+        "min.insync.replicas": "2",
+        "unclean.leader.election.enable": str(settings.unclean_election).lower(),
+    }
     topic = NewTopic(TOPIC, num_partitions=settings.partitions, replication_factor=REPLICATION, config=config)
     client = AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET})
     client.create_topics([topic], operation_timeout=30)[TOPIC].result(30)
@@ -915,7 +917,12 @@ def run_chaos(
     runs the nearest proxy faults instead; a namespaced cluster starts its own ZooKeeper server."""
     network, kinds, unavailable = network_for(settings.kinds)
     settings = replace(settings, kinds=kinds)
-    result = ChaosResult(seed=settings.seed, data_dir=str(data_dir), network=network)
+    result = ChaosResult(
+        seed=settings.seed,
+        data_dir=str(data_dir),
+        network=network,
+        unclean_election=settings.unclean_election,
+    )
     if unavailable is not None:
         result.fallback = f"network namespaces unavailable ({unavailable}): host faults run through proxies"
     cluster = make_cluster(Path(data_dir), settings, network, zookeeper_connect)
