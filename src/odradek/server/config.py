@@ -24,8 +24,9 @@ Connection limits (read by server/limits.py and server/network.py): `max.connect
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
 `http.listeners` (an odradek key, `http://host:port,...`, empty by default: none) names where the
 broker serves HTTP (Prometheus `/metrics`, server/http_listener.py).
-`request.timeout.ms` is known and validated (default 30000): in Kafka it is the timeout of the
-broker's own outgoing requests (inter-broker channels); odradek has none yet, so nothing reads it.
+`request.timeout.ms` (default 30000) is, as in Kafka, the timeout of the broker's own requests to
+the controller (AlterPartition, ControlledShutdown: server/to_controller.py); WriteTxnMarkers waits
+for its markers' replication up to it.
 
 Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped single-node
 `config/server.properties` so that `odradek serve` with no arguments is a working single broker:
