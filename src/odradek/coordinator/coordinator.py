@@ -74,13 +74,15 @@ FetchResult = tuple[int, dict[TopicPartition, CommittedOffset | None]]
 
 
 class ReplicaManagerOffsetsLog:
-    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1."""
+    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1
+    (to `__consumer_offsets`, or the topic given: the transaction coordinator's `__transaction_state`)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, topic: str = OFFSETS_TOPIC) -> None:
         self._broker = broker
+        self._topic = topic
 
     def _log(self, partition: int) -> Any:
-        found = self._broker.replica_manager.partition(OFFSETS_TOPIC, partition)
+        found = self._broker.replica_manager.partition(self._topic, partition)
         return found.log if found is not None else None
 
     def log_range(self, partition: int) -> tuple[int, int] | None:
@@ -94,7 +96,7 @@ class ReplicaManagerOffsetsLog:
         return b"".join(os.pread(s.fd, s.length, s.offset) for s in info.records)
 
     async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
-        key = (OFFSETS_TOPIC, partition)
+        key = (self._topic, partition)
         results = await self._broker.replica_manager.append_records(
             {key: memoryview(records)}, -1, timeout_ms
         )

@@ -53,6 +53,10 @@ HANDLER_MODULES: list[str] = [
     "init_producer_id",
     "delete_records",
     "write_txn_markers",
+    # transactions
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
     # consumer groups
     "find_coordinator",
     "join_group",
