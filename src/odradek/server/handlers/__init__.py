@@ -57,6 +57,7 @@ HANDLER_MODULES: list[str] = [
     "add_partitions_to_txn",
     "add_offsets_to_txn",
     "end_txn",
+    "txn_offset_commit",
     # consumer groups
     "find_coordinator",
     "join_group",
