@@ -30,7 +30,9 @@ FAST_TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 
 
 
 def txn_producer(bootstrap: str, transactional_id: str, **conf: object) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **helpers.QUIET, **conf})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **helpers.QUIET, **conf}
+    )
     producer.init_transactions(helpers.TIMEOUT_S)
     return producer
 
@@ -144,7 +146,9 @@ def test_kafka_python_and_aiokafka_transactional_producers(broker, unique_topic:
     producer.close()
 
     async def aio() -> None:
-        aio_producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=f"{unique_topic}-aio")
+        aio_producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id=f"{unique_topic}-aio"
+        )
         await aio_producer.start()
         try:
             for committed in (True, False):
@@ -185,15 +189,23 @@ def test_consume_transform_produce_commits_offsets_with_the_transaction(broker, 
         for committed, chunk in ((True, consumed[:5]), (False, consumed[5:])):
             producer.begin_transaction()
             for message in chunk:
-                producer.produce(sink, message.value().replace(b"in", b"out"), partition=message.offset() % PARTITIONS)
+                producer.produce(
+                    sink, message.value().replace(b"in", b"out"), partition=message.offset() % PARTITIONS
+                )
             offsets = [TopicPartition(source, 0, chunk[-1].offset() + 1)]
-            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), helpers.TIMEOUT_S)
-            producer.commit_transaction(helpers.TIMEOUT_S) if committed else producer.abort_transaction(helpers.TIMEOUT_S)
+            producer.send_offsets_to_transaction(
+                offsets, consumer.consumer_group_metadata(), helpers.TIMEOUT_S
+            )
+            producer.commit_transaction(helpers.TIMEOUT_S) if committed else producer.abort_transaction(
+                helpers.TIMEOUT_S
+            )
         committed_offsets = consumer.committed([TopicPartition(source, 0)], timeout=helpers.TIMEOUT_S)
     finally:
         consumer.close()
     assert committed_offsets[0].offset == 5
-    assert confluent_read(broker.bootstrap, sink, 5) == sorted(v.replace(b"in", b"out") for v in values("in", 5))
+    assert confluent_read(broker.bootstrap, sink, 5) == sorted(
+        v.replace(b"in", b"out") for v in values("in", 5)
+    )
 
 
 def _consume(consumer: Consumer, count: int) -> list:
@@ -256,7 +268,9 @@ def test_a_producer_killed_mid_transaction_is_aborted_by_the_timeout(make_broker
     assert confluent_read(broker.bootstrap, unique_topic, 1) == [b"plain"]
 
 
-def test_a_broker_killed_during_commits_completes_or_aborts_each_transaction(make_broker, unique_topic: str) -> None:
+def test_a_broker_killed_during_commits_completes_or_aborts_each_transaction(
+    make_broker, unique_topic: str
+) -> None:
     broker = make_broker(FAST_TIMEOUTS)
     helpers.create_topic(broker.bootstrap, unique_topic, PARTITIONS)
     producer = txn_producer(broker.bootstrap, f"{unique_topic}-txn", **{"transaction.timeout.ms": 3000})
