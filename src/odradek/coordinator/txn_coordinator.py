@@ -12,8 +12,8 @@ Every change is appended to the shard's partition with acks=-1 before it is kept
 a change or the markers of a transaction are in flight, other requests for the id answer
 CONCURRENT_TRANSACTIONS (Kafka's pending transition). EndTxn answers once PrepareCommit/PrepareAbort
 is in the log; the markers are then written to every partition of the transaction
-(`Broker.write_txn_markers`: local partitions directly, the others through their leaders'
-WriteTxnMarkers), retried until each partition took its marker or no longer exists, and
+(`TxnMarkerChannel`: local partitions directly, the others through their leaders' WriteTxnMarkers),
+retried until each partition took its marker or no longer exists, and
 CompleteCommit/CompleteAbort is appended.
 
 Timers: every transaction.abort.timed.out.transaction.cleanup.interval.ms, Ongoing transactions older
@@ -38,6 +38,7 @@ from typing import Any
 from odradek.coordinator.coordinator import CoordinatorLocation, ReplicaManagerOffsetsLog
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.shard import ShardState
+from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.coordinator.txn_metadata import (
     COMPLETED,
     MAX_PRODUCER_EPOCH,
@@ -116,6 +117,7 @@ class TransactionCoordinator:
         self._abort_interval_ms: int = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self._expire_interval_ms: int = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
         self._log = ReplicaManagerOffsetsLog(broker, TXN_TOPIC)
+        self._markers = TxnMarkerChannel(broker)
         self._shards: dict[int, TxnShard] = {}
         self._timers: list[asyncio.Task[None]] = []
 
@@ -133,6 +135,7 @@ class TransactionCoordinator:
         await cancel_and_wait(*self._timers)
         for partition in list(self._shards):
             await self._close(self._shards.pop(partition))
+        await self._markers.close()
 
     def on_partition_loaded(self, partition: int, leader_epoch: int) -> None:
         current = self._shards.get(partition)
@@ -404,7 +407,7 @@ class TransactionCoordinator:
         marker = TxnMarker(meta.producer_id, meta.producer_epoch, shard.coordinator_epoch, meta.commit)
         remaining = set(meta.partitions)
         while remaining and shard.state is ShardState.ACTIVE:
-            results = await self._broker.write_txn_markers(marker, remaining, _MARKER_TIMEOUT_MS)
+            results = await self._markers.write(marker, remaining, _MARKER_TIMEOUT_MS)
             remaining = {key for key, code in results.items() if code not in _FINAL_MARKER_ERRORS}
             if remaining:
                 await asyncio.sleep(_RETRY_BACKOFF_S)
