@@ -6,7 +6,9 @@ Behaviour (Kafka's): every marker of the request is appended to each of its part
 batch by this broker as their leader (`Broker.write_txn_markers`, Kafka's appendRecords with origin
 Coordinator and acks=-1), and each partition answers once its high watermark passed the marker
 or after request.timeout.ms (REQUEST_TIMED_OUT). The markers of one request are written in request
-order and waited for together. Per partition errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster),
+order and waited for together. A marker on a `__consumer_offsets` partition completes the producer's
+pending transactional offset commits there (TxnOffsetCommit), as Kafka's group coordinator does.
+Per partition errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster),
 NOT_LEADER_OR_FOLLOWER (hosted elsewhere or followed here), NOT_ENOUGH_REPLICAS (ISR below
 min.insync.replicas), INVALID_PRODUCER_EPOCH (a producer epoch older than the partition's),
 TRANSACTION_COORDINATOR_FENCED (a coordinator epoch older than the producer's last marker),
@@ -14,10 +16,9 @@ KAFKA_STORAGE_ERROR.
 
 Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A
 partition of the cluster that this broker does not host answers NOT_LEADER_OR_FOLLOWER, as Produce
-does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). A marker
-on a `__consumer_offsets` partition completes the producer's pending transactional offset commits
-there (TxnOffsetCommit), as Kafka's group coordinator does. odradek's own transaction coordinator
-writes the markers of the partitions it leads itself, without this request.
+does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). odradek's
+transaction coordinator writes the markers of the partitions its own broker leads directly, without
+this request, and sends it to the other leaders.
 """
 
 from __future__ import annotations
