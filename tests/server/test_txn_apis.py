@@ -33,9 +33,8 @@ def find(client: RawClient, key: str, key_type: int = TRANSACTION, version: int 
 
 
 def init(client: RawClient, transactional_id: str, version: int = 5, **fields: object):
-    request = InitProducerIdRequest(
-        transactional_id=transactional_id, transaction_timeout_ms=60_000, **fields
-    )  # type: ignore[arg-type]
+    fields = {"transaction_timeout_ms": 60_000, **fields}
+    request = InitProducerIdRequest(transactional_id=transactional_id, **fields)  # type: ignore[arg-type]
     return client.call(ApiKey.INIT_PRODUCER_ID, version, request)
 
 
@@ -244,5 +243,32 @@ def test_transactional_state_survives_a_restart(tmp_path: Path) -> None:
                 time.sleep(0.1)
                 code = end(client, "durable", pid, epoch, True)
             assert code == ErrorCode.NONE  # the Ongoing transaction was reloaded
+    finally:
+        broker.stop()
+
+
+def test_idle_ids_expire_and_timed_out_transactions_are_aborted(tmp_path: Path) -> None:
+    overrides = {
+        "transactional.id.expiration.ms": 1000,
+        "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
+    }
+    broker = BrokerProcess(tmp_path / "data", output_path=tmp_path / "broker.out", overrides=overrides)
+    broker.start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            name, _ = create_topic(client)
+            idle_pid, idle_epoch = init_found(client, "idle")
+            assert find(client, "slow").error_code == ErrorCode.NONE
+            slow = init(client, "slow", transaction_timeout_ms=300)
+            assert add(client, "slow", slow.producer_id, slow.producer_epoch, name) == [ErrorCode.NONE]
+            time.sleep(0.8)  # the slow transaction timed out: aborted at a bumped epoch
+            assert (
+                end(client, "slow", slow.producer_id, slow.producer_epoch, True) == ErrorCode.PRODUCER_FENCED
+            )
+            time.sleep(1.5)  # both ids idle past the expiration
+            assert add(client, "idle", idle_pid, idle_epoch, name) == [ErrorCode.INVALID_PRODUCER_ID_MAPPING]
+            renewed = init(client, "idle")
+            assert renewed.error_code == ErrorCode.NONE and renewed.producer_id != idle_pid
     finally:
         broker.stop()

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -139,7 +139,11 @@ class TransactionCoordinator:
 
     def on_partition_loaded(self, partition: int, leader_epoch: int) -> None:
         current = self._shards.get(partition)
-        if current is not None and current.coordinator_epoch >= leader_epoch:
+        if (
+            current is not None
+            and current.state is not ShardState.CLOSED
+            and current.coordinator_epoch >= leader_epoch
+        ):
             return
         if current is not None:
             self._close_later(current)
@@ -423,29 +427,34 @@ class TransactionCoordinator:
                 log.exception("Transaction coordinator timer failed")
 
     async def _abort_timed_out(self) -> None:
-        now = self._clock.time_ms()
-        for shard in list(self._shards.values()):
-            for meta in list(shard.txns.values()):
-                if (
-                    _timed_out(meta, now)
-                    and meta.transactional_id not in shard.busy
-                    and shard.state is ShardState.ACTIVE
-                ):
-                    log.info(
-                        "Aborting the transaction of %s: open longer than %d ms",
-                        meta.transactional_id,
-                        meta.timeout_ms,
-                    )
-                    await self._prepare(shard, prepared(meta, False, now, fence=True))
+        for shard, meta in self._idle_candidates():
+            now = self._clock.time_ms()
+            if _timed_out(meta, now):
+                log.info(
+                    "Aborting the transaction of %s: open longer than %d ms",
+                    meta.transactional_id,
+                    meta.timeout_ms,
+                )
+                await self._prepare(shard, prepared(meta, False, now, fence=True))
 
     async def _expire_ids(self) -> None:
-        now = self._clock.time_ms()
+        for shard, meta in self._idle_candidates():
+            if meta.state in COMPLETED and meta.last_update_ms + self._expiration_ms < self._clock.time_ms():
+                log.info("Expiring transactional id %s", meta.transactional_id)
+                await self._store(shard, meta, tombstone=True)
+
+    def _idle_candidates(self) -> Iterator[tuple[TxnShard, TxnMetadata]]:
+        """Each id of each loaded shard with nothing in flight, as it is when reached (the caller
+        awaits between ids, so the state is read again at each step)."""
         for shard in list(self._shards.values()):
-            for meta in list(shard.txns.values()):
-                idle = meta.state in COMPLETED and meta.last_update_ms + self._expiration_ms < now
-                if idle and meta.transactional_id not in shard.busy and shard.state is ShardState.ACTIVE:
-                    log.info("Expiring transactional id %s", meta.transactional_id)
-                    await self._store(shard, meta, tombstone=True)
+            for transactional_id in list(shard.txns):
+                meta = shard.txns.get(transactional_id)
+                if (
+                    meta is not None
+                    and shard.state is ShardState.ACTIVE
+                    and transactional_id not in shard.busy
+                ):
+                    yield shard, meta
 
 
 def _apply(txns: dict[str, TxnMetadata], key: bytes | None, value: bytes | None) -> None:
