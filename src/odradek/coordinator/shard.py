@@ -181,6 +181,7 @@ class CoordinatorShard:
                 future.set_result(error_result(ErrorCode.NOT_COORDINATOR))
         self._waiting.clear()
         self.groups.clear()
+        self.pending_txn_offsets.clear()
 
     async def wait_loaded(self) -> None:
         """Until the partition is replayed (or the shard closed)."""

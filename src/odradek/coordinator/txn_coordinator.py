@@ -21,6 +21,10 @@ than their timeout are aborted at a bumped epoch (the producer is fenced, as in 
 transaction.remove.expired.transaction.cleanup.interval.ms, ids idle (Empty, CompleteCommit,
 CompleteAbort) for transactional.id.expiration.ms are removed with a tombstone.
 
+Logging: INFO for an id initialized, a transaction aborted by its timeout and an id expired; DEBUG
+for each load and each completed transaction. A failed creation of `__transaction_state` is logged
+once per cause until a creation succeeds.
+
 Error names follow Kafka's: PRODUCER_FENCED for an old epoch (handlers map it to
 INVALID_PRODUCER_EPOCH for request versions that predate it), INVALID_PRODUCER_ID_MAPPING for an
 unknown id or another producer id, INVALID_TXN_STATE for a request the state does not allow.
@@ -119,6 +123,7 @@ class TransactionCoordinator:
         self._log = ReplicaManagerOffsetsLog(broker, TXN_TOPIC)
         self._markers = TxnMarkerChannel(broker)
         self._shards: dict[int, TxnShard] = {}
+        self._create_failure: str | None = None  # the last creation error logged, until one succeeds
         self._timers: list[asyncio.Task[None]] = []
 
     # -- life cycle and leadership ----------------------------------------------------------------
@@ -214,8 +219,11 @@ class TransactionCoordinator:
                 TXN_TOPIC
             )
         except KafkaError as exc:
-            log.warning("Cannot create %s: %s", TXN_TOPIC, exc)
+            if str(exc) != self._create_failure:  # clients retry every few ms: log each cause once
+                log.warning("Cannot create %s: %s", TXN_TOPIC, exc)
+                self._create_failure = str(exc)
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        self._create_failure = None
         if topic is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         partition = partition_for(transactional_id, len(topic.partitions))
