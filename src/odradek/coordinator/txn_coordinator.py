@@ -264,7 +264,7 @@ class TransactionCoordinator:
             return error or ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         new_producer_id = -1
         if current is None or current.producer_epoch >= MAX_PRODUCER_EPOCH:
-            new_producer_id = await self._broker.producer_id_manager.generate_producer_id()
+            new_producer_id = await self._new_producer_id(shard, transactional_id)
         meta = initialized(current, transactional_id, new_producer_id, timeout_ms, now)
         error = await self._store(shard, meta)
         if error != ErrorCode.NONE:
@@ -276,6 +276,15 @@ class TransactionCoordinator:
             meta.producer_epoch,
         )
         return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
+
+    async def _new_producer_id(self, shard: TxnShard, transactional_id: str) -> int:
+        """A new producer id; the id is busy meanwhile, so a concurrent InitProducerId answers
+        CONCURRENT_TRANSACTIONS instead of storing another producer id."""
+        shard.busy.add(transactional_id)
+        try:
+            return await self._broker.producer_id_manager.generate_producer_id()
+        finally:
+            shard.busy.discard(transactional_id)
 
     async def add_partitions(
         self,
