@@ -13,9 +13,11 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from odradek.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from odradek.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from odradek.protocol.messages.end_txn import EndTxnRequest
 from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest
 from odradek.protocol.messages.init_producer_id import InitProducerIdRequest
+from odradek.protocol.messages.list_transactions import ListTransactionsRequest
 from odradek.protocol.messages.offset_fetch import OffsetFetchRequest
 from odradek.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from odradek.protocol.records.builder import SimpleRecord, build_batch
@@ -224,6 +226,27 @@ def fetched(client: RawClient, group: str, topic: str, require_stable: bool) -> 
     )
     (partition,) = client.call(ApiKey.OFFSET_FETCH, 7, request).topics[0].partitions
     return partition.error_code, partition.committed_offset
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_describe_and_list_transactions(client: RawClient, version: int) -> None:
+    name, _ = create_topic(client, partitions=2)
+    tid = f"described-{version}"
+    pid, epoch = init_found(client, tid)
+    assert add(client, tid, pid, epoch, name, (0, 1)) == [ErrorCode.NONE] * 2
+    request = DescribeTransactionsRequest(transactional_ids=[tid, "unknown-id"])
+    known, unknown = client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, request).transaction_states
+    assert (known.error_code, known.transaction_state, known.producer_id) == (ErrorCode.NONE, "Ongoing", pid)
+    assert [(t.topic, t.partitions) for t in known.topics] == [(name, [0, 1])]
+    assert known.transaction_start_time_ms > 0 and known.transaction_timeout_ms == 60_000
+    assert unknown.error_code in (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
+    listing = ListTransactionsRequest(state_filters=["Ongoing", "Nope"], producer_id_filters=[pid])
+    listed = client.call(ApiKey.LIST_TRANSACTIONS, version, listing)
+    assert listed.unknown_state_filters == ["Nope"]
+    assert [(s.transactional_id, s.transaction_state) for s in listed.transaction_states] == [
+        (tid, "Ongoing")
+    ]
+    assert end(client, tid, pid, epoch, False) == ErrorCode.NONE
 
 
 def test_transactional_state_survives_a_restart(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ once per cause until a creation succeeds.
 Error names follow Kafka's: PRODUCER_FENCED for an old epoch (handlers map it to
 INVALID_PRODUCER_EPOCH for request versions that predate it), INVALID_PRODUCER_ID_MAPPING for an
 unknown id or another producer id, INVALID_TXN_STATE for a request the state does not allow.
-Callers: the transaction API handlers (through `broker.txn_coordinator`), Produce (verification), tests.
+Callers: the transaction API handlers (through `broker.txn_coordinator`; DescribeTransactions and
+ListTransactions read the shards' state), Produce (verification), tests.
 """
 
 from __future__ import annotations
@@ -355,6 +356,24 @@ class TransactionCoordinator:
         if current.state is not TxnState.ONGOING or key not in current.partitions:
             return ErrorCode.INVALID_TXN_STATE
         return ErrorCode.NONE
+
+    def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
+        """DescribeTransactions: (error, the id's state)."""
+        shard, error = self._shard_for(transactional_id)
+        if shard is None:
+            return error, None
+        meta = shard.txns.get(transactional_id)
+        return (ErrorCode.NONE, meta) if meta is not None else (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None)
+
+    def list_transactions(self) -> tuple[int, list[TxnMetadata]]:
+        """ListTransactions: every id of the loaded shards; COORDINATOR_LOAD_IN_PROGRESS while any loads."""
+        error = ErrorCode.NONE
+        found: list[TxnMetadata] = []
+        for shard in self._shards.values():
+            if shard.state is ShardState.LOADING:
+                error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            found.extend(shard.txns.values())
+        return error, found
 
     def shards(self) -> dict[int, TxnShard]:
         return dict(self._shards)

@@ -36,6 +36,11 @@ class TxnState(enum.IntEnum):
     DEAD = 6
     PREPARE_EPOCH_FENCE = 7
 
+    @property
+    def kafka_name(self) -> str:
+        """Kafka's name of the state (ListTransactions, DescribeTransactions): "PrepareCommit"..."""
+        return self.name.title().replace("_", "")
+
 
 COMPLETED = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
 PREPARED = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})

@@ -58,6 +58,8 @@ HANDLER_MODULES: list[str] = [
     "add_offsets_to_txn",
     "end_txn",
     "txn_offset_commit",
+    "describe_transactions",
+    "list_transactions",
     # consumer groups
     "find_coordinator",
     "join_group",
