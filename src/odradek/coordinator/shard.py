@@ -349,16 +349,16 @@ class CoordinatorShard:
             records = tuple(
                 classic.offset_commit_record(args.group_id, tp, o) for tp, o in args.offsets.items()
             )
-            producer = self._next_txn_batch(event.producer_id, event.producer_epoch, len(records))
+            producer = self._next_txn_batch(event.producer_id, event.producer_epoch)
             append_error = await self._append(records, self._now(), producer)
-            error = _APPEND_ERRORS.get(append_error, ErrorCode.UNKNOWN_SERVER_ERROR) if append_error else None
+            error = _txn_append_error(append_error) if append_error else None
             if error is None:
                 self._txn_sequences[event.producer_id] = (producer[1], producer[2] + len(records))
                 pending = self.pending_txn_offsets.setdefault(event.producer_id, {})
                 pending.setdefault(args.group_id, {}).update(args.offsets)
         self._reply(event.ticket, dict.fromkeys(args.offsets, error or ErrorCode.NONE), ErrorCode.NONE)
 
-    def _next_txn_batch(self, producer_id: int, producer_epoch: int, count: int) -> tuple[int, int, int]:
+    def _next_txn_batch(self, producer_id: int, producer_epoch: int) -> tuple[int, int, int]:
         """(producer id, epoch, base sequence) of the shard's next transactional batch for the producer:
         the shard is the partition's only writer, so it continues its own sequence (0 on a new epoch)."""
         epoch, sequence = self._txn_sequences.get(producer_id, (producer_epoch, 0))
@@ -461,6 +461,13 @@ class CoordinatorShard:
 
     def _now(self) -> Now:
         return Now(self._clock.time_ms(), self._clock.monotonic_ms())
+
+
+def _txn_append_error(append_error: int) -> int:
+    """A transactional offset commit's append error for the client: a fenced producer hears so."""
+    if append_error == ErrorCode.INVALID_PRODUCER_EPOCH:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return _APPEND_ERRORS.get(append_error, ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:

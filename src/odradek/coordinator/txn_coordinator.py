@@ -58,7 +58,6 @@ from odradek.coordinator.txn_metadata import (
     with_partitions,
 )
 from odradek.coordinator.txn_records import (
-    TxnRecordFormatError,
     decode_key,
     decode_value,
     encode_key,
@@ -117,7 +116,6 @@ class TransactionCoordinator:
     def __init__(self, broker: Any, config: Any) -> None:
         self._broker = broker
         self._clock = broker.clock
-        self._max_timeout_ms: int = config["transaction.max.timeout.ms"]
         self._expiration_ms: int = config["transactional.id.expiration.ms"]
         self._abort_interval_ms: int = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self._expire_interval_ms: int = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
@@ -502,7 +500,7 @@ def _apply(txns: dict[str, TxnMetadata], key: bytes | None, value: bytes | None)
             txns.pop(transactional_id, None)
         else:
             txns[transactional_id] = from_value(transactional_id, decode_value(value))
-    except (TxnRecordFormatError, ValueError) as exc:
+    except ValueError as exc:  # a TxnRecordFormatError, or a status no state has
         log.warning("Skipping an undecodable %s record: %s", TXN_TOPIC, exc)
 
 

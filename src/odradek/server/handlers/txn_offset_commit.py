@@ -8,12 +8,16 @@ become the group's committed offsets when the producer's COMMIT marker reaches t
 are dropped on ABORT (coordinator/shard.py; a reload replays them the same way). A member id,
 group.instance.id or generation given (v3+) must be the group's: UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID, ILLEGAL_GENERATION otherwise. Per partition: UNKNOWN_TOPIC_OR_PARTITION for a
-partition the cluster does not have, OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes;
-NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the other group APIs.
+partition the cluster does not have, OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes,
+INVALID_PRODUCER_EPOCH for a producer epoch older than the one the partition knows (a fenced
+producer); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the other group APIs.
 
 Deliberate deviations: the transactional id is not checked against the transaction coordinator
-(Kafka 3.9 does not either before KIP-890 part 2); the producer's epoch is checked when its marker
-is written. throttle_time_ms is always 0.
+(Kafka 3.9 does not either before KIP-890 part 2); the producer's epoch is checked by the partition's
+producer state as the batch is appended and again when its marker is written. The shard, the
+partition's only writer, numbers its transactional batches itself from what it replayed; were the
+producer's batches cleaned from the partition while its producer state remains, the next batch of
+that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
