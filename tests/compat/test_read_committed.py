@@ -3,9 +3,10 @@ kafka-python consumers with isolation.level read_committed skip the records of a
 transaction (from the Fetch answer's aborted_transactions) and stop at the last stable offset;
 read_uncommitted consumers read everything.
 
-No client can write a transaction to odradek yet (there is no transaction coordinator), so the
-transactions are written into the stopped broker's log with the storage API, as a coordinator's
-partition leader would store them, and the broker is started again on it.
+The transactions are written into the stopped broker's log with the storage API, as a coordinator's
+partition leader would store them, so that aborted, committed and open transactions sit at exact
+offsets; the broker is started again on it. Transactions written by real producers through the
+transaction coordinator are in test_transactions.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ from odradek.coordinator.records import (
     encode_key,
     encode_offset_commit_value,
 )
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.protocol.records.control import ControlRecordType, EndTransactionMarker, build_end_txn_marker
+from odradek.protocol.records.record import iter_batch_records
 
 NOW = Now(1_000_000, 5_000)
 
@@ -73,3 +76,35 @@ def test_bad_records_are_skipped() -> None:
     )
     assert loader.skipped == 3
     assert set(loader.groups(NOW)["g"].offsets) == {TopicPartition("t", 1)}
+
+
+def _batches(*batches: bytes) -> list:
+    return list(iter_batch_records(b"".join(batches)))
+
+
+def test_transactional_offsets_wait_for_their_marker() -> None:
+    def txn(producer_id: int, sequence: int, *records: tuple[bytes, bytes | None]) -> bytes:
+        simple = [SimpleRecord(value, key, timestamp=1) for key, value in records]
+        return build_batch(
+            simple, producer_id=producer_id, producer_epoch=0, base_sequence=sequence, is_transactional=True
+        )
+
+    def marker(producer_id: int, commit: bool) -> bytes:
+        kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        return build_end_txn_marker(producer_id, 0, EndTransactionMarker(kind, 0), 1)
+
+    loader = GroupLoader()
+    for header, records in _batches(
+        txn(1, 0, offset("g", 0, 5)),
+        txn(2, 0, offset("g", 1, 6)),
+        txn(3, 0, offset("g", 2, 7), offset("g", 3, 8)),
+        marker(1, True),
+        marker(2, False),
+    ):
+        loader.apply_batch(header, records)
+    offsets = loader.groups(NOW)["g"].offsets
+    assert {tp.partition: o.offset for tp, o in offsets.items()} == {0: 5}
+    pending = loader.pending_txn_offsets
+    assert {tp.partition: o.offset for tp, o in pending[3]["g"].items()} == {2: 7, 3: 8}
+    assert set(pending) == {3}
+    assert loader.txn_sequences[3] == (0, 2)

@@ -52,7 +52,7 @@ def test_half_given_producer_id_and_epoch_is_an_invalid_request(client: RawClien
 @pytest.mark.parametrize(
     ("fields", "code"),
     [
-        ({"transactional_id": "txn-a"}, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        ({"transactional_id": "txn-a"}, ErrorCode.NOT_COORDINATOR),  # no FindCoordinator yet
         ({"transactional_id": ""}, ErrorCode.INVALID_REQUEST),
         ({"transactional_id": "txn-b", "transaction_timeout_ms": 0}, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
         (
@@ -61,7 +61,7 @@ def test_half_given_producer_id_and_epoch_is_an_invalid_request(client: RawClien
         ),
     ],
 )
-def test_transactional_ids_get_kafkas_errors_without_a_coordinator(
+def test_transactional_ids_get_kafkas_errors_before_the_coordinator_is_found(
     client: RawClient, fields: dict, code: ErrorCode
 ) -> None:
     version = 1  # a non-flexible version too

@@ -158,11 +158,10 @@ def test_acks_all_below_min_insync_replicas(client: RawClient) -> None:
     assert produce(client, name, records(b"y"), acks=1).base_offset == 0
 
 
-def test_transactional_produce_is_refused(client: RawClient) -> None:
+def test_plain_records_with_a_transactional_id_are_appended(client: RawClient) -> None:
     name, _ = create_topic(client)
     result = produce(client, name, records(b"x"), transactional_id="txn")
-    assert result.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert fetch_all(client, name) == b""
+    assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 0)
 
 
 def test_transactional_batches_without_a_transactional_id_are_refused(client: RawClient) -> None:

@@ -1,4 +1,5 @@
-"""Consumer groups and committed offsets: Kafka's classic group coordinator.
+"""Consumer groups and committed offsets (Kafka's classic group coordinator) and transactions
+(Kafka's transaction coordinator).
 
 Module map (dependencies point down):
 - `coordinator.py`: `GroupCoordinator`, what handlers call (`broker.group_coordinator`): routing by
@@ -12,4 +13,9 @@ Module map (dependencies point down):
 - `partitioning.py`: `partition_for(group_id, partitions)`, Kafka's hash.
 - `consumer_protocol.py`: reading subscriptions and assignments of the "consumer" protocol.
 - `config.py`: `GroupConfig`, the coordinator's settings by Kafka's config names.
+- `txn_coordinator.py`: `TransactionCoordinator` (`broker.txn_coordinator`): the transaction APIs,
+  one shard per led `__transaction_state` partition, markers, timeouts.
+- `txn_markers.py`: `TxnMarkerChannel`, markers to local partitions or to their leaders.
+- `txn_metadata.py`: a transactional id's state (`TxnMetadata`, `TxnState`) and pure transitions.
+- `txn_records.py`: the key/value byte formats of `__transaction_state` (Kafka's).
 """

@@ -760,6 +760,29 @@ def _validate_commit(group: Group, args: CommitArgs) -> int | None:
     return None
 
 
+def validate_txn_commit(group: Group | None, args: CommitArgs) -> int | None:
+    """TxnOffsetCommit's checks (Kafka's): a member id or generation given must be the group's;
+    a producer that gives neither (v0-v2) may commit to any group."""
+    if group is None:
+        return None
+    if args.group_instance_id is not None or args.member_id:
+        error = _validate_member(group, args.member_id, args.group_instance_id)
+        if error is not None:
+            return error
+    if args.generation_id >= 0 and args.generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    return None
+
+
+def with_txn_offsets(
+    group: Group | None, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset], now: Now
+) -> Group:
+    """The group once a committed transaction's offsets take effect (the group created if needed)."""
+    if group is None:
+        group = Group(group_id, state_timestamp_ms=now.wall_ms)
+    return replace(group, offsets={**group.offsets, **offsets})
+
+
 def _all(partitions: Mapping[TopicPartition, object] | tuple[TopicPartition, ...], error: int) -> dict:
     return {tp: error for tp in partitions}
 

@@ -74,13 +74,15 @@ FetchResult = tuple[int, dict[TopicPartition, CommittedOffset | None]]
 
 
 class ReplicaManagerOffsetsLog:
-    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1."""
+    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1
+    (to `__consumer_offsets`, or the topic given: the transaction coordinator's `__transaction_state`)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, topic: str = OFFSETS_TOPIC) -> None:
         self._broker = broker
+        self._topic = topic
 
     def _log(self, partition: int) -> Any:
-        found = self._broker.replica_manager.partition(OFFSETS_TOPIC, partition)
+        found = self._broker.replica_manager.partition(self._topic, partition)
         return found.log if found is not None else None
 
     def log_range(self, partition: int) -> tuple[int, int] | None:
@@ -94,7 +96,7 @@ class ReplicaManagerOffsetsLog:
         return b"".join(os.pread(s.fd, s.length, s.offset) for s in info.records)
 
     async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
-        key = (OFFSETS_TOPIC, partition)
+        key = (self._topic, partition)
         results = await self._broker.replica_manager.append_records(
             {key: memoryview(records)}, -1, timeout_ms
         )
@@ -278,6 +280,33 @@ class GroupCoordinator:
         )
         assert isinstance(result, dict)
         return result
+
+    async def commit_txn_offsets(
+        self, args: CommitArgs, producer_id: int, producer_epoch: int
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: the offsets are stored in the producer's transaction and take effect
+        when its COMMIT marker reaches the group's partition (`complete_txn`)."""
+        partition = self.partition_for(args.group_id)
+        shard = self._shards.get(partition) if partition is not None else None
+        if shard is None:
+            return dict.fromkeys(args.offsets, ErrorCode.NOT_COORDINATOR)
+        result = await shard.submit_txn_commit(args, producer_id, producer_epoch)
+        assert isinstance(result, dict)
+        return result
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker of `producer_id` was written to `__consumer_offsets-<partition>`."""
+        shard = self._shards.get(partition)
+        if shard is not None:
+            shard.complete_txn(producer_id, commit)
+
+    def pending_txn_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The partitions with an offset of the group pending in an open transaction."""
+        partition = self.partition_for(group_id)
+        shard = self._shards.get(partition) if partition is not None else None
+        if shard is None:
+            return set()
+        return {tp for groups in shard.pending_txn_offsets.values() for tp in groups.get(group_id, ())}
 
     async def fetch_offsets(
         self, group_id: str, partitions: tuple[TopicPartition, ...] | None

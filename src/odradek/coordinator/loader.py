@@ -6,6 +6,9 @@ generation, leader and members (loaded Empty when it has none, else Stable, each
 fresh session timeout from the load instant, as Kafka does); offsets whose group has no metadata
 record form a group without protocol type (a group that only commits offsets). Keys of record types
 odradek does not keep are skipped; an undecodable record is skipped and counted, never fatal.
+Transactional batches (TxnOffsetCommit) wait for their producer's marker: a COMMIT applies their
+records at the marker's place, an ABORT drops them; those of a transaction still open at the end
+of the log are handed to the shard as pending, with the sequence the shard continues from.
 
 Callers: the coordinator shard while it loads its partition, and tests.
 """
@@ -34,8 +37,15 @@ from odradek.coordinator.records import (
     decode_key,
     decode_offset_commit_value,
 )
+from odradek.protocol.records.batch import BatchHeader
+from odradek.protocol.records.control import CONTROL_KEY, ControlRecordType
+from odradek.protocol.records.record import Record
 
 log = logging.getLogger(__name__)
+
+
+PendingTxnOffsets = dict[int, dict[str, dict[TopicPartition, CommittedOffset]]]
+RawRecord = tuple[bytes | None, bytes | None]
 
 
 class GroupLoader:
@@ -44,7 +54,38 @@ class GroupLoader:
     def __init__(self) -> None:
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._metadata: dict[str, GroupMetadataValue] = {}
+        self._open_txns: dict[int, list[RawRecord]] = {}
+        self.txn_sequences: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, next sequence)
         self.skipped = 0
+
+    def apply_batch(self, header: BatchHeader, records: list[Record]) -> None:
+        if header.is_control:
+            self._end_txn(header.producer_id, records)
+        elif header.is_transactional:
+            self._open_txns.setdefault(header.producer_id, []).extend((r.key, r.value) for r in records)
+            self.txn_sequences[header.producer_id] = (
+                header.producer_epoch,
+                header.base_sequence + len(records),
+            )
+        else:
+            self.apply_all((r.key, r.value) for r in records)
+
+    def _end_txn(self, producer_id: int, records: list[Record]) -> None:
+        pending = self._open_txns.pop(producer_id, [])
+        key = records[0].key if records else None
+        if key is not None and len(key) >= CONTROL_KEY.size:
+            if CONTROL_KEY.unpack_from(key)[1] == ControlRecordType.COMMIT:
+                self.apply_all(pending)
+
+    @property
+    def pending_txn_offsets(self) -> PendingTxnOffsets:
+        """The offsets of the transactions still open at the end of the log."""
+        loaded: PendingTxnOffsets = {}
+        for producer_id, records in self._open_txns.items():
+            replay = GroupLoader()
+            replay.apply_all(records)
+            loaded[producer_id] = {group: dict(offsets) for group, offsets in replay._offsets.items()}
+        return loaded
 
     def apply_all(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
         for key, value in records:

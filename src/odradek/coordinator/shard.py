@@ -40,7 +40,7 @@ from odradek.clock import Clock
 from odradek.coordinator import classic
 from odradek.coordinator.config import GroupConfig
 from odradek.coordinator.group import Group, GroupState, Now
-from odradek.coordinator.loader import GroupLoader
+from odradek.coordinator.loader import GroupLoader, PendingTxnOffsets
 from odradek.coordinator.records import (
     GroupMetadataValue,
     OffsetCommitValue,
@@ -103,6 +103,29 @@ class _Event:
         self.group_id, self.decide, self.ticket = group_id, decide, ticket
 
 
+class _TxnCommit:
+    """TxnOffsetCommit: offsets pending in the producer's transaction until its marker."""
+
+    __slots__ = ("args", "producer_id", "producer_epoch", "ticket")
+
+    def __init__(self, args: classic.CommitArgs, producer_id: int, producer_epoch: int, ticket: int) -> None:
+        self.args, self.producer_id, self.producer_epoch, self.ticket = (
+            args,
+            producer_id,
+            producer_epoch,
+            ticket,
+        )
+
+
+class _TxnEnd:
+    """A marker was written to the partition: the producer's pending offsets take effect or go."""
+
+    __slots__ = ("producer_id", "commit")
+
+    def __init__(self, producer_id: int, commit: bool) -> None:
+        self.producer_id, self.commit = producer_id, commit
+
+
 _TICK = object()
 
 
@@ -120,11 +143,14 @@ class CoordinatorShard:
         self.leader_epoch = leader_epoch
         self.state = ShardState.LOADING
         self.groups: dict[str, Group] = {}
+        # TxnOffsetCommit offsets per producer id and group, until the transaction's marker
+        self.pending_txn_offsets: PendingTxnOffsets = {}
+        self._txn_sequences: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, next sequence)
         self._on_loaded = on_loaded
         self._log = offsets_log
         self._config = config
         self._clock = clock
-        self._queue: asyncio.Queue[_Event | object] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Event | _TxnCommit | _TxnEnd | object] = asyncio.Queue()
         self._waiting: dict[int, tuple[asyncio.Future[object], ErrorResult]] = {}
         self._tickets = itertools.count(1)
         self._timers: list[tuple[int, tuple[int, str]]] = []
@@ -155,6 +181,7 @@ class CoordinatorShard:
                 future.set_result(error_result(ErrorCode.NOT_COORDINATOR))
         self._waiting.clear()
         self.groups.clear()
+        self.pending_txn_offsets.clear()
 
     async def wait_loaded(self) -> None:
         """Until the partition is replayed (or the shard closed)."""
@@ -183,6 +210,27 @@ class CoordinatorShard:
         finally:
             self._waiting.pop(ticket, None)
 
+    async def submit_txn_commit(
+        self, args: classic.CommitArgs, producer_id: int, producer_epoch: int
+    ) -> object:
+        """TxnOffsetCommit: the error per partition once the offsets are stored, pending."""
+        if self.state is not ShardState.ACTIVE:
+            loading = self.state is ShardState.LOADING
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NOT_COORDINATOR
+            return dict.fromkeys(args.offsets, error)
+        ticket = next(self._tickets)
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = (future, lambda code: dict.fromkeys(args.offsets, code))
+        self._queue.put_nowait(_TxnCommit(args, producer_id, producer_epoch, ticket))
+        try:
+            return await asyncio.shield(future)
+        finally:
+            self._waiting.pop(ticket, None)
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """A marker of `producer_id` is in the partition (Kafka's scheduleHandleTxnCompletion)."""
+        self._queue.put_nowait(_TxnEnd(producer_id, commit))
+
     # -- the writer task --------------------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -203,9 +251,13 @@ class CoordinatorShard:
                     await self._fire_timers()
                 elif isinstance(item, _Event):
                     await self._handle(item)
+                elif isinstance(item, _TxnCommit):
+                    await self._commit_txn_offsets(item)
+                elif isinstance(item, _TxnEnd):
+                    self._end_txn(item.producer_id, item.commit)
             except Exception:
                 log.exception("Group coordinator shard %d failed on an event", self.partition)
-                if isinstance(item, _Event):
+                if isinstance(item, (_Event, _TxnCommit)):
                     self._reply(item.ticket, None, ErrorCode.UNKNOWN_SERVER_ERROR)
             if self.state is ShardState.CLOSED:
                 return
@@ -219,12 +271,13 @@ class CoordinatorShard:
             if not data:
                 break
             for header, records in iter_batch_records(data):
-                if not header.is_control:
-                    loader.apply_all((r.key, r.value) for r in records)
+                loader.apply_batch(header, records)
                 offset = header.next_offset
             await asyncio.sleep(0)
         now = self._now()
         self.groups = loader.groups(now)
+        self.pending_txn_offsets = loader.pending_txn_offsets
+        self._txn_sequences = loader.txn_sequences
         for group_id, group in self.groups.items():
             self._schedule(group_id, group)
         self.state = ShardState.ACTIVE
@@ -289,13 +342,53 @@ class CoordinatorShard:
         if not future.done():
             future.set_result(error_result(error) if error != ErrorCode.NONE else value)
 
-    async def _append(self, records: tuple[classic.Record, ...], now: Now) -> int:
-        """Append and wait for the commit; the partition's error code (not yet mapped for clients)."""
+    async def _commit_txn_offsets(self, event: _TxnCommit) -> None:
+        args = event.args
+        error = classic.validate_txn_commit(self.groups.get(args.group_id), args)
+        if error is None:
+            records = tuple(
+                classic.offset_commit_record(args.group_id, tp, o) for tp, o in args.offsets.items()
+            )
+            producer = self._next_txn_batch(event.producer_id, event.producer_epoch)
+            append_error = await self._append(records, self._now(), producer)
+            error = _txn_append_error(append_error) if append_error else None
+            if error is None:
+                self._txn_sequences[event.producer_id] = (producer[1], producer[2] + len(records))
+                pending = self.pending_txn_offsets.setdefault(event.producer_id, {})
+                pending.setdefault(args.group_id, {}).update(args.offsets)
+        self._reply(event.ticket, dict.fromkeys(args.offsets, error or ErrorCode.NONE), ErrorCode.NONE)
+
+    def _next_txn_batch(self, producer_id: int, producer_epoch: int) -> tuple[int, int, int]:
+        """(producer id, epoch, base sequence) of the shard's next transactional batch for the producer:
+        the shard is the partition's only writer, so it continues its own sequence (0 on a new epoch)."""
+        epoch, sequence = self._txn_sequences.get(producer_id, (producer_epoch, 0))
+        return producer_id, producer_epoch, sequence if epoch == producer_epoch else 0
+
+    def _end_txn(self, producer_id: int, commit: bool) -> None:
+        pending = self.pending_txn_offsets.pop(producer_id, {})
+        if not commit:
+            return
+        now = self._now()
+        for group_id, offsets in pending.items():
+            self.groups[group_id] = classic.with_txn_offsets(
+                self.groups.get(group_id), group_id, offsets, now
+            )
+
+    async def _append(
+        self, records: tuple[classic.Record, ...], now: Now, producer: tuple[int, int, int] | None = None
+    ) -> int:
+        """Append and wait for the commit; the partition's error code (not yet mapped for clients).
+        `producer` (id, epoch, base sequence) makes the batch transactional (TxnOffsetCommit)."""
+        producer_id, producer_epoch, base_sequence = producer if producer is not None else (-1, -1, -1)
         batch = build_batch(
             [
                 SimpleRecord(value=_encode_value(value), key=encode_key(key), timestamp=now.wall_ms)
                 for key, value in records
-            ]
+            ],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            is_transactional=producer is not None,
         )
         try:
             return await self._log.append(self.partition, batch, self._config.offsets_commit_timeout_ms)
@@ -368,6 +461,13 @@ class CoordinatorShard:
 
     def _now(self) -> Now:
         return Now(self._clock.time_ms(), self._clock.monotonic_ms())
+
+
+def _txn_append_error(append_error: int) -> int:
+    """A transactional offset commit's append error for the client: a fenced producer hears so."""
+    if append_error == ErrorCode.INVALID_PRODUCER_EPOCH:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return _APPEND_ERRORS.get(append_error, ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:

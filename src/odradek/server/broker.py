@@ -97,9 +97,9 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 - shutdown closes the session after the controller stopped (registration and seat go at once).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`,
-`metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `fetch_sessions`
-(the FetchSessionCache), `producer_id_manager`, `cluster_id`, `advertised_endpoints()`,
-`auto_create_topic()` (Kafka's auto topic creation) and `wait_for_leaders()`.
+`metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `txn_coordinator`,
+`fetch_sessions` (the FetchSessionCache), `producer_id_manager`, `cluster_id`, `advertised_endpoints()`,
+`auto_create_topic()` (Kafka's auto topic creation), `wait_for_leaders()` and `write_txn_markers()`.
 
 Callers: `odradek serve` (cli/serve.py) through `run_broker`, and in-process tests.
 """
@@ -135,6 +135,7 @@ from odradek.controller.store import DEFAULT_BROKER_ENTITY, MetadataStore, Store
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
+from odradek.coordinator.txn_coordinator import TXN_TOPIC, TransactionCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -149,7 +150,7 @@ from odradek.replication.quotas import (
     LEADER_THROTTLED_RATE,
     LEADER_THROTTLED_REPLICAS,
 )
-from odradek.replication.replica_manager import LeadershipChange, ReplicaManager
+from odradek.replication.replica_manager import LeadershipChange, ReplicaManager, TopicPartition, TxnMarker
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
@@ -225,6 +226,7 @@ class Broker:
     log_manager: LogManager
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
     controller: Controller | None
     store: MetadataStore
@@ -344,6 +346,8 @@ class Broker:
             self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(self, config, self.clock)
         await self.group_coordinator.startup()
+        self.txn_coordinator = TransactionCoordinator(self, config)
+        await self.txn_coordinator.startup()
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         if self._zk is None:
             self.controller = Controller(
@@ -455,6 +459,7 @@ class Broker:
         self.metadata_cache.changed.notify()
         if self._started:
             await self.group_coordinator.shutdown()
+            await self.txn_coordinator.shutdown()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
             if self.controller is not None:
@@ -844,13 +849,31 @@ class Broker:
         return self.config.log_config(self.metadata_cache.topic_configs(topic))
 
     def _on_leadership_change(self, change: LeadershipChange) -> None:
-        """Kafka's onLeadershipChange: group coordinator shards follow `__consumer_offsets` leadership."""
-        if change.topic != OFFSETS_TOPIC:
+        """Kafka's onLeadershipChange: coordinator shards follow the leadership of `__consumer_offsets`
+        (group coordinator) and `__transaction_state` (transaction coordinator) partitions."""
+        coordinator: GroupCoordinator | TransactionCoordinator
+        if change.topic == OFFSETS_TOPIC:
+            coordinator = self.group_coordinator
+        elif change.topic == TXN_TOPIC:
+            coordinator = self.txn_coordinator
+        else:
             return
         if change.is_leader:
-            self.group_coordinator.on_partition_loaded(change.partition, change.leader_epoch)
+            coordinator.on_partition_loaded(change.partition, change.leader_epoch)
         else:
-            self.group_coordinator.on_partition_unloaded(change.partition)
+            coordinator.on_partition_unloaded(change.partition)
+
+    async def write_txn_markers(
+        self, marker: TxnMarker, keys: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, int]:
+        """Write a transaction's marker to each partition (the coordinator's markers, and the
+        WriteTxnMarkers handler's): the error code per partition. A marker taken by a
+        `__consumer_offsets` partition completes the producer's transactional offset commits there."""
+        results = await self.replica_manager.write_txn_markers(marker, keys, timeout_ms)
+        for (topic, partition), response in results.items():
+            if topic == OFFSETS_TOPIC and response.error_code == ErrorCode.NONE:
+                self.group_coordinator.complete_txn(partition, marker.producer_id, marker.commit)
+        return {key: response.error_code for key, response in results.items()}
 
     # -- topics ---------------------------------------------------------------------------------------
 
@@ -895,18 +918,7 @@ class Broker:
         coordinator gives it: offsets.topic.*, compacted), wait up to AUTO_CREATE_WAIT_S for its
         leaders, and return what the metadata cache then knows of it. Raises the creation's
         KafkaError (other than TOPIC_ALREADY_EXISTS)."""
-        if name != OFFSETS_TOPIC:
-            partitions, replication = self.config["num.partitions"], self.config["default.replication.factor"]
-            configs: dict[str, str] = {}
-        else:
-            partitions = self.config["offsets.topic.num.partitions"]
-            live = len(self.metadata_cache.brokers())
-            replication = max(min(self.config["offsets.topic.replication.factor"], live), 1)
-            configs = {
-                "cleanup.policy": "compact",
-                "compression.type": "producer",
-                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
-            }
+        partitions, replication, configs = self._auto_create_settings(name)
         try:
             created = await self.admin.create_topic(name, partitions, replication, configs)
             indexes: Iterable[int] = created.assignment
@@ -917,6 +929,25 @@ class Broker:
             indexes = stored.assignment if stored is not None else ()
         await self.wait_for_leaders(name, indexes, AUTO_CREATE_WAIT_S)
         return self.metadata_cache.topic(name)
+
+    def _auto_create_settings(self, name: str) -> tuple[int, int, dict[str, str]]:
+        """(partitions, replication factor, configs) of an auto-created topic: the broker defaults, or
+        the internal topics' own settings (offsets.topic.*, transaction.state.log.*; compacted)."""
+        if name == OFFSETS_TOPIC:
+            prefix, configs = "offsets.topic", {}
+        elif name == TXN_TOPIC:
+            prefix = "transaction.state.log"
+            configs = {"min.insync.replicas": str(self.config["transaction.state.log.min.isr"])}
+        else:
+            return self.config["num.partitions"], self.config["default.replication.factor"], {}
+        live = len(self.metadata_cache.brokers())
+        replication = max(min(self.config[f"{prefix}.replication.factor"], live), 1)
+        configs |= {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.config[f"{prefix}.segment.bytes"]),
+        }
+        return self.config[f"{prefix}.num.partitions"], replication, configs
 
 
 async def run_broker(config: KafkaConfig) -> None:

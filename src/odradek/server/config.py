@@ -413,6 +413,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("transaction.state.log.segment.bytes", _I, 104857600, at_least(1)),
         ConfigKey("transaction.max.timeout.ms", _I, 900000, at_least(1)),
         ConfigKey("transactional.id.expiration.ms", _I, 604800000, at_least(1)),
+        ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10000, at_least(1)),
+        ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000, at_least(1)),
         ConfigKey("producer.id.expiration.ms", _I, 86400000, at_least(1)),
     ]
 }
@@ -442,8 +444,6 @@ IGNORED_KEYS = frozenset(
         "quota.window.size.seconds",
         "remote.log.storage.system.enable",
         "group.coordinator.rebalance.protocols",
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-        "transaction.remove.expired.transaction.cleanup.interval.ms",
     }
 )
 # Prefixes of keys accepted and ignored once `refuse_unprovided_protections` has let them through: an

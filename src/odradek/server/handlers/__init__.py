@@ -53,6 +53,13 @@ HANDLER_MODULES: list[str] = [
     "init_producer_id",
     "delete_records",
     "write_txn_markers",
+    # transactions
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "txn_offset_commit",
+    "describe_transactions",
+    "list_transactions",
     # consumer groups
     "find_coordinator",
     "join_group",

@@ -6,13 +6,14 @@ Behaviour: for key type GROUP (0) the coordinator is the leader of the group's `
 partition (`abs(hashCode(group id)) % partitions`, Kafka's hash); the topic is created on first use.
 v0-v3 look up one `key`, v4+ every `coordinator_keys` entry, each answered on its own. A partition
 without a live leader, or whose leader has no endpoint on the listener the request arrived on, answers
-COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST.
+COORDINATOR_NOT_AVAILABLE. An unknown key type answers INVALID_REQUEST. Key type TRANSACTION (1)
+is answered the same way by the transaction coordinator: the leader of the transactional id's
+`__transaction_state` partition (same hash), the topic created on first use.
 
-Deliberate deviations: odradek has no transaction coordinator, so key type TRANSACTION (1) answers
-COORDINATOR_NOT_AVAILABLE with a message saying so. The first call creates `__consumer_offsets`
+Deliberate deviations: the first call creates `__consumer_offsets` (or `__transaction_state`)
 and waits (up to two seconds, without blocking the broker) until this broker serves its partitions,
 so it usually answers with the coordinator at once (Kafka answers COORDINATOR_NOT_AVAILABLE until the
-topic exists); it then waits up to a second for the group's partition to finish loading.
+topic exists); it then waits up to a second for the group's (or id's) partition to finish loading.
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
 
 
 async def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
+    location: CoordinatorLocation
     if key_type == TRANSACTION_KEY_TYPE:
-        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "odradek has no transaction coordinator.")
-    if key_type != GROUP_KEY_TYPE:
+        location = await ctx.broker.txn_coordinator.find_coordinator(key)
+    elif key_type == GROUP_KEY_TYPE:
+        location = await ctx.broker.group_coordinator.find_coordinator(key)
+    else:
         return _failed(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.")
-    location: CoordinatorLocation = await ctx.broker.group_coordinator.find_coordinator(key)
     if location.node is None:
         return _failed(key, location.error_code, None)
     endpoint = location.node.endpoint(ctx.listener)

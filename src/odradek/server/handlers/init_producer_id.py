@@ -2,7 +2,7 @@
 
 API: v0-v5.
 
-Behaviour (Kafka 3.9's, for idempotent producers):
+Behaviour (Kafka 3.9's):
 - producer_id and producer_epoch (v3+) must be both -1 or both set: INVALID_REQUEST otherwise;
 - transactional_id null: a new producer id, epoch 0. A producer id and epoch given with it (KIP-360)
   change nothing: as in Kafka, a producer without a transactional id always gets a fresh id (the
@@ -10,25 +10,28 @@ Behaviour (Kafka 3.9's, for idempotent producers):
   epoch is exhausted or its sequences cannot be repaired);
 - transactional_id "": INVALID_REQUEST; transaction_timeout_ms outside (0, transaction.max.timeout.ms]:
   INVALID_TRANSACTION_TIMEOUT (Kafka checks both before consulting the transaction state);
-- any other transactional_id: COORDINATOR_NOT_AVAILABLE (see the deviations).
+- any other transactional_id: the transaction coordinator's answer
+  (coordinator/txn_coordinator.py): the id's producer id at its next epoch (a new producer id the
+  first time, or when the epoch is exhausted); an Ongoing transaction of the previous producer is
+  aborted at a bumped epoch first, answering CONCURRENT_TRANSACTIONS until its markers are written;
+  a transaction being committed or aborted answers CONCURRENT_TRANSACTIONS; a producer id and epoch
+  given (v3+, KIP-360) that are not the id's current ones answer PRODUCER_FENCED (v4+;
+  INVALID_PRODUCER_EPOCH before); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the id's
+  `__transaction_state` partition is not led here or still loading.
 An error answers producer_id -1 and producer_epoch -1. Producer ids come from the broker's
 `ProducerIdManager` (controller/producer_ids.py), in blocks of 1000 claimed as Kafka's ZooKeeper mode
 does: in ZooKeeper mode by a conditional write of `/latest_producer_id_block`, so ids are unique
 across the cluster; on a single node the same record lives in `<first log dir>/producer-id-block`
 (one fsync on the event loop per 1000 ids). Ids are never reused, across restarts included.
 
-Deliberate deviations: odradek has no transaction coordinator (FindCoordinator answers key type
-TRANSACTION with COORDINATOR_NOT_AVAILABLE), so a transactional producer gets COORDINATOR_NOT_AVAILABLE:
-a retriable error, so the producer retries until its own timeout instead of failing as if it were
-not authorized. Kafka 3.9 always has a coordinator and would initialize the transactional id. A
-Kafka 3.x broker asks its controller for id blocks (AllocateProducerIds) and the controller claims
-them in ZooKeeper; an odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same
-znode, same JSON). throttle_time_ms is always 0.
+Deliberate deviations: a producer id and epoch given with a transactional id must be the current
+ones (Kafka also accepts the previous epoch of a retried bump). A Kafka 3.x broker asks its
+controller for id blocks (AllocateProducerIds) and the controller claims them in ZooKeeper; an
+odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same znode, same JSON).
+throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
-
-from typing import NoReturn
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -48,13 +51,15 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         pair = f"producer id {request.producer_id} and epoch {request.producer_epoch}"
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"{pair} must be both set or both -1")
     if request.transactional_id is not None:
-        _refuse_transactional(ctx, request)
+        return await _init_transactional(ctx, request, request.transactional_id)
     producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
 
 
-def _refuse_transactional(ctx: RequestContext, request: InitProducerIdRequest) -> NoReturn:
-    if request.transactional_id == "":
+async def _init_transactional(
+    ctx: RequestContext, request: InitProducerIdRequest, transactional_id: str
+) -> InitProducerIdResponse:
+    if transactional_id == "":
         raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id is empty")
     max_timeout_ms = ctx.broker.config["transaction.max.timeout.ms"]
     if not 0 < request.transaction_timeout_ms <= max_timeout_ms:
@@ -62,7 +67,12 @@ def _refuse_transactional(ctx: RequestContext, request: InitProducerIdRequest) -
             ErrorCode.INVALID_TRANSACTION_TIMEOUT,
             f"transaction timeout {request.transaction_timeout_ms} ms is outside (0, {max_timeout_ms}]",
         )
-    raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "odradek has no transaction coordinator")
+    error, producer_id, epoch = await ctx.broker.txn_coordinator.init_producer_id(
+        transactional_id, request.transaction_timeout_ms, request.producer_id, request.producer_epoch
+    )
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return InitProducerIdResponse(error_code=error, producer_id=producer_id, producer_epoch=epoch)
 
 
 def error_response(request: InitProducerIdRequest, version: int, code: int) -> InitProducerIdResponse:

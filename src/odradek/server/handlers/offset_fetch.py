@@ -9,8 +9,11 @@ batch of groups, each answered with its own error. Coordinator errors (NOT_COORD
 COORDINATOR_LOAD_IN_PROGRESS) are carried per partition in v0-v1, at the top level in v2-v7, per
 group in v8+. Committed leader epochs are reported from v5.
 
-Deliberate deviations: `require_stable` (v7+) is always satisfied: odradek has no transactional
-offset commits, so no offset is ever pending. The v9 member id / member epoch (KIP-848) are not
+With `require_stable` (v7+), a partition whose group has an offset pending in an open transaction
+(TxnOffsetCommit not yet completed by its marker) answers UNSTABLE_OFFSET_COMMIT, so the consumer
+retries; without it, the last committed offset is answered.
+
+Deliberate deviations: the v9 member id / member epoch (KIP-848) are not
 checked: classic groups do not validate them.
 """
 
@@ -46,7 +49,7 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         groups = []
         for group in request.groups:
             requested = _requested(group.topics)
-            error, fetched = await _fetch(ctx, group.group_id, requested)
+            error, fetched = await _fetch(ctx, group.group_id, requested, request.require_stable)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error, topics=_batch_topics(fetched)
@@ -54,7 +57,7 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
             )
         return OffsetFetchResponse(groups=groups)
     requested = _requested(request.topics)
-    error, fetched = await _fetch(ctx, request.group_id, requested)
+    error, fetched = await _fetch(ctx, request.group_id, requested, version >= 7 and request.require_stable)
     return _single_group_response(error, fetched, version)
 
 
@@ -64,7 +67,9 @@ def _requested(topics: Sequence[Any] | None) -> Requested:
     return [(t.name, list(t.partition_indexes)) for t in topics]
 
 
-async def _fetch(ctx: RequestContext, group_id: str, requested: Requested) -> tuple[int, Fetched]:
+async def _fetch(
+    ctx: RequestContext, group_id: str, requested: Requested, require_stable: bool
+) -> tuple[int, Fetched]:
     partitions = None
     if requested is not None:
         partitions = tuple(TopicPartition(name, p) for name, indexes in requested for p in indexes)
@@ -72,8 +77,10 @@ async def _fetch(ctx: RequestContext, group_id: str, requested: Requested) -> tu
     fetched: Fetched = defaultdict(list)
     if error != ErrorCode.NONE and partitions is not None:
         offsets = {tp: None for tp in partitions}
+    unstable = ctx.broker.group_coordinator.pending_txn_partitions(group_id) if require_stable else set()
     for tp, committed in offsets.items():
-        fetched[tp.topic].append((tp.partition, committed, error))
+        partition_error = ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable and not error else error
+        fetched[tp.topic].append((tp.partition, committed, partition_error))
     return error, fetched
 
 

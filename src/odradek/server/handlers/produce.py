@@ -33,15 +33,18 @@ handler threads, while the loop serves other connections. A batch decompressing 
 any refused append.
 acks=0 sends no response at all; if any partition failed, the connection is closed instead, as
 Kafka does, so the producer notices (its request had no answer to carry the error). A non-null
-transactional_id, or a transactional batch (attributes bit 4) in any partition, is answered
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer to a transactional write
-it does not authorize).
+Transactional batches (attributes bit 4): a request holding one without a transactional_id is
+answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer to a transactional
+write it does not authorize). With one, each partition's transactional batch is checked as Kafka 3.9
+does with transaction.partition.verification.enable (KIP-890 part 1) when this broker is the id's
+transaction coordinator: the id must have an Ongoing transaction of the batch's producer id that
+holds the partition (INVALID_TXN_STATE otherwise; INVALID_PRODUCER_EPOCH for an older epoch). The
+partition's producer state then checks epoch and sequence as for any idempotent batch.
 
 Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
-RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. There
-is no transaction coordinator yet, so no transactional producer is ever authorized: the partitions
-do keep transactions (storage/producer_state.py) and the coordinator's WriteTxnMarkers is served,
-but nothing registers a partition in a transaction. record_errors is always
+RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. A
+transactional batch whose id is coordinated by another broker is accepted without verification
+(Kafka's leader asks that coordinator with AddPartitionsToTxn v4 verify_only). record_errors is always
 empty: a record that fails validation fails its whole partition, and error_message names the
 problem; no batch_index is reported. current_leader and
 node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
@@ -60,7 +63,12 @@ import logging
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.produce import ProduceRequest, ProduceResponse
-from odradek.protocol.records.batch import COMPRESSION_MASK, TRANSACTIONAL_MASK
+from odradek.protocol.records.batch import (
+    COMPRESSION_MASK,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+)
 from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
 from odradek.replication.replica_manager import PartitionResponse, TopicPartition
 from odradek.server.context import RequestContext
@@ -82,14 +90,15 @@ Checked = tuple[TopicPartition, Log, memoryview]  # a partition's compressed rec
 
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    if request.transactional_id is not None or _has_transactional_records(request):
+    if request.transactional_id is None and _has_transactional_records(request):
         raise KafkaError(
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactions need a transaction coordinator, which this broker does not have",
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need a transactional id"
         )
     if request.acks not in VALID_ACKS:
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks} is not -1, 0 or 1")
     responses, entries = _check_topics(ctx, request)
+    if request.transactional_id is not None:
+        _verify_transactional(ctx, request.transactional_id, entries, responses)
     await _check_compressed_records(ctx, entries, responses)
     if entries:
         appended = await ctx.broker.replica_manager.append_records(entries, request.acks, request.timeout_ms)
@@ -110,6 +119,27 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
         for topic in request.topic_data
         for data in topic.partition_data
     )
+
+
+def _verify_transactional(
+    ctx: RequestContext,
+    transactional_id: str,
+    entries: dict[TopicPartition, memoryview],
+    responses: dict[TopicPartition, PartitionResponse],
+) -> None:
+    """Move the partitions whose transactional batch is not part of the id's transaction from
+    `entries` to `responses` (see the module docstring)."""
+    for key, records in list(entries.items()):
+        if len(records) < RECORD_BATCH_OVERHEAD or not has_batch_with(records, TRANSACTIONAL_MASK):
+            continue
+        header = BatchHeader.unpack_from(records)
+        error = ctx.broker.txn_coordinator.verify(
+            transactional_id, header.producer_id, header.producer_epoch, key
+        )
+        if error != ErrorCode.NONE:
+            del entries[key]
+            message = f"{key[0]}-{key[1]} is not part of an ongoing transaction of {transactional_id}"
+            responses[key] = PartitionResponse(error, error_message=message)
 
 
 def _check_topics(

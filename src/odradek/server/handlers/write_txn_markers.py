@@ -3,10 +3,12 @@
 API: v0-v1.
 
 Behaviour (Kafka's): every marker of the request is appended to each of its partitions as a control
-batch by this broker as their leader (`ReplicaManager.write_txn_markers`, Kafka's appendRecords with
-origin Coordinator and acks=-1), and each partition answers once its high watermark passed the marker
+batch by this broker as their leader (`Broker.write_txn_markers`, Kafka's appendRecords with origin
+Coordinator and acks=-1), and each partition answers once its high watermark passed the marker
 or after request.timeout.ms (REQUEST_TIMED_OUT). The markers of one request are written in request
-order and waited for together. Per partition errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster),
+order and waited for together. A marker on a `__consumer_offsets` partition completes the producer's
+pending transactional offset commits there (TxnOffsetCommit), as Kafka's group coordinator does.
+Per partition errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster),
 NOT_LEADER_OR_FOLLOWER (hosted elsewhere or followed here), NOT_ENOUGH_REPLICAS (ISR below
 min.insync.replicas), INVALID_PRODUCER_EPOCH (a producer epoch older than the partition's),
 TRANSACTION_COORDINATOR_FENCED (a coordinator epoch older than the producer's last marker),
@@ -14,10 +16,9 @@ KAFKA_STORAGE_ERROR.
 
 Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A
 partition of the cluster that this broker does not host answers NOT_LEADER_OR_FOLLOWER, as Produce
-does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). A marker
-on a `__consumer_offsets` partition completes no transactional offset commit: odradek serves no
-TxnOffsetCommit, so there are none to complete. Until a transaction coordinator exists nothing sends
-this request but tests and external tools.
+does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). odradek's
+transaction coordinator writes the markers of the partitions its own broker leads directly, without
+this request, and sends it to the other leaders.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ async def _write(
     ctx: RequestContext, marker: WriteTxnMarkersRequest.WritableTxnMarker, timeout_ms: int
 ) -> MarkerResult:
     keys = [(topic.name, index) for topic in marker.topics for index in topic.partition_indexes]
-    responses = await ctx.broker.replica_manager.write_txn_markers(
+    errors = await ctx.broker.write_txn_markers(
         TxnMarker(
             marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result
         ),
@@ -61,8 +62,7 @@ async def _write(
             TopicResult(
                 name=topic.name,
                 partitions=[
-                    PartitionResult(index, responses[(topic.name, index)].error_code)
-                    for index in topic.partition_indexes
+                    PartitionResult(index, errors[(topic.name, index)]) for index in topic.partition_indexes
                 ],
             )
             for topic in marker.topics

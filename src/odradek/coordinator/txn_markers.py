@@ -1,0 +1,110 @@
+"""Delivery of transaction markers to the partitions' leaders (Kafka's TransactionMarkerChannelManager).
+
+Owns one connection per leader broker, on the inter-broker listener. `write` splits a marker's
+partitions by leader as the metadata cache knows it: the partitions this broker leads (or that have
+no known leader, so the local append answers why) are written through `Broker.write_txn_markers`;
+the others are sent to their leaders as a WriteTxnMarkers v1 request, one per leader, concurrently.
+A leader that cannot be reached answers its partitions COORDINATOR_NOT_AVAILABLE, a retriable code:
+the coordinator retries after a backoff, with the leaders known then.
+
+Callers: the transaction coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from odradek.network_client import ReusedConnection
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from odradek.replication.replica_manager import TopicPartition, TxnMarker
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_VERSION = 1
+
+
+class TxnMarkerChannel:
+    def __init__(self, broker: Any) -> None:
+        self._broker = broker
+        self._connections: dict[int, ReusedConnection] = {}
+
+    async def close(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            await connection.close()
+
+    async def write(
+        self, marker: TxnMarker, keys: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, int]:
+        """The error code per partition of writing `marker` to each of `keys` through its leader."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        local: list[TopicPartition] = []
+        for key in keys:
+            state = self._broker.metadata_cache.partition(*key)
+            if state is None or state.leader < 0 or state.leader == self._broker.broker_id:
+                local.append(key)
+            else:
+                by_leader.setdefault(state.leader, []).append(key)
+        sends = [self._send(leader, marker, remote, timeout_ms) for leader, remote in by_leader.items()]
+        results: dict[TopicPartition, int] = {}
+        for answered in await asyncio.gather(
+            self._broker.write_txn_markers(marker, local, timeout_ms), *sends
+        ):
+            results.update(answered)
+        return results
+
+    async def _send(
+        self, leader: int, marker: TxnMarker, keys: list[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, int]:
+        endpoint = self._endpoint(leader)
+        if endpoint is None:
+            return dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        try:
+            connection = await self._connection(leader, timeout_ms).to(leader, endpoint.host, endpoint.port)
+            response = await connection.send(
+                ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, _request(marker, keys)
+            )
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            log.debug("Cannot send transaction markers to broker %d: %s", leader, exc)
+            return dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        answered = {
+            (topic.name, p.partition_index): p.error_code
+            for result in response.markers
+            for topic in result.topics
+            for p in topic.partitions
+        }
+        return {key: answered.get(key, ErrorCode.UNKNOWN_SERVER_ERROR) for key in keys}
+
+    def _endpoint(self, broker_id: int) -> Any:
+        listener = self._broker.config.inter_broker_listener_name
+        node = next((b for b in self._broker.metadata_cache.brokers() if b.broker_id == broker_id), None)
+        return node.endpoint(listener) if node is not None else None
+
+    def _connection(self, leader: int, timeout_ms: int) -> ReusedConnection:
+        connection = self._connections.get(leader)
+        if connection is None:
+            client_id = f"broker-{self._broker.broker_id}-txn-markers"
+            connection = self._connections[leader] = ReusedConnection(client_id, timeout_ms + 5000)
+        return connection
+
+
+def _request(marker: TxnMarker, keys: list[TopicPartition]) -> WriteTxnMarkersRequest:
+    topics: dict[str, list[int]] = {}
+    for topic, partition in keys:
+        topics.setdefault(topic, []).append(partition)
+    return WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequest.WritableTxnMarker(
+                producer_id=marker.producer_id,
+                producer_epoch=marker.producer_epoch,
+                transaction_result=marker.commit,
+                topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(t, ps) for t, ps in topics.items()],
+                coordinator_epoch=marker.coordinator_epoch,
+            )
+        ]
+    )

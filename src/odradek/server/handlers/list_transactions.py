@@ -1,0 +1,55 @@
+"""ListTransactions handler.
+
+API: v0-v1.
+
+Behaviour (Kafka's): the transactional ids of every `__transaction_state` partition this broker
+leads, with producer id and state name (Kafka's: Empty, Ongoing...), filtered by `state_filters`
+and `producer_id_filters` when they are not empty and, v1, by `duration_filter` (only ids whose last
+transaction started at least that many milliseconds ago). State filters that name no state are echoed in
+`unknown_state_filters`. COORDINATOR_LOAD_IN_PROGRESS while a partition loads (with what the loaded
+ones hold).
+
+Deliberate deviations: no authorization (odradek has no ACLs). throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+from odradek.coordinator.txn_metadata import TxnMetadata, TxnState
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.LIST_TRANSACTIONS
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+STATE_NAMES = frozenset(state.kafka_name for state in TxnState)
+
+
+async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
+    error, found = ctx.broker.txn_coordinator.list_transactions()
+    now_ms = ctx.broker.clock.time_ms()
+    listed = [
+        ListTransactionsResponse.TransactionState(m.transactional_id, m.producer_id, m.state.kafka_name)
+        for m in found
+        if _wanted(m, request, now_ms)
+    ]
+    return ListTransactionsResponse(
+        error_code=error,
+        unknown_state_filters=[name for name in request.state_filters if name not in STATE_NAMES],
+        transaction_states=listed,
+    )
+
+
+def _wanted(meta: TxnMetadata, request: ListTransactionsRequest, now_ms: int) -> bool:
+    if request.state_filters and meta.state.kafka_name not in request.state_filters:
+        return False
+    if request.producer_id_filters and meta.producer_id not in request.producer_id_filters:
+        return False
+    if request.duration_filter >= 0:
+        return meta.start_ms >= 0 and now_ms - meta.start_ms >= request.duration_filter
+    return True
+
+
+def error_response(request: ListTransactionsRequest, version: int, code: int) -> ListTransactionsResponse:
+    return ListTransactionsResponse(error_code=code)

@@ -1,0 +1,89 @@
+"""TxnOffsetCommit handler.
+
+API: v0-v4.
+
+Behaviour (Kafka 3.9's): the group coordinator stores the offsets in `__consumer_offsets` in a
+transactional batch of the producer (answered once committed, acks=-1) and keeps them pending: they
+become the group's committed offsets when the producer's COMMIT marker reaches the partition, and
+are dropped on ABORT (coordinator/shard.py; a reload replays them the same way). A member id,
+group.instance.id or generation given (v3+) must be the group's: UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID, ILLEGAL_GENERATION otherwise. Per partition: UNKNOWN_TOPIC_OR_PARTITION for a
+partition the cluster does not have, OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes,
+INVALID_PRODUCER_EPOCH for a producer epoch older than the one the partition knows (a fenced
+producer); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the other group APIs.
+
+Deliberate deviations: the transactional id is not checked against the transaction coordinator
+(Kafka 3.9 does not either before KIP-890 part 2); the producer's epoch is checked by the partition's
+producer state as the batch is appended and again when its marker is written. The shard, the
+partition's only writer, numbers its transactional batches itself from what it replayed; were the
+producer's batches cleaned from the partition while its producer state remains, the next batch of
+that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms is always 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from odradek.coordinator.classic import CommitArgs
+from odradek.coordinator.group import CommittedOffset, TopicPartition
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from odradek.server.context import RequestContext
+
+API_KEY = ApiKey.TXN_OFFSET_COMMIT
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
+
+
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    coordinator = ctx.broker.group_coordinator
+    now_ms = ctx.broker.clock.time_ms()
+    max_metadata = coordinator.config.offset_metadata_max_bytes
+    errors: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, CommittedOffset] = {}
+    for topic in request.topics:
+        known = ctx.broker.metadata_cache.topic(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if known is None or p.partition_index not in known.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode()) > max_metadata:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                offsets[tp] = CommittedOffset(p.committed_offset, p.committed_leader_epoch, metadata, now_ms)
+    if offsets:
+        args = CommitArgs(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            offsets=offsets,
+        )
+        errors.update(await coordinator.commit_txn_offsets(args, request.producer_id, request.producer_epoch))
+    return _response(request, lambda tp: errors[tp])
+
+
+def _response(
+    request: TxnOffsetCommitRequest, error_of: Callable[[TopicPartition], int]
+) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(
+        topics=[
+            Topic(
+                name=t.name,
+                partitions=[
+                    Partition(p.partition_index, error_of(TopicPartition(t.name, p.partition_index)))
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def error_response(request: TxnOffsetCommitRequest, version: int, code: int) -> TxnOffsetCommitResponse:
+    return _response(request, lambda _: code)
