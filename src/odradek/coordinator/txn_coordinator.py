@@ -293,14 +293,9 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> int:
         """AddPartitionsToTxn (AddOffsetsToTxn adds the group's `__consumer_offsets` partition)."""
-        shard, error = self._shard_for(transactional_id)
-        if shard is None:
+        shard, current, error = self._producer_txn(transactional_id, producer_id, producer_epoch)
+        if shard is None or current is None:
             return error
-        current = shard.txns.get(transactional_id)
-        error = _producer_error(current, producer_id, producer_epoch)
-        if error != ErrorCode.NONE:
-            return error
-        assert current is not None
         if transactional_id in shard.busy or current.state in PREPARED:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if current.state is not TxnState.ONGOING and current.state not in COMPLETED:
@@ -324,14 +319,9 @@ class TransactionCoordinator:
     async def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> int:
-        shard, error = self._shard_for(transactional_id)
-        if shard is None:
+        shard, current, error = self._producer_txn(transactional_id, producer_id, producer_epoch)
+        if shard is None or current is None:
             return error
-        current = shard.txns.get(transactional_id)
-        error = _producer_error(current, producer_id, producer_epoch)
-        if error != ErrorCode.NONE:
-            return error
-        assert current is not None
         if transactional_id in shard.busy:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if current.state is not TxnState.ONGOING:
@@ -377,6 +367,17 @@ class TransactionCoordinator:
         return dict(self._shards)
 
     # -- writes and markers -----------------------------------------------------------------------
+
+    def _producer_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[TxnShard | None, TxnMetadata | None, int]:
+        """The shard and transaction of a producer's request, or the error that answers it."""
+        shard, error = self._shard_for(transactional_id)
+        if shard is None:
+            return None, None, error
+        current = shard.txns.get(transactional_id)
+        error = _producer_error(current, producer_id, producer_epoch)
+        return (shard, current, error) if error == ErrorCode.NONE else (None, None, error)
 
     def _shard_for(self, transactional_id: str) -> tuple[TxnShard | None, int]:
         topic = self._broker.metadata_cache.topic(TXN_TOPIC)

@@ -17,7 +17,8 @@ Deliberate deviations: v0 commits are stored in `__consumer_offsets` like every 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from odradek.coordinator.classic import CommitArgs
 from odradek.coordinator.group import CommittedOffset, TopicPartition
@@ -37,21 +38,9 @@ Partition = OffsetCommitResponse.OffsetCommitResponsePartition
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     version = ctx.api_version
     coordinator = ctx.broker.group_coordinator
-    now_ms = ctx.broker.clock.time_ms()
-    max_metadata = coordinator.config.offset_metadata_max_bytes
-    errors: dict[TopicPartition, int] = {}
-    offsets: dict[TopicPartition, CommittedOffset] = {}
-    for topic in request.topics:
-        known = ctx.broker.metadata_cache.topic(topic.name)
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            metadata = p.committed_metadata or ""
-            if known is None or p.partition_index not in known.partitions:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode()) > max_metadata:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                offsets[tp] = _committed(p, request, version, now_ms)
+    errors, offsets = checked_offsets(
+        ctx, request.topics, lambda p, now_ms: _committed(p, request, version, now_ms)
+    )
     if offsets:
         args = CommitArgs(
             group_id=request.group_id,
@@ -62,6 +51,28 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         )
         errors.update(await coordinator.commit_offsets(args))
     return _response(request, lambda tp: errors[tp])
+
+
+def checked_offsets(
+    ctx: RequestContext, topics: Iterable[Any], committed: Callable[[Any, int], CommittedOffset]
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, CommittedOffset]]:
+    """The per-partition checks of an offset commit (OffsetCommit, TxnOffsetCommit): the errors of
+    the partitions that fail them, and `committed(partition, now_ms)` for the others."""
+    now_ms = ctx.broker.clock.time_ms()
+    max_metadata = ctx.broker.group_coordinator.config.offset_metadata_max_bytes
+    errors: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, CommittedOffset] = {}
+    for topic in topics:
+        known = ctx.broker.metadata_cache.topic(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if known is None or p.partition_index not in known.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len((p.committed_metadata or "").encode()) > max_metadata:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                offsets[tp] = committed(p, now_ms)
+    return errors, offsets
 
 
 def _committed(

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from odradek.coordinator.classic import CommitArgs
 from odradek.coordinator.group import CommittedOffset, TopicPartition
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from odradek.server.context import RequestContext
+from odradek.server.handlers.offset_commit import checked_offsets
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 MIN_VERSION = 0
@@ -41,21 +41,13 @@ Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     coordinator = ctx.broker.group_coordinator
-    now_ms = ctx.broker.clock.time_ms()
-    max_metadata = coordinator.config.offset_metadata_max_bytes
-    errors: dict[TopicPartition, int] = {}
-    offsets: dict[TopicPartition, CommittedOffset] = {}
-    for topic in request.topics:
-        known = ctx.broker.metadata_cache.topic(topic.name)
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            metadata = p.committed_metadata or ""
-            if known is None or p.partition_index not in known.partitions:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode()) > max_metadata:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                offsets[tp] = CommittedOffset(p.committed_offset, p.committed_leader_epoch, metadata, now_ms)
+    errors, offsets = checked_offsets(
+        ctx,
+        request.topics,
+        lambda p, now_ms: CommittedOffset(
+            p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now_ms
+        ),
+    )
     if offsets:
         args = CommitArgs(
             group_id=request.group_id,
