@@ -22,6 +22,8 @@ from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import UnknownTopicOrPartitionError
 
 from tests.compat import helpers
 
@@ -132,6 +134,33 @@ def test_open_transaction_is_invisible_until_committed(broker, unique_topic: str
     assert confluent_read(broker.bootstrap, unique_topic, 1, settle_s=0.5) == []
     producer.commit_transaction(helpers.TIMEOUT_S)
     assert confluent_read(broker.bootstrap, unique_topic, 6) == sorted(values("open"))
+
+
+def test_describe_producers_shows_an_open_transaction_and_an_idempotent_producer(
+    broker, unique_topic: str
+) -> None:
+    """DescribeProducers through kafka-python's admin client: the transactional producer's open
+    transaction starts at its first offset and ends with the commit; the idempotent producer has
+    none; a partition the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION."""
+    helpers.create_topic(broker.bootstrap, unique_topic, 1)
+    helpers.produce(broker.bootstrap, unique_topic, values("plain", 2), **{"enable.idempotence": True})
+    producer = txn_producer(broker.bootstrap, f"{unique_topic}-txn")
+    producer.begin_transaction()
+    producer.produce(unique_topic, b"open", partition=0)
+    producer.flush(helpers.TIMEOUT_S)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        tp = KafkaTopicPartition(unique_topic, 0)
+        during = admin.describe_producers([tp])[tp].active_producers
+        producer.commit_transaction(helpers.TIMEOUT_S)
+        after = admin.describe_producers([tp])[tp].active_producers
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admin.describe_producers([KafkaTopicPartition(unique_topic, 7)])
+    finally:
+        admin.close()
+    assert sorted((p.last_sequence, p.current_transaction_start_offset) for p in during) == [(0, 2), (1, -1)]
+    assert [p.current_transaction_start_offset for p in after] == [-1, -1]
+    assert all(p.producer_id >= 0 and p.last_timestamp > 0 for p in during)
 
 
 def test_kafka_python_and_aiokafka_transactional_producers(broker, unique_topic: str) -> None:

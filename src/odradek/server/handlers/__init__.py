@@ -60,6 +60,7 @@ HANDLER_MODULES: list[str] = [
     "txn_offset_commit",
     "describe_transactions",
     "list_transactions",
+    "describe_producers",
     # consumer groups
     "find_coordinator",
     "join_group",
