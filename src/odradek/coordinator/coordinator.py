@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.clock import Clock
-from odradek.controller.metadata import BrokerInfo, TopicMetadata
+from odradek.controller.metadata import BrokerInfo
 from odradek.coordinator import classic
 from odradek.coordinator.classic import (
     CommitArgs,
@@ -68,6 +68,41 @@ class GroupListing:
 class CoordinatorLocation:
     error_code: int
     node: BrokerInfo | None = None
+
+
+class CoordinatorTopic:
+    """The internal topic a coordinator's keys map to (`__consumer_offsets` for groups,
+    `__transaction_state` for transactional ids): auto-created on the first FindCoordinator, each
+    cause of a failed creation logged once until one succeeds (clients retry every few ms), and the
+    partition and leader that coordinate a key."""
+
+    def __init__(self, broker: Any, name: str) -> None:
+        self._broker = broker
+        self.name = name
+        self._create_failure: str | None = None
+
+    async def locate(self, key: str) -> tuple[CoordinatorLocation, int]:
+        """Where `key` is coordinated: its partition's leader (else COORDINATOR_NOT_AVAILABLE) and
+        the partition (-1 while the topic is not there)."""
+        try:
+            topic = self._broker.metadata_cache.topic(self.name) or await self._broker.auto_create_topic(
+                self.name
+            )
+        except KafkaError as exc:
+            if str(exc) != self._create_failure:
+                log.warning("Cannot create %s: %s", self.name, exc)
+                self._create_failure = str(exc)
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
+        self._create_failure = None
+        if topic is None:
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
+        partition = partition_for(key, len(topic.partitions))
+        state = topic.partitions.get(partition)
+        brokers = self._broker.metadata_cache.brokers()
+        node = next((b for b in brokers if state is not None and b.broker_id == state.leader), None)
+        if node is None:
+            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), partition
+        return CoordinatorLocation(ErrorCode.NONE, node), partition
 
 
 FetchResult = tuple[int, dict[TopicPartition, CommittedOffset | None]]
@@ -116,7 +151,7 @@ class GroupCoordinator:
         self._clock = clock
         self._log: OffsetsLog = offsets_log or ReplicaManagerOffsetsLog(broker)
         self._shards: dict[int, CoordinatorShard] = {}
-        self._create_failure: str | None = None  # the last creation error logged, until one succeeds
+        self._topic = CoordinatorTopic(broker, OFFSETS_TOPIC)
         self._running = False
         self._loading: set[int] = set()  # partitions the next load summary waits for
         self._loaded_partitions = 0
@@ -197,37 +232,14 @@ class GroupCoordinator:
 
     async def find_coordinator(self, group_id: str) -> CoordinatorLocation:
         """The broker leading the group's partition, creating `__consumer_offsets` if needed."""
-        try:
-            topic = await self._offsets_topic()
-        except KafkaError as exc:
-            if str(exc) != self._create_failure:  # clients retry every few ms: log each cause once
-                log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc)
-                self._create_failure = str(exc)
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        self._create_failure = None
-        if topic is None:
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        partition = partition_for(group_id, len(topic.partitions))
-        state = topic.partitions.get(partition)
-        node = next(
-            (b for b in self._broker.metadata_cache.brokers() if state and b.broker_id == state.leader), None
-        )
-        if node is None:
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        location, partition = await self._topic.locate(group_id)
         shard = self._shards.get(partition)
-        if shard is not None and shard.state is ShardState.LOADING:
+        if location.node is not None and shard is not None and shard.state is ShardState.LOADING:
             try:
                 await asyncio.wait_for(shard.wait_loaded(), _FIND_COORDINATOR_LOAD_WAIT_S)
             except TimeoutError:
                 pass
-        return CoordinatorLocation(ErrorCode.NONE, node)
-
-    async def _offsets_topic(self) -> TopicMetadata | None:
-        """`__consumer_offsets` as the metadata cache knows it, auto-created when missing."""
-        topic = self._broker.metadata_cache.topic(OFFSETS_TOPIC)
-        if topic is not None:
-            return topic
-        return await self._broker.auto_create_topic(OFFSETS_TOPIC)
+        return location
 
     # -- group membership -------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from odradek.coordinator.coordinator import CoordinatorLocation, ReplicaManagerOffsetsLog
+from odradek.coordinator.coordinator import CoordinatorLocation, CoordinatorTopic, ReplicaManagerOffsetsLog
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.shard import ShardState
 from odradek.coordinator.txn_markers import TxnMarkerChannel
@@ -63,7 +63,7 @@ from odradek.coordinator.txn_records import (
     encode_key,
     encode_value,
 )
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import SimpleRecord, build_batch
 from odradek.protocol.records.record import iter_batch_records
 from odradek.replication.replica_manager import TxnMarker
@@ -122,7 +122,7 @@ class TransactionCoordinator:
         self._log = ReplicaManagerOffsetsLog(broker, TXN_TOPIC)
         self._markers = TxnMarkerChannel(broker)
         self._shards: dict[int, TxnShard] = {}
-        self._create_failure: str | None = None  # the last creation error logged, until one succeeds
+        self._topic = CoordinatorTopic(broker, TXN_TOPIC)
         self._timers: list[asyncio.Task[None]] = []
 
     # -- life cycle and leadership ----------------------------------------------------------------
@@ -213,26 +213,10 @@ class TransactionCoordinator:
     # -- FindCoordinator --------------------------------------------------------------------------
 
     async def find_coordinator(self, transactional_id: str) -> CoordinatorLocation:
-        try:
-            topic = self._broker.metadata_cache.topic(TXN_TOPIC) or await self._broker.auto_create_topic(
-                TXN_TOPIC
-            )
-        except KafkaError as exc:
-            if str(exc) != self._create_failure:  # clients retry every few ms: log each cause once
-                log.warning("Cannot create %s: %s", TXN_TOPIC, exc)
-                self._create_failure = str(exc)
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        self._create_failure = None
-        if topic is None:
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        partition = partition_for(transactional_id, len(topic.partitions))
-        state = topic.partitions.get(partition)
-        brokers = self._broker.metadata_cache.brokers()
-        node = next((b for b in brokers if state is not None and b.broker_id == state.leader), None)
-        if node is None:
-            return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        await self._wait_loaded(self._shards.get(partition))
-        return CoordinatorLocation(ErrorCode.NONE, node)
+        location, partition = await self._topic.locate(transactional_id)
+        if location.node is not None:
+            await self._wait_loaded(self._shards.get(partition))
+        return location
 
     async def _wait_loaded(self, shard: TxnShard | None) -> None:
         deadline = self._clock.monotonic_ms() + _FIND_COORDINATOR_LOAD_WAIT_S * 1000
