@@ -456,7 +456,7 @@ class _EncoderCompiler(_Compiler):
 
     def encode_records(self, v: str, out: str, ind: int) -> None:
         self.emit(ind, f"if type({v}) is bytes:")
-        self.emit(ind + 1, f"{self.length_writer()}({out}, len({v}))")
+        self.emit_length(f"len({v})", out, ind + 1)
         self.emit(ind + 1, f"{out} += {v}")
         self.emit(ind, "else:")
         self.emit(ind + 1, f"{self.length_writer()}({out}, p.records_size({v}))")
@@ -465,8 +465,20 @@ class _EncoderCompiler(_Compiler):
     def length_writer(self) -> str:
         return self.bind(_write_compact_length if self.flexible else _write_int32_length)
 
+    def emit_length(self, length: str, out: str, ind: int) -> None:
+        """A length prefix; a compact one below 127 is a single byte appended in place."""
+        if not self.flexible:
+            self.emit(ind, f"{self.length_writer()}({out}, {length})")
+            return
+        n = self.var()
+        self.emit(ind, f"{n} = {length}")
+        self.emit(ind, f"if {n} < 127:")
+        self.emit(ind + 1, f"{out}.append({n} + 1)")
+        self.emit(ind, "else:")
+        self.emit(ind + 1, f"{self.length_writer()}({out}, {n})")
+
     def encode_array(self, f: FieldSpec, v: str, out: str, ind: int) -> None:
-        self.emit(ind, f"{self.length_writer()}({out}, len({v}))")
+        self.emit_length(f"len({v})", out, ind)
         elem = f.element_type
         if elem in _FORMATS:
             self.emit(ind, f"{out} += {self.bind(struct.pack)}(f'>{{len({v})}}{_FORMATS[elem]}', *{v})")
@@ -485,11 +497,16 @@ class _EncoderCompiler(_Compiler):
         if not tagged:
             self.emit(1, "b.append(0)")
             return
-        self.emit(1, "tags = []")
-        for f in tagged:
-            v = self.var()
+        names = [self.var() for _ in tagged]
+        for f, v in zip(tagged, names, strict=True):
             self.emit(1, f"{v} = o.{f.name}")
-            self.emit(1, f"if {self.differs_from_default(f, v)}:")
+        differs = [self.differs_from_default(f, v) for f, v in zip(tagged, names, strict=True)]
+        self.emit(1, f"if not ({' or '.join(differs)}):")  # the usual case: no tagged field
+        self.emit(2, "b.append(0)")
+        self.emit(2, "return")
+        self.emit(1, "tags = []")
+        for f, v, test in zip(tagged, names, differs, strict=True):
+            self.emit(1, f"if {test}:")
             self.emit(2, "t = bytearray()")
             self.encode_field(f, v, "t", 2)
             self.emit(2, f"tags.append(({f.tag}, t))")
