@@ -66,6 +66,9 @@ class DelayedOperation(ABC):
         """`key` changed: check the condition as far as that change matters (by default, all of it)."""
         return self.try_complete()
 
+    def note_change(self, key: Hashable) -> None:  # noqa: B027 - an optional hook, empty by default
+        """`key` changed and will be retried: see `DelayedOperationPurgatory.note_changes`."""
+
     def on_expiration(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Runs after `on_complete` when the deadline, not the condition, completed the operation."""
 
@@ -142,6 +145,14 @@ class DelayedOperationPurgatory:
             self._drop(op)
             raise
         return op.result()
+
+    def note_changes(self, keys: Iterable[Hashable]) -> None:
+        """Several keys changed at once: every operation watching one of them learns of all of
+        them before any is retried, so one completed by the first retry sees the others too."""
+        watchers = self._watchers
+        for key in keys:
+            for op in watchers.get(key, ()):
+                op.note_change(key)
 
     def check_and_complete(self, key: Hashable) -> int:
         """Retry every operation watching `key`; returns how many completed."""

@@ -278,6 +278,23 @@ def test_a_fetch_woken_by_a_produce_carries_every_partition_of_it(tmp_path: Path
     run(scenario, tmp_path)
 
 
+def test_a_woken_fetch_rereads_only_the_partitions_that_changed(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0,))
+        fetch = asyncio.create_task(h.fetch(request(T0, 0), request(T1, 0)))
+        await settle()
+        idle = h.rm.partition(*T1)
+        assert idle is not None
+        idle.at_fetchable_end = None  # type: ignore[assignment,method-assign]  # a re-read would fail
+        await h.rm.append_records({T0: batch(1)}, 1, 1000)
+        first, second = await fetch
+        assert first.size > 0
+        assert (second.error_code, second.size, second.high_watermark) == (0, 0, 0)
+
+    run(scenario, tmp_path)
+
+
 def test_partitions_at_their_fetchable_end_are_answered_without_a_log_read(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0,))

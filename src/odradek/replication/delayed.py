@@ -14,7 +14,11 @@ returning whatever is there. It re-estimates a partition only when its fetchable
 with min_bytes <= 1 any data at all is enough, so a retry reads no log unless min_bytes is larger.
 With min_bytes <= 1 a change to one partition (`try_complete_for`) looks at that partition only:
 a tailing fetch over many partitions is not rescanned on every append. Completing re-reads every
-partition with the response limits (the partitions with nothing new cost no log read). A partition
+partition with the response limits (the partitions with nothing new cost no log read); with
+min_bytes <= 1 only the partitions a change was reported for since the first read (whose answers,
+no bytes and no error, the others keep: every append, high watermark move and leadership change
+reports its partition, and a Produce reports all its partitions before it retries any). The shared
+`max_bytes` comes out the same, as the others hold no bytes. A partition
 the leader's replication throttle holds back from this follower (KIP-73) counts no bytes, so a
 throttled follower's fetch waits max_wait_ms instead of coming back empty at once.
 
@@ -85,14 +89,25 @@ class DelayedFetch(DelayedOperation):
         replica_manager: ReplicaManager,
         requests: list[FetchPartitionRequest],
         params: FetchParams,
+        first_read: list[FetchPartitionResult] | None = None,
     ) -> None:
+        """`first_read`: with min_bytes <= 1, the answers of the read that found nothing, kept for
+        the partitions no change is reported for."""
         super().__init__(params.max_wait_ms)
         self._replica_manager = replica_manager
         self._requests = requests
         self._params = params
         self._seen_end = [-1] * len(requests)
         self._available_bytes = [0] * len(requests)
-        self._indexes: dict[Hashable, list[int]] | None = None
+        self._indexes: dict[Hashable, list[int]] = {}
+        for index, request in enumerate(requests):
+            self._indexes.setdefault((request.topic, request.partition), []).append(index)
+        self._first_read = first_read
+        self._changed: set[int] = set()
+
+    def keys(self) -> list[Hashable]:
+        """The partitions to watch."""
+        return list(self._indexes)
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -108,15 +123,16 @@ class DelayedFetch(DelayedOperation):
         the partition it changed only. A larger min_bytes adds up every partition."""
         if self._params.min_bytes > 1:
             return self.try_complete()
-        if self._indexes is None:
-            self._indexes = {}
-            for index, request in enumerate(self._requests):
-                self._indexes.setdefault((request.topic, request.partition), []).append(index)
-        for index in self._indexes.get(key, ()):
+        indexes = self._indexes.get(key, ())
+        self._changed.update(indexes)
+        for index in indexes:
             available = self._available(index)
             if available is None or available > 0:
                 return self.force_complete()
         return False
+
+    def note_change(self, key: Hashable) -> None:
+        self._changed.update(self._indexes.get(key, ()))
 
     def _available(self, index: int) -> int | None:
         """The bytes partition `index` has for this fetch (re-estimated only when its fetchable end
@@ -154,7 +170,19 @@ class DelayedFetch(DelayedOperation):
         return min(read.size, request.partition_max_bytes)
 
     def on_complete(self) -> list[FetchPartitionResult]:
-        params = self._params
-        return self._replica_manager.read_from_log(
-            self._requests, params.max_bytes, params.isolation_level, params.replica_id
+        params, first_read = self._params, self._first_read
+        if first_read is None:
+            return self._replica_manager.read_from_log(
+                self._requests, params.max_bytes, params.isolation_level, params.replica_id
+            )
+        changed = sorted(self._changed)
+        fresh = self._replica_manager.read_from_log(
+            [self._requests[index] for index in changed],
+            params.max_bytes,
+            params.isolation_level,
+            params.replica_id,
         )
+        results = list(first_read)
+        for index, result in zip(changed, fresh, strict=True):
+            results[index] = result
+        return results

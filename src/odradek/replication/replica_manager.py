@@ -209,6 +209,11 @@ class FetchPartitionResult(NamedTuple):
     aborted_transactions: list[AbortedTxn] | None = None
 
 
+# Builds a FetchPartitionResult from all its fields without the NamedTuple's `__new__` frame: the
+# idle partitions of a Fetch each take one.
+_new_result = tuple.__new__
+
+
 class TxnMarker(NamedTuple):
     """A transaction marker to write (WriteTxnMarkers): `commit` False writes an ABORT."""
 
@@ -657,6 +662,7 @@ class ReplicaManager:
             if response.error_code == ErrorCode.NONE
         }
         hw_moved = {key: moved for key, (_, _, moved) in appended.items()}
+        self.fetch_purgatory.note_changes(required_offsets)
         for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
             self._complete_delayed(*key, hw_moved=hw_moved[key])
         if acks != -1 or not required_offsets:
@@ -724,11 +730,11 @@ class ReplicaManager:
         if max_wait_ms <= 0 or not requests or _answers_now(results, min_bytes):
             return results
         params = FetchParams(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level)
-        operation = DelayedFetch(self, requests, params)
-        keys = {(request.topic, request.partition) for request in requests}
         if min_bytes <= 1:  # the read above found no byte and no error: that was the first try
-            return await self.fetch_purgatory.watch(operation, keys)
-        return await self.fetch_purgatory.try_complete_else_watch(operation, keys)
+            operation = DelayedFetch(self, requests, params, results)
+            return await self.fetch_purgatory.watch(operation, operation.keys())
+        operation = DelayedFetch(self, requests, params)
+        return await self.fetch_purgatory.try_complete_else_watch(operation, operation.keys())
 
     def read_from_log(
         self, requests: list[FetchPartitionRequest], max_bytes: int, isolation_level: int, replica_id: int
@@ -746,13 +752,21 @@ class ReplicaManager:
                 or self.leader_throttles(hosted, replica_id)
             ):  # nothing new (most partitions of a tailing fetch) or throttled: answered from memory
                 results.append(
-                    FetchPartitionResult(
-                        topic,
-                        index,
-                        ErrorCode.NONE,
-                        hosted.high_watermark,
-                        hosted.last_stable_offset,
-                        hosted.log.log_start_offset,
+                    _new_result(
+                        FetchPartitionResult,
+                        (
+                            topic,
+                            index,
+                            ErrorCode.NONE,
+                            hosted.high_watermark,
+                            hosted.last_stable_offset,
+                            hosted.log.log_start_offset,
+                            (),
+                            0,
+                            None,
+                            None,
+                            None,
+                        ),
                     )
                 )
                 continue

@@ -187,10 +187,8 @@ async def _read_results(
     ]
 
 
-def _aborted(result: FetchPartitionResult, committed: bool) -> list[FetchResponse.AbortedTransaction] | None:
-    """aborted_transactions: null for read_uncommitted, else the aborted transactions read."""
-    if not committed:
-        return None
+def _aborted(result: FetchPartitionResult) -> list[FetchResponse.AbortedTransaction]:
+    """aborted_transactions of a read_committed answer (read_uncommitted answers null)."""
     return [
         FetchResponse.AbortedTransaction(txn.producer_id, txn.first_offset)
         for txn in result.aborted_transactions or ()
@@ -242,7 +240,7 @@ def _partition(result: FetchPartitionResult, committed: bool) -> PartitionData:
         FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None,
         None,  # current_leader
         None,  # snapshot_id
-        _aborted(result, committed),
+        _aborted(result) if committed else None,
         -1,  # preferred_read_replica
         result.records or b"",
     )
