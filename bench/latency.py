@@ -6,10 +6,12 @@ linger.ms 1) at a fixed rate, and a confluent-kafka consumer assigned every part
 (fetch.min.bytes 1) that records receive time minus stamp. Producer and consumer are separate
 processes (this file run with `--role`). For each rate (MB/s, or `max`: as fast as the producer
 goes) it prints the achieved rate, p50 / p99 / p99.9 / max latency in ms, and the broker's CPU in
-cores (user + system from /proc/<pid>/stat over the run, divided by the wall time).
+cores (user + system from /proc/<pid>/stat over the run, divided by the wall time; for
+`odradek-cluster`, two odradek brokers on one ZooKeeper on this machine, the sum of both, and the
+topic's partitions and their leaders spread over the two).
 
 Run `python bench/latency.py [--partitions 100] [--rates 5,10,20,50,max] [--seconds 10]
-[--brokers odradek,tansu]` from the repository root. Tansu (bench/peers.py) needs the `bench`
+[--brokers odradek,tansu,odradek-cluster]` from the repository root. Tansu (bench/peers.py) needs the `bench`
 extra. Prints numbers; asserts nothing.
 """
 
@@ -98,35 +100,53 @@ def run_consumer(bootstrap: str, topic: str, partitions: int, seconds: float, ou
 # -- the driver ------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
 
 
 @contextmanager
-def odradek() -> Iterator[tuple[str, int]]:
+def odradek() -> Iterator[tuple[str, list[int]]]:
     from odradek.testing.broker import BrokerProcess
 
     with tempfile.TemporaryDirectory(prefix="odradek-latency-") as root:
         process = BrokerProcess(Path(root) / "data", output_path=Path(root) / "broker.out")
         process.start()
         try:
-            yield process.bootstrap, process.pid or 0
+            yield process.bootstrap, [process.pid or 0]
         finally:
             process.stop()
 
 
 @contextmanager
-def tansu() -> Iterator[tuple[str, int]]:
+def odradek_cluster() -> Iterator[tuple[str, list[int]]]:
+    from odradek.testing.cluster import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="odradek-latency-") as root:
+        overrides = {"offsets.topic.replication.factor": 1}
+        cluster = LocalCluster(Path(root), 2, overrides=overrides).start(60)
+        try:
+            cluster.wait_for_controller(60)
+            yield cluster.bootstrap, [process.pid or 0 for process in cluster.brokers.values()]
+        finally:
+            cluster.stop()
+
+
+@contextmanager
+def tansu() -> Iterator[tuple[str, list[int]]]:
     from peers import TansuBroker  # bench/peers.py
 
     with TansuBroker() as broker:
-        yield broker.bootstrap, broker.pid
+        yield broker.bootstrap, [broker.pid]
 
 
-BROKERS: dict[str, Callable[[], AbstractContextManager[tuple[str, int]]]] = {
+BROKERS: dict[str, Callable[[], AbstractContextManager[tuple[str, list[int]]]]] = {
     "odradek": odradek,
     "tansu": tansu,
+    "odradek-cluster": odradek_cluster,
 }
 
 
@@ -138,7 +158,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     time.sleep(1.0)  # leaders loaded and known to every client
 
 
-def measure(bootstrap: str, pid: int, topic: str, partitions: int, rate: float, seconds: float) -> str:
+def measure(bootstrap: str, pids: list[int], topic: str, partitions: int, rate: float, seconds: float) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         out, ready = f"{tmp}/latencies", f"{tmp}/ready"
         me = [sys.executable, __file__, "--bootstrap", bootstrap, "--topic", topic]
@@ -159,14 +179,14 @@ def measure(bootstrap: str, pid: int, topic: str, partitions: int, rate: float, 
         )
         while not Path(ready).exists():
             time.sleep(0.05)
-        cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
+        cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
         produced = subprocess.run(
             [*me, "--role", "producer", "--rate", str(rate), "--seconds", str(seconds)],
             capture_output=True,
             text=True,
             check=True,
         )
-        cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before)
+        cpu = (cpu_seconds(pids) - cpu_before) / (time.monotonic() - wall_before)
         consumer.wait()
         sent = json.loads(produced.stdout.strip().splitlines()[-1])
         found = sorted(array("q", Path(out).read_bytes()))
@@ -210,7 +230,7 @@ def main() -> None:
     for name in args.brokers.split(","):
         try:
             broker = BROKERS[name]()
-            bootstrap, pid = broker.__enter__()
+            bootstrap, pids = broker.__enter__()
         except Exception as exc:  # a peer that is not installed is reported, not fatal
             print(f"{name}: not measured ({exc})")
             continue
@@ -219,7 +239,7 @@ def main() -> None:
                 topic = f"latency-{index}-{int(time.time())}"
                 create_topic(bootstrap, topic, args.partitions)
                 print(
-                    f"{name} {measure(bootstrap, pid, topic, args.partitions, rate, args.seconds)}",
+                    f"{name} {measure(bootstrap, pids, topic, args.partitions, rate, args.seconds)}",
                     flush=True,
                 )
         finally:
