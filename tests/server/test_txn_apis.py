@@ -152,6 +152,78 @@ def test_add_partitions_errors(client: RawClient, version: int) -> None:
     assert add(client, tid, pid, epoch, name, (0, 1), version=version) == [ErrorCode.NONE] * 2
 
 
+def add_batched(client: RawClient, transactions, version: int = 5) -> dict[str, list[int]]:
+    """AddPartitionsToTxn v4+: (tid, pid, epoch, verify_only, topic, partitions) per transaction;
+    the partition errors by transactional id."""
+    Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    request = AddPartitionsToTxnRequest(
+        transactions=[
+            Txn(tid, pid, epoch, verify_only, [Topic(topic, list(partitions))])
+            for tid, pid, epoch, verify_only, topic, partitions in transactions
+        ]
+    )
+    response = client.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, request)
+    assert response.error_code == ErrorCode.NONE
+    return {
+        result.transactional_id: [
+            p.partition_error_code for t in result.topic_results for p in t.results_by_partition
+        ]
+        for result in response.results_by_transaction
+    }
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_add_partitions_batched_and_verify_only(client: RawClient, version: int) -> None:
+    name, _ = create_topic(client, partitions=3)
+    one, two = f"batch-a-{version}", f"batch-b-{version}"
+    pid1, epoch1 = init_found(client, one)
+    pid2, epoch2 = init_found(client, two)
+    # Verifying before anything was added: the partitions are not in the (empty) transaction.
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (0,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+    # Two transactions in one request, one adding and one failing as a whole.
+    answered = add_batched(
+        client,
+        [(one, pid1, epoch1, False, name, (0, 1)), (two, pid2 + 1, epoch2, False, name, (0,))],
+        version,
+    )
+    assert answered == {one: [ErrorCode.NONE] * 2, two: [ErrorCode.INVALID_PRODUCER_ID_MAPPING]}
+    # verify_only adds nothing and answers per partition.
+    verified = add_batched(client, [(one, pid1, epoch1, True, name, (0, 1, 2))], version)
+    assert verified == {one: [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.TRANSACTION_ABORTABLE]}
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (2,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+    # Whole-transaction errors of verify_only.
+    checks = [
+        (one, pid1 + 1, epoch1, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (one, pid1, epoch1 - 1, ErrorCode.PRODUCER_FENCED),
+        (one, pid1, epoch1 + 1, ErrorCode.PRODUCER_FENCED),
+        ("never-initialized-batch", pid1, epoch1, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        ("", pid1, epoch1, ErrorCode.INVALID_REQUEST),
+    ]
+    for tid, pid, epoch, expected in checks:
+        assert add_batched(client, [(tid, pid, epoch, True, name, (0, 1))], version) == {tid: [expected] * 2}
+    missing = topic_name("missing")
+    Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    request = AddPartitionsToTxnRequest(
+        transactions=[Txn(one, pid1, epoch1, True, [Topic(name, [0]), Topic(missing, [0])])]
+    )
+    (result,) = client.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, request).results_by_transaction
+    codes = [[p.partition_error_code for p in t.results_by_partition] for t in result.topic_results]
+    assert codes == [[ErrorCode.OPERATION_NOT_ATTEMPTED], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]
+    # A transaction being completed answers CONCURRENT_TRANSACTIONS until its markers are written;
+    # once complete, its partitions are no longer in a transaction.
+    assert end(client, one, pid1, epoch1, True) == ErrorCode.NONE
+    assert end_settled(client, one, pid1, epoch1, True) == ErrorCode.NONE
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (0,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+
+
 @pytest.mark.parametrize("version", range(0, 5))
 def test_end_txn_states(client: RawClient, version: int) -> None:
     name, _ = create_topic(client)

@@ -312,6 +312,33 @@ class TransactionCoordinator:
             return _end_txn_state_error(current.state, commit)
         return await self._prepare(shard, prepared(current, commit, self._clock.time_ms()))
 
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ verify_only (Kafka's handleVerifyPartitionsInTransaction): the
+        error per partition, adding nothing. TRANSACTION_ABORTABLE for a partition not in the
+        transaction; an unknown id or another producer id INVALID_PRODUCER_ID_MAPPING, another
+        epoch PRODUCER_FENCED, a transaction being completed CONCURRENT_TRANSACTIONS, for all."""
+        keys = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(keys, ErrorCode.INVALID_REQUEST)
+        shard, error = self._shard_for(transactional_id)
+        current = shard.txns.get(transactional_id) if shard is not None else None
+        if shard is not None:
+            error = _producer_error(current, producer_id, producer_epoch)
+        if error == ErrorCode.NONE and current is not None and current.state in PREPARED:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NONE or current is None:
+            return dict.fromkeys(keys, error)
+        return {
+            key: ErrorCode.NONE if key in current.partitions else ErrorCode.TRANSACTION_ABORTABLE
+            for key in keys
+        }
+
     def verify(
         self, transactional_id: str, producer_id: int, producer_epoch: int, key: TopicPartition
     ) -> int:
