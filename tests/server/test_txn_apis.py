@@ -123,6 +123,27 @@ def test_init_with_a_stale_producer_epoch_is_fenced(client: RawClient) -> None:
     assert old.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+@pytest.mark.parametrize("version", [3, 4, 5])
+def test_init_producer_id_retried_bump(client: RawClient, version: int) -> None:
+    """KIP-360: an InitProducerId naming the epoch of a bump already done (its answer was lost) gets
+    the current producer id and epoch, not PRODUCER_FENCED; an older epoch is still fenced."""
+    tid = f"retried-bump-{version}"
+    pid, epoch = init_found(client, tid)
+    first = init(client, tid, version, producer_id=pid, producer_epoch=epoch)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    retried = init(client, tid, version, producer_id=pid, producer_epoch=epoch)
+    answered = (retried.error_code, retried.producer_id, retried.producer_epoch)
+    assert answered == (ErrorCode.NONE, pid, epoch + 1)
+    bumped = init(client, tid, version, producer_id=pid, producer_epoch=epoch + 1)
+    assert (bumped.error_code, bumped.producer_epoch) == (ErrorCode.NONE, epoch + 2)
+    fenced = ErrorCode.PRODUCER_FENCED if version >= 4 else ErrorCode.INVALID_PRODUCER_EPOCH
+    assert init(client, tid, version, producer_id=pid, producer_epoch=epoch).error_code == fenced
+    assert init(client, tid, version, producer_id=pid + 1, producer_epoch=epoch + 2).error_code == fenced
+    # A new producer (no id given) forgets the remembered epoch: the old one's retry is fenced.
+    assert init(client, tid, version).producer_epoch == epoch + 3
+    assert init(client, tid, version, producer_id=pid, producer_epoch=epoch + 1).error_code == fenced
+
+
 @pytest.mark.parametrize("version", range(0, 4))
 def test_add_partitions_errors(client: RawClient, version: int) -> None:
     name, _ = create_topic(client, partitions=2)
