@@ -260,14 +260,30 @@ def test_end_txn_states(client: RawClient, version: int) -> None:
     assert end(client, tid, pid, epoch, False, version) == ErrorCode.INVALID_TXN_STATE
 
 
-def test_produce_checks_that_the_partition_is_in_the_transaction(client: RawClient) -> None:
+@pytest.mark.parametrize("version", [3, 10, 11])
+def test_produce_checks_that_the_partition_is_in_the_transaction(client: RawClient, version: int) -> None:
+    """KIP-890 part 1: the leader verifies with the coordinator (here the same broker). A partition
+    not added answers INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from Produce v11 (Kafka 3.9)."""
     name, _ = create_topic(client, partitions=2)
-    pid, epoch = init_found(client, "verify")
-    assert add(client, "verify", pid, epoch, name, (0,)) == [ErrorCode.NONE]
-    outside = produce(client, name, txn_batch(pid, epoch), transactional_id="verify", partition=1)
-    assert outside.error_code == ErrorCode.INVALID_TXN_STATE
-    inside = produce(client, name, txn_batch(pid, epoch), transactional_id="verify")
+    tid = f"verify-{version}"
+    pid, epoch = init_found(client, tid)
+    assert add(client, tid, pid, epoch, name, (0,)) == [ErrorCode.NONE]
+    outside = produce(client, name, txn_batch(pid, epoch), transactional_id=tid, partition=1, version=version)
+    expected = ErrorCode.TRANSACTION_ABORTABLE if version >= 11 else ErrorCode.INVALID_TXN_STATE
+    assert outside.error_code == expected
+    if 8 <= version < 11:
+        assert outside.error_message == "Partition was not added to the transaction"
+    stale = produce(client, name, txn_batch(pid, epoch - 1), transactional_id=tid, version=version)
+    assert stale.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    inside = produce(client, name, txn_batch(pid, epoch), transactional_id=tid, version=version)
     assert inside.error_code == ErrorCode.NONE
+    # Once the transaction is ongoing in the partition, later batches are not verified again.
+    again = produce(client, name, txn_batch(pid, epoch, sequence=1), transactional_id=tid, version=version)
+    assert again.error_code == ErrorCode.NONE
+    assert end_settled(client, tid, pid, epoch, True) == ErrorCode.NONE
+    # After the commit, partition 0 is no longer in a transaction: verification fails again.
+    after = produce(client, name, txn_batch(pid, epoch, sequence=2), transactional_id=tid, version=version)
+    assert after.error_code == expected
 
 
 def test_init_aborts_the_ongoing_transaction_of_the_previous_producer(client: RawClient) -> None:

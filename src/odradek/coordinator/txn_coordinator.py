@@ -29,7 +29,8 @@ Error names follow Kafka's: PRODUCER_FENCED for an old epoch (handlers map it to
 INVALID_PRODUCER_EPOCH for request versions that predate it), INVALID_PRODUCER_ID_MAPPING for an
 unknown id or another producer id, INVALID_TXN_STATE for a request the state does not allow.
 Callers: the transaction API handlers (through `broker.txn_coordinator`; DescribeTransactions and
-ListTransactions read the shards' state), Produce (verification), tests.
+ListTransactions read the shards' state), the partition leaders' verification of transactional
+produces (replication/txn_verification.py, `verify_partitions`), tests.
 """
 
 from __future__ import annotations
@@ -350,23 +351,6 @@ class TransactionCoordinator:
             key: ErrorCode.NONE if key in current.partitions else ErrorCode.TRANSACTION_ABORTABLE
             for key in keys
         }
-
-    def verify(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, key: TopicPartition
-    ) -> int:
-        """Whether a transactional batch may be appended to `key` (KIP-890's verification when the
-        id's coordinator is this broker; NONE when it is elsewhere)."""
-        shard, _ = self._shard_for(transactional_id)
-        if shard is None:
-            return ErrorCode.NONE
-        current = shard.txns.get(transactional_id)
-        if current is None or current.producer_id != producer_id:
-            return ErrorCode.INVALID_TXN_STATE
-        if producer_epoch < current.producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if current.state is not TxnState.ONGOING or key not in current.partitions:
-            return ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.NONE
 
     def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
         """DescribeTransactions: (error, the id's state)."""
