@@ -404,3 +404,20 @@ def test_idle_ids_expire_and_timed_out_transactions_are_aborted(tmp_path: Path) 
             assert renewed.error_code == ErrorCode.NONE and renewed.producer_id != idle_pid
     finally:
         broker.stop()
+
+
+def test_verification_can_be_disabled(tmp_path: Path) -> None:
+    """transaction.partition.verification.enable=false: a transactional batch is appended without
+    asking the coordinator (Kafka before 3.6)."""
+    overrides = {"transaction.partition.verification.enable": "false"}
+    broker = BrokerProcess(tmp_path / "data", output_path=tmp_path / "broker.out", overrides=overrides)
+    broker.start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            name, _ = create_topic(client, partitions=2)
+            pid, epoch = init_found(client, "unverified")
+            assert add(client, "unverified", pid, epoch, name, (0,)) == [ErrorCode.NONE]
+            outside = produce(client, name, txn_batch(pid, epoch), transactional_id="unverified", partition=1)
+            assert outside.error_code == ErrorCode.NONE
+    finally:
+        broker.stop()
