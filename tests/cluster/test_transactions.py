@@ -2,7 +2,9 @@
 writes its markers to the partitions other brokers lead through their WriteTxnMarkers, so a
 confluent-kafka transaction over every partition commits or aborts on all of them; with
 `__transaction_state` replicated, a SIGKILL of the coordinator moves it to another broker, which
-loads the ids and completes or aborts each transaction whole."""
+loads the ids and completes or aborts each transaction whole. A partition leader that is not the
+id's coordinator verifies a transactional produce with that coordinator (AddPartitionsToTxn v4
+verify_only, KIP-890 part 1)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tests.compat import helpers
 from tests.compat.test_transactions import PARTITIONS, confluent_read, produce_txn, txn_producer, values
+from tests.server.raw_client import RawClient
+from tests.server.test_produce import produce
+from tests.server.test_txn_apis import add, init, txn_batch
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +91,60 @@ def test_transactions_survive_a_kill_of_their_coordinator(start_cluster, unique_
         by_txn[txn] = by_txn.get(txn, 0) + 1
     assert all(count == 6 for count in by_txn.values()), by_txn
     assert len(by_txn) >= committed > 0
+
+
+def test_a_leader_verifies_a_transactional_produce_with_the_coordinator_on_another_broker(
+    cluster, unique_topic: str
+) -> None:
+    admin = helpers.admin(cluster.bootstrap)
+    created = admin.create_topics([NewTopic(unique_topic, num_partitions=PARTITIONS, replication_factor=3)])
+    created[unique_topic].result(helpers.TIMEOUT_S)
+    helpers.wait_for_leaders(cluster.bootstrap, unique_topic, PARTITIONS)
+    described = admin.list_topics(unique_topic).topics[unique_topic].partitions
+    leaders = {index: p.leader for index, p in described.items()}
+    tid = f"{unique_topic}-verified"
+    coordinator = transaction_coordinator(cluster, tid)
+    partition, leader = next((index, b) for index, b in sorted(leaders.items()) if b != coordinator)
+    to_coordinator = RawClient(cluster.brokers[coordinator].bootstrap)
+    to_leader = RawClient(cluster.brokers[leader].bootstrap)
+    try:
+        started = init(to_coordinator, tid)
+        assert started.error_code == ErrorCode.NONE
+        pid, epoch = started.producer_id, started.producer_epoch
+        other = next(index for index in leaders if index != partition)
+        assert add(to_coordinator, tid, pid, epoch, unique_topic, (other,)) == [ErrorCode.NONE]
+
+        def produce_to_leader(sequence: int, version: int, producer_epoch: int = epoch):
+            """Produce until the leader's metadata names the coordinator (NOT_ENOUGH_REPLICAS meanwhile)."""
+            deadline = time.monotonic() + helpers.TIMEOUT_S
+            while True:
+                answer = produce(
+                    to_leader,
+                    unique_topic,
+                    txn_batch(pid, producer_epoch, sequence),
+                    transactional_id=tid,
+                    partition=partition,
+                    version=version,
+                )
+                if answer.error_code != ErrorCode.NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+                    return answer
+                time.sleep(0.1)
+
+        # Not added: the leader asks the coordinator, which answers that the partition is not in the
+        # transaction; nothing is written.
+        refused = produce_to_leader(0, version=10)
+        assert (refused.error_code, refused.error_message) == (
+            ErrorCode.INVALID_TXN_STATE,
+            "Partition was not added to the transaction",
+        )
+        assert produce_to_leader(0, version=11).error_code == ErrorCode.TRANSACTION_ABORTABLE
+        assert produce_to_leader(0, version=10, producer_epoch=epoch - 1).error_code == (
+            ErrorCode.INVALID_PRODUCER_EPOCH
+        )
+        # Added: the same produce is verified and written.
+        assert add(to_coordinator, tid, pid, epoch, unique_topic, (partition,)) == [ErrorCode.NONE]
+        accepted = produce_to_leader(0, version=10)
+        assert (accepted.error_code, accepted.base_offset) == (ErrorCode.NONE, 0)
+    finally:
+        to_coordinator.close()
+        to_leader.close()

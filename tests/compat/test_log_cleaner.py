@@ -6,6 +6,10 @@
   next record.
 - `__consumer_offsets` (one partition, small segments) after hundreds of commits of one group holds
   far fewer records once cleaned, and a restarted broker's coordinator replays it to the last commit.
+- A compacted topic written by a transactional producer that commits and aborts in turn: once
+  cleaned, its old transaction markers are gone from the segments (their transactions' data went
+  first, then delete.retention.ms passed) and a read_committed consumer sees exactly the latest
+  committed value of each key below the active segment, and no aborted value.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from odradek.protocol.records.batch import iter_batches
 from odradek.testing.broker import BrokerProcess
 from tests.compat.conftest import BrokerFactory
 from tests.compat.helpers import QUIET, TIMEOUT_S, create_topic
@@ -123,3 +128,77 @@ def test_compacted_consumer_offsets_replay_after_restart(
         reader.close()
     assert committed[0].offset == commits
     assert len(read_from(broker.bootstrap, "__consumer_offsets")) < commits / 4
+
+
+def markers_below_the_active_segment(broker: BrokerProcess, topic: str) -> int:
+    segments = sorted((broker.data_dir / f"{topic}-0").glob("*.log"))[:-1]
+    return sum(header.is_control for segment in segments for _, header in iter_batches(segment.read_bytes()))
+
+
+def read_committed(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            **QUIET,
+        }
+    )
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        records: list[tuple[int, bytes, bytes]] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while consumer.position([TopicPartition(topic, 0)])[0].offset < high and time.monotonic() < deadline:
+            for message in consumer.consume(500, timeout=0.5):
+                assert message.error() is None, message.error()
+                records.append((message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
+        return records
+    finally:
+        consumer.close()
+
+
+def test_transaction_markers_are_cleaned_and_read_committed_sees_the_committed_records(
+    make_broker: BrokerFactory, unique_topic: str
+) -> None:
+    broker = make_broker(CLEANER)
+    config = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "2000",
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "300",
+    }
+    create_topic(broker.bootstrap, unique_topic, config=config)
+    transactional = {"transactional.id": f"{unique_topic}-txn", "linger.ms": 0}
+    producer = Producer({"bootstrap.servers": broker.bootstrap, **transactional, **QUIET})
+    producer.init_transactions(TIMEOUT_S)
+    transactions = 60
+    committed: dict[bytes, bytes] = {}
+    every_committed: set[bytes] = set()
+    for round_ in range(transactions):
+        producer.begin_transaction()
+        values = {b"key-%d" % index: b"round-%d-key-%d-" % (round_, index) * 4 for index in range(KEYS)}
+        for key, value in values.items():
+            producer.produce(unique_topic, key=key, value=value, partition=0)
+        if round_ % 3 == 2:
+            producer.abort_transaction(TIMEOUT_S)
+        else:
+            producer.commit_transaction(TIMEOUT_S)
+            committed.update(values)
+            every_committed.update(values.values())
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while markers_below_the_active_segment(broker, unique_topic) > transactions // 4:
+        assert time.monotonic() < deadline, markers_below_the_active_segment(broker, unique_topic)
+        time.sleep(0.2)
+
+    records = read_committed(broker.bootstrap, unique_topic)
+    assert records, "nothing read"
+    assert all(value in every_committed for _, _, value in records)
+    assert {key: value for _, key, value in records} == committed
+    active = active_base_offset(broker, unique_topic)
+    cleaned = [key for offset, key, _ in records if offset < active]
+    assert len(cleaned) == len(set(cleaned))
+    offsets = [offset for offset, _, _ in records]
+    assert offsets == sorted(set(offsets))

@@ -14,6 +14,7 @@ from odradek.coordinator.txn_metadata import (
     completed,
     from_value,
     initialized,
+    needs_new_producer_id,
     prepared,
     with_partitions,
 )
@@ -99,3 +100,38 @@ def test_an_exhausted_epoch_gets_a_new_producer_id() -> None:
     old = TxnMetadata("tx", 7, MAX_PRODUCER_EPOCH, 1000, TxnState.COMPLETE_COMMIT)
     renewed = initialized(old, "tx", 8, 1000, now_ms=1)
     assert (renewed.producer_id, renewed.producer_epoch) == (8, 0)
+
+
+def test_a_retried_bump_answers_the_current_epoch() -> None:
+    """KIP-360: the epoch a producer named in the bump just done is remembered; naming it again
+    returns the current epoch unchanged, naming any other older one fences."""
+    first = initialized(None, "tx", 7, 1000, now_ms=1)
+    assert first is not None
+    bumped = initialized(first, "tx", -1, 1000, now_ms=2, expected_epoch=0)
+    assert bumped is not None
+    assert (bumped.producer_epoch, bumped.last_producer_epoch, bumped.last_producer_id) == (1, 0, 7)
+    retried = initialized(bumped, "tx", -1, 1000, now_ms=3, expected_epoch=0)
+    assert retried is not None and (retried.producer_id, retried.producer_epoch) == (7, 1)
+    again = initialized(retried, "tx", -1, 1000, now_ms=4, expected_epoch=1)
+    assert again is not None and (again.producer_epoch, again.last_producer_epoch) == (2, 1)
+    assert initialized(again, "tx", -1, 1000, now_ms=5, expected_epoch=0) is None
+    # A bump without an expected epoch forgets the last one, as does a fence.
+    plain = initialized(again, "tx", -1, 1000, now_ms=6)
+    assert plain is not None and plain.last_producer_epoch == -1
+    assert initialized(plain, "tx", -1, 1000, now_ms=7, expected_epoch=2) is None
+    ongoing = with_partitions(again, frozenset({("t", 0)}), now_ms=8)
+    assert ongoing.last_producer_epoch == 1
+    assert prepared(ongoing, False, now_ms=9, fence=True).last_producer_epoch == -1
+
+
+def test_a_retried_producer_id_rotation_answers_the_new_producer_id() -> None:
+    old = TxnMetadata("tx", 7, MAX_PRODUCER_EPOCH, 1000, TxnState.COMPLETE_COMMIT)
+    assert needs_new_producer_id(old, MAX_PRODUCER_EPOCH) and needs_new_producer_id(old, None)
+    assert not needs_new_producer_id(old, MAX_PRODUCER_EPOCH - 1)
+    renewed = initialized(old, "tx", 8, 1000, now_ms=1, expected_epoch=MAX_PRODUCER_EPOCH)
+    assert renewed is not None
+    assert (renewed.producer_id, renewed.producer_epoch) == (8, 0)
+    assert (renewed.last_producer_id, renewed.last_producer_epoch) == (7, MAX_PRODUCER_EPOCH)
+    assert not needs_new_producer_id(renewed, MAX_PRODUCER_EPOCH)
+    retried = initialized(renewed, "tx", -1, 1000, now_ms=2, expected_epoch=MAX_PRODUCER_EPOCH)
+    assert retried is not None and (retried.producer_id, retried.producer_epoch) == (8, 0)

@@ -123,6 +123,27 @@ def test_init_with_a_stale_producer_epoch_is_fenced(client: RawClient) -> None:
     assert old.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+@pytest.mark.parametrize("version", [3, 4, 5])
+def test_init_producer_id_retried_bump(client: RawClient, version: int) -> None:
+    """KIP-360: an InitProducerId naming the epoch of a bump already done (its answer was lost) gets
+    the current producer id and epoch, not PRODUCER_FENCED; an older epoch is still fenced."""
+    tid = f"retried-bump-{version}"
+    pid, epoch = init_found(client, tid)
+    first = init(client, tid, version, producer_id=pid, producer_epoch=epoch)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    retried = init(client, tid, version, producer_id=pid, producer_epoch=epoch)
+    answered = (retried.error_code, retried.producer_id, retried.producer_epoch)
+    assert answered == (ErrorCode.NONE, pid, epoch + 1)
+    bumped = init(client, tid, version, producer_id=pid, producer_epoch=epoch + 1)
+    assert (bumped.error_code, bumped.producer_epoch) == (ErrorCode.NONE, epoch + 2)
+    fenced = ErrorCode.PRODUCER_FENCED if version >= 4 else ErrorCode.INVALID_PRODUCER_EPOCH
+    assert init(client, tid, version, producer_id=pid, producer_epoch=epoch).error_code == fenced
+    assert init(client, tid, version, producer_id=pid + 1, producer_epoch=epoch + 2).error_code == fenced
+    # A new producer (no id given) forgets the remembered epoch: the old one's retry is fenced.
+    assert init(client, tid, version).producer_epoch == epoch + 3
+    assert init(client, tid, version, producer_id=pid, producer_epoch=epoch + 1).error_code == fenced
+
+
 @pytest.mark.parametrize("version", range(0, 4))
 def test_add_partitions_errors(client: RawClient, version: int) -> None:
     name, _ = create_topic(client, partitions=2)
@@ -152,6 +173,78 @@ def test_add_partitions_errors(client: RawClient, version: int) -> None:
     assert add(client, tid, pid, epoch, name, (0, 1), version=version) == [ErrorCode.NONE] * 2
 
 
+def add_batched(client: RawClient, transactions, version: int = 5) -> dict[str, list[int]]:
+    """AddPartitionsToTxn v4+: (tid, pid, epoch, verify_only, topic, partitions) per transaction;
+    the partition errors by transactional id."""
+    Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    request = AddPartitionsToTxnRequest(
+        transactions=[
+            Txn(tid, pid, epoch, verify_only, [Topic(topic, list(partitions))])
+            for tid, pid, epoch, verify_only, topic, partitions in transactions
+        ]
+    )
+    response = client.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, request)
+    assert response.error_code == ErrorCode.NONE
+    return {
+        result.transactional_id: [
+            p.partition_error_code for t in result.topic_results for p in t.results_by_partition
+        ]
+        for result in response.results_by_transaction
+    }
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_add_partitions_batched_and_verify_only(client: RawClient, version: int) -> None:
+    name, _ = create_topic(client, partitions=3)
+    one, two = f"batch-a-{version}", f"batch-b-{version}"
+    pid1, epoch1 = init_found(client, one)
+    pid2, epoch2 = init_found(client, two)
+    # Verifying before anything was added: the partitions are not in the (empty) transaction.
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (0,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+    # Two transactions in one request, one adding and one failing as a whole.
+    answered = add_batched(
+        client,
+        [(one, pid1, epoch1, False, name, (0, 1)), (two, pid2 + 1, epoch2, False, name, (0,))],
+        version,
+    )
+    assert answered == {one: [ErrorCode.NONE] * 2, two: [ErrorCode.INVALID_PRODUCER_ID_MAPPING]}
+    # verify_only adds nothing and answers per partition.
+    verified = add_batched(client, [(one, pid1, epoch1, True, name, (0, 1, 2))], version)
+    assert verified == {one: [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.TRANSACTION_ABORTABLE]}
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (2,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+    # Whole-transaction errors of verify_only.
+    checks = [
+        (one, pid1 + 1, epoch1, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (one, pid1, epoch1 - 1, ErrorCode.PRODUCER_FENCED),
+        (one, pid1, epoch1 + 1, ErrorCode.PRODUCER_FENCED),
+        ("never-initialized-batch", pid1, epoch1, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        ("", pid1, epoch1, ErrorCode.INVALID_REQUEST),
+    ]
+    for tid, pid, epoch, expected in checks:
+        assert add_batched(client, [(tid, pid, epoch, True, name, (0, 1))], version) == {tid: [expected] * 2}
+    missing = topic_name("missing")
+    Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    request = AddPartitionsToTxnRequest(
+        transactions=[Txn(one, pid1, epoch1, True, [Topic(name, [0]), Topic(missing, [0])])]
+    )
+    (result,) = client.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, request).results_by_transaction
+    codes = [[p.partition_error_code for p in t.results_by_partition] for t in result.topic_results]
+    assert codes == [[ErrorCode.OPERATION_NOT_ATTEMPTED], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]
+    # A transaction being completed answers CONCURRENT_TRANSACTIONS until its markers are written;
+    # once complete, its partitions are no longer in a transaction.
+    assert end(client, one, pid1, epoch1, True) == ErrorCode.NONE
+    assert end_settled(client, one, pid1, epoch1, True) == ErrorCode.NONE
+    assert add_batched(client, [(one, pid1, epoch1, True, name, (0,))], version) == {
+        one: [ErrorCode.TRANSACTION_ABORTABLE]
+    }
+
+
 @pytest.mark.parametrize("version", range(0, 5))
 def test_end_txn_states(client: RawClient, version: int) -> None:
     name, _ = create_topic(client)
@@ -167,14 +260,30 @@ def test_end_txn_states(client: RawClient, version: int) -> None:
     assert end(client, tid, pid, epoch, False, version) == ErrorCode.INVALID_TXN_STATE
 
 
-def test_produce_checks_that_the_partition_is_in_the_transaction(client: RawClient) -> None:
+@pytest.mark.parametrize("version", [3, 10, 11])
+def test_produce_checks_that_the_partition_is_in_the_transaction(client: RawClient, version: int) -> None:
+    """KIP-890 part 1: the leader verifies with the coordinator (here the same broker). A partition
+    not added answers INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from Produce v11 (Kafka 3.9)."""
     name, _ = create_topic(client, partitions=2)
-    pid, epoch = init_found(client, "verify")
-    assert add(client, "verify", pid, epoch, name, (0,)) == [ErrorCode.NONE]
-    outside = produce(client, name, txn_batch(pid, epoch), transactional_id="verify", partition=1)
-    assert outside.error_code == ErrorCode.INVALID_TXN_STATE
-    inside = produce(client, name, txn_batch(pid, epoch), transactional_id="verify")
+    tid = f"verify-{version}"
+    pid, epoch = init_found(client, tid)
+    assert add(client, tid, pid, epoch, name, (0,)) == [ErrorCode.NONE]
+    outside = produce(client, name, txn_batch(pid, epoch), transactional_id=tid, partition=1, version=version)
+    expected = ErrorCode.TRANSACTION_ABORTABLE if version >= 11 else ErrorCode.INVALID_TXN_STATE
+    assert outside.error_code == expected
+    if 8 <= version < 11:
+        assert outside.error_message == "Partition was not added to the transaction"
+    stale = produce(client, name, txn_batch(pid, epoch - 1), transactional_id=tid, version=version)
+    assert stale.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    inside = produce(client, name, txn_batch(pid, epoch), transactional_id=tid, version=version)
     assert inside.error_code == ErrorCode.NONE
+    # Once the transaction is ongoing in the partition, later batches are not verified again.
+    again = produce(client, name, txn_batch(pid, epoch, sequence=1), transactional_id=tid, version=version)
+    assert again.error_code == ErrorCode.NONE
+    assert end_settled(client, tid, pid, epoch, True) == ErrorCode.NONE
+    # After the commit, partition 0 is no longer in a transaction: verification fails again.
+    after = produce(client, name, txn_batch(pid, epoch, sequence=2), transactional_id=tid, version=version)
+    assert after.error_code == expected
 
 
 def test_init_aborts_the_ongoing_transaction_of_the_previous_producer(client: RawClient) -> None:
@@ -293,5 +402,22 @@ def test_idle_ids_expire_and_timed_out_transactions_are_aborted(tmp_path: Path) 
             assert add(client, "idle", idle_pid, idle_epoch, name) == [ErrorCode.INVALID_PRODUCER_ID_MAPPING]
             renewed = init(client, "idle")
             assert renewed.error_code == ErrorCode.NONE and renewed.producer_id != idle_pid
+    finally:
+        broker.stop()
+
+
+def test_verification_can_be_disabled(tmp_path: Path) -> None:
+    """transaction.partition.verification.enable=false: a transactional batch is appended without
+    asking the coordinator (Kafka before 3.6)."""
+    overrides = {"transaction.partition.verification.enable": "false"}
+    broker = BrokerProcess(tmp_path / "data", output_path=tmp_path / "broker.out", overrides=overrides)
+    broker.start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            name, _ = create_topic(client, partitions=2)
+            pid, epoch = init_found(client, "unverified")
+            assert add(client, "unverified", pid, epoch, name, (0,)) == [ErrorCode.NONE]
+            outside = produce(client, name, txn_batch(pid, epoch), transactional_id="unverified", partition=1)
+            assert outside.error_code == ErrorCode.NONE
     finally:
         broker.stop()

@@ -450,3 +450,114 @@ def test_a_swap_finished_by_the_loader_rebuilds_the_txn_index_from_the_markers(
     aborted = reopened.collect_aborted_transactions(0, reopened.log_end_offset)
     assert [(txn.producer_id, txn.first_offset, txn.last_offset) for txn in aborted] == [(9, 0, 4)]
     assert all(not segment.txn_index_stale for segment in reopened.segments)
+
+
+def markers_of(log: Log) -> list[tuple[int, int, int, bool]]:
+    """(producer id, offset, records, has a delete horizon) of every control batch."""
+    return [
+        (h.producer_id, h.base_offset, h.records_count, bool(h.attributes & DELETE_HORIZON_MASK))
+        for h, _ in all_batches(log)
+        if h.is_control
+    ]
+
+
+def aborted_of(log: Log) -> list[tuple[int, int, int]]:
+    entries = [entry for segment in log.segments for entry in segment.txn_index.entries]
+    return [(entry.producer_id, entry.first_offset, entry.last_offset) for entry in entries]
+
+
+def test_markers_go_once_their_transaction_left_the_log_and_the_delete_horizon_passed(
+    tmp_path: Path,
+) -> None:
+    """KIP-534 for markers: a pass that finds no batch of a marker's transaction before it gives the
+    marker a delete horizon (attribute bit 6, baseTimestamp = now + delete.retention.ms), a pass
+    after the horizon removes it; the aborted transaction leaves the .txnindex with its data."""
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, delete_retention_ms=1000)
+    aborted_at = put_txn(log, clock, b"k", b"aborted", producer_id=8, sequence=0)
+    abort_marker = log.append_marker(8, 0, 0, commit=False, leader_epoch=0).first_offset
+    commit_markers = []
+    for sequence in range(1, 7):  # the producer state retains the batches of the last five
+        put_txn(log, clock, b"k", b"committed-%d" % sequence, producer_id=8, sequence=sequence)
+        commit_markers.append(log.append_marker(8, 0, 0, commit=True, leader_epoch=0).first_offset)
+    log.on_high_watermark_updated(log.log_end_offset)
+    write_updates(log, clock, rounds=20, keys=1)
+    log.on_high_watermark_updated(log.log_end_offset)
+    cleaner = cleaner_for(log)
+    every_marker = [abort_marker, *commit_markers]
+
+    # Pass 1: every transaction had a batch in the log, so every marker stays as it was.
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert [(m[1], m[3]) for m in markers_of(log)] == [(offset, False) for offset in every_marker]
+    assert aborted_of(log) == [(8, aborted_at, abort_marker)]
+    assert not any(r.value == b"aborted" for r in all_records(log))
+
+    # Pass 2: the batches of the aborted and of the first committed transaction are gone, so
+    # their markers get a delete horizon; the aborted transaction leaves the transaction index.
+    write_updates(log, clock, rounds=20, keys=1)
+    log.on_high_watermark_updated(log.log_end_offset)
+    second_pass = clock.time_ms()
+    assert cleaner.clean_logs(second_pass) == 1
+    assert [(m[1], m[3]) for m in markers_of(log)] == [
+        (abort_marker, True),
+        (commit_markers[0], True),
+        *[(offset, False) for offset in commit_markers[1:]],
+    ]
+    horizons = {h.base_offset: h.base_timestamp for h, _ in all_batches(log) if h.is_control}
+    assert horizons[abort_marker] == horizons[commit_markers[0]] == second_pass + 1000
+    assert aborted_of(log) == []
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == []
+
+    # Before the horizon nothing changes; after it, the log qualifies on its own and both go.
+    clock.advance(500)
+    assert cleaner.clean_logs(clock.time_ms()) == 0
+    clock.advance(600)
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert [m[1] for m in markers_of(log)] == commit_markers[1:]
+    assert {r.value for r in all_records(log) if r.key == b"k"} == {b"committed-6"}
+
+    # The cleaned log loads with the same producer state and transaction index.
+    log.close()
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=False)
+    entry = reopened.producer_state.last_entry(8)
+    assert entry is not None and (entry.producer_epoch, entry.last_seq) == (0, 6)
+    reopened.on_high_watermark_updated(reopened.log_end_offset)
+    assert reopened.first_unstable_offset == -1
+    assert aborted_of(reopened) == []
+    reopened.close()
+
+
+def test_a_marker_that_is_its_producers_last_record_stays_as_an_empty_batch(tmp_path: Path) -> None:
+    """A fencing abort (a bumped epoch, no data batch retained) keeps the epoch that fences: past
+    its delete horizon it stays as an empty control batch, which a reload and a follower accept."""
+    clock = ManualClock()
+    log = compacted_log(tmp_path, clock, delete_retention_ms=1000)
+    put_txn(log, clock, b"k", b"aborted", producer_id=7, sequence=0)
+    marker = log.append_marker(7, 1, 0, commit=False, leader_epoch=0).first_offset
+    log.on_high_watermark_updated(log.log_end_offset)
+    cleaner = cleaner_for(log)
+    for _ in range(3):
+        write_updates(log, clock, rounds=20, keys=1)
+        log.on_high_watermark_updated(log.log_end_offset)
+        clock.advance(2000)
+        assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert [(m[0], m[1], m[2]) for m in markers_of(log)] == [(7, marker, 0)]
+    (empty,) = [h for h, _ in all_batches(log) if h.is_control]
+    assert (empty.producer_epoch, empty.attributes & DELETE_HORIZON_MASK) == (1, 0)
+    assert aborted_of(log) == []
+    write_updates(log, clock, rounds=20, keys=1)
+    assert cleaner.clean_logs(clock.time_ms()) == 1
+    assert [(m[0], m[1], m[2]) for m in markers_of(log)] == [(7, marker, 0)]
+
+    follower = Log(tmp_path / "follower-0", log.config, clock)
+    for _, data in all_batches(log):
+        follower.append_as_follower(data)
+    assert follower.log_end_offset == log.log_end_offset
+    follower.close()
+    log.close()
+    reopened = Log(tmp_path / "topic-0", log.config, clock, clean_shutdown=False)
+    entry = reopened.producer_state.last_entry(7)
+    assert entry is None or entry.current_txn_first_offset == -1
+    reopened.on_high_watermark_updated(reopened.log_end_offset)
+    assert reopened.first_unstable_offset == -1
+    reopened.close()

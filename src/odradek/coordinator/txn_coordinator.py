@@ -29,7 +29,8 @@ Error names follow Kafka's: PRODUCER_FENCED for an old epoch (handlers map it to
 INVALID_PRODUCER_EPOCH for request versions that predate it), INVALID_PRODUCER_ID_MAPPING for an
 unknown id or another producer id, INVALID_TXN_STATE for a request the state does not allow.
 Callers: the transaction API handlers (through `broker.txn_coordinator`; DescribeTransactions and
-ListTransactions read the shards' state), Produce (verification), tests.
+ListTransactions read the shards' state), the partition leaders' verification of transactional
+produces (replication/txn_verification.py, `verify_partitions`), tests.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.coordinator.txn_metadata import (
     COMPLETED,
     MAX_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     PREPARED,
     TopicPartition,
     TxnMetadata,
@@ -54,6 +56,7 @@ from odradek.coordinator.txn_metadata import (
     completed,
     from_value,
     initialized,
+    needs_new_producer_id,
     prepared,
     with_partitions,
 )
@@ -230,11 +233,13 @@ class TransactionCoordinator:
     async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
     ) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for InitProducerId with a transactional id."""
+        """(error, producer id, epoch) for InitProducerId with a transactional id; `producer_id`
+        and `producer_epoch` are -1 or the producer's current ones (KIP-360)."""
         shard, error = self._shard_for(transactional_id)
         if shard is None:
             return error, -1, -1
         current = shard.txns.get(transactional_id)
+        expected_epoch = producer_epoch if producer_id != NO_PRODUCER_ID else None
         error = _init_error(current, producer_id, producer_epoch)
         if error == ErrorCode.NONE and transactional_id in shard.busy:
             error = ErrorCode.CONCURRENT_TRANSACTIONS
@@ -246,9 +251,17 @@ class TransactionCoordinator:
             error = await self._prepare(shard, fenced)
             return error or ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         new_producer_id = -1
-        if current is None or current.producer_epoch >= MAX_PRODUCER_EPOCH:
+        if needs_new_producer_id(current, expected_epoch):
             new_producer_id = await self._new_producer_id(shard, transactional_id)
-        meta = initialized(current, transactional_id, new_producer_id, timeout_ms, now)
+        meta = initialized(current, transactional_id, new_producer_id, timeout_ms, now, expected_epoch)
+        if meta is None:
+            log.info(
+                "Fencing an InitProducerId of %s at epoch %d: the current epoch is %d",
+                transactional_id,
+                producer_epoch,
+                current.producer_epoch if current is not None else -1,
+            )
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         error = await self._store(shard, meta)
         if error != ErrorCode.NONE:
             return error, -1, -1
@@ -312,22 +325,32 @@ class TransactionCoordinator:
             return _end_txn_state_error(current.state, commit)
         return await self._prepare(shard, prepared(current, commit, self._clock.time_ms()))
 
-    def verify(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, key: TopicPartition
-    ) -> int:
-        """Whether a transactional batch may be appended to `key` (KIP-890's verification when the
-        id's coordinator is this broker; NONE when it is elsewhere)."""
-        shard, _ = self._shard_for(transactional_id)
-        if shard is None:
-            return ErrorCode.NONE
-        current = shard.txns.get(transactional_id)
-        if current is None or current.producer_id != producer_id:
-            return ErrorCode.INVALID_TXN_STATE
-        if producer_epoch < current.producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if current.state is not TxnState.ONGOING or key not in current.partitions:
-            return ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.NONE
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ verify_only (Kafka's handleVerifyPartitionsInTransaction): the
+        error per partition, adding nothing. TRANSACTION_ABORTABLE for a partition not in the
+        transaction; an unknown id or another producer id INVALID_PRODUCER_ID_MAPPING, another
+        epoch PRODUCER_FENCED, a transaction being completed CONCURRENT_TRANSACTIONS, for all."""
+        keys = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(keys, ErrorCode.INVALID_REQUEST)
+        shard, error = self._shard_for(transactional_id)
+        current = shard.txns.get(transactional_id) if shard is not None else None
+        if shard is not None:
+            error = _producer_error(current, producer_id, producer_epoch)
+        if error == ErrorCode.NONE and current is not None and current.state in PREPARED:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NONE or current is None:
+            return dict.fromkeys(keys, error)
+        return {
+            key: ErrorCode.NONE if key in current.partitions else ErrorCode.TRANSACTION_ABORTABLE
+            for key in keys
+        }
 
     def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
         """DescribeTransactions: (error, the id's state)."""
@@ -490,13 +513,19 @@ def _apply(txns: dict[str, TxnMetadata], key: bytes | None, value: bytes | None)
 
 
 def _init_error(current: TxnMetadata | None, producer_id: int, producer_epoch: int) -> int:
-    """InitProducerId's checks: a transaction being completed, or a stale producer (KIP-360)."""
+    """InitProducerId's checks before the epoch's (Kafka's isValidProducerId, KIP-360): a producer
+    id given must be the current one, or the one before a new producer id was given for an
+    exhausted epoch (a retry of that InitProducerId); a transaction being completed answers
+    CONCURRENT_TRANSACTIONS."""
     if current is None:
         return ErrorCode.NONE
+    if producer_id != NO_PRODUCER_ID and not (
+        producer_id == current.producer_id
+        or (producer_id == current.last_producer_id and producer_epoch >= MAX_PRODUCER_EPOCH)
+    ):
+        return ErrorCode.PRODUCER_FENCED
     if current.state in PREPARED:
         return ErrorCode.CONCURRENT_TRANSACTIONS
-    if producer_id != -1 and (producer_id, producer_epoch) != (current.producer_id, current.producer_epoch):
-        return ErrorCode.PRODUCER_FENCED
     return ErrorCode.NONE
 
 

@@ -22,6 +22,7 @@ from odradek.coordinator.txn_records import TxnLogValue
 
 MAX_PRODUCER_EPOCH = 32766  # Short.MaxValue - 1: the last epoch before a new producer id is needed
 NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 
 TopicPartition = tuple[str, int]
 
@@ -56,6 +57,10 @@ class TxnMetadata:
     partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
     start_ms: int = -1
     last_update_ms: int = -1
+    # Kept in memory only, as in Kafka 3.9 (a replayed id has neither): the producer id before the
+    # last transition and the epoch a retried InitProducerId may still name (KIP-360).
+    last_producer_id: int = NO_PRODUCER_ID
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
 
     def to_value(self) -> TxnLogValue:
         return TxnLogValue(
@@ -87,16 +92,57 @@ def from_value(transactional_id: str, value: TxnLogValue) -> TxnMetadata:
     )
 
 
+def needs_new_producer_id(current: TxnMetadata | None, expected_epoch: int | None) -> bool:
+    """Whether InitProducerId gives the id a new producer id: there is none yet, or the epoch is
+    exhausted and the request (if it names an epoch) names the current one."""
+    return current is None or (
+        current.producer_epoch >= MAX_PRODUCER_EPOCH
+        and (expected_epoch is None or expected_epoch == current.producer_epoch)
+    )
+
+
 def initialized(
-    current: TxnMetadata | None, transactional_id: str, new_producer_id: int, timeout_ms: int, now_ms: int
-) -> TxnMetadata:
-    """Empty at the next epoch; a new producer id at epoch 0 when there is none or the epoch is exhausted."""
-    if current is None or current.producer_epoch >= MAX_PRODUCER_EPOCH:
-        producer_id, epoch = new_producer_id, 0
+    current: TxnMetadata | None,
+    transactional_id: str,
+    new_producer_id: int,
+    timeout_ms: int,
+    now_ms: int,
+    expected_epoch: int | None = None,
+) -> TxnMetadata | None:
+    """Empty after InitProducerId (Kafka's prepareIncrementProducerEpoch and
+    prepareProducerIdRotation), or None when the producer is fenced:
+    - a new producer id at epoch 0 when `needs_new_producer_id`;
+    - no expected epoch: the next epoch;
+    - the expected epoch is the current one: the next epoch, the current one remembered as the last;
+    - the expected epoch is the last one remembered: a retry of a bump already done, answered with
+      the current producer id and epoch unchanged;
+    - any other expected epoch: fenced."""
+    if current is None:
+        producer_id, epoch, last_id, last_epoch = new_producer_id, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     else:
-        producer_id, epoch = current.producer_id, current.producer_epoch + 1
+        last_id = current.producer_id
+        if needs_new_producer_id(current, expected_epoch):
+            producer_id, epoch = new_producer_id, 0
+            last_epoch = current.producer_epoch if expected_epoch is not None else NO_PRODUCER_EPOCH
+        elif expected_epoch is None:
+            producer_id, epoch = current.producer_id, current.producer_epoch + 1
+            last_epoch = NO_PRODUCER_EPOCH
+        elif expected_epoch in (current.producer_epoch, current.last_producer_epoch):
+            # the current epoch is bumped; the last one is a retry of that bump, answered unchanged
+            bump = 1 if expected_epoch == current.producer_epoch else 0
+            producer_id, epoch = current.producer_id, current.producer_epoch + bump
+            last_epoch = expected_epoch
+        else:
+            return None
     return TxnMetadata(
-        transactional_id, producer_id, epoch, timeout_ms, TxnState.EMPTY, last_update_ms=now_ms
+        transactional_id,
+        producer_id,
+        epoch,
+        timeout_ms,
+        TxnState.EMPTY,
+        last_update_ms=now_ms,
+        last_producer_id=last_id,
+        last_producer_epoch=last_epoch,
     )
 
 
@@ -109,6 +155,7 @@ def with_partitions(current: TxnMetadata, partitions: frozenset[TopicPartition],
         partitions=current.partitions | partitions,
         start_ms=start_ms,
         last_update_ms=now_ms,
+        last_producer_id=current.producer_id,
     )
 
 
@@ -116,10 +163,24 @@ def prepared(current: TxnMetadata, commit: bool, now_ms: int, fence: bool = Fals
     """PrepareCommit or PrepareAbort; `fence` bumps the epoch first (Kafka's PrepareEpochFence)."""
     epoch = current.producer_epoch + 1 if fence else current.producer_epoch
     state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-    return replace(current, producer_epoch=epoch, state=state, last_update_ms=now_ms)
+    last_epoch = NO_PRODUCER_EPOCH if fence else current.last_producer_epoch
+    return replace(
+        current,
+        producer_epoch=epoch,
+        state=state,
+        last_update_ms=now_ms,
+        last_producer_id=current.producer_id,
+        last_producer_epoch=last_epoch,
+    )
 
 
 def completed(current: TxnMetadata, now_ms: int) -> TxnMetadata:
     """CompleteCommit or CompleteAbort after the markers of a prepared transaction are written."""
     state = TxnState.COMPLETE_COMMIT if current.commit else TxnState.COMPLETE_ABORT
-    return replace(current, state=state, partitions=frozenset(), last_update_ms=now_ms)
+    return replace(
+        current,
+        state=state,
+        partitions=frozenset(),
+        last_update_ms=now_ms,
+        last_producer_id=current.producer_id,
+    )

@@ -30,6 +30,10 @@ Invariants:
   transactions overlapping the range read); replicas read to the LEO.
 - `append_marker` writes a transaction marker as leader (the coordinator's WriteTxnMarkers);
   followers replicate markers as ordinary batches.
+- Transaction verification (KIP-890 part 1, replication/txn_verification.py): a producer's
+  transactional batch verified by the Produce handler is appended only if the producer's
+  transaction is ongoing here or its verification guard is still current; the append and any
+  marker of the producer spend the guard, and a new leadership drops them all.
 - A client that names a leader epoch (>= 0) older than ours is fenced (FENCED_LEADER_EPOCH), newer
   than ours is ahead of this broker (UNKNOWN_LEADER_EPOCH); -1 skips the check.
 - A new leader epoch starts at the log end offset in the log's leader epoch cache (as Kafka's
@@ -64,6 +68,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP
 from odradek.replication.refused_batches import RefusedBatches
+from odradek.replication.txn_verification import VerificationGuard, VerificationGuards
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH, EpochEndOffset
 from odradek.storage.log import Log, LogAppendInfo
 from odradek.storage.producer_state import OutOfOrderSequenceError
@@ -71,6 +76,7 @@ from odradek.storage.txn_index import AbortedTxn
 
 NO_LEADER_EPOCH = -1
 UNKNOWN_OFFSET = -1
+Verified = tuple[int, VerificationGuard | None]  # a producer id and the guard of its verification
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
@@ -160,6 +166,7 @@ class Partition:
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
         self._followers: dict[int, FollowerState] = {}
         self._refused = RefusedBatches()
+        self.verification = VerificationGuards()
 
     def __repr__(self) -> str:
         return (
@@ -207,6 +214,7 @@ class Partition:
             self.leader_epoch_start_offset = self.log_end_offset
             self._followers = {}
             self._refused.clear()
+            self.verification.clear_all()
         self._followers = {
             r: self._followers.get(r) or FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
             for r in self._replica_followers()
@@ -220,6 +228,7 @@ class Partition:
         self._apply(state)
         self._followers = {}
         self._refused.clear()
+        self.verification.clear_all()
 
     def _check_newer(self, state: PartitionState) -> None:
         older = state.leader_epoch < self.leader_epoch
@@ -388,9 +397,34 @@ class Partition:
 
     # -- append --------------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: memoryview, required_acks: int) -> tuple[LogAppendInfo, bool]:
-        """Append as leader; returns the append info and whether the HW moved."""
+    def start_transaction_verification(
+        self, producer_id: int, producer_epoch: int, now_ms: int
+    ) -> VerificationGuard | None:
+        """None when the producer's transaction is already ongoing here (no verification needed),
+        else the guard its verified append must carry (replication/txn_verification.py)."""
+        if self.has_ongoing_transaction(producer_id):
+            return None
+        expiration_ms = self.log.producer_state.producer_id_expiration_ms
+        return self.verification.start(producer_id, producer_epoch, now_ms, expiration_ms)
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        entry = self.log.producer_state.last_entry(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
+    def append_records_to_leader(
+        self, records: memoryview, required_acks: int, verified: Verified | None = None
+    ) -> tuple[LogAppendInfo, bool]:
+        """Append as leader; returns the append info and whether the HW moved. With `verified`
+        (producer id, guard), the transactional batches of that producer need an ongoing
+        transaction here or the guard still current (INVALID_TXN_STATE otherwise), and the guard
+        is spent by the append."""
         self.check_leader()
+        if verified is not None:
+            producer_id, guard = verified
+            if not self.has_ongoing_transaction(producer_id) and not self.verification.verified(
+                producer_id, guard
+            ):
+                raise KafkaError(ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
         try:
             self._check_enough_replicas(required_acks)
             info = self.log.append_as_leader(records, self.leader_epoch)
@@ -405,6 +439,8 @@ class Partition:
             raise
         if self._refused:
             self._refused.appended(records)
+        if verified is not None:
+            self.verification.clear(verified[0])
         return info, self.maybe_increment_high_watermark()
 
     def append_marker(
@@ -417,6 +453,7 @@ class Partition:
         info = self.log.append_marker(
             producer_id, producer_epoch, coordinator_epoch, commit, self.leader_epoch
         )
+        self.verification.clear(producer_id)
         return info, self.maybe_increment_high_watermark()
 
     def _check_enough_replicas(self, required_acks: int) -> None:

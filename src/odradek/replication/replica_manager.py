@@ -106,6 +106,7 @@ from odradek.replication.partition import (
     IsrProposal,
     Partition,
     TimestampAndOffset,
+    Verified,
     prepare_leader_epoch,
 )
 from odradek.replication.quotas import ReplicationQuota
@@ -637,10 +638,20 @@ class ReplicaManager:
     # -- produce ---------------------------------------------------------------------------------
 
     async def append_records(
-        self, entries: Mapping[TopicPartition, memoryview], acks: int, timeout_ms: int
+        self,
+        entries: Mapping[TopicPartition, memoryview],
+        acks: int,
+        timeout_ms: int,
+        verified: Mapping[TopicPartition, Verified] | None = None,
     ) -> dict[TopicPartition, PartitionResponse]:
-        """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout)."""
-        appended = {key: self._append_to_partition(key, records, acks) for key, records in entries.items()}
+        """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout).
+        `verified`: the partitions whose transactional batches were verified, with the producer
+        id and guard (`Partition.append_records_to_leader`)."""
+        verified = verified or {}
+        appended = {
+            key: self._append_to_partition(key, records, acks, verified=verified.get(key))
+            for key, records in entries.items()
+        }
         return await self._await_appends(appended, acks, timeout_ms)
 
     async def write_txn_markers(
@@ -671,7 +682,12 @@ class ReplicaManager:
         return await self.produce_purgatory.try_complete_else_watch(operation, required_offsets)
 
     def _append_to_partition(
-        self, key: TopicPartition, records: memoryview | None, acks: int, marker: TxnMarker | None = None
+        self,
+        key: TopicPartition,
+        records: memoryview | None,
+        acks: int,
+        marker: TxnMarker | None = None,
+        verified: Verified | None = None,
     ) -> tuple[PartitionResponse, int, bool]:
         """The partition's response to appending `records` (or `marker`), the offset after the
         append (-1 when it failed) and whether the HW moved."""
@@ -682,7 +698,7 @@ class ReplicaManager:
         try:
             if marker is None:
                 assert records is not None
-                info, hw_moved = hosted.append_records_to_leader(records, acks)
+                info, hw_moved = hosted.append_records_to_leader(records, acks, verified)
             else:
                 info, hw_moved = hosted.append_marker(*marker)
         except KafkaStorageError as exc:

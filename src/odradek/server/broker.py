@@ -98,6 +98,7 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`,
 `metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `txn_coordinator`,
+`txn_verifier` (the leader's transaction verification),
 `fetch_sessions` (the FetchSessionCache), `producer_id_manager`, `cluster_id`, `advertised_endpoints()`,
 `auto_create_topic()` (Kafka's auto topic creation), `wait_for_leaders()` and `write_txn_markers()`.
 
@@ -151,6 +152,7 @@ from odradek.replication.quotas import (
     LEADER_THROTTLED_REPLICAS,
 )
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager, TopicPartition, TxnMarker
+from odradek.replication.txn_verification import TxnVerifier
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
@@ -227,6 +229,7 @@ class Broker:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
+    txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager
     controller: Controller | None
     store: MetadataStore
@@ -348,6 +351,7 @@ class Broker:
         await self.group_coordinator.startup()
         self.txn_coordinator = TransactionCoordinator(self, config)
         await self.txn_coordinator.startup()
+        self.txn_verifier = TxnVerifier(self)
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         if self._zk is None:
             self.controller = Controller(
@@ -462,6 +466,7 @@ class Broker:
             await self.txn_coordinator.shutdown()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
+            await self.txn_verifier.close()
             if self.controller is not None:
                 await self.controller.shutdown()
             if self._remote_channel is not None:

@@ -416,6 +416,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10000, at_least(1)),
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000, at_least(1)),
         ConfigKey("producer.id.expiration.ms", _I, 86400000, at_least(1)),
+        ConfigKey("transaction.partition.verification.enable", _B, True),
     ]
 }
 

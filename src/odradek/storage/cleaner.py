@@ -24,17 +24,23 @@ partition the first dirty offset, below which the log is clean (no key appears t
    offset map, as in Kafka. Offsets never change: a rewritten batch keeps its base
    offset, lastOffsetDelta, partitionLeaderEpoch, producer id/epoch/base sequence and attributes
    (the compression codec included: the kept records are compressed again with it); records keep
-   their offsets, so gaps appear. A batch that keeps every record is copied byte for byte; control
-   batches (transaction markers) are always kept as they are (unlike Kafka, which removes a marker
-   once its transaction's data is gone and the delete horizon passed), and so are the transaction
-   index entries of the copied segments, which the copy's `.txnindex` carries over.
+   their offsets, so gaps appear. A batch that keeps every record is copied byte for byte.
    A batch that keeps nothing is dropped, except one of its producer's last batches (the ones the
    producer state retains), which stays as an empty batch so the producer's sequence survives a
    reload, as in Kafka.
+   Transaction markers (Kafka's CleanedTransactionMetadata, walked over the whole log in offset
+   order): a marker with a batch of its transaction before it in this pass stays as it is; one
+   without (its transaction's data went on an earlier pass) is rewritten with a delete horizon as in
+   step 4, and a pass after that horizon removes it, or empties it when it is its producer's last
+   record (the producer state holds no batch of the producer and the marker has its epoch). The
+   copy's `.txnindex` holds the aborted transactions whose ABORT marker stayed with a batch of
+   theirs before it: an aborted transaction leaves the index in the pass that finds none of its data.
+   An emptied marker changes no producer state when replayed (loading, followers), as in Kafka.
 4. Tombstones (KIP-534): a batch holding a tombstone is rewritten the first time it is cleaned with
    the delete horizon flag (attribute bit 6) and baseTimestamp = now + delete.retention.ms (record
    timestamps stay exact: their deltas are relative to it); a later pass after that horizon drops
-   the tombstones. The earliest retained horizon per log brings the log back to step 1.
+   the tombstones (and the markers, step 3). The earliest retained horizon per log brings the log
+   back to step 1.
 5. Swap, crash-safe and atomic for readers: the copy and its indexes are fsynced, then under the
    log's lock (`Log.replace_segments`) renamed to `.swap` (and the directory fsynced, so the swap is
    durable before the old segments go), the old segments deleted (their fds stay open for
@@ -71,6 +77,7 @@ from odradek.protocol.records.batch import (
 )
 from odradek.protocol.records.builder import pack_batch
 from odradek.protocol.records.compression import CompressionType, compress
+from odradek.protocol.records.control import EndTransactionMarker, read_end_txn_marker
 from odradek.protocol.records.record import RecordColumns, decode_batch_into, encode_record
 from odradek.storage.checkpoint import TopicPartition, read_checkpoint, write_checkpoint
 from odradek.storage.config import INT_MAX, LONG_MAX, LogConfig
@@ -297,14 +304,13 @@ class LogCleaner:
             )
             end = self._build_offset_map(to_clean, segments, fds, offset_map, aborted)
             stats = CleanerStats(end_offset=end, map_entries=len(offset_map))
-            retained_producer_batches = _retained_producer_batches(target)
+            retained = _RetainedProducerBatches(target)
+            txns = _CleanedTxns(aborted.transactions)
             horizon = LONG_MAX
             for group in _group_by_size(
                 [segment for segment in segments if segment.base_offset < end], target.config
             ):
-                copier = _GroupCopier(
-                    target, group, fds, offset_map, aborted, now_ms, retained_producer_batches, self._stopped
-                )
+                copier = _GroupCopier(target, group, fds, offset_map, txns, now_ms, retained, self._stopped)
                 stats.swapped &= copier.copy_and_swap(stats)
                 horizon = min(horizon, copier.earliest_delete_horizon)
         finally:
@@ -382,19 +388,19 @@ class _GroupCopier:
         group: list[LogSegment],
         fds: dict[int, int],
         offset_map: OffsetMap,
-        aborted: _AbortedTxns,
+        txns: _CleanedTxns,
         now_ms: int,
-        retained_producer_batches: set[tuple[int, int]],
+        retained: _RetainedProducerBatches,
         stopped: threading.Event,
     ) -> None:
         self.target = target
         self.group = group
         self.fds = fds
         self.offset_map = offset_map
-        self.aborted = aborted
+        self.txns = txns
         self.now_ms = now_ms
         self.new_horizon = now_ms + target.config.delete_retention_ms
-        self.retained_producer_batches = retained_producer_batches
+        self.retained = retained
         self.stopped = stopped
         self.base_offset = group[0].base_offset
         self.earliest_delete_horizon = LONG_MAX
@@ -404,6 +410,7 @@ class _GroupCopier:
         fd = os.open(
             directory / _cleaned(self.base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644
         )
+        self.txns.kept_aborted = []
         try:
             size = self._copy(fd, stats)
         except BaseException:
@@ -425,9 +432,8 @@ class _GroupCopier:
             segment.time_index.path = directory / _cleaned(self.base_offset, TIME_INDEX_SUFFIX)
             segment.txn_index.path = directory / _cleaned(self.base_offset, TXN_INDEX_SUFFIX)
             segment.recover()
-            for old in self.group:
-                for aborted in old.txn_index.entries:
-                    segment.txn_index.append(aborted)
+            for aborted in self.txns.kept_aborted:
+                segment.txn_index.append(aborted)
             segment.txn_index_stale = False
             segment.on_become_inactive()
             segment.flush()
@@ -461,8 +467,8 @@ class _GroupCopier:
     def _filter(self, header: BatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
         """The batch as it stays in the log: unchanged, rewritten with fewer records, empty, or gone."""
         if header.is_control:
-            return data
-        if self.aborted.holds(header):
+            return self._filter_marker(header, data)
+        if self.txns.on_batch(header):  # the data of an aborted transaction
             stats.records_read += header.records_count
             return self._dropped(header)
         columns = decode_batch_into(data, 0, header, RecordColumns())
@@ -491,9 +497,31 @@ class _GroupCopier:
             return _rebuild_batch(header, columns, kept, horizon if has_tombstone else None)
         return self._dropped(header)
 
+    def _filter_marker(self, header: BatchHeader, data: bytes) -> bytes | None:
+        """A transaction marker as it stays (Kafka's rule, KIP-534): once no batch of its
+        transaction remains before it, it is rewritten with a delete horizon (now +
+        delete.retention.ms) and, on a pass after that horizon, removed; a marker the producer
+        state retains (the producer's last record) stays as an empty batch instead."""
+        marker = read_end_txn_marker(data, 0, header) if header.records_count else None
+        removable = self.txns.on_marker(header, marker)
+        retained = self.retained.holds_marker(header)
+        if marker is None:  # a marker already emptied: its records went on an earlier pass
+            return data if retained else None
+        if not removable:
+            return data
+        if header.attributes & DELETE_HORIZON_MASK:
+            horizon = header.base_timestamp
+            if horizon <= self.now_ms:
+                return _empty_batch(header) if retained else None
+            self.earliest_delete_horizon = min(self.earliest_delete_horizon, horizon)
+            return data
+        self.earliest_delete_horizon = min(self.earliest_delete_horizon, self.new_horizon)
+        columns = decode_batch_into(data, 0, header, RecordColumns())
+        return _rebuild_batch(header, columns, list(range(len(columns.offsets))), self.new_horizon)
+
     def _dropped(self, header: BatchHeader) -> bytes | None:
         """Nothing of the batch stays: it goes, unless the producer state retains it (then empty)."""
-        if (header.producer_id, header.last_offset) in self.retained_producer_batches:
+        if self.retained.holds_batch(header):
             return _empty_batch(header)
         return None
 
@@ -502,6 +530,7 @@ class _AbortedTxns:
     """The offset ranges of aborted transactions by producer id: which data batches they hold."""
 
     def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self.transactions = aborted
         self._ranges: dict[int, list[tuple[int, int]]] = {}
         for txn in aborted:
             self._ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
@@ -511,6 +540,87 @@ class _AbortedTxns:
             return False
         ranges = self._ranges.get(header.producer_id, ())
         return any(first <= header.base_offset <= last for first, last in ranges)
+
+
+class _CleanedTxns:
+    """The transactions met while the cleaner walks the log in offset order, across its groups
+    (Kafka's CleanedTransactionMetadata): which data batches belong to an aborted transaction, and
+    which markers no longer have a batch of their transaction before them in this pass.
+
+    A transactional data batch belongs to an aborted transaction when its producer has one begun
+    at or before it (from the transaction indexes) whose marker was not yet met; otherwise it
+    belongs to a committed (or still open) one. An ABORT marker whose transaction had a batch in
+    this pass stays, with its aborted transaction recorded in `kept_aborted` (the new segment's
+    transaction index); a COMMIT marker whose transaction had a batch stays too. Any other marker
+    is removable."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self._pending = sorted(set(aborted), key=lambda txn: txn.first_offset)
+        self._next = 0
+        self._aborted: dict[int, tuple[AbortedTxn, bool]] = {}  # producer -> (txn, batch seen)
+        self._committed: set[int] = set()  # producers with a batch of a non-aborted transaction
+        self.kept_aborted: list[AbortedTxn] = []
+
+    def _begin_up_to(self, offset: int) -> None:
+        pending = self._pending
+        while self._next < len(pending) and pending[self._next].first_offset <= offset:
+            txn = pending[self._next]
+            self._aborted.setdefault(txn.producer_id, (txn, False))
+            self._next += 1
+
+    def on_batch(self, header: BatchHeader) -> bool:
+        """A data batch read; whether it belongs to an aborted transaction."""
+        self._begin_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        ongoing = self._aborted.get(header.producer_id)
+        if ongoing is not None:
+            self._aborted[header.producer_id] = (ongoing[0], True)
+            return True
+        self._committed.add(header.producer_id)
+        return False
+
+    def on_marker(self, header: BatchHeader, marker: EndTransactionMarker | None) -> bool:
+        """A marker read (None: an emptied one); whether it may be removed."""
+        self._begin_up_to(header.last_offset)
+        if marker is None:
+            return True
+        if marker.is_commit:
+            if header.producer_id in self._committed:
+                self._committed.discard(header.producer_id)
+                return False
+            return True
+        ended = self._aborted.pop(header.producer_id, None)
+        if ended is not None and ended[1]:
+            self.kept_aborted.append(ended[0])
+            return False
+        return True
+
+
+class _RetainedProducerBatches:
+    """The batches the producer state still needs, kept (emptied if need be) when cleaning would
+    remove them (Kafka's lastRecordsOfActiveProducers): each retained data batch of a producer,
+    and the markers at the epoch of a producer that has no retained data batch (a marker was its
+    last record: it carries the epoch that fences)."""
+
+    def __init__(self, target: Log) -> None:
+        producers = target.producer_state.producers
+        self._batches = {
+            (producer_id, batch.last_offset)
+            for producer_id, entry in producers.items()
+            for batch in entry.batches
+        }
+        self._markers = {
+            (producer_id, entry.producer_epoch)
+            for producer_id, entry in producers.items()
+            if not entry.batches
+        }
+
+    def holds_batch(self, header: BatchHeader) -> bool:
+        return (header.producer_id, header.last_offset) in self._batches
+
+    def holds_marker(self, header: BatchHeader) -> bool:
+        return (header.producer_id, header.producer_epoch) in self._markers
 
 
 # -- batches ---------------------------------------------------------------------------------------
@@ -566,7 +676,10 @@ def _rebuild_batch(
 
 def _empty_batch(header: BatchHeader) -> bytes:
     """The header of a batch whose records all went: it keeps the producer's sequence (Kafka's rule)."""
-    emptied = header._replace(attributes=header.attributes & ~COMPRESSION_MASK, records_count=0)
+    attributes = header.attributes & ~(COMPRESSION_MASK | DELETE_HORIZON_MASK)
+    horizon = header.attributes & DELETE_HORIZON_MASK
+    base_timestamp = header.max_timestamp if horizon else header.base_timestamp
+    emptied = header._replace(attributes=attributes, base_timestamp=base_timestamp, records_count=0)
     return pack_batch(emptied, b"")
 
 
@@ -586,15 +699,6 @@ def _group_by_size(segments: list[LogSegment], config: LogConfig) -> list[list[L
                 continue
         groups.append([segment])
     return groups
-
-
-def _retained_producer_batches(target: Log) -> set[tuple[int, int]]:
-    """(producer id, last offset) of every batch the producer state retains."""
-    return {
-        (producer_id, batch.last_offset)
-        for producer_id, entry in target.producer_state.producers.items()
-        for batch in entry.batches
-    }
 
 
 def _cleaned(base_offset: int, suffix: str) -> str:

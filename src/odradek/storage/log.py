@@ -767,7 +767,7 @@ def _end_txn_markers(
     markers = {
         index: read_end_txn_marker(records, position, header)
         for index, (position, header) in enumerate(zip(validated.positions, validated.headers, strict=True))
-        if header.is_control and header.producer_id >= 0
+        if header.is_control and header.producer_id >= 0 and header.records_count
     }
     return markers or None
 

@@ -365,10 +365,11 @@ class ProducerStateManager:
         """Apply a batch already in the log (loading, follower appends): no checks. `marker` is the
         control batch's marker; an abort it completes goes to `txn_index` unless that is None."""
         if header.producer_id >= 0:
-            if marker is None:
-                self._replay_batch(header)
-            else:
+            if marker is not None:
                 self._replay_marker(header, marker, txn_index)
+            elif not header.is_control:
+                self._replay_batch(header)
+            # else: a control batch the cleaner emptied; its transaction left the log (Kafka's rule)
         self.map_end_offset = header.next_offset
 
     def _replay_batch(self, header: BatchHeader) -> None:
@@ -437,7 +438,7 @@ class ProducerStateManager:
     def _replay_segment(self, segment: LogSegment, start: int) -> None:
         txn_index = segment.txn_index if segment.txn_index_stale else None
         for position, header in segment.batches_from(start):
-            if header.is_control and header.producer_id >= 0:
+            if header.is_control and header.producer_id >= 0 and header.records_count:
                 marker = read_end_txn_marker(segment.read_batch(position, header), 0, header)
                 self.replay(header, marker, txn_index)
             else:

@@ -14,18 +14,22 @@ Behaviour (Kafka 3.9's):
   (coordinator/txn_coordinator.py): the id's producer id at its next epoch (a new producer id the
   first time, or when the epoch is exhausted); an Ongoing transaction of the previous producer is
   aborted at a bumped epoch first, answering CONCURRENT_TRANSACTIONS until its markers are written;
-  a transaction being committed or aborted answers CONCURRENT_TRANSACTIONS; a producer id and epoch
-  given (v3+, KIP-360) that are not the id's current ones answer PRODUCER_FENCED (v4+;
-  INVALID_PRODUCER_EPOCH before); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the id's
-  `__transaction_state` partition is not led here or still loading.
+  a transaction being committed or aborted answers CONCURRENT_TRANSACTIONS; NOT_COORDINATOR /
+  COORDINATOR_LOAD_IN_PROGRESS when the id's `__transaction_state` partition is not led here or
+  still loading. A producer id and epoch given (v3+, KIP-360) are checked as Kafka's
+  TransactionCoordinator does: the current epoch is bumped (and remembered); the epoch before a bump
+  already done is a retry of that request, answered with the current producer id and epoch without
+  another bump; the previous producer id with an exhausted epoch is the retry of a request that
+  gave the id a new producer id, answered the same way; anything else answers PRODUCER_FENCED (v4+;
+  INVALID_PRODUCER_EPOCH before). The remembered epoch lives in memory only, as in Kafka 3.9: a
+  retry that spans a coordinator change is fenced.
 An error answers producer_id -1 and producer_epoch -1. Producer ids come from the broker's
 `ProducerIdManager` (controller/producer_ids.py), in blocks of 1000 claimed as Kafka's ZooKeeper mode
 does: in ZooKeeper mode by a conditional write of `/latest_producer_id_block`, so ids are unique
 across the cluster; on a single node the same record lives in `<first log dir>/producer-id-block`
 (one fsync on the event loop per 1000 ids). Ids are never reused, across restarts included.
 
-Deliberate deviations: a producer id and epoch given with a transactional id must be the current
-ones (Kafka also accepts the previous epoch of a retried bump). A Kafka 3.x broker asks its
+Deliberate deviations: a Kafka 3.x broker asks its
 controller for id blocks (AllocateProducerIds) and the controller claims them in ZooKeeper; an
 odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same znode, same JSON).
 throttle_time_ms is always 0.

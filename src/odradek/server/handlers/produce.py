@@ -35,20 +35,29 @@ acks=0 sends no response at all; if any partition failed, the connection is clos
 Kafka does, so the producer notices (its request had no answer to carry the error). A non-null
 Transactional batches (attributes bit 4): a request holding one without a transactional_id is
 answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's answer to a transactional
-write it does not authorize). With one, each partition's transactional batch is checked as Kafka 3.9
-does with transaction.partition.verification.enable (KIP-890 part 1) when this broker is the id's
-transaction coordinator: the id must have an Ongoing transaction of the batch's producer id that
-holds the partition (INVALID_TXN_STATE otherwise; INVALID_PRODUCER_EPOCH for an older epoch). The
-partition's producer state then checks epoch and sequence as for any idempotent batch.
+write it does not authorize); batches of more than one producer id answer
+INVALID_PRODUCER_ID_MAPPING for the whole request. With transaction.partition.verification.enable
+(default true; KIP-890 part 1, as Kafka 3.6+), each partition led here whose transactional batch
+starts the producer's transaction on it (no transaction of that producer ongoing in the partition)
+is verified first: the leader asks the id's transaction coordinator with AddPartitionsToTxn v4
+verify_only (replication/txn_verification.py; batched per coordinator broker, answered directly when
+the coordinator is this broker), and the produce waits for the answer without blocking the event
+loop. A partition not in the id's ongoing transaction answers INVALID_TXN_STATE (Produce v3-v10) or
+TRANSACTION_ABORTABLE (v11), another epoch INVALID_PRODUCER_EPOCH, an unknown id or other producer id
+INVALID_PRODUCER_ID_MAPPING, and a coordinator that cannot answer (CONCURRENT_TRANSACTIONS,
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NETWORK_EXCEPTION)
+NOT_ENOUGH_REPLICAS with the cause in error_message, which clients retry. A verified append must
+still carry the partition's current verification guard: a marker written meanwhile (the transaction
+ended) voids it, and the append answers INVALID_TXN_STATE. Once the producer's transaction is
+ongoing in a partition, its later batches there are not verified again. The partition's producer
+state then checks epoch and sequence as for any idempotent batch.
 
 Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
-RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION. A
-transactional batch whose id is coordinated by another broker is accepted without verification
-(Kafka's leader asks that coordinator with AddPartitionsToTxn v4 verify_only). record_errors is always
-empty: a record that fails validation fails its whole partition, and error_message names the
-problem; no batch_index is reported. current_leader and
-node_endpoints (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is
-led here. throttle_time_ms is always 0.
+RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION.
+record_errors is always empty: a record that fails validation fails its whole partition, and
+error_message names the problem; no batch_index is reported. current_leader and node_endpoints
+(v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is led here.
+throttle_time_ms is always 0.
 A write that fails on the disk (ENOSPC, EIO) answers KAFKA_STORAGE_ERROR (56) for that partition
 with the log unchanged, and the log dir stays online: the next produce tries again, so appends work
 once space returns, without a restart (Kafka marks the dir offline and moves its partitions away).
@@ -67,10 +76,13 @@ from odradek.protocol.records.batch import (
     COMPRESSION_MASK,
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_MASK,
-    BatchHeader,
+    iter_batches,
 )
+from odradek.protocol.records.errors import RecordsError
 from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
+from odradek.replication.partition import Verified
 from odradek.replication.replica_manager import PartitionResponse, TopicPartition
+from odradek.replication.txn_verification import produce_error
 from odradek.server.context import RequestContext
 from odradek.server.network import CloseConnection
 from odradek.storage.log import Log
@@ -97,11 +109,17 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     if request.acks not in VALID_ACKS:
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks} is not -1, 0 or 1")
     responses, entries = _check_topics(ctx, request)
-    if request.transactional_id is not None:
-        _verify_transactional(ctx, request.transactional_id, entries, responses)
+    verified: dict[TopicPartition, Verified] = {}
+    if (
+        request.transactional_id is not None
+        and ctx.broker.config["transaction.partition.verification.enable"]
+    ):
+        verified = await _verify_transactional(ctx, request.transactional_id, entries, responses)
     await _check_compressed_records(ctx, entries, responses)
     if entries:
-        appended = await ctx.broker.replica_manager.append_records(entries, request.acks, request.timeout_ms)
+        appended = await ctx.broker.replica_manager.append_records(
+            entries, request.acks, request.timeout_ms, verified
+        )
         responses.update(appended)
     if request.acks == 0:
         failed = [key for key, response in responses.items() if response.error_code != ErrorCode.NONE]
@@ -121,25 +139,64 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
     )
 
 
-def _verify_transactional(
+async def _verify_transactional(
     ctx: RequestContext,
     transactional_id: str,
     entries: dict[TopicPartition, memoryview],
     responses: dict[TopicPartition, PartitionResponse],
-) -> None:
-    """Move the partitions whose transactional batch is not part of the id's transaction from
-    `entries` to `responses` (see the module docstring)."""
-    for key, records in list(entries.items()):
-        if len(records) < RECORD_BATCH_OVERHEAD or not has_batch_with(records, TRANSACTIONAL_MASK):
-            continue
-        header = BatchHeader.unpack_from(records)
-        error = ctx.broker.txn_coordinator.verify(
-            transactional_id, header.producer_id, header.producer_epoch, key
+) -> dict[TopicPartition, Verified]:
+    """Verify the transactional partitions led here with the id's coordinator (see the module
+    docstring); the failed ones move from `entries` to `responses`. Returns the producer and guard
+    each verified partition's append must carry."""
+    producers: set[tuple[int, int]] = set()
+    transactional: list[TopicPartition] = []
+    for key, records in entries.items():
+        found = _transactional_producers(records)
+        if found:
+            producers |= found
+            transactional.append(key)
+    if not producers:
+        return {}
+    if len(producers) > 1:
+        raise KafkaError(
+            ErrorCode.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one producer ID"
         )
-        if error != ErrorCode.NONE:
-            del entries[key]
-            message = f"{key[0]}-{key[1]} is not part of an ongoing transaction of {transactional_id}"
-            responses[key] = PartitionResponse(error, error_message=message)
+    ((producer_id, producer_epoch),) = producers
+    now = ctx.broker.clock.time_ms()
+    verified: dict[TopicPartition, Verified] = {}
+    to_verify: list[TopicPartition] = []
+    for key in transactional:
+        partition = ctx.broker.replica_manager.partition(*key)
+        if partition is None or not partition.is_leader:
+            continue  # the append answers why
+        guard = partition.start_transaction_verification(producer_id, producer_epoch, now)
+        verified[key] = (producer_id, guard)
+        if guard is not None:
+            to_verify.append(key)
+    if not to_verify:
+        return verified
+    failed = await ctx.broker.txn_verifier.verify(transactional_id, producer_id, producer_epoch, to_verify)
+    for key, code in failed.items():
+        error, message = produce_error(code, ctx.api_version)
+        log.debug("Transactional produce of %s to %s-%d not verified: error %d", transactional_id, *key, code)
+        entries.pop(key, None)
+        verified.pop(key, None)
+        responses[key] = PartitionResponse(error, error_message=message)
+    return verified
+
+
+def _transactional_producers(records: memoryview) -> set[tuple[int, int]]:
+    """(producer id, epoch) of each transactional batch; a malformed batch is left to validation."""
+    if len(records) < RECORD_BATCH_OVERHEAD or not has_batch_with(records, TRANSACTIONAL_MASK):
+        return set()
+    found: set[tuple[int, int]] = set()
+    try:
+        for _, header in iter_batches(records):
+            if header.attributes & TRANSACTIONAL_MASK and header.producer_id >= 0:
+                found.add((header.producer_id, header.producer_epoch))
+    except RecordsError:
+        pass
+    return found
 
 
 def _check_topics(
