@@ -8,45 +8,15 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer
-from confluent_kafka import KafkaError as CkError
-from confluent_kafka import TopicPartition as CkTopicPartition
 
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.transactions import ProducerFencedError, TransactionalProducer, committed_offsets
 from tests.conftest import topic_name
+from tests.spark.helpers import consume_committed
 
 
-def read_committed(bootstrap: str, topic: str, partitions: int, timeout_s: float = 20.0) -> list[bytes]:
-    """Every value of `topic` a read_committed consumer sees up to the partitions' last stable offsets
-    (waiting until no transaction is open on them)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{topic}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
-        values: list[bytes] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + timeout_s
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, f"{topic} did not become stable"
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == CkError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                continue
-            values.append(msg.value())
-        return values
-    finally:
-        consumer.close()
+def read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    return [r.value for r in consume_committed(bootstrap, topic, partitions)]
 
 
 @pytest.fixture
