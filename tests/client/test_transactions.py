@@ -1,7 +1,7 @@
 """The client's transactional producer against a real broker process: a committed transaction is
 read under read_committed, an aborted one is not, a newer producer of the same transactional id
-fences the older one and aborts its open transaction, and offsets sent with a transaction are
-committed with it (and only then)."""
+fences the older one and aborts its open transaction, offsets sent with a transaction are
+committed with it (and only then), and a transaction left open is ended from its ids by another client."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ import time
 import pytest
 
 from odradek.client import KafkaClient, TopicPartition
-from odradek.client.transactions import ProducerFencedError, TransactionalProducer, committed_offsets
+from odradek.client.transactions import (
+    ProducerFencedError,
+    TransactionalProducer,
+    committed_offsets,
+    end_transaction,
+)
 from tests.conftest import topic_name
 from tests.spark.helpers import consume_committed
 
@@ -127,3 +132,24 @@ def test_a_transaction_with_nothing_in_it_ends_without_the_coordinator(client, t
     producer.abort()
     with pytest.raises(RuntimeError, match="begin"):
         producer.commit()
+
+
+def test_a_transaction_left_open_is_ended_elsewhere_from_its_ids(
+    bootstrap, client, make_topic, txn_id
+) -> None:
+    topic = make_topic(1)
+    ids = []
+    for value in (b"committed", b"aborted"):
+        producer = TransactionalProducer(client, f"{txn_id}-{value.decode()}")
+        producer.init_transactions()
+        producer.begin()
+        producer.send(topic, value, partition=0)
+        producer.flush()
+        ids.append((producer.transactional_id, producer.producer_id, producer.producer_epoch))
+    with KafkaClient(bootstrap) as driver:
+        end_transaction(driver, *ids[0], commit=True)
+        end_transaction(driver, *ids[0], commit=True)  # a retry of a completed commit
+        end_transaction(driver, *ids[1], commit=False)
+        with pytest.raises(ProducerFencedError):
+            end_transaction(driver, ids[0][0], ids[0][1], ids[0][2] - 1, commit=True)
+    assert read_committed(bootstrap, topic, 1) == [b"committed"]

@@ -11,7 +11,8 @@ Owns:
   sequence numbers and the transactional attribute (so a retried request is deduplicated by the
   partition leader). `send_offsets` adds a group's offsets to the transaction (AddOffsetsToTxn, then
   TxnOffsetCommit to the group coordinator); `commit` flushes and ends the transaction with EndTxn
-  (commit), `abort` drops what is buffered and ends it with EndTxn (abort).
+  (commit), `abort` drops what is buffered and ends it with EndTxn (abort). A transaction may
+  also be left open after `flush` and ended elsewhere, from its ids, by `end_transaction`.
 - `committed_offsets`: a group's committed offsets (OffsetFetch at its coordinator), by default
   with require_stable, so offsets pending in an open transaction are waited for, not skipped.
 
@@ -113,6 +114,19 @@ class _Coordinators:
                 raise last
             time.sleep(_BACKOFF_S)
 
+    def locate(self, key_type: int, key: str) -> None:
+        """Find the coordinator of `key` now, retrying while it is not available (a first lookup of a
+        group is what makes the broker create `__consumer_offsets`)."""
+        deadline = time.monotonic() + self._client.timeout_s
+        while True:
+            try:
+                self._connection(key_type, key)
+                return
+            except (OSError, _Refind) as exc:
+                if time.monotonic() + _BACKOFF_S > deadline:
+                    raise exc.cause if isinstance(exc, _Refind) else exc from None
+                time.sleep(_BACKOFF_S)
+
     def _connection(self, key_type: int, key: str) -> BrokerConnection:
         known = self._known.get((key_type, key))
         if known is not None and not known.closed:
@@ -132,6 +146,7 @@ class _Refind(Exception):
 
     def __init__(self, cause: KafkaError) -> None:
         super().__init__(str(cause))
+        self.cause = cause
 
 
 def committed_offsets(
@@ -151,6 +166,30 @@ def committed_offsets(
         for p in t.partitions
         if p.committed_offset >= 0
     }
+
+
+def end_transaction(
+    client: KafkaClient, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool
+) -> None:
+    """EndTxn for a transaction a producer (maybe in another process) left open: the two-phase
+    commit's second phase. Retrying one that already ended the same way answers NONE; a producer
+    fenced meanwhile (a newer one of the id, or the transaction timed out and was aborted) raises
+    ProducerFencedError."""
+    request = EndTxnRequest(
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        committed=commit,
+    )
+    try:
+        _Coordinators(client).call(
+            TRANSACTION_KEY, transactional_id, ApiKey.END_TXN, request, lambda r: r.error_code
+        )
+    except KafkaError as exc:
+        if exc.code in _FENCED:
+            doing = "committing" if commit else "aborting"
+            raise ProducerFencedError(exc.code, transactional_id, doing) from exc
+        raise
 
 
 class TransactionalProducer(Producer):
@@ -208,6 +247,7 @@ class TransactionalProducer(Producer):
     def send_offsets(self, group_id: str, offsets: Mapping[TopicPartition, tuple[int, str | None]]) -> None:
         """Commit `offsets` (offset, metadata) of `group_id` with the open transaction."""
         self._check_open()
+        self._coordinators.locate(GROUP_KEY, group_id)  # the offsets topic exists before it is added
         add = AddOffsetsToTxnRequest(
             transactional_id=self.transactional_id,
             producer_id=self.producer_id,
