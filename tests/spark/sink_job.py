@@ -7,9 +7,10 @@ Usage: python tests/spark/sink_job.py BOOTSTRAP IN_TOPIC OUT_TOPIC CHECKPOINT_DI
 It reads IN_TOPIC from the earliest offsets with admission control and writes the values to OUT_TOPIC
 (with `exactlyOnce` = EXACTLY_ONCE) under the checkpoint, one micro-batch after another. The sink is
 odradek's, registered under another name with one change: when Spark's driver commits micro-batch
-HOLD_BATCH (every task of it has written, and with exactlyOnce committed its transaction, but the
-checkpoint's commit log does not record the batch yet), the commit creates HOLD_FILE and waits
-forever, so the test kills the driver there. Used by tests/spark/test_sink_exactly_once.py.
+HOLD_BATCH (every task of it has written, but the checkpoint's commit log does not record the batch
+yet), the commit does the first task's part (with exactlyOnce: commits that task's transaction and
+not the others'), creates HOLD_FILE and waits forever, so the test kills the driver there.
+Used by tests/spark/test_sink_exactly_once.py.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def main(
     from odradek.spark.writer import StreamWriter
 
     class HeldCommitWriter(StreamWriter):
-        def commit(self, messages, batchId: int) -> None:  # noqa: N803 - Spark's parameter name
+        def commit(self, messages, batchId: int) -> None:
             if batchId == int(hold_batch):
+                super().commit(messages[:1], batchId)  # the first task's rows, then stop
                 open(hold_file, "w").close()
                 time.sleep(3600)
             super().commit(messages, batchId)
@@ -47,7 +49,7 @@ def main(
         def name(cls) -> str:
             return "odradek_held_commit"
 
-        def streamWriter(self, schema, overwrite):  # noqa: N802 - Spark's method name
+        def streamWriter(self, schema, overwrite):
             writer = super().streamWriter(schema, overwrite)
             return HeldCommitWriter(writer.options, writer.layout)
 

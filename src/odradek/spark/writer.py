@@ -17,39 +17,45 @@ reports how many records each partition got. A null `topic` in a row without the
 fails the task with Spark's message, before any row of that Arrow batch is sent. Delivery is
 at-least-once by default, as with Spark's Kafka sink (a retried task writes its rows again).
 
-Exactly once (`exactlyOnce` = true): each task writes its rows in one Kafka transaction
-(odradek.client.transactions) whose transactional id is `<transactionalIdPrefix>-<query id>-<partition
-id>`. The query id is the one Spark keeps in the checkpoint, read on the executor from the task's
-local property `sql.streaming.queryId`, as is the micro-batch id (`streaming.sql.batchId`); both are
-set by Spark's MicroBatchExecution for every task of a micro-batch. A batch write (`df.write`) has
-no query: its ids use a random write id drawn when Spark asks for the writer, and batch id 0.
+Exactly once (`exactlyOnce` = true): a two-phase commit of Kafka transactions. Each task writes
+its rows in one transaction (odradek.client.transactions) whose transactional id is
+`<transactionalIdPrefix>-<query id>-<partition id>`, and leaves it open; Spark's driver, once every
+task of the micro-batch succeeded, commits them all (`commit(messages, batchId)`: one EndTxn per
+task, from the ids in the commit messages) or, when the micro-batch failed, aborts them. The query
+id is the one Spark keeps in the checkpoint, read on the executor from the task's local property
+`sql.streaming.queryId`, as is the micro-batch id (`streaming.sql.batchId`); Spark's
+MicroBatchExecution sets both for every task of a micro-batch. A batch write (`df.write`) has no
+query: its ids use a random write id drawn when Spark asks for the writer, and batch id 0.
 A task:
 1. InitProducerId with its transactional id: this fences every earlier attempt of the same task (a
-   zombie attempt, or the attempt a killed driver left running) and settles the transaction such an
-   attempt left: aborted if it was open, completed if its commit had already been decided;
+   zombie attempt, or one a killed driver left behind) and settles the transaction such an attempt
+   left: aborted if it was open, completed if its commit had already been decided;
 2. reads the committed offsets of the group named like the transactional id (OffsetFetch,
    require_stable): if one is at least this micro-batch's id, this task's rows of this micro-batch
-   are already in the topic, and the task writes nothing;
-3. otherwise produces its rows in the transaction, adds to it the offset "batch id" of that group (on
-   the first partition it wrote to; TxnOffsetCommit, metadata naming the batch), and commits.
-The rows and the mark become visible together or not at all, so a micro-batch Spark replays (the
-driver died after some or all tasks committed but before the batch reached the checkpoint's commit
-log) writes again exactly the tasks that had not committed, and read_committed consumers see every
-row once. A task with no rows opens no transaction.
-Why commit in the task rather than in the driver (tasks leave transactions open, the driver's
-commit(messages, batchId) ends them): a driver killed halfway through its EndTxn calls leaves some
-transactions committed and others open, and on replay nothing tells the committed ones apart
-without the same mark; meanwhile open transactions hold back the last stable offset of every
-partition they touch, for every read_committed reader, until the slowest task of the batch is done,
-and they are aborted by the coordinator if the driver commits later than the transaction timeout.
-With the mark the task-side commit gives the same guarantee with neither cost; what it gives up is
-that a micro-batch's rows of different tasks become visible at slightly different times.
-Requirements (documented in docs/spark.md): a replayed micro-batch gives every partition id the
-same rows as the first run (true of deterministic plans: the source replays the same offset ranges
-from the checkpoint's offset log); the marks are kept as long as the broker keeps committed offsets
-of an empty group (offsets.retention.minutes). Costs: one InitProducerId, OffsetFetch,
-AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn per task and micro-batch, one
-transaction marker per written partition, and one consumer group per partition id of the query.
+   were committed before, and the task writes nothing;
+3. otherwise produces its rows in the transaction and adds to it the offset "batch id" of that group
+   (on the first partition it wrote to; TxnOffsetCommit, metadata naming the batch), then returns
+   the transaction's ids (transactional id, producer id, epoch) in its commit message.
+Rows and mark become visible together when the driver commits, or never. A micro-batch that Spark
+replays because the driver died before the checkpoint's commit log recorded it (even halfway
+through its EndTxn calls) is written again by exactly the tasks whose transaction was not
+committed: the others find their mark. So read_committed consumers see every row once.
+Why not commit in the task (EndTxn at the end of `write`, which would let rows show up sooner and
+no transaction stay open across tasks): a Python sink task cannot tell the end of its input from
+its input cut short. When the task fails upstream of the sink (an exception in a UDF feeding it),
+the sink's `write` still sees its iterator end normally and returns; committing there would make a
+part of the task's rows visible and mark the batch done, so the retried attempt would skip the rest
+(tests/spark/test_sink_exactly_once.py has this case). Only the driver knows which attempts
+succeeded.
+Requirements and costs (docs/spark.md): a replayed micro-batch gives every partition id the same
+rows as the first run (true of deterministic plans: the source replays the offset ranges of the
+checkpoint's offset log); a micro-batch must finish within the transaction timeout
+(`kafka.transaction.timeout.ms`, default 60 s), else the coordinator aborts its transactions and the
+driver's commit fails the query; read_committed readers of the target partitions wait until the
+micro-batch is committed; the marks live as long as the broker keeps committed offsets of an empty
+group (offsets.retention.minutes). Per task and micro-batch: InitProducerId, OffsetFetch,
+AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and (driver) EndTxn, one transaction marker
+per written partition; one consumer group per partition id of the query.
 
 Callers: PySpark, through odradek.spark.source. Schema validation runs on the driver when Spark asks
 for the writer; `write` runs on executors on a pickled copy.
@@ -58,9 +64,10 @@ for the writer; `write` runs on executors on a pickled copy.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -76,8 +83,10 @@ from pyspark.sql.types import (
 
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.producer import Producer
-from odradek.client.transactions import TransactionalProducer, committed_offsets
+from odradek.client.transactions import TransactionalProducer, committed_offsets, end_transaction
 from odradek.spark.options import OptionError, SinkOptions
+
+log = logging.getLogger(__name__)
 
 _BYTES_TYPES = (StringType, BinaryType)
 
@@ -94,12 +103,22 @@ class SinkLayout:
 
 @dataclass(frozen=True)
 class ProducedRecords(WriterCommitMessage):
-    """What one task wrote: records per partition and the last offset written there."""
+    """What one task wrote: records per partition and the last offset written there, and with
+    exactlyOnce the transaction they are in."""
 
     counts: dict[TopicPartition, int] = field(default_factory=dict)
     last_offsets: dict[TopicPartition, int] = field(default_factory=dict)
-    transactional_id: str | None = None  # exactly once: the task's transactional id
-    already_written: bool = False  # exactly once: the micro-batch's rows of this task were committed before
+    transaction: OpenTransaction | None = None  # exactly once: the task's transaction, to commit
+    already_written: bool = False  # exactly once: this task's rows of the micro-batch were committed before
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    """The ids the driver needs to end a task's transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -187,12 +206,12 @@ def write_batches(
 def write_transaction(
     batches: Iterator[pa.RecordBatch], options: SinkOptions, layout: SinkLayout, task: TaskTransaction
 ) -> ProducedRecords:
-    """Produce every row of `batches` in one transaction, unless this task's rows of this batch were
-    already committed; the body of one exactly-once sink task (see the module header)."""
+    """Produce every row of `batches` in one transaction left open for the driver, unless this task's
+    rows of this batch were committed before; the body of one exactly-once sink task (module header)."""
     rows = (batch for batch in batches if batch.num_rows)
     first = next(rows, None)
     if first is None:
-        return ProducedRecords(transactional_id=task.transactional_id)
+        return ProducedRecords()
     counts: dict[TopicPartition, int] = {}
     last: dict[TopicPartition, int] = {}
     with options.client.connect() as client:
@@ -209,7 +228,7 @@ def write_transaction(
         if _last_batch_done(client, task.transactional_id) >= task.batch_id:
             for _ in rows:  # Spark's input is read to its end either way
                 pass
-            return ProducedRecords(transactional_id=task.transactional_id, already_written=True)
+            return ProducedRecords(already_written=True)
         producer.begin()
         try:
             buffered_since = time.monotonic()
@@ -224,11 +243,31 @@ def write_transaction(
             last.update(producer.flush())
             mark = f"odradek spark sink: batch {task.batch_id} written"
             producer.send_offsets(task.transactional_id, {min(counts): (task.batch_id, mark)})
-            producer.commit()
         except BaseException:
             _abort_quietly(producer)
             raise
-    return ProducedRecords(counts, last, task.transactional_id)
+    transaction = OpenTransaction(task.transactional_id, producer.producer_id, producer.producer_epoch)
+    return ProducedRecords(counts, last, transaction)
+
+
+def end_transactions(
+    options: SinkOptions, messages: Iterable[WriterCommitMessage | None], commit: bool
+) -> None:
+    """The driver's half: commit (or abort) the transactions the tasks left open. An abort is best
+    effort: a transaction it cannot end is aborted by its task's next InitProducerId or its timeout."""
+    open_transactions = [
+        m.transaction for m in messages if isinstance(m, ProducedRecords) and m.transaction is not None
+    ]
+    if not open_transactions:
+        return
+    with options.client.connect() as client:
+        for t in open_transactions:
+            try:
+                end_transaction(client, t.transactional_id, t.producer_id, t.producer_epoch, commit=commit)
+            except Exception:
+                if commit:
+                    raise
+                log.warning("could not abort the transaction of %s", t.transactional_id, exc_info=True)
 
 
 def _last_batch_done(client: KafkaClient, group_id: str) -> int:
@@ -240,7 +279,7 @@ def _abort_quietly(producer: TransactionalProducer) -> None:
     """Abort after a failure; if that fails too, the next attempt's InitProducerId aborts it."""
     try:
         producer.abort()
-    except Exception:  # noqa: BLE001 - the original failure is the one to report
+    except Exception:  # the original failure is the one to report
         pass
 
 
@@ -296,8 +335,9 @@ def _send_batch(
 
 
 class BatchWriter(DataSourceArrowWriter):
-    """`df.write.format("odradek")`. With exactlyOnce, every task of this write (its retries
-    included) commits its rows once; another write of the same DataFrame writes them again."""
+    """`df.write.format("odradek")`. With exactlyOnce, the driver commits the tasks' transactions once
+    every task succeeded (a failed write leaves nothing for read_committed readers; a task attempt
+    that failed never counts); another write of the same DataFrame writes the rows again."""
 
     def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
         self.options, self.layout = options, layout
@@ -308,6 +348,14 @@ class BatchWriter(DataSourceArrowWriter):
             task = batch_task_transaction(self.options, self.write_id)
             return write_transaction(iterator, self.options, self.layout, task)
         return write_batches(iterator, self.options, self.layout)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.options.exactly_once:
+            end_transactions(self.options, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.options.exactly_once:
+            end_transactions(self.options, messages, commit=False)
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
@@ -322,3 +370,11 @@ class StreamWriter(DataSourceStreamArrowWriter):
             task = stream_task_transaction(self.options)
             return write_transaction(iterator, self.options, self.layout, task)
         return write_batches(iterator, self.options, self.layout)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.options.exactly_once:
+            end_transactions(self.options, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.options.exactly_once:
+            end_transactions(self.options, messages, commit=False)
