@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer
+from confluent_kafka import KafkaError as CkError
 from confluent_kafka import TopicPartition as CkTopicPartition
 
 from odradek.client import KafkaClient, TopicPartition
@@ -97,6 +98,47 @@ def consume_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
                     tuple(msg.headers() or ()),
                     msg.timestamp()[1],
                 )
+            )
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
+
+
+def consume_committed(
+    bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0, *, partial: bool = False
+) -> list[Produced]:
+    """Every record of `topic` a read_committed confluent-kafka consumer sees, up to each partition's
+    end once no transaction is open there (records of aborted transactions are left out). A topic
+    still unstable after `timeout_s` fails, unless `partial`: then what was seen is returned."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-committed-{topic}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
+        records: list[Produced] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while len(at_end) < partitions:
+            if time.monotonic() > deadline:
+                if partial:
+                    break
+                raise AssertionError(f"{topic} did not become stable within {timeout_s}s")
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == CkError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                continue
+            at_end.discard(msg.partition())
+            records.append(
+                Produced(msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()))
             )
         return sorted(records, key=lambda r: (r.partition, r.offset))
     finally:

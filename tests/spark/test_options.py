@@ -258,6 +258,27 @@ def test_sink_options() -> None:
     assert sink.max_request_bytes == 5000
     plain = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
     assert (plain.topic, plain.acks, plain.linger_ms, plain.max_request_bytes) == (None, -1, None, 1 << 20)
+    assert not plain.exactly_once
+
+
+def test_exactly_once_sink_options() -> None:
+    sink = parse_sink_options(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "exactlyOnce": "TRUE",
+            "transactionalIdPrefix": "orders",
+            "kafka.transaction.timeout.ms": "120000",
+            "kafka.enable.idempotence": "true",
+            "kafka.acks": "all",
+        }
+    )
+    assert (sink.exactly_once, sink.transactional_id_prefix, sink.transaction_timeout_ms) == (
+        True,
+        "orders",
+        120_000,
+    )
+    default = parse_sink_options({"kafka.bootstrap.servers": "h:1", "exactlyOnce": "true"})
+    assert (default.transactional_id_prefix, default.transaction_timeout_ms) == ("odradek-spark-sink", 60_000)
 
 
 @pytest.mark.parametrize(
@@ -268,6 +289,20 @@ def test_sink_options() -> None:
         ({"kafka.acks": "0"}, "'kafka.acks' = 0 is not supported"),
         ({"kafka.partitioner.class": "x.Y"}, "'kafka.partitioner.class' is not supported: a partitioner"),
         ({"kafka.enable.idempotence": "true"}, "'kafka.enable.idempotence' = true is not supported"),
+        ({"kafka.transactional.id": "t"}, "'kafka.transactional.id' is not supported: set the sink option"),
+        ({"exactlyOnce": "maybe"}, "'exactlyOnce' must be 'true' or 'false'"),
+        ({"transactionalIdPrefix": "p"}, "'transactionalIdPrefix' only applies with 'exactlyOnce' = true"),
+        ({"kafka.transaction.timeout.ms": "1000"}, "'kafka.transaction.timeout.ms' only applies with"),
+        ({"exactlyOnce": "true", "kafka.acks": "1"}, "'kafka.acks' must be all with 'exactlyOnce' = true"),
+        (
+            {"exactlyOnce": "true", "kafka.enable.idempotence": "false"},
+            "'kafka.enable.idempotence' = false contradicts 'exactlyOnce' = true",
+        ),
+        ({"exactlyOnce": "true", "transactionalIdPrefix": " "}, "'transactionalIdPrefix' is empty"),
+        (
+            {"exactlyOnce": "true", "kafka.transaction.timeout.ms": "0"},
+            "'kafka.transaction.timeout.ms' must be",
+        ),
         ({"kafka.enable.idempotence": "yes"}, "'kafka.enable.idempotence' must be 'true' or 'false'"),
         ({"kafka.max.poll.records": "5"}, "'kafka.max.poll.records' is not supported: the sink"),
         ({"topic": " "}, "'topic' is empty"),

@@ -3,7 +3,8 @@
 `KafkaClient` talks to a cluster (metadata, list offsets, fetch, produce, topic administration);
 `bootstrap` parses bootstrap strings and reaches a cluster with bounded, announced retries;
 `read_range` reads one offset range of one partition as `RecordColumns`; `Producer` batches records
-per partition and produces them. Used by the Spark source and sink, the pipeline, tests and
+per partition and produces them; `TransactionalProducer` (odradek.client.transactions) writes them
+in transactions of one transactional id. Used by the Spark source and sink, the pipeline, tests and
 benchmarks; the broker never imports it.
 """
 

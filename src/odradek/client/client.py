@@ -305,9 +305,15 @@ class KafkaClient:
     # -- produce -------------------------------------------------------------------------------
 
     def produce(
-        self, batches: Mapping[TopicPartition, bytes], *, acks: int = -1, timeout_ms: int = 30_000
+        self,
+        batches: Mapping[TopicPartition, bytes],
+        *,
+        acks: int = -1,
+        timeout_ms: int = 30_000,
+        transactional_id: str | None = None,
     ) -> dict[TopicPartition, int]:
-        """Append one RecordBatch (or several, concatenated) per partition; return base offsets."""
+        """Append one RecordBatch (or several, concatenated) per partition; return base offsets.
+        Transactional batches name their producer's `transactional_id`."""
         if acks not in (1, -1):
             raise ValueError("acks must be 1 or -1 (all); acks=0 gets no answer to check")
         result: dict[TopicPartition, int] = {}
@@ -315,7 +321,7 @@ class KafkaClient:
         def attempt() -> dict[TopicPartition, int]:
             pending = {tp: data for tp, data in batches.items() if tp not in result}
             for leader, tps in self._leaders(pending).items():
-                request = _produce_request(tps, pending, acks, timeout_ms)
+                request = _produce_request(tps, pending, acks, timeout_ms, transactional_id)
                 response = self._broker_connection(leader).request(ApiKey.PRODUCE, request)
                 for topic in response.responses:
                     for part in topic.partition_responses:
@@ -487,9 +493,14 @@ def _list_offsets_request(
 
 
 def _produce_request(
-    tps: list[TopicPartition], data: Mapping[TopicPartition, bytes], acks: int, timeout_ms: int
+    tps: list[TopicPartition],
+    data: Mapping[TopicPartition, bytes],
+    acks: int,
+    timeout_ms: int,
+    transactional_id: str | None = None,
 ) -> ProduceRequest:
     return ProduceRequest(
+        transactional_id=transactional_id,
         acks=acks,
         timeout_ms=timeout_ms,
         topic_data=[

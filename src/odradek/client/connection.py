@@ -63,6 +63,11 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.ELECT_LEADERS: 2,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
+    ApiKey.INIT_PRODUCER_ID: 5,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 3,  # v4+ is the brokers' batched verification
+    ApiKey.ADD_OFFSETS_TO_TXN: 4,
+    ApiKey.END_TXN: 4,
+    ApiKey.TXN_OFFSET_COMMIT: 4,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,

@@ -15,6 +15,7 @@ Owns:
 
 Invariants: records of one partition are sent in `send` order; a failed flush raises (records may
 then be written or not: at-least-once, as Kafka's producer without idempotence).
+Subclasses (odradek.client.transactions) override how a batch is built and sent.
 Callers: odradek.spark (sink tasks), odradek.pipeline (data generator), tests, benchmarks.
 """
 
@@ -150,7 +151,7 @@ class Producer:
         last: dict[TopicPartition, int] = {}
         while self._pending:
             batches, counts = self._take_batches()
-            for tp, base_offset in self._client.produce(batches, acks=self._acks).items():
+            for tp, base_offset in self._produce(batches).items():
                 last[tp] = base_offset + counts[tp] - 1
                 self.records_sent += counts[tp]
         self._pending_bytes = 0
@@ -175,10 +176,18 @@ class Producer:
             if take == 0:
                 continue
             room -= RECORD_BATCH_OVERHEAD + size
-            batches[tp] = build_batch(records[:take], self._compression)
+            batches[tp] = self._build_batch(tp, records[:take])
             counts[tp] = take
             if take == len(records):
                 del self._pending[tp]
             else:
                 self._pending[tp] = records[take:]
         return batches, counts
+
+    def _build_batch(self, tp: TopicPartition, records: list[SimpleRecord]) -> bytes:
+        """One batch of `records` for `tp` (subclasses add producer ids and sequences)."""
+        return build_batch(records, self._compression)
+
+    def _produce(self, batches: dict[TopicPartition, bytes]) -> dict[TopicPartition, int]:
+        """Send one request's batches; return their base offsets."""
+        return self._client.produce(batches, acks=self._acks)

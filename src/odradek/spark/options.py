@@ -10,9 +10,12 @@ existing Spark code ports by renaming the format (docs/spark.md has the table):
   `minPartitions`, `maxRecordsPerPartition`, `failOnDataLoss`, `includeHeaders`,
   `kafkaConsumer.pollTimeoutMs`, `fetchOffset.numRetries`, `fetchOffset.retryIntervalMs`,
   `groupIdPrefix`;
-- sink: `kafka.bootstrap.servers`, `topic`; `kafka.enable.idempotence` (false only) and
-  `kafka.max.in.flight.requests.per.connection` are accepted because the sink already behaves so
-  (not idempotent, one request in flight);
+- sink: `kafka.bootstrap.servers`, `topic`; `kafka.enable.idempotence` (false only, unless
+  exactly-once) and `kafka.max.in.flight.requests.per.connection` are accepted because the sink
+  already behaves so (not idempotent, one request in flight); odradek's own `exactlyOnce` (false by
+  default: Spark's at-least-once), with `transactionalIdPrefix` and `kafka.transaction.timeout.ms`,
+  which only apply to it (given without it they are refused); `kafka.transactional.id` is refused,
+  as the exactly-once sink derives its transactional ids (odradek.spark.writer);
 - `kafka.*` keys: the ones this client honours (`_SOURCE_KAFKA_KEYS`, `_SINK_KAFKA_KEYS`) take
   effect; every other one is refused by name with the reason, so no Kafka client setting is
   silently ignored. TLS/SASL settings are refused (the client speaks PLAINTEXT only).
@@ -52,6 +55,8 @@ _DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 _DEFAULT_BATCH_BYTES = 512 << 10
 _DEFAULT_BUFFER_BYTES = 8 << 20
 _DEFAULT_MAX_REQUEST_BYTES = 1 << 20
+_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "odradek-spark-sink"
 
 
 class OptionError(ValueError):
@@ -194,7 +199,8 @@ class SourceOptions:
 class SinkOptions:
     """Everything a write needs: the connection, the topic that overrides the `topic` column, and
     the producer settings (`kafka.acks`, `kafka.compression.type`, `kafka.linger.ms`,
-    `kafka.batch.size`, `kafka.buffer.memory`, `kafka.max.request.size`)."""
+    `kafka.batch.size`, `kafka.buffer.memory`, `kafka.max.request.size`) and, with `exactlyOnce`,
+    the transactions' id prefix and timeout (`transactionalIdPrefix`, `kafka.transaction.timeout.ms`)."""
 
     client: ClientSettings
     topic: str | None = None
@@ -204,6 +210,9 @@ class SinkOptions:
     batch_bytes: int = _DEFAULT_BATCH_BYTES
     buffer_bytes: int = _DEFAULT_BUFFER_BYTES
     max_request_bytes: int = _DEFAULT_MAX_REQUEST_BYTES
+    exactly_once: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS
 
     @property
     def bootstrap_servers(self) -> str:
@@ -428,6 +437,7 @@ _SINK_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "max.request.size",
     "enable.idempotence",
     "max.in.flight.requests.per.connection",
+    "transaction.timeout.ms",
 }
 
 _REFUSED_CONSUMER_KEYS = {
@@ -441,6 +451,8 @@ _REFUSED_PRODUCER_KEYS = {
     "key.serializer": "write keys as string or binary columns",
     "value.serializer": "write values as string or binary columns",
     "partitioner.class": "a partitioner is a Java class; set a 'partition' column to choose partitions",
+    "transactional.id": "set the sink option 'exactlyOnce' to true instead: its transactional ids are"
+    " derived from the query id and the partition (prefix: option 'transactionalIdPrefix')",
 }
 
 
@@ -562,22 +574,51 @@ def _compression(opts: dict[str, str]) -> CompressionType:
         ) from None
 
 
-def _check_delivery(opts: dict[str, str]) -> None:
-    """`kafka.enable.idempotence` may only be false and `kafka.max.in.flight.requests.per.connection`
-    any positive number: the sink's producer is not idempotent and has one request in flight."""
-    if _bool(opts, "kafka.enable.idempotence", False):
+def _check_delivery(opts: dict[str, str], exactly_once: bool) -> None:
+    """At least once (the default): `kafka.enable.idempotence` may only be false, as the sink's
+    producer is not idempotent. Exactly once: the producer is transactional, hence idempotent, so
+    idempotence may not be turned off and acks must be all, as Kafka requires. Either way
+    `kafka.max.in.flight.requests.per.connection` is any positive number (one request is in flight)."""
+    idempotence = _bool(opts, "kafka.enable.idempotence", exactly_once)
+    if idempotence and not exactly_once:
         raise OptionError(
             "option 'kafka.enable.idempotence' = true is not supported: the sink's producer is not"
-            " idempotent (a produce request retried after a lost answer may write its records twice)"
+            " idempotent (a produce request retried after a lost answer may write its records twice);"
+            " set 'exactlyOnce' to true for a transactional (and idempotent) producer"
         )
+    if exactly_once and not idempotence:
+        raise OptionError(
+            "option 'kafka.enable.idempotence' = false contradicts 'exactlyOnce' = true: a transactional"
+            " producer is idempotent"
+        )
+    if exactly_once and _acks(opts) != -1:
+        raise OptionError("option 'kafka.acks' must be all with 'exactlyOnce' = true (transactions need it)")
     _optional_int(opts, "kafka.max.in.flight.requests.per.connection")
+
+
+def _transactional_id_prefix(opts: dict[str, str], exactly_once: bool) -> str:
+    raw = opts.get("transactionalidprefix")
+    if raw is None:
+        return DEFAULT_TRANSACTIONAL_ID_PREFIX
+    if not exactly_once:
+        raise OptionError("option 'transactionalIdPrefix' only applies with 'exactlyOnce' = true")
+    if not raw.strip():
+        raise OptionError("option 'transactionalIdPrefix' is empty")
+    return raw.strip()
+
+
+def _transaction_timeout_ms(opts: dict[str, str], exactly_once: bool) -> int:
+    if "kafka.transaction.timeout.ms" in opts and not exactly_once:
+        raise OptionError("option 'kafka.transaction.timeout.ms' only applies with 'exactlyOnce' = true")
+    return _int(opts, "kafka.transaction.timeout.ms", _DEFAULT_TRANSACTION_TIMEOUT_MS)
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate the options of `df.write` / `df.writeStream`."""
     opts = _lower(options)
     _check_kafka_keys(opts, "sink", _SINK_KAFKA_KEYS, _REFUSED_PRODUCER_KEYS)
-    _check_delivery(opts)
+    exactly_once = _bool(opts, "exactlyOnce", False)
+    _check_delivery(opts, exactly_once)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' is empty")
@@ -590,4 +631,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         batch_bytes=_int(opts, "kafka.batch.size", _DEFAULT_BATCH_BYTES),
         buffer_bytes=_int(opts, "kafka.buffer.memory", _DEFAULT_BUFFER_BYTES),
         max_request_bytes=_int(opts, "kafka.max.request.size", _DEFAULT_MAX_REQUEST_BYTES),
+        exactly_once=exactly_once,
+        transactional_id_prefix=_transactional_id_prefix(opts, exactly_once),
+        transaction_timeout_ms=_transaction_timeout_ms(opts, exactly_once),
     )
