@@ -8,13 +8,13 @@ import pytest
 from confluent_kafka import Producer as CkProducer
 
 from odradek.client import KafkaClient, TopicPartition, read_range
-from odradek.client.client import AbortedTransactionsError
 from odradek.client.connection import BrokerConnection
 from odradek.client.producer import Producer, partition_for_key
+from odradek.client.transactions import TransactionalProducer
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.protocol.messages import FetchResponse
 from odradek.protocol.records.compression import CompressionType
+from tests.conftest import topic_name
 
 EARLIEST, LATEST = -2, -1
 
@@ -104,17 +104,14 @@ def test_admin_errors_and_unknown_partitions(client: KafkaClient, make_topic) ->
     assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _recording_requests(monkeypatch, edit_fetch=None) -> list[tuple[int, object]]:
-    """Record every request the client sends; `edit_fetch` may change each Fetch response."""
+def _recording_requests(monkeypatch) -> list[tuple[int, object]]:
+    """Record every request the client sends."""
     sent: list[tuple[int, object]] = []
     original = BrokerConnection.request
 
     def request(self, api_key: int, message, **kwargs):
         sent.append((api_key, message))
-        response = original(self, api_key, message, **kwargs)
-        if api_key == ApiKey.FETCH and edit_fetch is not None:
-            edit_fetch(response)
-        return response
+        return original(self, api_key, message, **kwargs)
 
     monkeypatch.setattr(BrokerConnection, "request", request)
     return sent
@@ -147,23 +144,43 @@ def test_read_committed_reads_to_the_last_stable_offset(bootstrap: str, make_top
     assert _isolation_levels(sent) == {(ApiKey.LIST_OFFSETS, 1), (ApiKey.FETCH, 1)}
 
 
-def test_read_committed_refuses_records_of_aborted_transactions(
-    bootstrap: str, make_topic, monkeypatch
-) -> None:
+def test_read_committed_leaves_aborted_transactions_out(bootstrap: str, make_topic) -> None:
+    """Interleaved on one partition: a committed transaction, an aborted one of another producer
+    whose records straddle the range's start, a plain record and a second committed transaction."""
     topic = make_topic(1)
     tp = TopicPartition(topic, 0)
-
-    def abort_one(response) -> None:
-        aborted = FetchResponse.AbortedTransaction(producer_id=7, first_offset=0)
-        response.responses[0].partitions[0].aborted_transactions = [aborted]
-
-    _recording_requests(monkeypatch, edit_fetch=abort_one)
-    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
-        producer = Producer(committed)
-        producer.send(topic, b"v", partition=0)
+    with KafkaClient(bootstrap, timeout_s=10) as plain:
+        kept = TransactionalProducer(plain, topic_name("kept"))
+        dropped = TransactionalProducer(plain, topic_name("dropped"))
+        kept.init_transactions()
+        dropped.init_transactions()
+        dropped.begin()
+        dropped.send(topic, b"aborted-0", partition=0)
+        dropped.flush()
+        kept.begin()
+        kept.send(topic, b"committed-0", partition=0)
+        kept.flush()
+        dropped.send(topic, b"aborted-1", partition=0)
+        dropped.flush()
+        kept.commit()
+        dropped.abort()
+        producer = Producer(plain)
+        producer.send(topic, b"plain", partition=0)
         producer.flush()
-        with pytest.raises(AbortedTransactionsError, match=r"aborted transactions \(producer ids \[7\]\)"):
-            committed.fetch(tp, 0)
+        kept.begin()
+        kept.send(topic, b"committed-1", partition=0)
+        kept.commit()
+        end = plain.list_offsets({tp: LATEST})[tp]
+        everything = [v for c in read_range(plain, tp, 0, end, on_data_loss=pytest.fail) for v in c.values]
+    assert everything == [b"aborted-0", b"committed-0", b"aborted-1", b"plain", b"committed-1"]
+    with KafkaClient(bootstrap, timeout_s=10, read_committed=True) as committed:
+        assert committed.list_offsets({tp: LATEST}) == {tp: end}
+        for start in (0, 1, 2):  # from before, inside and after the aborted transaction's first record
+            chunks = read_range(committed, tp, start, end, on_data_loss=pytest.fail)
+            values = [v for c in chunks for v in c.values]
+            assert values == [
+                v for v in (b"committed-0", b"plain", b"committed-1") if v in everything[start:]
+            ]
 
 
 def test_max_request_bytes_bounds_each_produce_request(client: KafkaClient, make_topic, monkeypatch) -> None:

@@ -12,8 +12,10 @@ import pytest
 from pyspark.errors import PySparkException
 
 from odradek.client import TopicPartition
+from odradek.client.transactions import TransactionalProducer
 from odradek.protocol.records.batch import iter_batches
 from odradek.spark.options import OptionError
+from tests.conftest import topic_name
 from tests.spark.helpers import assert_one_line, consume_all, produce, wait_until
 
 BASE_TS = 1_700_000_000_000
@@ -238,6 +240,26 @@ def test_group_id_options_and_consumer_settings_read_everything(spark, bootstrap
     ]
     prefixed = _reader(spark, bootstrap, subscribe=topic, groupIdPrefix="nightly").load()
     assert len(_values(prefixed)) == 20
+
+
+def test_read_committed_leaves_aborted_transactions_out(spark, bootstrap, client, make_topic) -> None:
+    topic = make_topic(2)
+    producer = TransactionalProducer(client, topic_name("parity-txn"))
+    producer.init_transactions()
+    for outcome in ("committed", "aborted", "committed-again"):
+        producer.begin()
+        for i in range(6):
+            producer.send(topic, b"%s-%d" % (outcome.encode(), i), partition=i % 2)
+        producer.flush()  # the aborted records reach the log too
+        producer.abort() if outcome == "aborted" else producer.commit()
+    committed = _values(
+        _reader(spark, bootstrap, subscribe=topic, **{"kafka.isolation.level": "read_committed"}).load()
+    )
+    assert committed == sorted(
+        b"%s-%d" % (o, i) for o in (b"committed", b"committed-again") for i in range(6)
+    )
+    everything = _values(_reader(spark, bootstrap, subscribe=topic).load())
+    assert len(everything) == 18 and set(committed) < set(everything)
 
 
 def test_fetch_min_bytes_and_max_wait_hold_each_fetch(spark, bootstrap, make_topic) -> None:

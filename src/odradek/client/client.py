@@ -15,9 +15,8 @@ Behaviour:
   decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
 - Isolation: READ_UNCOMMITTED by default; with `read_committed`, Fetch and ListOffsets ask for
   READ_COMMITTED, so reads stop at the last stable offset and -1 (latest) is the last stable offset.
-  The client does not filter aborted transactions out: a fetch whose answer lists aborted
-  transactions raises `AbortedTransactionsError` instead of returning their records (odradek has
-  no transactions yet, so against it read_committed reads exactly what read_uncommitted reads).
+  A fetch returns the answer's aborted transactions with its records; `read_range` leaves their
+  batches out (odradek.client.aborted).
 - `produce` sends pre-built RecordBatch bytes with acks 1 or -1 (all) and returns base offsets.
 - Opening a connection is bounded by `connect_timeout_s` (Kafka's socket.connection.setup.timeout.ms,
   default 10 s). `KafkaClient.connect` builds a client and first reaches one bootstrap server with
@@ -70,17 +69,7 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     records: memoryview | bytes
-
-
-class AbortedTransactionsError(KafkaError):
-    """A read_committed fetch met aborted transactions, which this client cannot filter out."""
-
-    def __init__(self, tp: TopicPartition, producer_ids: Iterable[int]) -> None:
-        super().__init__(
-            ErrorCode.UNKNOWN_SERVER_ERROR,
-            f"read_committed: {tp} holds aborted transactions (producer ids"
-            f" {sorted(set(producer_ids))}), which this client cannot filter out",
-        )
+    aborted_transactions: tuple[tuple[int, int], ...] = ()  # (producer id, first offset): read_committed
 
 
 class _Retry(Exception):
@@ -298,9 +287,10 @@ class KafkaClient:
         part = response.responses[0].partitions[0]
         if part.error_code in _LEADER_ERRORS:
             raise _Retry(KafkaError(part.error_code, f"fetching {tp}"))
-        if part.aborted_transactions:
-            raise AbortedTransactionsError(tp, (t.producer_id for t in part.aborted_transactions))
-        return FetchResult(part.error_code, part.high_watermark, part.log_start_offset, part.records or b"")
+        aborted = tuple((t.producer_id, t.first_offset) for t in part.aborted_transactions or ())
+        return FetchResult(
+            part.error_code, part.high_watermark, part.log_start_offset, part.records or b"", aborted
+        )
 
     # -- produce -------------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ Behaviour, following Kafka's consumer and Spark's Kafka source:
 - a fetch from the middle of a batch returns the whole batch; records before `from_offset` and from
   `until_offset` on are dropped, so every offset of the range is yielded at most once, in order;
 - control batches (transaction markers) are skipped but their offsets are consumed; offsets that
-  no longer exist (compaction) are simply absent;
+  no longer exist (compaction) are simply absent; under read_committed the batches of the aborted
+  transactions a Fetch answer lists are skipped the same way (odradek.client.aborted);
 - OFFSET_OUT_OF_RANGE below the log start offset means records were deleted: `on_data_loss` is told
   and, if it returns, reading resumes at the log start offset; above the high watermark means the
   log was truncated: `on_data_loss` is told and the range ends;
@@ -28,6 +29,7 @@ import bisect
 import time
 from collections.abc import Callable, Iterator
 
+from odradek.client.aborted import AbortedBatches
 from odradek.client.client import KafkaClient
 from odradek.client.types import TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -40,21 +42,31 @@ _EARLIEST, _LATEST = -2, -1
 
 
 def decode_range(
-    records: memoryview | bytes, from_offset: int, until_offset: int
+    records: memoryview | bytes,
+    from_offset: int,
+    until_offset: int,
+    aborted_transactions: tuple[tuple[int, int], ...] = (),
 ) -> tuple[RecordColumns, int]:
-    """Records with from_offset <= offset < until_offset, and the offset after the last complete batch.
+    """Records with from_offset <= offset < until_offset, and the offset after the last complete batch;
+    with `aborted_transactions` (a read_committed answer's), their batches are left out.
 
     The returned next offset is `from_offset` when `records` holds no complete batch past it.
     """
     columns = RecordColumns()
     next_offset = from_offset
+    aborted = AbortedBatches(aborted_transactions) if aborted_transactions else None
     for position, header in iter_batches(records):
         if header.next_offset <= from_offset:
+            if aborted is not None:
+                aborted.skips(records, position, header)  # markers before the range still count
             continue
         if header.base_offset >= until_offset:
             break
         next_offset = header.next_offset
-        if not header.attributes & CONTROL_MASK:
+        if aborted is not None:
+            if not aborted.skips(records, position, header):
+                decode_batch_into(records, position, header, columns)
+        elif not header.attributes & CONTROL_MASK:
             decode_batch_into(records, position, header, columns)
     return _trim(columns, from_offset, until_offset), next_offset
 
@@ -101,7 +113,7 @@ def read_range(
             return
         if result.error_code:
             raise KafkaError(result.error_code, f"fetching {tp} at offset {offset}")
-        columns, next_offset = decode_range(result.records, offset, until_offset)
+        columns, next_offset = decode_range(result.records, offset, until_offset, result.aborted_transactions)
         if next_offset > offset:
             offset, stalled_since = next_offset, time.monotonic()
             if columns.offsets:
