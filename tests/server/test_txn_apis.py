@@ -379,6 +379,23 @@ def test_transactional_state_survives_a_restart(tmp_path: Path) -> None:
         broker.stop()
 
 
+def test_add_offsets_creates_the_offsets_topic(tmp_path: Path) -> None:
+    """AddOffsetsToTxn before any FindCoordinator for a group (the Java producer's order)."""
+    broker = BrokerProcess(tmp_path / "data", output_path=tmp_path / "broker.out")
+    broker.start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            pid, epoch = init_found(client, "offsets-first")
+            request = AddOffsetsToTxnRequest(
+                transactional_id="offsets-first", producer_id=pid, producer_epoch=epoch, group_id="g"
+            )
+            assert client.call(ApiKey.ADD_OFFSETS_TO_TXN, 4, request).error_code == ErrorCode.NONE
+            assert find(client, "g", GROUP).error_code == ErrorCode.NONE
+            assert end_settled(client, "offsets-first", pid, epoch, True) == ErrorCode.NONE
+    finally:
+        broker.stop()
+
+
 def test_idle_ids_expire_and_timed_out_transactions_are_aborted(tmp_path: Path) -> None:
     overrides = {
         "transactional.id.expiration.ms": 1000,

@@ -126,6 +126,7 @@ class TransactionCoordinator:
         self._markers = TxnMarkerChannel(broker)
         self._shards: dict[int, TxnShard] = {}
         self._topic = CoordinatorTopic(broker, TXN_TOPIC)
+        self._offsets_topic = CoordinatorTopic(broker, OFFSETS_TOPIC)
         self._timers: list[asyncio.Task[None]] = []
 
     # -- life cycle and leadership ----------------------------------------------------------------
@@ -305,10 +306,9 @@ class TransactionCoordinator:
     async def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> int:
-        offsets = self._broker.metadata_cache.topic(OFFSETS_TOPIC)
-        if offsets is None:
+        _, partition = await self._offsets_topic.locate(group_id)  # created here if need be
+        if partition < 0:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = partition_for(group_id, len(offsets.partitions))
         return await self.add_partitions(
             transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
         )

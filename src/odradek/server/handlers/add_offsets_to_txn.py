@@ -5,8 +5,10 @@ API: v0-v4.
 Behaviour (Kafka 3.9's): the transaction coordinator adds the group's `__consumer_offsets`
 partition (`partition_for(group_id)`) to the id's transaction, so that the marker ending it is also
 written there and completes the offsets the producer commits with TxnOffsetCommit. Errors as
-AddPartitionsToTxn (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2); COORDINATOR_NOT_AVAILABLE
-while `__consumer_offsets` does not exist yet.
+AddPartitionsToTxn (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2). A `__consumer_offsets`
+that does not exist yet is created first, as a FindCoordinator for the group would create it (Java
+clients send AddOffsetsToTxn before they look for the group's coordinator);
+COORDINATOR_NOT_AVAILABLE when it cannot be.
 
 Deliberate deviations: throttle_time_ms is always 0.
 """
