@@ -114,19 +114,6 @@ class _Coordinators:
                 raise last
             time.sleep(_BACKOFF_S)
 
-    def locate(self, key_type: int, key: str) -> None:
-        """Find the coordinator of `key` now, retrying while it is not available (a first lookup of a
-        group is what makes the broker create `__consumer_offsets`)."""
-        deadline = time.monotonic() + self._client.timeout_s
-        while True:
-            try:
-                self._connection(key_type, key)
-                return
-            except (OSError, _Refind) as exc:
-                if time.monotonic() + _BACKOFF_S > deadline:
-                    raise exc.cause if isinstance(exc, _Refind) else exc from None
-                time.sleep(_BACKOFF_S)
-
     def _connection(self, key_type: int, key: str) -> BrokerConnection:
         known = self._known.get((key_type, key))
         if known is not None and not known.closed:
@@ -247,7 +234,6 @@ class TransactionalProducer(Producer):
     def send_offsets(self, group_id: str, offsets: Mapping[TopicPartition, tuple[int, str | None]]) -> None:
         """Commit `offsets` (offset, metadata) of `group_id` with the open transaction."""
         self._check_open()
-        self._coordinators.locate(GROUP_KEY, group_id)  # the offsets topic exists before it is added
         add = AddOffsetsToTxnRequest(
             transactional_id=self.transactional_id,
             producer_id=self.producer_id,
