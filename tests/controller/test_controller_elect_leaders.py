@@ -4,8 +4,8 @@ partition when none is named; NOT_CONTROLLER from a controller that stopped."""
 
 from __future__ import annotations
 
-from odradek.controller.controller import ElectionResult
 from odradek.controller.decisions import ElectionType
+from odradek.controller.elections import ElectionResult
 from odradek.controller.metadata import NO_LEADER, PartitionState
 from odradek.protocol.errors import ErrorCode
 from tests.controller.test_controller_membership import BROKERS, Cluster, _started_with_topic

@@ -121,7 +121,8 @@ from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.console.app import Console
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
-from odradek.controller.controller import Controller, LeaderRebalance
+from odradek.controller.controller import Controller
+from odradek.controller.elections import LeaderRebalance
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
 from odradek.controller.metadata import BrokerInfo, Endpoint, TopicMetadata

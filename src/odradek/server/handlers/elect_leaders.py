@@ -5,7 +5,7 @@ the flexible encoding).
 
 Behaviour (KIP-460, Kafka's ZooKeeper-mode broker): served by the controller, as Kafka's admin
 client sends it there; the elections are decided by `Controller.elect_leaders` in turn with the
-controller's other events (see controller/controller.py). In single-node mode the local controller
+controller's other events (see controller/elections.py). In single-node mode the local controller
 answers (each partition's one replica already leads: ELECTION_NOT_NEEDED for PREFERRED). Per
 partition: NONE once the partition was elected and this broker's metadata cache names the new
 leader (Kafka's DelayedElectLeader; REQUEST_TIMED_OUT past timeout_ms), else
@@ -21,8 +21,8 @@ whichever it reads. No authorization (odradek has no ACLs).
 
 from __future__ import annotations
 
-from odradek.controller.controller import ElectionResult, ElectionResults
 from odradek.controller.decisions import ElectionType
+from odradek.controller.elections import ElectionResult, ElectionResults
 from odradek.controller.waiters import wait_until
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
