@@ -15,7 +15,7 @@ Invariants: per broker, requests are delivered one at a time in the order sent (
 is a direct call; a remote one queues), so a broker sees LeaderAndIsr before the UpdateMetadata that
 follows it, as with Kafka's ControllerChannelManager.
 
-Callers: the controller (controller/controller.py). Receivers implement `BrokerControlPlane`.
+Callers: the controller, through controller/sending.py. Receivers implement `BrokerControlPlane`.
 """
 
 from __future__ import annotations

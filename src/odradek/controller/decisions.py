@@ -37,8 +37,9 @@ Owns Kafka's rules (ZooKeeper-mode controller, see /work/shared/kafka-zk-layout.
   broker than the cap is refused whole with POLICY_VIOLATION, before anything is written.
 
 Invariants: no I/O, no clock, no randomness except through the `Random` the caller passes.
-Callers: the controller (controller/controller.py) and the admin manager (controller/admin.py);
-unit-tested in tests/controller/test_decisions.py.
+Callers: the controller's event handlers (controller/membership.py, topics.py, isr_changes.py,
+controlled_shutdown.py, elections.py, partition_reassignments.py) and the admin manager
+(controller/admin.py); unit-tested in tests/controller/test_decisions.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ Owns Kafka's rules:
   (Kafka's reassignPartitionLeaderElection), else none.
 
 Invariants: no I/O; every function is deterministic in its arguments.
-Callers: the controller (controller/controller.py); unit-tested in tests/controller/test_reassignment.py.
+Callers: the controller (controller/partition_reassignments.py); unit-tested in
+tests/controller/test_reassignment.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ are taken).
 
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single node leads every partition
 alone and never shrinks or grows an ISR). On the controller the request is decided by
-`Controller.alter_partition` in turn with the controller's other events (see controller.py); a
+`Controller.alter_partition` in turn with the controller's other events (see controller/isr_changes.py); a
 broker that is not the controller answers NOT_CONTROLLER at the top, and the leader's channel
 (server/to_controller.py) finds the controller again and resends. Per partition: the new leader
 epoch, ISR and partition epoch, or FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA,

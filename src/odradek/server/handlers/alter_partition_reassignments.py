@@ -4,8 +4,8 @@ API: v0.
 
 Behaviour: served by the controller, as in Kafka (the admin client sends it to the controller the
 Metadata response names): the request is decided by `Controller.alter_partition_reassignments` in
-turn with the controller's other events (see controller.py) and answered once each reassignment
-has started, not when it completes. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
+turn with the controller's other events (see controller/partition_reassignments.py) and answered
+once each reassignment has started, not when it completes. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
 INVALID_REPLICA_ASSIGNMENT (an empty or duplicate list, a negative id, a replica added on a broker
 that is not live), NO_REASSIGNMENT_IN_PROGRESS (a cancellation, null replicas, of a partition not
 being reassigned). A broker that is not the controller answers NOT_CONTROLLER at the top.

@@ -5,9 +5,9 @@ project send v3.
 
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single node has nowhere to move its
 partitions). On the controller the request is decided by `Controller.controlled_shutdown` in turn
-with the controller's other events (see controller.py): leadership of the broker's partitions moves
-to other live ISR members, the broker leaves the ISRs it follows, and the answer names the
-partitions it still leads (remaining_partitions). A broker that is not the controller answers
+with the controller's other events (see controller/controlled_shutdown.py): leadership of the
+broker's partitions moves to other live ISR members, the broker leaves the ISRs it follows, and the
+answer names the partitions it still leads (remaining_partitions). A broker that is not the controller answers
 NOT_CONTROLLER, and the asking broker's channel (server/to_controller.py) finds the controller
 again and resends; a broker that is not live: BROKER_NOT_AVAILABLE; a stale broker epoch:
 STALE_BROKER_EPOCH.
