@@ -38,3 +38,16 @@ def test_a_repeated_failure_is_logged_once_and_its_end_once(caplog: pytest.LogCa
         (logging.INFO, "a works again"),
         (logging.INFO, "b works again"),
     ]
+
+
+def test_a_forgotten_failure_ends_without_a_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=log.name)
+    failures = RepeatedFailures(log)
+    assert not failures.forget("a")  # never failed
+    failures.failed("a", "a fails: %s", "disk full")
+    assert failures.forget("a") and not failures
+    failures.failed("a", "a fails: %s", "disk full")  # a new failure: logged again
+    assert lines(caplog) == [
+        (logging.WARNING, "a fails: disk full"),
+        (logging.WARNING, "a fails: disk full"),
+    ]
