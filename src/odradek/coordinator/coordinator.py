@@ -51,6 +51,7 @@ from odradek.coordinator.group import CommittedOffset, Group, Now, TopicPartitio
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.shard import CoordinatorShard, OffsetsLog, ShardState
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.repeated_failures import RepeatedFailures
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class CoordinatorTopic:
     def __init__(self, broker: Any, name: str) -> None:
         self._broker = broker
         self.name = name
-        self._create_failure: str | None = None
+        self._create_failures = RepeatedFailures(log)  # one key: this topic's creation
 
     async def locate(self, key: str) -> tuple[CoordinatorLocation, int]:
         """Where `key` is coordinated: its partition's leader (else COORDINATOR_NOT_AVAILABLE) and
@@ -89,11 +90,9 @@ class CoordinatorTopic:
                 self.name
             )
         except KafkaError as exc:
-            if str(exc) != self._create_failure:
-                log.warning("Cannot create %s: %s", self.name, exc)
-                self._create_failure = str(exc)
+            self._create_failures.failed(self.name, "Cannot create %s: %s", self.name, exc)
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
-        self._create_failure = None
+        self._create_failures.forget(self.name)
         if topic is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
         partition = partition_for(key, len(topic.partitions))
