@@ -483,15 +483,20 @@ class Broker:
     # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------
 
     async def _controlled_shutdown(self) -> None:
-        """Ask the controller to move this broker's partitions; see the module docstring."""
+        """Ask the controller to move this broker's partitions; see the module docstring. The
+        partitions that remain are the controller's answer: its UpdateMetadata may reach this
+        broker's metadata cache only after that answer."""
         led = self._replicated_partitions_led()
+        remaining: set[tuple[str, int]] | None = None
         attempts = max(self.config["controlled.shutdown.max.retries"], 1)
         for attempt in range(1, attempts + 1):
-            if await self._ask_controlled_shutdown():
+            remaining = await self._ask_controlled_shutdown()
+            if remaining is not None and not remaining:
                 break
             if attempt < attempts:
                 await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        remaining = self._replicated_partitions_led()
+        if remaining is None:  # no answer at all: what the metadata cache says now
+            remaining = self._replicated_partitions_led()
         log.info(
             "Controlled shutdown of broker %d: moved %d partitions, %d remain",
             self.broker_id,
@@ -499,30 +504,31 @@ class Broker:
             len(remaining),
         )
 
-    async def _ask_controlled_shutdown(self) -> bool:
-        """One attempt: True when the controller left this broker no partition to lead."""
+    async def _ask_controlled_shutdown(self) -> set[tuple[str, int]] | None:
+        """One attempt: the partitions the controller says this broker still leads (empty when it
+        leads none any more), or None when the controller could not be asked or refused."""
         request = ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch)
         timeout_s = self.config["controller.socket.timeout.ms"] / 1000
         try:
             response = await self.to_controller.controlled_shutdown(request, timeout_s)
         except ControllerUnavailable as exc:
             log.warning("Controlled shutdown of broker %d failed: %s", self.broker_id, exc)
-            return False
+            return None
         if response.error_code != ErrorCode.NONE:
             log.warning(
                 "Controlled shutdown of broker %d refused: %s",
                 self.broker_id,
                 ErrorCode(response.error_code).name,
             )
-            return False
-        if response.remaining_partitions:
+            return None
+        remaining = {(p.topic_name, p.partition_index) for p in response.remaining_partitions}
+        if remaining:
             log.info(
                 "Controlled shutdown of broker %d: it still leads %s",
                 self.broker_id,
-                ", ".join(f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions),
+                ", ".join(f"{topic}-{index}" for topic, index in sorted(remaining)),
             )
-            return False
-        return True
+        return remaining
 
     def _replicated_partitions_led(self) -> set[tuple[str, int]]:
         """The partitions with more than one replica this broker leads, as its metadata cache says."""
