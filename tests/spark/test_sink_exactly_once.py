@@ -191,8 +191,10 @@ def test_driver_killed_mid_commit_and_restarted(spark, bootstrap, make_topic, tm
 
     _kill_while_committing(bootstrap, in_topic, out_topic, checkpoint, hold, exactly_once)
     before = _committed_values(bootstrap, out_topic, 3, wait_s=3)
-    if exactly_once:  # batches 0 and 1, and the one task of batch 2 the driver committed
-        assert 1200 < len(before) < 1800, len(before)
+    if exactly_once:
+        # batches 0 and 1; of batch 2 at most the task the driver committed: its rows are visible only
+        # in partitions where no other task's transaction (left open) began before them
+        assert 1200 <= len(before) < 1800, len(before)
     else:
         assert len(before) == 1800, "batches 0-2 were not all written when the driver was killed"
     _restart(spark, bootstrap, in_topic, out_topic, checkpoint, exactly_once)
