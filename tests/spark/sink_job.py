@@ -15,9 +15,10 @@ Used by tests/spark/test_sink_exactly_once.py.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from driver_job import local_session, read_topic
 
 
 def main(
@@ -30,9 +31,6 @@ def main(
     hold_batch: str,
     hold_file: str,
 ) -> None:
-    from pyspark.sql import SparkSession
-
-    import odradek.spark
     from odradek.spark.source import OdradekDataSource
     from odradek.spark.writer import StreamWriter
 
@@ -53,25 +51,10 @@ def main(
             writer = super().streamWriter(schema, overwrite)
             return HeldCommitWriter(writer.options, writer.layout)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("odradek-sink-kill-target")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    odradek.spark.register(spark)
+    spark = local_session("odradek-sink-kill-target")
     spark.dataSource.register(HeldCommitSource)
     query = (
-        spark.readStream.format("odradek")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", in_topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", max_offsets)
-        .load()
+        read_topic(spark, bootstrap, in_topic, max_offsets)
         .select("value")
         .writeStream.format("odradek_held_commit")
         .option("kafka.bootstrap.servers", bootstrap)

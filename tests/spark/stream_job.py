@@ -9,33 +9,15 @@ it is killed. Used by tests/spark/test_exactly_once.py.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from driver_job import local_session, read_topic
 
 
 def main(bootstrap: str, topic: str, output: str, checkpoint: str, max_offsets: str) -> None:
-    from pyspark.sql import SparkSession
-
-    import odradek.spark
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("odradek-kill-target")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    odradek.spark.register(spark)
+    spark = local_session("odradek-kill-target")
     query = (
-        spark.readStream.format("odradek")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", max_offsets)
-        .load()
+        read_topic(spark, bootstrap, topic, max_offsets)
         .select("partition", "offset", "value")
         .writeStream.format("parquet")
         .option("path", output)
