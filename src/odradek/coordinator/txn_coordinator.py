@@ -339,14 +339,11 @@ class TransactionCoordinator:
         keys = list(partitions)
         if not transactional_id:
             return dict.fromkeys(keys, ErrorCode.INVALID_REQUEST)
-        shard, error = self._shard_for(transactional_id)
-        current = shard.txns.get(transactional_id) if shard is not None else None
-        if shard is not None:
-            error = _producer_error(current, producer_id, producer_epoch)
-        if error == ErrorCode.NONE and current is not None and current.state in PREPARED:
-            error = ErrorCode.CONCURRENT_TRANSACTIONS
-        if error != ErrorCode.NONE or current is None:
+        _, current, error = self._producer_txn(transactional_id, producer_id, producer_epoch)
+        if current is None:
             return dict.fromkeys(keys, error)
+        if current.state in PREPARED:
+            return dict.fromkeys(keys, ErrorCode.CONCURRENT_TRANSACTIONS)
         return {
             key: ErrorCode.NONE if key in current.partitions else ErrorCode.TRANSACTION_ABORTABLE
             for key in keys
