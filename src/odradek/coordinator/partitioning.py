@@ -1,4 +1,5 @@
-"""Which `__consumer_offsets` partition coordinates a group.
+"""Which partition of a coordinator's internal topic coordinates a key: a group's of
+`__consumer_offsets`, a transactional id's of `__transaction_state` (the two names live here).
 
 Owns: Java's `String.hashCode` over UTF-16 code units and Kafka's mapping
 `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`, where `Utils.abs` is
@@ -6,12 +7,14 @@ Owns: Java's `String.hashCode` over UTF-16 code units and Kafka's mapping
 
 Invariant: the mapping is bit-for-bit Kafka's, so a group keeps its coordinator partition when a
 data directory moves between odradek and Kafka, and clients computing it agree.
-Callers: the group coordinator and the FindCoordinator handler.
+Callers: the group and transaction coordinators, the FindCoordinator handler, the partition
+leaders' transaction verification, the broker.
 """
 
 from __future__ import annotations
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TXN_TOPIC = "__transaction_state"
 
 
 def java_string_hash(value: str) -> int:

@@ -42,7 +42,7 @@ from dataclasses import replace
 from typing import Any
 
 from odradek.coordinator.coordinator import CoordinatorLocation, CoordinatorTopic, ReplicaManagerOffsetsLog
-from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC, partition_for
 from odradek.coordinator.shard import ShardState
 from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.coordinator.txn_metadata import (
@@ -74,7 +74,6 @@ from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-TXN_TOPIC = "__transaction_state"
 _LOAD_BUFFER_BYTES = 5 << 20
 _LOG_WAIT_ATTEMPTS = 50
 _LOG_WAIT_INTERVAL_S = 0.02

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.coordinator.partitioning import partition_for
+from odradek.coordinator.partitioning import TXN_TOPIC, partition_for
 from odradek.network_client import ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
@@ -52,7 +52,6 @@ from odradek.protocol.messages.add_partitions_to_txn import (
 
 log = logging.getLogger(__name__)
 
-TXN_TOPIC = "__transaction_state"
 VERIFY_VERSION = 4
 FIRST_PRODUCE_VERSION_WITH_ABORTABLE = 11
 TopicPartition = tuple[str, int]

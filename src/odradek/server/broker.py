@@ -137,7 +137,8 @@ from odradek.controller.store import DEFAULT_BROKER_ENTITY, MetadataStore, Store
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
-from odradek.coordinator.txn_coordinator import TXN_TOPIC, TransactionCoordinator
+from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
+from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -183,7 +184,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_DRAIN_TIMEOUT_S = 30.0
 ROLLED_SEGMENT_FLUSH_MS = 1000
-OFFSETS_TOPIC = "__consumer_offsets"
 # The interpreter's thread switch interval (Python's default is 5 ms): while worker threads create or
 # load logs, the event loop waits for the GIL up to one interval per contending thread. Measured during
 # a 3,000-partition creation (8 loader threads): ApiVersions p99 9-10 ms and worst 65 ms at 1 ms,
