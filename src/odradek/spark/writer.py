@@ -69,6 +69,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -179,28 +180,41 @@ def write_batches(
 ) -> ProducedRecords:
     """Produce every row of `batches`; the body of one sink task."""
     counts: dict[TopicPartition, int] = {}
-    last: dict[TopicPartition, int] = {}
     with options.client.connect() as client:
-        producer = Producer(
-            client,
-            acks=options.acks,
-            compression=options.compression,
-            batch_bytes=options.batch_bytes,
-            buffer_bytes=options.buffer_bytes,
-            max_request_bytes=options.max_request_bytes,
-        )
-        buffered_since: float | None = None
-        for batch in batches:
-            buffered_since = buffered_since or time.monotonic()
-            _send_batch(producer, batch, options, layout, counts)
-            if (
-                options.linger_ms is not None
-                and (time.monotonic() - buffered_since) * 1000 >= options.linger_ms
-            ):
-                last.update(producer.flush())
-                buffered_since = None
-        last.update(producer.flush())
+        producer = Producer(client, acks=options.acks, **_producer_settings(options))
+        last = _produce_rows(producer, batches, options, layout, counts)
     return ProducedRecords(counts, last)
+
+
+def _producer_settings(options: SinkOptions) -> dict[str, Any]:
+    """The producer settings every sink task takes from its options."""
+    return {
+        "compression": options.compression,
+        "batch_bytes": options.batch_bytes,
+        "buffer_bytes": options.buffer_bytes,
+        "max_request_bytes": options.max_request_bytes,
+    }
+
+
+def _produce_rows(
+    producer: Producer,
+    batches: Iterable[pa.RecordBatch],
+    options: SinkOptions,
+    layout: SinkLayout,
+    counts: dict[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """Send every row of `batches`, flushing once the oldest buffered row waited `kafka.linger.ms`
+    (checked after each Arrow batch) and at the end; the last offset written per partition."""
+    last: dict[TopicPartition, int] = {}
+    buffered_since: float | None = None
+    for batch in batches:
+        buffered_since = buffered_since or time.monotonic()
+        _send_batch(producer, batch, options, layout, counts)
+        if options.linger_ms is not None and (time.monotonic() - buffered_since) * 1000 >= options.linger_ms:
+            last.update(producer.flush())
+            buffered_since = None
+    last.update(producer.flush())
+    return last
 
 
 def write_transaction(
@@ -213,16 +227,12 @@ def write_transaction(
     if first is None:
         return ProducedRecords()
     counts: dict[TopicPartition, int] = {}
-    last: dict[TopicPartition, int] = {}
     with options.client.connect() as client:
         producer = TransactionalProducer(
             client,
             task.transactional_id,
             transaction_timeout_ms=options.transaction_timeout_ms,
-            compression=options.compression,
-            batch_bytes=options.batch_bytes,
-            buffer_bytes=options.buffer_bytes,
-            max_request_bytes=options.max_request_bytes,
+            **_producer_settings(options),
         )
         producer.init_transactions()
         if _last_batch_done(client, task.transactional_id) >= task.batch_id:
@@ -231,16 +241,7 @@ def write_transaction(
             return ProducedRecords(already_written=True)
         producer.begin()
         try:
-            buffered_since = time.monotonic()
-            for batch in itertools.chain((first,), rows):
-                _send_batch(producer, batch, options, layout, counts)
-                if (
-                    options.linger_ms is not None
-                    and (time.monotonic() - buffered_since) * 1000 >= options.linger_ms
-                ):
-                    last.update(producer.flush())
-                    buffered_since = time.monotonic()
-            last.update(producer.flush())
+            last = _produce_rows(producer, itertools.chain((first,), rows), options, layout, counts)
             mark = f"odradek spark sink: batch {task.batch_id} written"
             producer.send_offsets(task.transactional_id, {min(counts): (task.batch_id, mark)})
         except BaseException:
