@@ -246,3 +246,23 @@ def test_consumer_protocol_data_message_round_trips() -> None:
     encoded = codec.encode_message(spec, 3, subscription)
     assert encoded.startswith(bytes.fromhex("00000002 0001 61 0001 62 00000001 75"))
     assert codec.decode_message(spec, 3, encoded) == subscription
+
+
+def test_a_pre_encoded_struct_array_element_is_written_as_it_is() -> None:
+    from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchResponse
+
+    built = FetchResponse.PartitionData(partition_index=4, high_watermark=12, records=b"")
+    element = codec.encode_element(RESPONSE_SPEC, 16, built)
+    topic = FetchResponse.FetchableTopicResponse("t", partitions=[built, element])
+    (decoded,) = codec.decode_response(
+        1, 16, codec.encode_response(1, 16, FetchResponse(responses=[topic]))[0]
+    ).responses
+    assert decoded.partitions == [built, built]
+
+
+def test_encode_element_refuses_a_struct_of_another_message() -> None:
+    from odradek.protocol.messages.fetch import RESPONSE_SPEC
+    from odradek.protocol.messages.produce import ProduceRequest
+
+    with pytest.raises(ProtocolEncodeError):
+        codec.encode_element(RESPONSE_SPEC, 16, ProduceRequest.PartitionProduceData())

@@ -9,11 +9,13 @@ import uuid
 import pytest
 
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import decode_response, encode_response
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
+from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.record import decode_records
 from odradek.replication.replica_manager import FetchPartitionResult
-from odradek.server.handlers.fetch import _partition
+from odradek.server.handlers.fetch import _answerer, _partition
 from odradek.storage.txn_index import AbortedTxn
 from tests.server.raw_client import RawClient
 from tests.server.test_produce import create_topic, produce, produce_request, records
@@ -191,3 +193,46 @@ def test_read_committed_answers_carry_the_aborted_transactions_read() -> None:
     assert committed.last_stable_offset == 7
     assert _partition(result, committed=False).aborted_transactions is None
     assert _partition(result._replace(aborted_transactions=None), committed=True).aborted_transactions == []
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+@pytest.mark.parametrize("committed", [False, True])
+def test_an_idle_partition_answer_is_the_one_the_codec_builds(version: int, committed: bool) -> None:
+    """The pre-encoded answer of a read with nothing new decodes to the answer built field by field."""
+    idle = FetchPartitionResult("t", 7, 0, 9, 8, 3)
+    answer = _answerer(version, committed)(idle)
+    assert type(answer) is bytes
+    built = FetchResponse(
+        responses=[FetchResponse.FetchableTopicResponse("t", partitions=[_partition(idle, committed)])]
+    )
+    packed = FetchResponse(responses=[FetchResponse.FetchableTopicResponse("t", partitions=[answer])])
+    assert encode_response(ApiKey.FETCH, version, packed) == encode_response(ApiKey.FETCH, version, built)
+    (topic,) = decode_response(
+        ApiKey.FETCH, version, encode_response(ApiKey.FETCH, version, packed)[0]
+    ).responses
+    (partition,) = topic.partitions
+    assert (partition.partition_index, partition.high_watermark, partition.last_stable_offset) == (7, 9, 8)
+    assert partition.log_start_offset == (3 if version >= 5 else -1)
+    assert partition.aborted_transactions == ([] if committed else None)
+
+
+def test_a_read_with_records_errors_or_aborts_is_answered_field_by_field() -> None:
+    answer = _answerer(16, True)
+    slice_ = FileSlice(0, 0, 10)
+    assert type(answer(FetchPartitionResult("t", 0, 0, 9, 9, 0, (slice_,), 0))) is FetchResponse.PartitionData
+    assert (
+        type(answer(FetchPartitionResult("t", 0, ErrorCode.NOT_LEADER_OR_FOLLOWER)))
+        is FetchResponse.PartitionData
+    )
+    aborted = FetchPartitionResult("t", 0, 0, 9, 7, 0, aborted_transactions=[AbortedTxn(5, 2, 6, 7)])
+    assert answer(aborted).aborted_transactions == [FetchResponse.AbortedTransaction(5, 2)]
+
+
+def test_a_fetch_at_the_end_over_the_wire_answers_every_partition(client: RawClient) -> None:
+    name, _ = create_topic(client, partitions=3)
+    produce(client, name, records(b"a"), partition=1)
+    for level in (0, 1):
+        response = fetch(client, name, 1, partitions=(1,), isolation_level=level, version=12)
+        partition = only_partition(response)
+        assert (partition.partition_index, partition.error_code, partition.high_watermark) == (1, 0, 1)
+        assert partition.aborted_transactions == ([] if level else None) and bytes(partition.records) == b""

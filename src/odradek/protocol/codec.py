@@ -2,7 +2,7 @@
 
 Owns: the public codec entry points (`decode_request`, `encode_response`, `encode_request`,
 `decode_response`, and `encode_message` / `decode_message` for any `MessageSpec`, e.g. the consumer
-protocol `data` messages), `encoded_size`, and the compiler behind them.
+protocol `data` messages), `encode_element`, `encoded_size`, and the compiler behind them.
 
 Theory of operation: for each (struct, version) the compiler writes the Python source of one
 specialised decoder and one encoder from the struct's `FieldSpec`s, `exec`s it once at first use and
@@ -17,6 +17,8 @@ Invariants:
   ignored.
 - Decoded `records` fields are zero-copy `memoryview` slices of the payload: they alias the caller's
   buffer and are valid only as long as it is.
+- An element of a struct array may be given pre-encoded: the `bytes` that `encode_element` made of
+  it for that message and version are written as they are (the fetch handler's idle partitions).
 - Encoding ignores fields absent from the version, writes a tagged field only when it differs from
   its default, and raises `ProtocolEncodeError` naming the field for a null that the version does not
   allow (or for any other value that cannot be encoded).
@@ -124,6 +126,30 @@ def encode_message(spec: MessageSpec, version: int, message: Any) -> bytes:
     if any(type(c) is FileSlice for c in chunks):
         raise ProtocolEncodeError(f"{spec.name}: a FileSlice cannot be encoded to bytes")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def encode_element(spec: MessageSpec, version: int, element: Any) -> bytes:
+    """The wire form of `element`, an instance of one of `spec`'s nested structs, at `version`: a
+    pre-encoded element for a struct array of that message (see the module docstring)."""
+    struct_spec = _nested_struct(spec.struct, type(element))
+    if struct_spec is None:
+        raise ProtocolEncodeError(f"{spec.name} has no struct {type(element).__name__}")
+    encoder = _struct_encoder(struct_spec, version, spec.is_flexible(version), spec.name)
+    out = bytearray()
+    chunks: list[Chunk] = []
+    encoder(out, chunks, element)
+    if chunks:
+        raise ProtocolEncodeError(f"{spec.name}: a FileSlice cannot be pre-encoded")
+    return bytes(out)
+
+
+def _nested_struct(spec: StructSpec, cls: type) -> StructSpec | None:
+    for f in spec.fields:
+        if f.struct is not None:
+            found = f.struct if f.struct.cls is cls else _nested_struct(f.struct, cls)
+            if found is not None:
+                return found
+    return None
 
 
 def _spec(api_key: int, version: int, side: int) -> MessageSpec:
@@ -486,7 +512,10 @@ class _EncoderCompiler(_Compiler):
         e = self.var()
         self.emit(ind, f"for {e} in {v}:")
         if f.struct is not None:
-            self.emit(ind + 1, f"{self.element_struct(f, decoder=False)}({out}, chunks, {e})")
+            self.emit(ind + 1, f"if type({e}) is bytes:")  # pre-encoded by `encode_element`
+            self.emit(ind + 2, f"{out} += {e}")
+            self.emit(ind + 1, "else:")
+            self.emit(ind + 2, f"{self.element_struct(f, decoder=False)}({out}, chunks, {e})")
             return
         self.emit(ind + 1, f"if {e} is None:")
         self.emit(ind + 2, f"raise ProtocolEncodeError('null element in {self.where(f)}')")

@@ -43,12 +43,15 @@ throttle_time_ms is always 0.
 
 from __future__ import annotations
 
+import functools
+import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import encode_element
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
+from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from odradek.server.context import RequestContext
@@ -62,6 +65,8 @@ TOPIC_IDS_VERSION = 13
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
+# A partition's answer: built, or pre-encoded (`_answerer`).
+Answer = PartitionData | bytes
 # A topic's partitions as one fetch names them (consecutive in the request or the session): name
 # (before v13), topic id (v13+), and the partitions (request entries or session entries).
 TopicGroup = tuple[str, uuid.UUID, Sequence[FetchRequest.FetchPartition] | Sequence[CachedPartition]]
@@ -82,9 +87,12 @@ async def _full_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespon
         answers = await _read(ctx, request, groups)
         return FetchResponse(session_id=INVALID_SESSION_ID, responses=_topic_responses(groups, answers))
     partitions = [CachedPartition.from_request(t, p) for t in request.topics for p in t.partitions]
-    answers = await _read(ctx, request, _by_topic(partitions))
-    for partition, data in zip(partitions, answers, strict=True):
-        partition.must_respond(data)  # what the client is told now is the new session's baseline
+    groups = _by_topic(partitions)
+    results = await _read_results(ctx, request, groups)
+    for partition, result in zip(partitions, results, strict=True):
+        # what the client is told now is the new session's baseline
+        partition.must_respond(result or _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID))
+    answers = _answers(ctx.api_version, request, groups, results)
     session_id = sessions.maybe_create(
         partitions, _replica_id(request) >= 0, ctx.api_version >= TOPIC_IDS_VERSION
     )
@@ -103,20 +111,22 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
     partitions = list(session.partitions.values())
     results = await _read_results(ctx, request, _by_topic(partitions))
-    committed = request.isolation_level == READ_COMMITTED
-    changed: list[tuple[CachedPartition, PartitionData]] = []
+    answer = _answerer(ctx.api_version, request.isolation_level == READ_COMMITTED)
+    changed: list[tuple[CachedPartition, Answer]] = []
+    moved: list[CachedPartition] = []
     for partition, result in zip(partitions, results, strict=True):
         if result is None:  # an unknown topic id: an error, always answered
-            data = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+            data: Answer = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
             partition.must_respond(data)
         elif partition.must_respond(result):  # an unchanged partition gets no answer built
-            data = _partition(result, committed)
+            data = answer(result)
+            if result.records:
+                moved.append(partition)
         else:
             continue
         changed.append((partition, data))
-    for partition, data in changed:
-        if data.records:
-            session.move_to_end(partition)
+    for partition in moved:
+        session.move_to_end(partition)
     return FetchResponse(session_id=session.session_id, responses=_group(changed))
 
 
@@ -136,17 +146,21 @@ def _by_topic(partitions: Sequence[CachedPartition]) -> list[TopicGroup]:
     return groups
 
 
-async def _read(
-    ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]
-) -> list[PartitionData]:
+async def _read(ctx: RequestContext, request: FetchRequest, groups: Sequence[TopicGroup]) -> list[Answer]:
     """One answer for each partition of `groups`, in order (see `_read_results`)."""
-    results = await _read_results(ctx, request, groups)
-    committed = request.isolation_level == READ_COMMITTED
+    return _answers(ctx.api_version, request, groups, await _read_results(ctx, request, groups))
+
+
+def _answers(
+    version: int,
+    request: FetchRequest,
+    groups: Sequence[TopicGroup],
+    results: list[FetchPartitionResult | None],
+) -> list[Answer]:
+    answer = _answerer(version, request.isolation_level == READ_COMMITTED)
     partitions = [p for _, _, members in groups for p in members]
     return [
-        _partition(result, committed)
-        if result is not None
-        else _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        answer(result) if result is not None else _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
         for partition, result in zip(partitions, results, strict=True)
     ]
 
@@ -202,7 +216,7 @@ def _topic_names(ctx: RequestContext, groups: Iterable[TopicGroup]) -> list[str 
     return [ctx.broker.replica_manager.topic_name(topic_id) for _, topic_id, _ in groups]
 
 
-def _topic_responses(groups: Sequence[TopicGroup], answers: list[PartitionData]) -> list[TopicResponse]:
+def _topic_responses(groups: Sequence[TopicGroup], answers: list[Answer]) -> list[TopicResponse]:
     """The response topics of a full fetch: one per group (a topic named twice in a row, once)."""
     responses: list[TopicResponse] = []
     start = 0
@@ -216,7 +230,7 @@ def _topic_responses(groups: Sequence[TopicGroup], answers: list[PartitionData])
     return responses
 
 
-def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[TopicResponse]:
+def _group(answers: Iterable[tuple[CachedPartition, Answer]]) -> list[TopicResponse]:
     """Response topics: consecutive partitions of one topic share an entry, in the given order."""
     responses: list[TopicResponse] = []
     for partition, data in answers:
@@ -227,6 +241,32 @@ def _group(answers: Iterable[tuple[CachedPartition, PartitionData]]) -> list[Top
             responses.append(TopicResponse(topic=partition.topic, topic_id=partition.topic_id))
         responses[-1].partitions.append(data)
     return responses
+
+
+@functools.cache
+def _answerer(version: int, committed: bool) -> Callable[[FetchPartitionResult], Answer]:
+    """A partition's answer from its read. A read that found nothing and nothing wrong (most
+    partitions of a tailing consumer's or a follower's fetch) is answered with its wire form at
+    `version` (a pre-encoded element, see protocol/codec.py): the offsets packed in front of the
+    fixed rest, which the codec encodes once here. The head's layout is checked against the codec."""
+    template = PartitionData(1, 0, 2, 3, 4, aborted_transactions=[] if committed else None, records=b"")
+    encoded = encode_element(RESPONSE_SPEC, version, template)
+    head = ">ihqqq" if version >= 5 else ">ihqq"  # partition_index .. log_start_offset (v5+)
+    rest = encoded[struct.calcsize(head) :]
+    pack = struct.Struct(f"{head}{len(rest)}s").pack
+    values = (1, 0, 2, 3, 4)[: len(head) - 1]
+    if pack(*values, rest) != encoded:
+        raise AssertionError(f"Fetch v{version}: a partition's answer does not start with {head}")
+
+    def answer(result: FetchPartitionResult) -> Answer:
+        _, index, error_code, high_watermark, stable, start, records, _, _, diverging, aborted = result
+        if error_code or records or diverging is not None or aborted:
+            return _partition(result, committed)
+        if version >= 5:
+            return pack(index, 0, high_watermark, stable, start, rest)
+        return pack(index, 0, high_watermark, stable, rest)
+
+    return answer
 
 
 def _partition(result: FetchPartitionResult, committed: bool) -> PartitionData:
