@@ -16,7 +16,8 @@ iterations, so that other load on the machine shows less):
 For each it prints CPU microseconds per request and per partition in the request, and the chunks
 of the response (byte runs the network layer sends with sendmsg, file slices it sends with sendfile).
 
-Run `python bench/partition_cost.py [--partitions 100] [--iterations 2000]`. Numbers, not assertions.
+Run `python bench/partition_cost.py [--partitions 100] [--iterations 2000] [--isolation-level 0]`
+(1: the Fetches read_committed, as librdkafka's consumers do by default). Numbers, not assertions.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from odradek.protocol.messages.fetch import FetchRequest
 from odradek.protocol.messages.produce import ProduceRequest
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.builder import SimpleRecord, build_batch
-from odradek.server.broker import Broker
+from odradek.server.broker import Broker, settle_collector
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.network import ClientInfo
@@ -59,9 +60,10 @@ def frame(api_key: int, version: int, message: Any) -> bytearray:
 
 
 class Scenario:
-    def __init__(self, broker: Broker, partitions: int) -> None:
+    def __init__(self, broker: Broker, partitions: int, isolation_level: int) -> None:
         self.broker = broker
         self.partitions = partitions
+        self.isolation_level = isolation_level
         self.dispatch = Dispatcher(broker)
         self.topic_id = broker.metadata_cache.topic(TOPIC).topic_id
 
@@ -80,6 +82,7 @@ class Scenario:
             max_wait_ms=max_wait_ms,
             min_bytes=1,
             max_bytes=50 << 20,
+            isolation_level=self.isolation_level,
             session_epoch=session_epoch,
             topics=[FetchRequest.FetchTopic(topic_id=self.topic_id, partitions=partitions)],
         )
@@ -95,7 +98,10 @@ class Scenario:
 
         def step() -> Awaitable[tuple[list[Any], float]]:
             request = FetchRequest(
-                max_bytes=50 << 20, session_id=response.session_id, session_epoch=next(epochs)
+                max_bytes=50 << 20,
+                isolation_level=self.isolation_level,
+                session_id=response.session_id,
+                session_epoch=next(epochs),
             )
             return self.timed_call(frame(ApiKey.FETCH, FETCH_VERSION, request))
 
@@ -152,18 +158,22 @@ async def timed(
     )
 
 
-async def run(root: Path, partitions: int, iterations: int) -> None:
+async def run(root: Path, partitions: int, iterations: int, isolation_level: int) -> None:
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(root)})
     broker = Broker(config)
     await broker.start()
+    settle_collector()  # as `odradek serve` does once started
     try:
         topic = await broker.admin.create_topic(TOPIC, partitions, 1, {})
         assert await broker.wait_for_leaders(TOPIC, topic.assignment, 30)
-        scenario = Scenario(broker, partitions)
+        scenario = Scenario(broker, partitions, isolation_level)
         all_partitions = scenario.produce(partitions)
         await scenario.call(all_partitions)
         ten = scenario.produce(min(10, partitions))
-        print(f"{partitions} partitions, {iterations} iterations, median CPU time per request")
+        print(
+            f"{partitions} partitions, {iterations} iterations, isolation level {isolation_level}, "
+            "median CPU time per request"
+        )
         idle, ten_new = scenario.fetch(0), scenario.fetch(10)
         await timed("fetch idle", partitions, iterations, lambda: scenario.timed_call(idle))
         await timed("fetch 10 new", partitions, iterations, lambda: scenario.timed_call(ten_new))
@@ -178,9 +188,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument(
+        "--isolation-level", type=int, choices=(0, 1), default=0, help="the Fetches' (librdkafka sends 1)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-partition-cost-") as root:
-        asyncio.run(run(Path(root), args.partitions, args.iterations))
+        asyncio.run(run(Path(root), args.partitions, args.iterations, args.isolation_level))
 
 
 if __name__ == "__main__":

@@ -137,3 +137,18 @@ def test_producer_id_expiration_ms_reaches_the_logs(tmp_path):
             await broker.shutdown()
 
     assert run(scenario) == (True, False)
+
+
+def test_a_started_broker_settles_the_collector() -> None:
+    """`odradek serve` freezes start-up's objects and raises the collector's young threshold."""
+    import gc
+
+    from odradek.server.broker import GC_THRESHOLDS, settle_collector
+
+    before = gc.get_threshold()
+    try:
+        settle_collector()
+        assert gc.get_threshold() == GC_THRESHOLDS and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -971,6 +971,13 @@ class Broker:
         return self.config[f"{prefix}.num.partitions"], replication, configs
 
 
+def settle_collector() -> None:
+    """The cyclic collector's settings for a started broker: what start-up built lives on, so its
+    passes no longer walk it (`gc.freeze`), and the young threshold is GC_THRESHOLDS."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def run_broker(config: KafkaConfig) -> None:
     """Start a broker, serve until SIGTERM or SIGINT, shut down gracefully."""
     broker = Broker(config)
@@ -978,6 +985,5 @@ async def run_broker(config: KafkaConfig) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, broker.request_stop)
     await broker.start()
-    gc.freeze()  # what start-up built lives on: the collector's passes no longer walk it
-    gc.set_threshold(*GC_THRESHOLDS)
+    settle_collector()
     await broker.serve_until_stopped()
