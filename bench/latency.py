@@ -13,8 +13,10 @@ cores (user + system from /proc/<pid>/stat over the run, divided by the wall tim
 topic's partitions and their leaders spread over the two).
 
 Run `python bench/latency.py [--partitions 100] [--rates 5,10,20,50,max] [--seconds 10]
-[--brokers odradek,tansu,odradek-cluster]` from the repository root. Tansu (bench/peers.py) needs the `bench`
-extra. Prints numbers; asserts nothing.
+[--brokers odradek,tansu,odradek-cluster] [--replication-factor 1]` from the repository root. With
+`--brokers odradek-cluster --replication-factor 2` every partition has a follower on the other
+broker, whose Fetch of its partitions is the many-partition pattern again, and acks=all waits for
+it. Tansu (bench/peers.py) needs the `bench` extra. Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -153,11 +155,12 @@ BROKERS: dict[str, Callable[[], AbstractContextManager[tuple[str, list[int]]]]] 
 }
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)[name].result(60)
+    topic = NewTopic(name, partitions, replication_factor)
+    admin.create_topics([topic], operation_timeout=60)[name].result(60)
     time.sleep(1.0)  # leaders loaded and known to every client
 
 
@@ -218,6 +221,12 @@ def main() -> None:
     parser.add_argument("--rates", default="5,10,20,50,max")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--brokers", default="odradek,tansu")
+    parser.add_argument(
+        "--replication-factor",
+        type=int,
+        default=1,
+        help="the topic's (2 with odradek-cluster: each broker follows half)",
+    )
     parser.add_argument("--out")
     parser.add_argument("--ready")
     args = parser.parse_args()
@@ -229,7 +238,10 @@ def main() -> None:
         return
     rates = [0.0 if r == "max" else float(r) for r in args.rates.split(",")]
     seconds = f"{args.seconds:.0f} s per rate"
-    print(f"machine: {os.cpu_count()} cpus; {args.partitions} partitions, 1 KiB records, {seconds}")
+    print(
+        f"machine: {os.cpu_count()} cpus; {args.partitions} partitions, replication factor "
+        f"{args.replication_factor}, 1 KiB records, {seconds}"
+    )
     for name in args.brokers.split(","):
         try:
             broker = BROKERS[name]()
@@ -240,7 +252,7 @@ def main() -> None:
         try:
             for index, rate in enumerate(rates):
                 topic = f"latency-{index}-{int(time.time())}"
-                create_topic(bootstrap, topic, args.partitions)
+                create_topic(bootstrap, topic, args.partitions, args.replication_factor)
                 print(
                     f"{name} {measure(bootstrap, pids, topic, args.partitions, rate, args.seconds)}",
                     flush=True,
