@@ -189,6 +189,11 @@ class FetchSessionCache:
     def __len__(self) -> int:
         return len(self._sessions)
 
+    @property
+    def partitions_cached(self) -> int:
+        """The partitions all sessions hold (Kafka's NumIncrementalFetchPartitionsCached)."""
+        return sum(len(session.partitions) for session in self._sessions.values())
+
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
 

@@ -171,6 +171,14 @@ class BrokerCollector:
         changes = manager.isr_changes
         yield CounterMetricFamily("kafka_server_replicamanager_isrshrinks", "ISR shrinks", changes.shrinks)
         yield CounterMetricFamily("kafka_server_replicamanager_isrexpands", "ISR expansions", changes.expands)
+        sessions = self._broker.fetch_sessions
+        prefix = "kafka_server_fetchsessioncache_"
+        yield GaugeMetricFamily(prefix + "numincrementalfetchsessions", "Fetch sessions held", len(sessions))
+        yield GaugeMetricFamily(
+            prefix + "numincrementalfetchpartitionscached",
+            "Partitions the fetch sessions hold",
+            sessions.partitions_cached,
+        )
 
     def _controller_metrics(self) -> Iterator[Metric]:
         broker = self._broker
