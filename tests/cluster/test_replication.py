@@ -23,7 +23,10 @@ from kafka.admin import NewTopic as KafkaNewTopic
 
 from odradek.testing.cluster import LocalCluster, eventually
 from tests.cluster.conftest import SESSION_TIMEOUT_MS
+from tests.cluster.test_metrics import metrics_url
 from tests.compat.helpers import QUIET, admin, consume
+from tests.scrape import scrape
+from tests.scrape import value as sample
 
 pytestmark = pytest.mark.slow
 
@@ -47,8 +50,8 @@ def create_replicated_topic(cluster: LocalCluster, name: str, partitions: int = 
         eventually(lambda p=p: len((cluster.state(name, p) or {}).get("isr", ())) == 3, 15, f"{name}-{p} ISR")
 
 
-def segment_bytes(cluster: LocalCluster, broker_id: int, name: str) -> bytes:
-    directory = cluster.data_dir / f"broker-{broker_id}" / f"{name}-0"
+def segment_bytes(cluster: LocalCluster, broker_id: int, name: str, partition: int = 0) -> bytes:
+    directory = cluster.data_dir / f"broker-{broker_id}" / f"{name}-{partition}"
     return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
 
 
@@ -87,6 +90,47 @@ def test_every_replica_holds_the_leaders_log_byte_for_byte(replicated: LocalClus
         )
     read = consume(replicated.bootstrap, "copied", 2000)
     assert [m.value() for m in read] == [b"value-%d" % i for i in range(2000)]
+
+
+def test_followers_copy_many_partitions_through_fetch_sessions(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    """Each follower holds one fetch session per leader over the partitions it follows there, and
+    what later fetches carry (only the partitions that changed) keeps every copy the leader's."""
+    cluster = start_cluster(**{"http.listeners": "http://127.0.0.1:0"})
+    urls = {broker_id: metrics_url(process) for broker_id, process in cluster.brokers.items()}
+    partitions = 12
+    create_replicated_topic(cluster, "many", partitions)
+    client = producer(cluster)
+
+    def write_and_compare(rounds: range, to: range) -> None:
+        for i in rounds:
+            for p in to:
+                client.produce("many", value=b"%d-%d" % (p, i), partition=p)
+        assert client.flush(TIMEOUT_S) == 0
+        for p in to:
+            leader = cluster.state("many", p)["leader"]
+            expected = segment_bytes(cluster, leader, "many", p)
+            for broker_id in cluster.brokers:
+                eventually(
+                    lambda b=broker_id, p=p, e=expected: segment_bytes(cluster, b, "many", p) == e,
+                    15,
+                    f"broker {broker_id}'s copy of many-{p}",
+                )
+
+    write_and_compare(range(20), range(partitions))
+    led = {b: sum(cluster.state("many", p)["leader"] == b for p in range(partitions)) for b in urls}
+    for broker_id, url in urls.items():
+        samples = scrape(url)
+        followers = len(urls) - 1
+        assert sample(samples, "kafka_server_fetchsessioncache_numincrementalfetchsessions") == (
+            followers if led[broker_id] else 0
+        )
+        cached = sample(samples, "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached")
+        assert cached == led[broker_id] * followers
+    write_and_compare(range(20, 30), range(0, partitions, 5))  # incremental fetches carry these
+    for process in cluster.brokers.values():
+        assert "starting a new one" not in process.output_tail(1 << 20)
 
 
 def test_kill_9_of_the_leader_under_idempotent_acks_all_load_loses_and_duplicates_nothing(

@@ -6,11 +6,17 @@ asyncio task with one `NodeConnection` to the leader's inter-broker endpoint, an
 follows the leader epoch it follows it in and when it may fetch again after an error.
 
 Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch):
-- A fetch names every ready partition: fetch offset = the local LEO, last_fetched_epoch = the
+- A fetch covers every ready partition: fetch offset = the local LEO, last_fetched_epoch = the
   latest epoch of the local leader epoch cache, current_leader_epoch = the epoch followed; replica
   id = this broker, replica.fetch.wait.max.ms / min.bytes / response.max.bytes / max.bytes. The
   leader holds the request until data arrives (its fetch purgatory), so an append at the leader
   reaches its followers in one round trip.
+- Fetch sessions (KIP-227, client/fetch_session.py), as Kafka's followers use them: the first fetch
+  is full and opens a session on the leader; later ones name only the partitions whose fetch state
+  changed (new data appended here, a new epoch, a new log start) and forget those no longer ready
+  (backing off, throttled, moved), and the leader answers only the partitions with something new.
+  Over many partitions that keeps an idle partition out of both the request and the answer. A
+  session error starts a new session at once; a failed request starts one with the next fetch.
 - An answer with records: appended as they came (`Partition.append_records_as_follower`: offsets
   and epochs are the leader's), then the follower's HW = min(leader's HW, own LEO), and its log
   start offset moves up to the leader's (DeleteRecords at the leader), as Kafka's followers do.
@@ -30,9 +36,8 @@ Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch)
 - A partition becoming leader or stopped is removed; a new leader or epoch moves it to the
   right fetcher (`ReplicaFetcherManager.add_partitions`).
 
-Deliberate deviations: truncation and the follower's append run on the event loop, as the leader's
-append does; the follower does not move its log start offset up to the leader's (its own retention
-applies); fetch sessions are not used between brokers (every follower fetch is a full one).
+Deliberate deviation: truncation and the follower's append run on the event loop, as the leader's
+append does.
 
 Invariants: appends happen only at the local LEO the fetch was built from; a response for a
 partition removed or moved meanwhile is dropped. Never blocks the event loop on the network.
@@ -49,7 +54,9 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from odradek.client.fetch_session import SESSION_ERRORS, FetchPlan, FetchSessionHandler
 from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -96,10 +103,14 @@ class _FetchState:
     ready_at: float = 0.0  # monotonic seconds
 
 
-@dataclass(frozen=True, slots=True)
-class _Sent:
+class _Sent(NamedTuple):
+    """A partition's fetch state as a request sends it: what the session compares (a NamedTuple,
+    one per partition per fetch)."""
+
     leader_epoch: int
     fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
 
 
 PartitionLookup = Callable[[str, int], Partition | None]
@@ -132,6 +143,7 @@ class ReplicaFetcher:
         )
         self._task: asyncio.Task[None] | None = None
         self._unreachable_logged = False
+        self._session: FetchSessionHandler[TopicPartition, _Sent] = FetchSessionHandler()
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
@@ -160,11 +172,25 @@ class ReplicaFetcher:
             if not ready:
                 await self._sleep_until_ready()
                 continue
-            request, sent = self._build(ready)
+            sent = self._wanted(ready)
             if not sent:
                 continue
-            response = await self._fetch(request)
-            if response is None or response.error_code != ErrorCode.NONE:
+            plan = self._session.plan(sent)
+            response = await self._fetch(self._request(plan))
+            if response is None:
+                self._session.on_failure()
+                self._back_off(sent)
+                continue
+            self._session.on_response(plan, response.error_code, response.session_id)
+            if response.error_code in SESSION_ERRORS:  # the next fetch is a full one, at once
+                log.info(
+                    "Fetch session %d with broker %d: error %d, starting a new one",
+                    plan.session_id,
+                    self.leader.broker_id,
+                    response.error_code,
+                )
+                continue
+            if response.error_code != ErrorCode.NONE:
                 self._back_off(sent)
                 continue
             for topic in response.responses:
@@ -186,10 +212,9 @@ class ReplicaFetcher:
         except TimeoutError:
             pass
 
-    def _build(self, ready: Iterable[TopicPartition]) -> tuple[FetchRequest, dict[TopicPartition, _Sent]]:
-        settings = self._settings
-        topics: dict[str, FetchRequest.FetchTopic] = {}
-        sent: dict[TopicPartition, _Sent] = {}
+    def _wanted(self, ready: Iterable[TopicPartition]) -> dict[TopicPartition, _Sent]:
+        """The fetch state of each ready partition this fetch names (or its session holds)."""
+        wanted: dict[TopicPartition, _Sent] = {}
         for key in ready:
             partition = self._lookup(*key)
             state = self._states[key]
@@ -199,28 +224,42 @@ class ReplicaFetcher:
             if self._throttled(partition):
                 state.ready_at = time.monotonic() + THROTTLE_RECHECK_S
                 continue
-            fetch_offset = partition.log_end_offset
-            topics.setdefault(key[0], FetchRequest.FetchTopic(topic=key[0])).partitions.append(
+            plog = partition.log
+            wanted[key] = _Sent(
+                state.leader_epoch,
+                plog.log_end_offset,
+                plog.leader_epoch_cache.latest_epoch,
+                plog.log_start_offset,
+            )
+        return wanted
+
+    def _request(self, plan: FetchPlan[TopicPartition, _Sent]) -> FetchRequest:
+        settings = self._settings
+        topics: dict[str, FetchRequest.FetchTopic] = {}
+        for (topic, index), sent in plan.send.items():
+            topics.setdefault(topic, FetchRequest.FetchTopic(topic=topic)).partitions.append(
                 FetchRequest.FetchPartition(
-                    partition=key[1],
-                    current_leader_epoch=state.leader_epoch,
-                    fetch_offset=fetch_offset,
-                    last_fetched_epoch=partition.log.leader_epoch_cache.latest_epoch,
-                    log_start_offset=partition.log_start_offset,
+                    partition=index,
+                    current_leader_epoch=sent.leader_epoch,
+                    fetch_offset=sent.fetch_offset,
+                    last_fetched_epoch=sent.last_fetched_epoch,
+                    log_start_offset=sent.log_start_offset,
                     partition_max_bytes=settings.partition_max_bytes,
                 )
             )
-            sent[key] = _Sent(state.leader_epoch, fetch_offset)
-        request = FetchRequest(
+        forgotten: dict[str, FetchRequest.ForgottenTopic] = {}
+        for topic, index in plan.forget:
+            forgotten.setdefault(topic, FetchRequest.ForgottenTopic(topic=topic)).partitions.append(index)
+        return FetchRequest(
             replica_id=settings.broker_id,
             max_wait_ms=settings.max_wait_ms,
             min_bytes=settings.min_bytes,
             max_bytes=settings.max_bytes,
-            session_id=0,
-            session_epoch=-1,
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
             topics=list(topics.values()),
+            forgotten_topics_data=list(forgotten.values()),
         )
-        return request, sent
 
     def _throttled(self, partition: Partition) -> bool:
         """KIP-73's follower throttle: out of the ISR, throttled, and the quota exceeded."""
