@@ -38,7 +38,10 @@ def test_an_incremental_request_names_what_changed_and_forgets_what_is_no_longer
     handler.on_response(unchanged, ErrorCode.NONE, 7)
     plan = handler.plan({A: 11, C: 5})
     assert (plan.epoch, plan.send, plan.forget) == (2, {A: 11, C: 5}, [B])
-    assert (handler.sent(A), handler.sent(B), handler.sent(C)) == (11, None, 5)
+    handler.on_response(plan, ErrorCode.NONE, 7)
+    again = handler.plan({A: 11, C: 5})  # the session now holds A at 11 and C, and not B
+    assert (again.epoch, again.send, again.forget) == (3, {}, [])
+    assert handler.plan({B: 20}).send == {B: 20}
 
 
 def test_epochs_wrap_to_one_after_int32_max() -> None:

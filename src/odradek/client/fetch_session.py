@@ -96,10 +96,6 @@ class FetchSessionHandler(Generic[Key, State]):
         """The request got no answer: the next one is full and closes this session."""
         self._restart(self.session_id)
 
-    def sent(self, key: Key) -> State | None:
-        """What the broker's session holds of `key` (None: not in the session)."""
-        return self._sent.get(key)
-
     def _restart(self, session_id: int) -> None:
         self.session_id = session_id
         self.epoch = INITIAL_EPOCH
