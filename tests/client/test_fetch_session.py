@@ -3,8 +3,9 @@ failures move the session."""
 
 from __future__ import annotations
 
-from odradek.client.fetch_session import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID, FetchSessionHandler
+from odradek.client.fetch_session import FetchSessionHandler
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.fetch_session import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID
 
 A, B, C = ("t", 0), ("t", 1), ("u", 0)
 

@@ -15,7 +15,7 @@ Behaviour (Kafka's):
   INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR, or another) or a request that failed
   (no answer) makes the next request full: epoch 0, naming the session to close (Kafka's
   nextCloseExisting), or none after FETCH_SESSION_ID_NOT_FOUND. After a session error the caller
-  may fetch again at once (`SESSION_ERRORS`).
+  may fetch again at once (protocol/fetch_session.py's `SESSION_ERRORS`).
 - A partition's fetch state is any hashable value the caller chooses (it compares them and builds
   the request entries from the changed ones).
 
@@ -29,17 +29,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from odradek.protocol.errors import ErrorCode
-
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-INT32_MAX = 2**31 - 1
-SESSION_ERRORS = frozenset(
-    {
-        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
-    }
-)
+from odradek.protocol.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 
 Key = TypeVar("Key", bound=Hashable)
 State = TypeVar("State", bound=Hashable)
@@ -90,7 +80,7 @@ class FetchSessionHandler(Generic[Key, State]):
             self.session_id = session_id
             self.epoch = INITIAL_EPOCH if session_id == INVALID_SESSION_ID else 1
         else:
-            self.epoch = 1 if self.epoch == INT32_MAX else self.epoch + 1
+            self.epoch = next_epoch(self.epoch)
 
     def on_failure(self) -> None:
         """The request got no answer: the next one is full and closes this session."""

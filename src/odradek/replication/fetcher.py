@@ -56,10 +56,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from odradek.client.fetch_session import SESSION_ERRORS, FetchPlan, FetchSessionHandler
+from odradek.client.fetch_session import FetchPlan, FetchSessionHandler
 from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.fetch_session import SESSION_ERRORS
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.primitives import ProtocolDecodeError
 from odradek.repeated_failures import RepeatedFailures

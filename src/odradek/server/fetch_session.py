@@ -54,14 +54,11 @@ from typing import Protocol
 
 from odradek.clock import Clock
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.fetch_session import INT32_MAX, INVALID_SESSION_ID, next_epoch
 from odradek.protocol.messages.fetch import FetchRequest
 
 log = logging.getLogger(__name__)
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-INT32_MAX = 2**31 - 1
 EVICTION_MS = 120_000
 DEFAULT_CACHE_SLOTS = 1000
 UNKNOWN = -1
@@ -85,10 +82,6 @@ class PartitionAnswer(Protocol):
     def log_start_offset(self) -> int: ...
     @property
     def records(self) -> object: ...
-
-
-def next_epoch(epoch: int) -> int:
-    return 1 if epoch >= INT32_MAX else epoch + 1
 
 
 @dataclass(slots=True)

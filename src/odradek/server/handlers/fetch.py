@@ -51,11 +51,12 @@ from collections.abc import Callable, Iterable, Sequence
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import encode_element
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from odradek.server.context import RequestContext
-from odradek.server.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, CachedPartition
+from odradek.server.fetch_session import CachedPartition
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
