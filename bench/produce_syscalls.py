@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
@@ -71,7 +72,7 @@ class KafkaPython:
         self._producer.close(30)
 
 
-PRODUCERS = {
+PRODUCERS: dict[str, Callable[[str], Librdkafka | KafkaPython]] = {
     "librdkafka sticky": lambda bootstrap: Librdkafka(bootstrap, sticky=True),
     "librdkafka spread": lambda bootstrap: Librdkafka(bootstrap, sticky=False),
     "kafka-python": KafkaPython,
