@@ -135,8 +135,12 @@ class DelayedOperationPurgatory:
         op._purgatory = self
         op._waiter = loop.create_future()
         op.deadline_ms = self.clock.monotonic_ms() + op.delay_ms
+        watchers = self._watchers
         for key in op._keys:
-            self._watchers.setdefault(key, {})[op] = None
+            ops = watchers.get(key)
+            if ops is None:  # not setdefault: that builds a dict for every key, watched or not
+                ops = watchers[key] = {}
+            ops[op] = None
         self._pending[op] = None
         op._timer = loop.call_later(op.delay_ms / 1000, self._expire_if_due, op)
         try:
@@ -180,12 +184,13 @@ class DelayedOperationPurgatory:
 
     def _unwatch(self, op: DelayedOperation) -> None:
         self._pending.pop(op, None)
+        watchers = self._watchers
         for key in op._keys:
-            ops = self._watchers.get(key)
+            ops = watchers.get(key)
             if ops is not None:
                 ops.pop(op, None)
                 if not ops:
-                    del self._watchers[key]
+                    del watchers[key]
 
     def _drop(self, op: DelayedOperation) -> None:
         """The waiting request went away: forget the operation without completing it."""
