@@ -128,3 +128,15 @@ def test_follower_appends_the_leaders_batches_and_takes_its_high_watermark(tmp_p
     assert follower.log_end_offset == 0 and follower.high_watermark == 0  # the whole batch goes
     follower.truncate_fully_and_start_at(7)
     assert (follower.log_start_offset, follower.log_end_offset, follower.high_watermark) == (7, 7, 7)
+
+
+def test_a_refused_expansion_stops_holding_the_hw_back(tmp_path: Path) -> None:
+    leader = partition_at(tmp_path)
+    leader.make_leader(state(replicas=(0, 1), isr=(0,), partition_epoch=3), now_ms=0)
+    leader.append_records_to_leader(batch(4), required_acks=1)
+    proposal = leader.update_follower_fetch_state(1, 4, now_ms=10)[1]
+    assert proposal is not None and leader.pending_isr == (0, 1)
+    leader.append_records_to_leader(batch(2), required_acks=1)
+    assert leader.high_watermark == 4  # the candidate, at 4, holds the HW of the maximal ISR
+    assert leader.update_follower_fetch_state(1, 4, now_ms=20)[0] is False  # its LEO did not move
+    assert leader.clear_pending_isr(proposal) is True and leader.high_watermark == 6

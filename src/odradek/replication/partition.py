@@ -300,10 +300,13 @@ class Partition:
         self.pending_isr = None
         return self.maybe_increment_high_watermark()
 
-    def clear_pending_isr(self, proposal: IsrProposal) -> None:
-        """The controller refused `proposal` (or could not be reached): another may be made."""
-        if self.pending_isr == proposal.isr:
-            self.pending_isr = None
+    def clear_pending_isr(self, proposal: IsrProposal) -> bool:
+        """The controller refused `proposal` (or could not be reached): another may be made. A
+        refused expansion's member no longer holds the HW back: True if the HW moved."""
+        if self.pending_isr != proposal.isr:
+            return False
+        self.pending_isr = None
+        return self.maybe_increment_high_watermark()
 
     # -- high watermark ------------------------------------------------------------------------
 
@@ -332,7 +335,8 @@ class Partition:
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"broker {replica_id} is not a follower of {self.topic}-{self.partition}",
             )
-        leader_leo = self.log_end_offset
+        leader_leo = self.log.log_end_offset
+        previous_leo = follower.log_end_offset
         follower.log_end_offset = min(fetch_offset, leader_leo)
         if fetch_offset >= leader_leo:
             follower.last_caught_up_ms = now_ms
@@ -340,7 +344,8 @@ class Partition:
             follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
         follower.last_fetch_leader_leo, follower.last_fetch_ms = leader_leo, now_ms
         proposal = self._maybe_expand_isr(replica_id, follower)
-        return self.maybe_increment_high_watermark(), proposal
+        # the HW depends on this follower only through its LEO (as Kafka's updateFollowerFetchState)
+        return follower.log_end_offset != previous_leo and self.maybe_increment_high_watermark(), proposal
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         follower = self._followers.get(replica_id)

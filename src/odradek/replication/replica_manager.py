@@ -934,7 +934,8 @@ class ReplicaManager:
     def _propose_isr(self, key: TopicPartition, proposal: IsrProposal) -> None:
         """Queue an ISR change for the controller; one sender takes every proposal pending."""
         if self._alter_partition is None:
-            self._partitions[key].clear_pending_isr(proposal)
+            if self._partitions[key].clear_pending_isr(proposal):
+                self._complete_delayed(*key, hw_moved=True)
             return
         self._isr_proposals[key] = proposal
         if self._isr_sender is None or self._isr_sender.done():
@@ -995,13 +996,14 @@ class ReplicaManager:
                     list(proposal.isr),
                     code,
                 )
-                hosted.clear_pending_isr(proposal)
+                if hosted.clear_pending_isr(proposal):
+                    self._complete_delayed(*key, hw_moved=True)
                 continue
             before = hosted.isr
             if hosted.apply_isr(answer.leader_epoch, answer.partition_epoch, tuple(answer.isr)):
                 self._complete_delayed(*key, hw_moved=True)
-            else:
-                hosted.clear_pending_isr(proposal)
+            elif hosted.clear_pending_isr(proposal):
+                self._complete_delayed(*key, hw_moved=True)
             self.isr_changes.record(before, hosted.isr)
 
     # -- list offsets ----------------------------------------------------------------------------
