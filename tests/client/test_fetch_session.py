@@ -69,3 +69,18 @@ def test_a_wrong_epoch_or_a_failed_request_closes_the_session_with_the_next_full
             handler.on_failure()
         again = handler.plan({A: 10, B: 20})
         assert (again.session_id, again.epoch, again.send) == (7, INITIAL_EPOCH, {A: 10, B: 20}), fail
+
+
+def test_an_incremental_request_given_the_changed_keys_looks_at_those_only() -> None:
+    handler = opened()
+    wanted = {A: 11, B: 20}
+    plan = handler.plan(wanted, changed={A})
+    assert (plan.send, plan.forget) == ({A: 11}, [])
+    handler.on_response(plan, ErrorCode.NONE, 7)
+    stale = handler.plan({A: 11, B: 21}, changed=set())  # B's change was not reported: not sent
+    assert (stale.send, stale.forget) == ({}, [])
+    handler.on_response(stale, ErrorCode.NONE, 7)
+    plan = handler.plan({A: 11, C: 5}, changed={B, C})  # B left the wanted partitions, C joined
+    assert (plan.send, plan.forget) == ({C: 5}, [B])
+    handler.on_response(plan, ErrorCode.NONE, 7)
+    assert handler.plan({A: 11, C: 5}, changed={A, C}).send == {}  # unchanged since they were sent

@@ -24,7 +24,7 @@ Callers: the replica fetcher (replication/fetcher.py).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -58,14 +58,28 @@ class FetchSessionHandler(Generic[Key, State]):
         self.epoch = INITIAL_EPOCH
         self._sent: dict[Key, State] = {}  # the session's partitions as the broker holds them
 
-    def plan(self, wanted: Mapping[Key, State]) -> FetchPlan[Key, State]:
-        """The next request for `wanted`; the session takes it as sent."""
+    def plan(
+        self, wanted: Mapping[Key, State], changed: Iterable[Key] | None = None
+    ) -> FetchPlan[Key, State]:
+        """The next request for `wanted`; the session takes it as sent. `changed`: the keys whose
+        state may differ from the last plan's or that left `wanted` since (None: any key may), so
+        that an incremental plan looks at those only."""
         if self.epoch == INITIAL_EPOCH:
             self._sent = dict(wanted)
             return FetchPlan(self.session_id, INITIAL_EPOCH, dict(wanted), [])
         sent = self._sent
-        send = {key: state for key, state in wanted.items() if sent.get(key) != state}
-        forget = [key for key in sent if key not in wanted]
+        if changed is None:
+            send = {key: state for key, state in wanted.items() if sent.get(key) != state}
+            forget = [key for key in sent if key not in wanted]
+        else:
+            send, forget = {}, []
+            for key in changed:
+                state = wanted.get(key)
+                if state is None:
+                    if key in sent:
+                        forget.append(key)
+                elif sent.get(key) != state:
+                    send[key] = state
         for key in forget:
             del sent[key]
         sent.update(send)

@@ -17,6 +17,11 @@ Behaviour (Kafka's, with IBP >= 2.7: truncation through Fetch's diverging epoch)
   (backing off, throttled, moved), and the leader answers only the partitions with something new.
   Over many partitions that keeps an idle partition out of both the request and the answer. A
   session error starts a new session at once; a failed request starts one with the next fetch.
+- A partition's fetch state is looked at again only when it may have changed: an answer for it,
+  a back-off starting or ending, `add` and `remove` (with throttled replicas configured, every
+  fetch looks at every partition, as the quota moves on its own). An idle partition costs the
+  follower nothing per fetch. A log start offset moved by this broker's own retention reaches
+  the leader with the partition's next change (the leader does not use a follower's).
 - An answer with records: appended as they came (`Partition.append_records_as_follower`: offsets
   and epochs are the leader's), then the follower's HW = min(leader's HW, own LEO), and its log
   start offset moves up to the leader's (DeleteRecords at the leader), as Kafka's followers do.
@@ -137,6 +142,11 @@ class ReplicaFetcher:
         self._lookup = lookup
         self._quota = quota or ReplicationQuota(settings.broker_id)
         self._states: dict[TopicPartition, _FetchState] = {}
+        # the fetch state of every partition the next fetch wants (ready, not throttled), kept
+        # up to date for the partitions in `_changed` only (see `_refresh`)
+        self._wanted: dict[TopicPartition, _Sent] = {}
+        self._changed: set[TopicPartition] = set()
+        self._waiting: set[TopicPartition] = set()  # backing off or throttled until their ready_at
         self._failures = RepeatedFailures(log)  # per partition: a full disk fails every append
         self._wake = asyncio.Event()
         self._connection = ReusedConnection(
@@ -152,6 +162,8 @@ class ReplicaFetcher:
 
     def add(self, key: TopicPartition, leader_epoch: int) -> None:
         self._states[key] = _FetchState(leader_epoch)
+        self._changed.add(key)
+        self._waiting.discard(key)
         self._wake.set()
         if self._task is None:
             name = f"replica-fetcher-{self._settings.broker_id}-from-{self.leader.broker_id}"
@@ -159,6 +171,7 @@ class ReplicaFetcher:
 
     def remove(self, key: TopicPartition) -> None:
         self._states.pop(key, None)
+        self._changed.add(key)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -169,14 +182,12 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         while self._states:
-            ready = self._ready(time.monotonic())
-            if not ready:
+            changed = self._refresh(time.monotonic())
+            if not self._wanted:
                 await self._sleep_until_ready()
                 continue
-            sent = self._wanted(ready)
-            if not sent:
-                continue
-            plan = self._session.plan(sent)
+            sent = self._wanted
+            plan = self._session.plan(sent, changed)
             response = await self._fetch(self._request(plan))
             if response is None:
                 self._session.on_failure()
@@ -202,9 +213,6 @@ class ReplicaFetcher:
         self._task = None
         await self._connection.close()
 
-    def _ready(self, now: float) -> list[TopicPartition]:
-        return [key for key, state in self._states.items() if state.ready_at <= now]
-
     async def _sleep_until_ready(self) -> None:
         self._wake.clear()
         soonest = min(state.ready_at for state in self._states.values())
@@ -213,26 +221,54 @@ class ReplicaFetcher:
         except TimeoutError:
             pass
 
-    def _wanted(self, ready: Iterable[TopicPartition]) -> dict[TopicPartition, _Sent]:
-        """The fetch state of each ready partition this fetch names (or its session holds)."""
-        wanted: dict[TopicPartition, _Sent] = {}
-        for key in ready:
-            partition = self._lookup(*key)
-            state = self._states[key]
-            if partition is None or partition.is_leader or partition.leader_epoch != state.leader_epoch:
-                self._states.pop(key)
-                continue
-            if self._throttled(partition):
-                state.ready_at = time.monotonic() + THROTTLE_RECHECK_S
-                continue
+    def _refresh(self, now: float) -> set[TopicPartition] | None:
+        """Bring `_wanted` up to date (see the module docstring) and return the partitions whose
+        entry may have changed since the last fetch (None: any may have)."""
+        changed: set[TopicPartition] | None = self._changed
+        self._changed = set()
+        if self._quota.throttles_any:
+            changed = None
+        states = self._states
+        due = [key for key in self._waiting if (state := states.get(key)) is None or state.ready_at <= now]
+        for key in due:
+            self._waiting.discard(key)
+        if changed is None:
+            for key in {**states, **self._wanted}:
+                self._refresh_partition(key, now)
+            return None
+        changed.update(due)
+        for key in changed:
+            self._refresh_partition(key, now)
+        return changed
+
+    def _refresh_partition(self, key: TopicPartition, now: float) -> None:
+        """Put `key`'s fetch state in `_wanted`, or take it out (not ready, throttled, gone)."""
+        state = self._states.get(key)
+        partition = self._lookup(*key) if state is not None else None
+        if (
+            state is None
+            or partition is None
+            or partition.is_leader
+            or partition.leader_epoch != state.leader_epoch
+        ):
+            self._states.pop(key, None)
+            self._waiting.discard(key)
+            self._wanted.pop(key, None)
+        elif state.ready_at > now:
+            self._waiting.add(key)
+            self._wanted.pop(key, None)
+        elif self._throttled(partition):
+            state.ready_at = now + THROTTLE_RECHECK_S
+            self._waiting.add(key)
+            self._wanted.pop(key, None)
+        else:
             plog = partition.log
-            wanted[key] = _Sent(
+            self._wanted[key] = _Sent(
                 state.leader_epoch,
                 plog.log_end_offset,
                 plog.leader_epoch_cache.latest_epoch,
                 plog.log_start_offset,
             )
-        return wanted
 
     def _request(self, plan: FetchPlan[TopicPartition, _Sent]) -> FetchRequest:
         settings = self._settings
@@ -291,10 +327,12 @@ class ReplicaFetcher:
             state = self._states.get(key)
             if state is not None:
                 state.ready_at = ready_at
+                self._changed.add(key)
 
     # -- one partition's answer ------------------------------------------------------------------
 
     def _process(self, key: TopicPartition, sent: _Sent, data: FetchResponse.PartitionData) -> None:
+        self._changed.add(key)
         state = self._states.get(key)
         partition = self._lookup(*key)
         if state is None or partition is None or state.leader_epoch != sent.leader_epoch:

@@ -59,6 +59,11 @@ class ReplicationQuota:
         else:
             self._throttled.pop(topic, None)
 
+    @property
+    def throttles_any(self) -> bool:
+        """Whether any partition's replicas here are throttled."""
+        return bool(self._throttled)
+
     def is_throttled(self, topic: str, partition: int) -> bool:
         if topic not in self._throttled:
             return False
