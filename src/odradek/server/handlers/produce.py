@@ -58,6 +58,10 @@ record_errors is always empty: a record that fails validation fails its whole pa
 error_message names the problem; no batch_index is reported. current_leader and node_endpoints
 (v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is led here.
 throttle_time_ms is always 0.
+Each partition's batches go to its log with one positional write, as Kafka writes each partition's
+log apart, so a request over k partitions makes k write system calls (a confluent-kafka Produce
+holds one partition). Submitting a request's writes together (Linux AIO, io_uring) cost more CPU
+per write than pwrite on ext4 here (bench/write_batching.py, docs/benchmarks.md).
 A write that fails on the disk (ENOSPC, EIO) answers KAFKA_STORAGE_ERROR (56) for that partition
 with the log unchanged, and the log dir stays online: the next produce tries again, so appends work
 once space returns, without a restart (Kafka marks the dir offline and moves its partitions away).
