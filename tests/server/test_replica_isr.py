@@ -8,7 +8,7 @@ from pathlib import Path
 
 from odradek.clock import ManualClock
 from odradek.protocol.records.batch import BatchHeader
-from odradek.replication.partition import IsrProposal, Partition
+from odradek.replication.partition import FetchClock, IsrProposal, Partition
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 from tests.server.test_replica_partition import batch, state
@@ -140,3 +140,29 @@ def test_a_refused_expansion_stops_holding_the_hw_back(tmp_path: Path) -> None:
     assert leader.high_watermark == 4  # the candidate, at 4, holds the HW of the maximal ISR
     assert leader.update_follower_fetch_state(1, 4, now_ms=20)[0] is False  # its LEO did not move
     assert leader.clear_pending_isr(proposal) is True and leader.high_watermark == 6
+
+
+def test_a_follower_resting_on_a_clock_wakes_caught_up_as_of_it(tmp_path: Path) -> None:
+    leader = partition_at(tmp_path)
+    leader.make_leader(state(replicas=(0, 1), isr=(0, 1)), now_ms=0)
+    leader.append_records_to_leader(batch(2), required_acks=1)
+    leader.update_follower_fetch_state(1, 2, now_ms=100)
+    clock = FetchClock(100)
+    assert leader.rest_follower(1, clock)
+    clock.ms = 5_000  # the session fetched at 5,000 and skipped this partition
+    leader.append_records_to_leader(batch(2), required_acks=1)
+    leader.update_follower_fetch_state(1, 2, now_ms=5_100)  # from the LEO it was at: caught up at 5,000
+    assert leader.isr_to_shrink(now_ms=5_000 + LAG_MS, lag_time_max_ms=LAG_MS) is None
+    clock.ms = 50_000  # woken: the clock no longer speaks for it
+    proposal = leader.isr_to_shrink(now_ms=5_001 + LAG_MS, lag_time_max_ms=LAG_MS)
+    assert proposal is not None and proposal.isr == (0,)
+
+
+def test_only_a_caught_up_isr_member_rests(tmp_path: Path) -> None:
+    leader = partition_at(tmp_path)
+    leader.make_leader(state(replicas=(0, 1, 2), isr=(0, 1)), now_ms=0)
+    leader.append_records_to_leader(batch(2), required_acks=1)
+    leader.update_follower_fetch_state(1, 1, now_ms=10)
+    leader.update_follower_fetch_state(2, 2, now_ms=10)  # caught up, but not a member yet
+    assert not leader.rest_follower(1, FetchClock())  # behind the LEO
+    assert not leader.rest_follower(2, FetchClock())  # its expansion is pending

@@ -16,7 +16,9 @@ Invariants:
   the ISR (`update_follower_fetch_state` returns the proposal); one that has not caught up to the
   leader's LEO for replica.lag.time.max.ms is proposed for removal (`isr_to_shrink`). A follower
   is caught up at a fetch from the leader's LEO, or from the LEO the leader had at the follower's
-  previous fetch (Kafka's lastCaughtUpTimeMs rule). One proposal is in flight at a time
+  previous fetch (Kafka's lastCaughtUpTimeMs rule); one resting on its fetch session's clock
+  (`rest_follower`, for a partition its session skips as quiet: replication/quiet.py) is caught up
+  at each fetch of that session until it is woken. One proposal is in flight at a time
   (`pending_isr`); the committed ISR changes only through `apply_isr` (the controller's answer,
   same leader epoch, newer partition epoch) or a LeaderAndIsr.
 - A follower appends what its leader sent as it came (offsets and epochs included), sets its HW to
@@ -102,14 +104,40 @@ class LogReadResult(NamedTuple):
 
 
 @dataclass(slots=True)
+class FetchClock:
+    """When a follower's fetch session last fetched (ms, the ReplicaManager's clock): the time of
+    every partition of the session that rests on it."""
+
+    ms: int = 0
+
+
+@dataclass(slots=True)
 class FollowerState:
     """What the leader knows of one follower (Kafka's Replica): its LEO as last proved by a fetch,
-    when it was last caught up, and the leader's LEO and clock at its previous fetch."""
+    when it was last caught up, and the leader's LEO and clock at its previous fetch.
+
+    A follower caught up on a partition with nothing new may rest on its fetch session's `clock`
+    (`Partition.rest_follower`): the session's fetches then skip the partition, and each of them
+    counts as a fetch of it at the leader's unchanged LEO, so the follower stays caught up as of the
+    clock. `wake` writes that back before the partition is looked at again."""
 
     log_end_offset: int = UNKNOWN_OFFSET
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
     last_fetch_ms: int = 0
+    clock: FetchClock | None = None
+
+    @property
+    def caught_up_ms(self) -> int:
+        clock = self.clock
+        return self.last_caught_up_ms if clock is None else max(self.last_caught_up_ms, clock.ms)
+
+    def wake(self) -> None:
+        clock = self.clock
+        if clock is not None:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, clock.ms)
+            self.last_fetch_ms = max(self.last_fetch_ms, clock.ms)
+            self.clock = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +312,7 @@ class Partition:
             r
             for r in self.isr
             if r != self.local_broker_id
-            and now_ms - self._followers.get(r, FollowerState()).last_caught_up_ms > lag_time_max_ms
+            and now_ms - self._followers.get(r, FollowerState()).caught_up_ms > lag_time_max_ms
         }
         if not lagging:
             return None
@@ -335,6 +363,7 @@ class Partition:
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"broker {replica_id} is not a follower of {self.topic}-{self.partition}",
             )
+        follower.wake()
         leader_leo = self.log.log_end_offset
         previous_leo = follower.log_end_offset
         follower.log_end_offset = min(fetch_offset, leader_leo)
@@ -346,6 +375,26 @@ class Partition:
         proposal = self._maybe_expand_isr(replica_id, follower)
         # the HW depends on this follower only through its LEO (as Kafka's updateFollowerFetchState)
         return follower.log_end_offset != previous_leo and self.maybe_increment_high_watermark(), proposal
+
+    def rest_follower(self, replica_id: int, clock: FetchClock) -> bool:
+        """Let `replica_id` rest on its fetch session's `clock` (see FollowerState) if it is an ISR
+        member at this leader's LEO with no ISR change pending; whether it does."""
+        follower = self._followers.get(replica_id)
+        if (
+            follower is None
+            or replica_id not in self.isr
+            or self.pending_isr is not None
+            or follower.log_end_offset != self.log.log_end_offset
+        ):
+            return False
+        follower.clock = clock
+        return True
+
+    def wake_follower(self, replica_id: int) -> None:
+        """`replica_id`'s session no longer fetches this partition: its clock stops counting here."""
+        follower = self._followers.get(replica_id)
+        if follower is not None:
+            follower.wake()
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         follower = self._followers.get(replica_id)
