@@ -179,3 +179,20 @@ def test_an_incremental_long_poll_answers_the_partition_that_got_data(client: Ra
     poller.join(60)
     assert not poller.is_alive()
     assert answered(answer[0]) == {1: [b"wake up"]}
+
+
+def test_a_long_poll_over_quiet_partitions_answers_the_one_that_got_data(client: RawClient, connect) -> None:
+    name, _ = create_topic(client, partitions=3)
+    session = fetch(client, name, {0: 0, 1: 0, 2: 0}, session_id=0, epoch=0).session_id
+    assert answered(fetch(client, name, {}, session, 1)) == {}  # every partition read, at its end
+    answer: list[FetchResponse] = []
+    poller = threading.Thread(
+        target=lambda: answer.append(fetch(client, name, {}, session, 2, min_bytes=1, max_wait_ms=30_000))
+    )
+    poller.start()
+    produce(connect(), name, records(b"wake up"), partition=2)
+    poller.join(60)
+    assert not poller.is_alive()
+    assert answered(answer[0]) == {2: [b"wake up"]}  # in this answer, not the next one
+    produce(connect(), name, records(b"later"), partition=0)
+    assert answered(fetch(client, name, {2: 1}, session, 3)) == {0: [b"later"]}

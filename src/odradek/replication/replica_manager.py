@@ -52,7 +52,9 @@ marker to each partition it leads (`Partition.append_marker`) and answers as an 
 marker moves the last stable offset, so it wakes the fetches watching its partition like any append.
 Read_committed fetches read below the LSO and carry the aborted transactions of the range read.
 Fetches answer at once when max_wait_ms <= 0, min_bytes is already there, or a partition errors;
-otherwise they wait in purgatory. The response's max_bytes is shared by partitions in request order;
+otherwise they wait in purgatory. An incremental fetch (`fetch_session`) reads only its partitions
+that are not quiet (replication/quiet.py) and, while waiting, watches the quiet ones too. The
+response's max_bytes is shared by partitions in request order;
 the first batch of the first partition with data is returned even when larger than the limits.
 Per-partition failures become error codes, never exceptions.
 A failed write (KafkaStorageError: a full disk...) answers KAFKA_STORAGE_ERROR, and a refused one
@@ -103,12 +105,15 @@ from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, Replica
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
     UNKNOWN_OFFSET,
+    FetchClock,
     IsrProposal,
     Partition,
     TimestampAndOffset,
     Verified,
     prepare_leader_epoch,
 )
+from odradek.replication.quiet import QuietMark
+from odradek.replication.quiet import mark as quiet_mark
 from odradek.replication.quotas import ReplicationQuota
 from odradek.replication.stats import IsrChanges, TopicStats
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
@@ -213,6 +218,20 @@ class FetchPartitionResult(NamedTuple):
 # Builds a FetchPartitionResult from all its fields without the NamedTuple's `__new__` frame: the
 # idle partitions of a Fetch each take one.
 _new_result = tuple.__new__
+
+# A quiet partition's place in a parked session fetch's results while no change woke it.
+RESTING = FetchPartitionResult("", -1, ErrorCode.NONE)
+
+
+@dataclass(slots=True)
+class SessionFetch:
+    """An incremental fetch's outcome (`ReplicaManager.fetch_session`): a result and a quiet mark
+    (or None) per partition read, and the results of the quiet partitions a change woke, by their
+    index among the quiet ones."""
+
+    results: list[FetchPartitionResult]
+    marks: list[QuietMark | None]
+    woken: dict[int, FetchPartitionResult]
 
 
 class TxnMarker(NamedTuple):
@@ -751,6 +770,70 @@ class ReplicaManager:
             return await self.fetch_purgatory.watch(operation, operation.keys())
         operation = DelayedFetch(self, requests, params)
         return await self.fetch_purgatory.try_complete_else_watch(operation, operation.keys())
+
+    async def fetch_session(
+        self,
+        requests: list[FetchPartitionRequest],
+        quiet: list[QuietMark],
+        params: FetchParams,
+        clock: FetchClock,
+    ) -> SessionFetch:
+        """An incremental fetch (replication/quiet.py): read `requests` as `fetch_messages` does,
+        mark the quiet ones on the same loop turn (a follower's rest on the session's `clock`, which
+        then moves to now), and while waiting watch the `quiet` partitions too, reading those a
+        change wakes. A partition of `requests` read again after the wait loses its mark."""
+        replica_id, isolation_level = params.replica_id, params.isolation_level
+        results = self.read_from_log(requests, params.max_bytes, isolation_level, replica_id)
+        if replica_id >= 0:
+            results = self._update_follower_fetch_state(replica_id, requests, results)
+        marks = self._quiet_marks(requests, results, replica_id, isolation_level, clock)
+        clock.ms = self.clock.time_ms()
+        if params.max_wait_ms <= 0 or not (requests or quiet) or _answers_now(results, params.min_bytes):
+            return SessionFetch(results, marks, {})
+        waiting = requests + [mark.request for mark in quiet]
+        if params.min_bytes <= 1:
+            operation = DelayedFetch(self, waiting, params, results + [RESTING] * len(quiet))
+            completed = await self.fetch_purgatory.watch(operation, operation.keys())
+        else:
+            operation = DelayedFetch(self, waiting, params)
+            completed = await self.fetch_purgatory.try_complete_else_watch(operation, operation.keys())
+        count = len(requests)
+        for index, result in enumerate(completed[:count]):
+            mark = marks[index]
+            if mark is not None and result is not results[index]:
+                mark.release()
+                marks[index] = None
+        woken = {index: result for index, result in enumerate(completed[count:]) if result is not RESTING}
+        for index in woken:
+            quiet[index].release()
+        return SessionFetch(completed[:count], marks, woken)
+
+    def _quiet_marks(
+        self,
+        requests: list[FetchPartitionRequest],
+        results: list[FetchPartitionResult],
+        replica_id: int,
+        isolation_level: int,
+        clock: FetchClock,
+    ) -> list[QuietMark | None]:
+        partitions = self._partitions
+        marks: list[QuietMark | None] = []
+        for request, result in zip(requests, results, strict=True):
+            hosted = partitions.get((request.topic, request.partition))
+            mark = (
+                None
+                if hosted is None
+                else quiet_mark(hosted, request, result, replica_id, isolation_level, clock)
+            )
+            marks.append(mark)
+        return marks
+
+    def still_quiet(self, mark: QuietMark, isolation_level: int) -> bool:
+        """Whether an incremental fetch may skip `mark`'s partition (replication/quiet.py)."""
+        request = mark.request
+        return self._partitions.get((request.topic, request.partition)) is mark.hosted and mark.holds(
+            isolation_level
+        )
 
     def read_from_log(
         self, requests: list[FetchPartitionRequest], max_bytes: int, isolation_level: int, replica_id: int

@@ -17,7 +17,9 @@ Request metadata (session_id, session_epoch), read as Kafka reads it (Fetch v7+;
   (Fetch v13+) and this request names topics, or the other way round. Otherwise the request's
   partitions are added or updated (fetch offset, partition max bytes, leader epoch),
   `forgotten_topics_data` removes partitions, the epoch moves on (after 2^31-1 comes 1) and the
-  whole session is read.
+  whole session is read, but for the partitions whose quiet mark still holds (`CachedPartition.quiet`,
+  replication/quiet.py; a request naming or forgetting a partition ends its mark). A follower's
+  session keeps the `FetchClock` its quiet partitions rest on.
 
 What an incremental response carries (`CachedPartition.must_respond`): a partition with records, or
 whose high watermark, last stable offset or log start offset differ from what the client was last
@@ -56,6 +58,8 @@ from odradek.clock import Clock
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.fetch_session import INT32_MAX, INVALID_SESSION_ID, next_epoch
 from odradek.protocol.messages.fetch import FetchRequest
+from odradek.replication.partition import FetchClock
+from odradek.replication.quiet import QuietMark
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +102,7 @@ class CachedPartition:
     high_watermark: int = UNKNOWN
     last_stable_offset: int = UNKNOWN
     log_start_offset: int = UNKNOWN
+    quiet: QuietMark | None = None  # while set and holding, incremental fetches skip it
 
     @classmethod
     def from_request(
@@ -118,10 +123,17 @@ class CachedPartition:
         return (self.topic_id, self.topic, self.partition)
 
     def update_request(self, partition: FetchRequest.FetchPartition) -> None:
+        self.release()
         self.fetch_offset = partition.fetch_offset
         self.partition_max_bytes = partition.partition_max_bytes
         self.current_leader_epoch = partition.current_leader_epoch
         self.last_fetched_epoch = partition.last_fetched_epoch
+
+    def release(self) -> None:
+        """End the partition's quiet mark (replication/quiet.py), if it has one."""
+        if self.quiet is not None:
+            self.quiet.release()
+            self.quiet = None
 
     def must_respond(self, data: PartitionAnswer) -> bool:
         """Whether an incremental response must carry `data`; remembers what the client is told."""
@@ -142,6 +154,7 @@ class FetchSession:
     last_used_ms: int
     partitions: dict[PartitionKey, CachedPartition] = field(default_factory=dict)
     epoch: int = 1
+    clock: FetchClock = field(default_factory=FetchClock)  # a follower's quiet partitions rest on it
 
     def update(
         self, topics: Iterable[FetchRequest.FetchTopic], forgotten: Iterable[FetchRequest.ForgottenTopic]
@@ -157,7 +170,9 @@ class FetchSession:
                     cached.update_request(partition)
         for gone in forgotten:
             for index in gone.partitions:
-                self.partitions.pop((gone.topic_id, gone.topic, index), None)
+                cached = self.partitions.pop((gone.topic_id, gone.topic, index), None)
+                if cached is not None:
+                    cached.release()
 
     def move_to_end(self, partition: CachedPartition) -> None:
         self.partitions[partition.key] = self.partitions.pop(partition.key)

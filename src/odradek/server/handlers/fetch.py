@@ -29,8 +29,11 @@ Fetch sessions (KIP-227, v7+; see server/fetch_session.py): session_epoch 0 make
 creates a session when the cache has a slot (its id is in the response), -1 a sessionless one (a
 session_id given with either is closed first). Another epoch is an incremental fetch: a session
 error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) is the
-top-level error code with session id 0 and no partitions; otherwise the session is updated, all its
-partitions are read in its order, and only the partitions that changed are answered.
+top-level error code with session id 0 and no partitions; otherwise the session is updated, its
+partitions are read in its order, and only the partitions that changed are answered. A partition
+the previous fetches found quiet (replication/quiet.py: at its fetchable end, nothing to say, and
+nothing about it moved since) is not read; a fetch that waits still watches it, and an append to it
+answers that fetch with its records, as before.
 
 Divergence (v12+, KIP-595's check, used by follower fetchers): a partition whose last_fetched_epoch
 (>= 0) does not end in this leader's log at or after fetch_offset (the leader epoch cache's answer
@@ -47,6 +50,7 @@ import functools
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import encode_element
@@ -54,9 +58,15 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
-from odradek.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from odradek.replication.quiet import QuietMark
+from odradek.replication.replica_manager import (
+    FetchParams,
+    FetchPartitionRequest,
+    FetchPartitionResult,
+    ReplicaManager,
+)
 from odradek.server.context import RequestContext
-from odradek.server.fetch_session import CachedPartition
+from odradek.server.fetch_session import CachedPartition, FetchSession
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
@@ -71,6 +81,7 @@ Answer = PartitionData | bytes
 # A topic's partitions as one fetch names them (consecutive in the request or the session): name
 # (before v13), topic id (v13+), and the partitions (request entries or session entries).
 TopicGroup = tuple[str, uuid.UUID, Sequence[FetchRequest.FetchPartition] | Sequence[CachedPartition]]
+_T = TypeVar("_T")
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
@@ -110,12 +121,54 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
     )
     if isinstance(session, int):
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
-    partitions = list(session.partitions.values())
-    results = await _read_results(ctx, request, _by_topic(partitions))
-    answer = _answerer(ctx.api_version, request.isolation_level == READ_COMMITTED)
+    replica_manager = ctx.broker.replica_manager
+    active, resting, quiet = _split_quiet(replica_manager, session, request.isolation_level)
+    groups = _by_topic(active)
+    names = _topic_names(ctx, groups)
+    fetched = await replica_manager.fetch_session(
+        _partition_reads(groups, names), quiet, _fetch_params(ctx, request), session.clock
+    )
+    read = [
+        *zip(active, _spread(groups, names, fetched.results), strict=True),
+        *((resting[index], result) for index, result in fetched.woken.items()),
+    ]
+    changed, moved = _changes(read, _answerer(ctx.api_version, request.isolation_level == READ_COMMITTED))
+    for partition, mark in zip(active, _spread(groups, names, fetched.marks), strict=True):
+        partition.quiet = mark
+    for index in fetched.woken:
+        resting[index].quiet = None  # released by the ReplicaManager
+    for partition in moved:
+        session.move_to_end(partition)
+    return FetchResponse(session_id=session.session_id, responses=_group(changed))
+
+
+def _split_quiet(
+    replica_manager: ReplicaManager, session: FetchSession, isolation_level: int
+) -> tuple[list[CachedPartition], list[CachedPartition], list[QuietMark]]:
+    """The session's partitions to read, those to skip (their quiet mark holds) and their marks."""
+    active: list[CachedPartition] = []
+    resting: list[CachedPartition] = []
+    quiet: list[QuietMark] = []
+    for partition in session.partitions.values():
+        mark = partition.quiet
+        if mark is not None and replica_manager.still_quiet(mark, isolation_level):
+            resting.append(partition)
+            quiet.append(mark)
+        else:
+            partition.release()
+            active.append(partition)
+    return active, resting, quiet
+
+
+def _changes(
+    read: Iterable[tuple[CachedPartition, FetchPartitionResult | None]],
+    answer: Callable[[FetchPartitionResult], Answer],
+) -> tuple[list[tuple[CachedPartition, Answer]], list[CachedPartition]]:
+    """What an incremental response carries (the partitions that changed, with their answers) and
+    the partitions answered with records (they move to the end of the session's order)."""
     changed: list[tuple[CachedPartition, Answer]] = []
     moved: list[CachedPartition] = []
-    for partition, result in zip(partitions, results, strict=True):
+    for partition, result in read:
         if result is None:  # an unknown topic id: an error, always answered
             data: Answer = _failed(partition.partition, ErrorCode.UNKNOWN_TOPIC_ID)
             partition.must_respond(data)
@@ -126,9 +179,7 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
         else:
             continue
         changed.append((partition, data))
-    for partition in moved:
-        session.move_to_end(partition)
-    return FetchResponse(session_id=session.session_id, responses=_group(changed))
+    return changed, moved
 
 
 def _replica_id(request: FetchRequest) -> int:
@@ -171,13 +222,33 @@ async def _read_results(
 ) -> list[FetchPartitionResult | None]:
     """Read every partition of `groups` in order through the ReplicaManager (long poll included);
     one result each, None for a partition of an unknown topic id (not read: UNKNOWN_TOPIC_ID)."""
-    broker = ctx.broker
+    names = _topic_names(ctx, groups)
+    params = _fetch_params(ctx, request)
+    results = await ctx.broker.replica_manager.fetch_messages(
+        _partition_reads(groups, names),
+        params.min_bytes,
+        params.max_bytes,
+        params.max_wait_ms,
+        params.isolation_level,
+        params.replica_id,
+    )
+    return _spread(groups, names, results)
+
+
+def _fetch_params(ctx: RequestContext, request: FetchRequest) -> FetchParams:
+    """The request's limits; a consumer's max_bytes capped by fetch.max.bytes."""
     replica_id = _replica_id(request)
     max_bytes = (
-        request.max_bytes if replica_id >= 0 else min(request.max_bytes, broker.config["fetch.max.bytes"])
+        request.max_bytes if replica_id >= 0 else min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
     )
-    names = _topic_names(ctx, groups)
-    reads = [
+    return FetchParams(replica_id, request.max_wait_ms, request.min_bytes, max_bytes, request.isolation_level)
+
+
+def _partition_reads(
+    groups: Sequence[TopicGroup], names: Sequence[str | None]
+) -> list[FetchPartitionRequest]:
+    """The ReplicaManager's read of each partition of `groups` whose topic is known."""
+    return [
         FetchPartitionRequest(
             name,
             p.partition,
@@ -190,13 +261,16 @@ async def _read_results(
         if name is not None
         for p in partitions
     ]
-    results = iter(
-        await broker.replica_manager.fetch_messages(
-            reads, request.min_bytes, max_bytes, request.max_wait_ms, request.isolation_level, replica_id
-        )
-    )
+
+
+def _spread(
+    groups: Sequence[TopicGroup], names: Sequence[str | None], values: Sequence[_T]
+) -> list[_T | None]:
+    """`values` (one per partition read) back over every partition of `groups`: None for the
+    partitions of an unknown topic id, which were not read."""
+    found = iter(values)
     return [
-        next(results) if name is not None else None
+        next(found) if name is not None else None
         for (_, _, partitions), name in zip(groups, names, strict=True)
         for _ in partitions
     ]
