@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -57,6 +58,25 @@ def answered(response: FetchResponse) -> dict[int, list[bytes]]:
         for topic in response.responses
         for p in topic.partitions
     }
+
+
+def long_poll(client: RawClient, topic: str, session: int, epoch: int) -> Callable[[], FetchResponse]:
+    """Start an incremental fetch naming nothing that waits up to 30 s for a byte; the returned
+    call waits for its answer."""
+    answer: list[FetchResponse] = []
+
+    def poll() -> None:
+        answer.append(fetch(client, topic, {}, session, epoch, min_bytes=1, max_wait_ms=30_000))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+
+    def result() -> FetchResponse:
+        poller.join(60)
+        assert not poller.is_alive()
+        return answer[0]
+
+    return result
 
 
 @pytest.fixture
@@ -170,29 +190,17 @@ def test_a_name_session_refuses_topic_id_requests(client: RawClient) -> None:
 def test_an_incremental_long_poll_answers_the_partition_that_got_data(client: RawClient, connect) -> None:
     name, _ = create_topic(client, partitions=2)
     session = fetch(client, name, {0: 0, 1: 0}, session_id=0, epoch=0).session_id
-    answer: list[FetchResponse] = []
-    poller = threading.Thread(
-        target=lambda: answer.append(fetch(client, name, {}, session, 1, min_bytes=1, max_wait_ms=30_000))
-    )
-    poller.start()
+    answer = long_poll(client, name, session, epoch=1)
     produce(connect(), name, records(b"wake up"), partition=1)
-    poller.join(60)
-    assert not poller.is_alive()
-    assert answered(answer[0]) == {1: [b"wake up"]}
+    assert answered(answer()) == {1: [b"wake up"]}
 
 
 def test_a_long_poll_over_quiet_partitions_answers_the_one_that_got_data(client: RawClient, connect) -> None:
     name, _ = create_topic(client, partitions=3)
     session = fetch(client, name, {0: 0, 1: 0, 2: 0}, session_id=0, epoch=0).session_id
     assert answered(fetch(client, name, {}, session, 1)) == {}  # every partition read, at its end
-    answer: list[FetchResponse] = []
-    poller = threading.Thread(
-        target=lambda: answer.append(fetch(client, name, {}, session, 2, min_bytes=1, max_wait_ms=30_000))
-    )
-    poller.start()
+    answer = long_poll(client, name, session, epoch=2)
     produce(connect(), name, records(b"wake up"), partition=2)
-    poller.join(60)
-    assert not poller.is_alive()
-    assert answered(answer[0]) == {2: [b"wake up"]}  # in this answer, not the next one
+    assert answered(answer()) == {2: [b"wake up"]}  # in this answer, not the next one
     produce(connect(), name, records(b"later"), partition=0)
     assert answered(fetch(client, name, {2: 1}, session, 3)) == {0: [b"later"]}
