@@ -16,7 +16,9 @@ Run `python bench/latency.py [--partitions 100] [--rates 5,10,20,50,max] [--seco
 [--brokers odradek,tansu,odradek-cluster] [--replication-factor 1]` from the repository root. With
 `--brokers odradek-cluster --replication-factor 2` every partition has a follower on the other
 broker, whose Fetch of its partitions is the many-partition pattern again, and acks=all waits for
-it. Tansu (bench/peers.py) needs the `bench` extra. Prints numbers; asserts nothing.
+it. `--acks-only` runs no consumer and reports the latency from send to the producer's delivery
+report (acks=all) instead: the cost of replication without a reader. Tansu (bench/peers.py) needs
+the `bench` extra. Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -44,9 +47,16 @@ QUIET = {"log_level": 3}
 # -- the two client processes ----------------------------------------------------------------
 
 
-def run_producer(bootstrap: str, topic: str, rate: float, seconds: float) -> None:
-    """Produce stamped 1 KiB records at `rate` MB/s (0: as fast as possible); print the count."""
+def run_producer(bootstrap: str, topic: str, rate: float, seconds: float, out: str | None = None) -> None:
+    """Produce stamped 1 KiB records at `rate` MB/s (0: as fast as possible); print the count.
+    With `out`, write each acknowledged record's latency (ns, send to delivery report) there."""
     from confluent_kafka import Producer
+
+    acked = array("q")
+
+    def on_delivery(error: object, message: Any) -> None:
+        if error is None:
+            acked.append(time.time_ns() - int.from_bytes(message.value()[:8], "big"))
 
     producer = Producer(
         {
@@ -65,7 +75,8 @@ def run_producer(bootstrap: str, topic: str, rate: float, seconds: float) -> Non
         due = int((now - started) / interval) + 1 if interval else sent + 100
         while sent < due:  # every record whose time has come, each stamped as it is sent
             try:
-                producer.produce(topic, value=time.time_ns().to_bytes(8, "big") + filler)
+                value = time.time_ns().to_bytes(8, "big") + filler
+                producer.produce(topic, value=value, on_delivery=on_delivery if out else None)
                 sent += 1
             except BufferError:
                 producer.poll(0.001)
@@ -74,6 +85,8 @@ def run_producer(bootstrap: str, topic: str, rate: float, seconds: float) -> Non
             time.sleep(max(0.0, started + sent * interval - time.monotonic()))
     producer.flush(30)
     print(json.dumps({"sent": sent, "seconds": time.monotonic() - started}), flush=True)
+    if out:
+        Path(out).write_bytes(acked.tobytes())
 
 
 def run_consumer(bootstrap: str, topic: str, partitions: int, seconds: float, out: str, ready: str) -> None:
@@ -164,25 +177,31 @@ def create_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     time.sleep(1.0)  # leaders loaded and known to every client
 
 
-def measure(bootstrap: str, pids: list[int], topic: str, partitions: int, rate: float, seconds: float) -> str:
+def measure(
+    bootstrap: str, pids: list[int], topic: str, partitions: int, rate: float, seconds: float, acks_only: bool
+) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         out, ready = f"{tmp}/latencies", f"{tmp}/ready"
         me = [sys.executable, __file__, "--bootstrap", bootstrap, "--topic", topic]
-        consumer = subprocess.Popen(
-            [
-                *me,
-                "--role",
-                "consumer",
-                "--partitions",
-                str(partitions),
-                "--seconds",
-                str(seconds + 4),
-                "--out",
-                out,
-                "--ready",
-                ready,
-            ]
-        )
+        if acks_only:  # no consumer: the producer writes its acknowledgement latencies
+            consumer, me = None, [*me, "--out", out]
+            Path(ready).touch()
+        else:
+            consumer = subprocess.Popen(
+                [
+                    *me,
+                    "--role",
+                    "consumer",
+                    "--partitions",
+                    str(partitions),
+                    "--seconds",
+                    str(seconds + 4),
+                    "--out",
+                    out,
+                    "--ready",
+                    ready,
+                ]
+            )
         while not Path(ready).exists():
             time.sleep(0.05)
         cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
@@ -193,7 +212,8 @@ def measure(bootstrap: str, pids: list[int], topic: str, partitions: int, rate: 
             check=True,
         )
         cpu = (cpu_seconds(pids) - cpu_before) / (time.monotonic() - wall_before)
-        consumer.wait()
+        if consumer is not None:
+            consumer.wait()
         sent = json.loads(produced.stdout.strip().splitlines()[-1])
         found = sorted(array("q", Path(out).read_bytes()))
     if not found:
@@ -205,7 +225,8 @@ def measure(bootstrap: str, pids: list[int], topic: str, partitions: int, rate: 
 
     achieved = sent["sent"] * RECORD / sent["seconds"] / 1e6
     return (
-        f"target {rate or 'max'!s:>4} MB/s: achieved {achieved:6.1f} MB/s, received {len(ms):,}; latency p50 "
+        f"target {rate or 'max'!s:>4} MB/s: achieved {achieved:6.1f} MB/s, "
+        f"{'acknowledged' if acks_only else 'received'} {len(ms):,}; latency p50 "
         f"{statistics.median(ms):7.2f} p99 {pct(0.99):7.2f} p99.9 {pct(0.999):7.2f} max {ms[-1]:7.2f} ms; "
         f"broker CPU {cpu:.2f} cores"
     )
@@ -227,11 +248,16 @@ def main() -> None:
         default=1,
         help="the topic's (2 with odradek-cluster: each broker follows half)",
     )
+    parser.add_argument(
+        "--acks-only",
+        action="store_true",
+        help="no consumer: the latency is from send to the producer's delivery report (acks=all)",
+    )
     parser.add_argument("--out")
     parser.add_argument("--ready")
     args = parser.parse_args()
     if args.role == "producer":
-        run_producer(args.bootstrap, args.topic, args.rate, args.seconds)
+        run_producer(args.bootstrap, args.topic, args.rate, args.seconds, args.out)
         return
     if args.role == "consumer":
         run_consumer(args.bootstrap, args.topic, args.partitions, args.seconds, args.out, args.ready)
@@ -253,10 +279,8 @@ def main() -> None:
             for index, rate in enumerate(rates):
                 topic = f"latency-{index}-{int(time.time())}"
                 create_topic(bootstrap, topic, args.partitions, args.replication_factor)
-                print(
-                    f"{name} {measure(bootstrap, pids, topic, args.partitions, rate, args.seconds)}",
-                    flush=True,
-                )
+                result = measure(bootstrap, pids, topic, args.partitions, rate, args.seconds, args.acks_only)
+                print(f"{name} {result}", flush=True)
         finally:
             broker.__exit__(None, None, None)
 
