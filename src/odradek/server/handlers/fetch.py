@@ -41,7 +41,9 @@ for that epoch) answers no records and diverging_epoch = (the newest epoch at or
 ends here), so the fetcher truncates before fetching again.
 
 Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion).
-throttle_time_ms is always 0.
+throttle_time_ms is always 0. Kafka reads every partition of a session at every incremental fetch;
+odradek skips the quiet ones (above), which changes what is answered in no case, only the order:
+a quiet partition a waiting fetch was woken for comes after the partitions read.
 """
 
 from __future__ import annotations
