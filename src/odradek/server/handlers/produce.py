@@ -56,7 +56,8 @@ Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot
 RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION.
 record_errors is always empty: a record that fails validation fails its whole partition, and
 error_message names the problem; no batch_index is reported. current_leader and node_endpoints
-(v10+) are not filled: NOT_LEADER_OR_FOLLOWER cannot happen while every partition is led here.
+(v10+, KIP-951) are not filled: a client told NOT_LEADER_OR_FOLLOWER (in a cluster, a partition
+that moved) finds the new leader through Metadata, as before KIP-951.
 throttle_time_ms is always 0.
 Each partition's batches go to its log with one positional write, as Kafka writes each partition's
 log apart, so a request over k partitions makes k write system calls (a confluent-kafka Produce
