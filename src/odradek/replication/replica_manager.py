@@ -759,14 +759,33 @@ class ReplicaManager:
         replica_id: int = -1,
     ) -> list[FetchPartitionResult]:
         """Read every partition; if less than min_bytes is there, wait up to max_wait_ms for more."""
-        results = self.read_from_log(requests, max_bytes, isolation_level, replica_id)
-        if replica_id >= 0:
-            results = self._update_follower_fetch_state(replica_id, requests, results)
+        params = FetchParams(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level)
+        results = self._first_read(requests, params)
         if max_wait_ms <= 0 or not requests or _answers_now(results, min_bytes):
             return results
-        params = FetchParams(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level)
-        if min_bytes <= 1:  # the read above found no byte and no error: that was the first try
-            operation = DelayedFetch(self, requests, params, results)
+        return await self._wait(requests, results, params)
+
+    def _first_read(
+        self, requests: list[FetchPartitionRequest], params: FetchParams
+    ) -> list[FetchPartitionResult]:
+        """Read every partition; a follower's fetch offsets become its LEOs."""
+        replica_id = params.replica_id
+        results = self.read_from_log(requests, params.max_bytes, params.isolation_level, replica_id)
+        if replica_id >= 0:
+            results = self._update_follower_fetch_state(replica_id, requests, results)
+        return results
+
+    async def _wait(
+        self,
+        requests: list[FetchPartitionRequest],
+        first_read: list[FetchPartitionResult],
+        params: FetchParams,
+    ) -> list[FetchPartitionResult]:
+        """Park the fetch of `requests` in the purgatory until min_bytes or max_wait_ms. With
+        min_bytes <= 1 the first read found no byte and no error: that was the first try, and its
+        results stand for the partitions no change is reported for."""
+        if params.min_bytes <= 1:
+            operation = DelayedFetch(self, requests, params, first_read)
             return await self.fetch_purgatory.watch(operation, operation.keys())
         operation = DelayedFetch(self, requests, params)
         return await self.fetch_purgatory.try_complete_else_watch(operation, operation.keys())
@@ -782,21 +801,14 @@ class ReplicaManager:
         mark the quiet ones on the same loop turn (a follower's rest on the session's `clock`, which
         then moves to now), and while waiting watch the `quiet` partitions too, reading those a
         change wakes. A partition of `requests` read again after the wait loses its mark."""
-        replica_id, isolation_level = params.replica_id, params.isolation_level
-        results = self.read_from_log(requests, params.max_bytes, isolation_level, replica_id)
-        if replica_id >= 0:
-            results = self._update_follower_fetch_state(replica_id, requests, results)
-        marks = self._quiet_marks(requests, results, replica_id, isolation_level, clock)
+        results = self._first_read(requests, params)
+        marks = self._quiet_marks(requests, results, params.replica_id, params.isolation_level, clock)
         clock.ms = self.clock.time_ms()
         if params.max_wait_ms <= 0 or not (requests or quiet) or _answers_now(results, params.min_bytes):
             return SessionFetch(results, marks, {})
-        waiting = requests + [mark.request for mark in quiet]
-        if params.min_bytes <= 1:
-            operation = DelayedFetch(self, waiting, params, results + [RESTING] * len(quiet))
-            completed = await self.fetch_purgatory.watch(operation, operation.keys())
-        else:
-            operation = DelayedFetch(self, waiting, params)
-            completed = await self.fetch_purgatory.try_complete_else_watch(operation, operation.keys())
+        completed = await self._wait(
+            requests + [mark.request for mark in quiet], results + [RESTING] * len(quiet), params
+        )
         count = len(requests)
         for index, result in enumerate(completed[:count]):
             mark = marks[index]
