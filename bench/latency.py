@@ -185,7 +185,6 @@ def measure(
         me = [sys.executable, __file__, "--bootstrap", bootstrap, "--topic", topic]
         if acks_only:  # no consumer: the producer writes its acknowledgement latencies
             consumer, me = None, [*me, "--out", out]
-            Path(ready).touch()
         else:
             consumer = subprocess.Popen(
                 [
@@ -202,8 +201,8 @@ def measure(
                     ready,
                 ]
             )
-        while not Path(ready).exists():
-            time.sleep(0.05)
+            while not Path(ready).exists():
+                time.sleep(0.05)
         cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
         produced = subprocess.run(
             [*me, "--role", "producer", "--rate", str(rate), "--seconds", str(seconds)],
