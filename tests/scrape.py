@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -28,3 +29,13 @@ def value(samples: Samples, name: str, default: float | None = None, **labels: s
             raise KeyError(f"{name}{labels} not exposed")
         return default
     return found
+
+
+def scrape_while(url: str, busy: Callable[[], bool]) -> int:
+    """Scrape `url` again and again while `busy()` holds; how many scrapes succeeded (any failure
+    raises: an empty reply, a 500, a closed connection)."""
+    count = 0
+    while busy():
+        scrape(url)
+        count += 1
+    return count

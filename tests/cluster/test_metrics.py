@@ -13,6 +13,7 @@ from confluent_kafka.admin import NewTopic
 from odradek.testing.broker import BrokerProcess
 from odradek.testing.cluster import LocalCluster, eventually
 from tests.compat.helpers import QUIET, admin
+from tests.group_offsets import PARTITIONS, Rebalancing, commit, committed_offsets, produce_to_every_partition
 from tests.scrape import Samples, scrape, value
 
 pytestmark = pytest.mark.slow
@@ -68,3 +69,33 @@ def test_controller_under_replication_and_isr_shrinks_follow_a_killed_follower(
     remaining = [i for i in urls if i != follower]
     assert across(controllers, remaining) == 1
     assert across("kafka_controller_kafkacontroller_offlinepartitionscount", remaining) == 0
+
+
+def test_group_offsets_of_many_partitions_are_exposed_by_their_coordinators_while_groups_rebalance(
+    start_cluster: Callable[..., LocalCluster], unique_topic
+):
+    """Groups committing every partition of two topics, their coordinators spread over the brokers:
+    each committed offset is exposed by exactly one broker, and every broker answers /metrics while
+    another group rebalances."""
+    cluster = start_cluster(**{"http.listeners": "http://127.0.0.1:0"})
+    urls = [metrics_url(process) for process in cluster.brokers.values()]
+    topics = [f"{unique_topic}-a", f"{unique_topic}-b"]
+    client = admin(cluster.bootstrap)
+    created = client.create_topics([NewTopic(t, PARTITIONS, 2) for t in topics], operation_timeout=30)
+    for future in created.values():
+        future.result(30)
+    produce_to_every_partition(cluster.bootstrap, topics)
+    groups = {f"g{i}-{unique_topic}": committed_offsets(topics, i) for i in range(4)}
+    for group, offsets in groups.items():
+        commit(cluster.bootstrap, group, offsets)
+
+    with Rebalancing(cluster.bootstrap, f"moving-{unique_topic}", topics, rounds=3) as moving:
+        while moving.busy():
+            for url in urls:
+                scrape(url)
+    scraped = [scrape(url) for url in urls]
+    for group, offsets in groups.items():
+        for (topic, partition), offset in offsets.items():
+            labels = {"consumergroup": group, "topic": topic, "partition": str(partition)}
+            exposed = [value(s, "kafka_consumergroup_current_offset", -1.0, **labels) for s in scraped]
+            assert sorted(exposed) == [-1.0, -1.0, offset], (group, topic, partition, exposed)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
@@ -19,7 +20,16 @@ from odradek.protocol.messages.fetch import FetchRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
-from tests.scrape import Samples, scrape, value
+from tests.compat.helpers import admin
+from tests.group_offsets import (
+    PARTITIONS,
+    RECORDS_PER_PARTITION,
+    Rebalancing,
+    commit,
+    committed_offsets,
+    produce_to_every_partition,
+)
+from tests.scrape import Samples, scrape, scrape_while, value
 from tests.server.raw_client import RawClient
 
 RECORDS = 25
@@ -236,3 +246,44 @@ def test_an_http_port_in_use_stops_the_start_with_exit_1(tmp_path):
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "failed to start" in result.stderr and "address already in use" in result.stderr.lower()
+
+
+def test_group_lag_covers_several_groups_over_several_partitions_and_topics(metrics_broker, unique_topic):
+    """Two groups, each with committed offsets on every partition of two topics: every offset and lag
+    is exposed (a group's offsets are sorted by topic-partition, which must be ordered)."""
+    bootstrap = metrics_broker.process.bootstrap
+    topics = [f"{unique_topic}-a", f"{unique_topic}-b"]
+    _create(bootstrap, topics)
+    produce_to_every_partition(bootstrap, topics)
+    groups = {
+        f"g1-{unique_topic}": committed_offsets(topics, 0),
+        f"g2-{unique_topic}": committed_offsets(topics, 1),
+    }
+    for group, offsets in groups.items():
+        commit(bootstrap, group, offsets)
+    samples = metrics_broker.scrape()
+    for group, offsets in groups.items():
+        for (topic, partition), offset in offsets.items():
+            labels = {"consumergroup": group, "topic": topic, "partition": str(partition)}
+            assert value(samples, "kafka_consumergroup_current_offset", **labels) == offset
+            assert value(samples, "kafka_consumergroup_lag", **labels) == RECORDS_PER_PARTITION - offset
+
+
+def test_metrics_answer_while_groups_rebalance(metrics_broker, unique_topic):
+    bootstrap = metrics_broker.process.bootstrap
+    topics = [f"{unique_topic}-a", f"{unique_topic}-b"]
+    _create(bootstrap, topics)
+    produce_to_every_partition(bootstrap, topics)
+    commit(bootstrap, f"steady-{unique_topic}", committed_offsets(topics, 0))
+    with Rebalancing(bootstrap, f"moving-{unique_topic}", topics, rounds=4) as moving:
+        scrapes = scrape_while(metrics_broker.url, moving.busy)
+    assert scrapes > 0
+    labels = {"consumergroup": f"moving-{unique_topic}", "topic": topics[0], "partition": "2"}
+    assert value(metrics_broker.scrape(), "kafka_consumergroup_current_offset", **labels) == 1
+
+
+def _create(bootstrap: str, topics: list[str]) -> None:
+    client = admin(bootstrap)  # kept referenced while its futures are pending
+    futures = client.create_topics([NewTopic(t, num_partitions=PARTITIONS) for t in topics])
+    for future in futures.values():
+        future.result(30)

@@ -1,6 +1,7 @@
 """Values the blocking client hands out: topic-partitions, brokers, partition metadata.
 
-All are frozen dataclasses (hashable, picklable) so Spark can ship them to executors. Kafka's names:
+`TopicPartition` is the project's one (protocol/topic_partition.py), re-exported here; the rest are frozen
+dataclasses. All are hashable and picklable so Spark can ship them to executors. Kafka's names:
 leader, leader epoch, high watermark, log start offset.
 
 Callers: odradek.client, odradek.spark, odradek.pipeline, tests.
@@ -10,14 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from odradek.protocol.topic_partition import TopicPartition
 
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
+__all__ = ["BrokerAddress", "PartitionMetadata", "TopicPartition"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from odradek.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_topics
+from odradek.protocol.topic_partition import TopicPartition
 
 
 class GroupState(enum.Enum):
@@ -37,12 +38,6 @@ class Now:
 
     wall_ms: int
     monotonic_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)
