@@ -68,7 +68,7 @@ class HttpListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             method, path = await asyncio.wait_for(_read_request(reader), REQUEST_TIMEOUT_S)
-            status, content_type, body = await self._respond(method, path)
+            status, content_type, body = await self._respond_or_fail(method, path)
             writer.write(_head(status, content_type, len(body)) + (b"" if method == "HEAD" else body))
             await writer.drain()
         except BadRequest as exc:
@@ -80,6 +80,16 @@ class HttpListener:
             log.exception("HTTP request from %s failed", writer.get_extra_info("peername"))
         finally:
             writer.close()
+
+    async def _respond_or_fail(self, method: str, target: str) -> Response:
+        """The page, or 500 with a log line when building it failed: a scraper sees an error, never an
+        empty reply."""
+        try:
+            return await self._respond(method, target)
+        except Exception:
+            log.exception("HTTP %s %s failed", method, target)
+            body = b"internal error, see the broker's log\n"
+            return HTTPStatus.INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", body
 
     async def _respond(self, method: str, target: str) -> Response:
         url = urlsplit(target)
