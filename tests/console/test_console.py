@@ -105,6 +105,7 @@ def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots)
 
     topic = _visit(browser, screenshots, base + f"/topic?name={TOPIC}", "topic")
     assert "0 0 0 0 0 6" in topic  # partition, leader, replicas, ISR, start, end offset
+    assert "Size (bytes)" in topic  # the broker's own console shows the sizes of the replicas it hosts
 
     group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group")
     assert f"{TOPIC} 0 {COMMITTED} {RECORDS} {RECORDS - COMMITTED}" in group
@@ -165,6 +166,10 @@ def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(
         assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
         topics = _visit(browser, screenshots, f"http://127.0.0.1:{port}/topics", "standalone-topics")
         assert TOPIC in topics
+        topic = _visit(
+            browser, screenshots, f"http://127.0.0.1:{port}/topic?name={TOPIC}", "standalone-topic"
+        )
+        assert "End offset" in topic and "Size" not in topic  # it hosts no replica whose size it could show
     finally:
         console.terminate()
         code = console.wait(30)

@@ -8,8 +8,8 @@ the group page's chart (a group page adds a sample of its own). A cluster that c
 answers 502 with the error on the page; a bad form value 400.
 
 Two hosts: the broker serves it at `/` of `http.listeners`, reading itself over its own listener
-(and giving the replica sizes it hosts, which the Kafka protocol has no request for here), and
-`odradek console --bootstrap-server` serves it for any cluster.
+(and giving the replica sizes it hosts), and `odradek console --bootstrap-server` serves it for any
+cluster, without a size column: it hosts no replicas.
 
 Callers: server/broker.py, cli/console.py.
 """
@@ -109,7 +109,7 @@ class Console:
         topic = next((t for t in cluster.topics if t.name == name), None)
         if topic is None:
             raise FormError(f"no topic named {name!r}")
-        sizes = self._local_sizes(name) if self._local_sizes is not None else {}
+        sizes = self._local_sizes(name) if self._local_sizes is not None else None
         return pages.topic_page(topic, sizes)
 
     async def _groups(self, query: dict[str, str]) -> bytes:

@@ -130,7 +130,9 @@ def topics_page(cluster: Cluster) -> bytes:
     )
 
 
-def topic_page(topic: Topic, sizes: dict[int, int]) -> bytes:
+def topic_page(topic: Topic, sizes: dict[int, int] | None) -> bytes:
+    """The partitions of `topic`; with `sizes` (the replicas the serving broker hosts) a size column,
+    without (a standalone console, which has no broker of its own) none."""
     rows = (
         [
             str(p.index),
@@ -140,14 +142,16 @@ def topic_page(topic: Topic, sizes: dict[int, int]) -> bytes:
             + (" <span class='warn'>under-replicated</span>" if len(p.isr) < len(p.replicas) else ""),
             str(p.start),
             str(p.end),
-            str(sizes[p.index]) if p.index in sizes else "-",
+            *([] if sizes is None else [str(sizes[p.index]) if p.index in sizes else "-"]),
             link("/messages", "browse", topic=topic.name, partition=p.index, offset=max(p.start, 0)),
         ]
         for p in topic.partitions
     )
-    header = ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset", "Size (bytes)", ""]
+    header = ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset"]
+    if sizes is None:
+        return layout(f"Topic {topic.name}", table([*header, ""], rows, (0, 1, 4, 5)))
     note = "<p>Sizes are those of the replicas on the broker serving this console.</p>"
-    return layout(f"Topic {topic.name}", table(header, rows, (0, 1, 4, 5, 6)) + note)
+    return layout(f"Topic {topic.name}", table([*header, "Size (bytes)", ""], rows, (0, 1, 4, 5, 6)) + note)
 
 
 def groups_page(groups: Sequence[GroupListing], lags: dict[str, int | None]) -> bytes:
