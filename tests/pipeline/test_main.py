@@ -34,7 +34,7 @@ def test_unreachable_broker_is_retried_then_reported_in_one_line() -> None:
     worst = 0.0
     for _ in range(PROBES):
         port = free_port()
-        done, elapsed, lines = pipeline("--bootstrap", f"127.0.0.1:{port}", "--connect-timeout", "1")
+        done, elapsed, lines = pipeline("--bootstrap-server", f"127.0.0.1:{port}", "--connect-timeout", "1")
         worst = max(worst, elapsed)
         *retries, last = lines
         refused = f"{PROG}: cannot reach 127.0.0.1:{port} (connection refused)"
@@ -46,7 +46,7 @@ def test_unreachable_broker_is_retried_then_reported_in_one_line() -> None:
 
 
 def test_unknown_host_is_reported_at_once() -> None:
-    done, elapsed, lines = pipeline("--bootstrap", "no-such-broker.invalid:9092")
+    done, elapsed, lines = pipeline("--bootstrap-server", "no-such-broker.invalid:9092")
     assert lines == [
         f"{PROG}: unknown host no-such-broker.invalid (no address for no-such-broker.invalid:9092)"
     ]
@@ -57,16 +57,16 @@ def test_unknown_host_is_reported_at_once() -> None:
     ("argv", "expected"),
     [
         (
-            ["--bootstrap", "127.0.0.1"],
-            "argument --bootstrap: bad bootstrap server '127.0.0.1': expected",
+            ["--bootstrap-server", "127.0.0.1"],
+            "argument --bootstrap-server/--bootstrap: bad bootstrap server '127.0.0.1': expected",
         ),
         (
-            ["--bootstrap", "h:99999"],
-            "argument --bootstrap: bad bootstrap server 'h:99999': the port",
+            ["--bootstrap", "h:99999"],  # the older alias
+            "argument --bootstrap-server/--bootstrap: bad bootstrap server 'h:99999': the port",
         ),
-        ([], "the following arguments are required: --bootstrap"),
+        ([], "the following arguments are required: --bootstrap-server/--bootstrap"),
         (
-            ["--bootstrap", "h:1", "--connect-timeout", "-1"],
+            ["--bootstrap-server", "h:1", "--connect-timeout", "-1"],
             "argument --connect-timeout: expected",
         ),
     ],
@@ -80,7 +80,7 @@ def test_usage_errors_name_the_option_and_exit_2(argv: list[str], expected: str)
 def test_missing_java_is_said_before_connecting() -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = os.path.dirname(sys.executable)  # the interpreter's directory holds no java
-    done, _, lines = pipeline("--bootstrap", f"127.0.0.1:{free_port()}", env=env)
+    done, _, lines = pipeline("--bootstrap-server", f"127.0.0.1:{free_port()}", env=env)
     (line,) = lines
     assert line.startswith(f"{PROG}: Spark needs Java 17: no java on PATH and no JAVA_HOME")
     assert done.returncode == 1

@@ -93,7 +93,7 @@ def test_pipeline_runs_in_one_command_and_resumes(bootstrap, tmp_path) -> None:
 
     def pipeline(events: int, *more: str) -> str:
         command = [
-            sys.executable, "-m", "odradek.pipeline", "--bootstrap", bootstrap, "--topic", activity,
+            sys.executable, "-m", "odradek.pipeline", "--bootstrap-server", bootstrap, "--topic", activity,
             "--feed-topic", feed, "--partitions", "2", "--events", str(events), "--users", "20",
             "--workdir", str(tmp_path), "--seed", "5", *more,
         ]  # fmt: skip

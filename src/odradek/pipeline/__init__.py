@@ -1,4 +1,4 @@
-"""odradek.pipeline: the demo data pipeline on Spark (`python -m odradek.pipeline --bootstrap ...`).
+"""odradek.pipeline: the demo data pipeline on Spark (`python -m odradek.pipeline --bootstrap-server ...`).
 
 `generator` produces web-activity events keyed by user id; `load` is the exactly-once offline load
 into a Parquet warehouse table partitioned by date (offsets stored with the data); `feed` is the

@@ -1,4 +1,4 @@
-"""`python -m odradek.pipeline --bootstrap HOST:PORT ...`: the whole demo pipeline in one command.
+"""`python -m odradek.pipeline --bootstrap-server HOST:PORT ...`: the whole demo pipeline in one command.
 
 Steps, against a running broker:
 1. generate web-activity events keyed by user id into the activity topic (created if missing);
@@ -12,7 +12,7 @@ rerun are timestamped back from now, so those older than the last run's watermar
 Rerunning resumes: the load starts from the offsets stored in the table, the streaming job from its
 checkpoint.
 
-Errors: a malformed --bootstrap is a usage error (exit 2, one line naming the option); PySpark or
+Errors: a malformed --bootstrap-server (or its alias --bootstrap) is a usage error (exit 2, one line naming the option); PySpark or
 Java missing is said in one line before anything runs (exit 1); a broker that cannot be reached is
 retried for --connect-timeout seconds (one line per retry on stderr), then reported in one line with
 exit 1, as is an unknown host (at once) and any later broker or cluster error; nothing here ends in
@@ -47,11 +47,13 @@ PROG = "python -m odradek.pipeline"
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument(
+        "--bootstrap-server",
         "--bootstrap",
+        dest="bootstrap",
         required=True,
         type=bootstrap_option,
         metavar="HOST:PORT[,HOST:PORT...]",
-        help="brokers",
+        help="brokers (--bootstrap is an older alias)",
     )
     parser.add_argument(
         "--connect-timeout",
