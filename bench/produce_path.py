@@ -26,7 +26,8 @@ from odradek.controller.metadata import PartitionState
 from odradek.controller.waiters import wait_until
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication.partition import READ_UNCOMMITTED
-from odradek.replication.replica_manager import FetchPartitionRequest, ReplicaManager
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.replication.types import FetchPartitionRequest
 from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager

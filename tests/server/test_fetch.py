@@ -14,7 +14,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.record import decode_records
-from odradek.replication.replica_manager import FetchPartitionResult
+from odradek.replication.types import FetchPartitionResult
 from odradek.server.handlers.fetch import _answerer, _partition
 from odradek.storage.txn_index import AbortedTxn
 from tests.server.raw_client import RawClient

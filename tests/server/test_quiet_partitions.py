@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from odradek.replication.partition import READ_COMMITTED, READ_UNCOMMITTED, FetchClock
-from odradek.replication.replica_manager import FetchParams
+from odradek.replication.types import FetchParams
 from tests.server.test_replica_manager import T0, T1, Harness, batch, request, run, settle
 
 

@@ -17,11 +17,11 @@ from odradek.controller.waiters import wait_until
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication.partition import READ_COMMITTED, READ_UNCOMMITTED
-from odradek.replication.replica_manager import (
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.replication.types import (
     FetchPartitionRequest,
     LeadershipChange,
     ListOffsetsPartitionRequest,
-    ReplicaManager,
     TxnMarker,
 )
 from odradek.server.metadata_cache import MetadataCache

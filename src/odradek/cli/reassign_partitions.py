@@ -65,11 +65,11 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages import IncrementalAlterConfigsRequest, MetadataRequest
 from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+from odradek.protocol.topic_partition import TopicPartition
 
 COMMAND = "reassign-partitions"
 HELP = "move partition replicas between brokers (kafka-reassign-partitions)"
 
-TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, list[int]]
 Moves = dict[TopicPartition, tuple[set[int], set[int]]]  # per partition: sources, destinations
 
@@ -149,9 +149,9 @@ def _generate(client: KafkaClient, args: argparse.Namespace) -> None:
     proposed: Assignment = {}
     for topic in topics:
         partitions = sorted(p for t, p in current if t == topic)
-        replication_factor = len(current[(topic, partitions[0])])
+        replication_factor = len(current[TopicPartition(topic, partitions[0])])
         assigned = assign_replicas(placements, len(partitions), replication_factor)
-        proposed.update({(topic, p): list(assigned[p]) for p in partitions})
+        proposed.update({TopicPartition(topic, p): list(assigned[p]) for p in partitions})
     print(f"Current partition replica assignment\n{_assignment_json(current)}\n")
     print(f"Proposed partition reassignment configuration\n{_assignment_json(proposed)}")
 
@@ -302,7 +302,7 @@ def _reassignment_file(path: Path) -> Assignment:
 def _reassignment_entry(entry: Any) -> tuple[TopicPartition, list[int]]:
     try:
         replicas = [int(r) for r in entry["replicas"]]
-        return (str(entry["topic"]), int(entry["partition"])), replicas
+        return TopicPartition(str(entry["topic"]), int(entry["partition"])), replicas
     except (KeyError, TypeError, ValueError):
         raise ToolError(
             f'Error: bad reassignment entry {json.dumps(entry)}: needs "topic", "partition" and "replicas"'
@@ -422,7 +422,7 @@ def _in_progress(
     request = ListPartitionReassignmentsRequest(topics=topics)
     response = _controller_request(client, ApiKey.LIST_PARTITION_REASSIGNMENTS, request)
     return {
-        (t.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
+        TopicPartition(t.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
         for t in response.topics
         for p in t.partitions
     }
@@ -442,7 +442,7 @@ def _alter(
     )
     response = _controller_request(client, ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
     return {
-        (t.name, p.partition_index): p.error_message or ErrorCode(p.error_code).name
+        TopicPartition(t.name, p.partition_index): p.error_message or ErrorCode(p.error_code).name
         for t in response.responses
         for p in t.partitions
         if p.error_code != ErrorCode.NONE

@@ -22,8 +22,7 @@ from typing import Any, TextIO
 from odradek.client import KafkaClient
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
-
-TopicPartition = tuple[str, int]
+from odradek.protocol.topic_partition import TopicPartition
 
 
 def report(
@@ -75,6 +74,6 @@ def _sizes(client: KafkaClient, broker: Any, partitions: set[TopicPartition]) ->
     for result in response.results:
         for topic in result.topics:
             for p in topic.partitions:
-                key = (topic.name, p.partition_index)
+                key = TopicPartition(topic.name, p.partition_index)
                 sizes[key] = max(sizes.get(key, 0), p.partition_size)
     return sizes

@@ -19,12 +19,11 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from odradek.coordinator.txn_records import TxnLogValue
+from odradek.protocol.topic_partition import TopicPartition
 
 MAX_PRODUCER_EPOCH = 32766  # Short.MaxValue - 1: the last epoch before a new producer id is needed
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-
-TopicPartition = tuple[str, int]
 
 
 class TxnState(enum.IntEnum):

@@ -24,27 +24,36 @@ throttled follower's fetch waits max_wait_ms instead of coming back empty at onc
 
 Invariants: both complete exactly once (see odradek.purgatory). Neither copies record bytes.
 
-Callers: `ReplicaManager` only.
+Callers: `ReplicaManager` only (as `Replicas`: the three methods these operations ask of it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.purgatory import DelayedOperation
+from odradek.replication.partition import Partition
+from odradek.replication.types import (
+    FetchParams,
+    FetchPartitionRequest,
+    FetchPartitionResult,
+    PartitionResponse,
+    TopicPartition,
+)
 
-if TYPE_CHECKING:
-    from odradek.replication.partition import Partition
-    from odradek.replication.replica_manager import (
-        FetchParams,
-        FetchPartitionRequest,
-        FetchPartitionResult,
-        PartitionResponse,
-        ReplicaManager,
-        TopicPartition,
-    )
+
+class Replicas(Protocol):
+    """What the delayed operations ask of the ReplicaManager."""
+
+    def partition(self, topic: str, partition: int) -> Partition | None: ...
+
+    def leader_throttles(self, hosted: Partition, replica_id: int) -> bool: ...
+
+    def read_from_log(
+        self, requests: list[FetchPartitionRequest], max_bytes: int, isolation_level: int, replica_id: int
+    ) -> list[FetchPartitionResult]: ...
 
 
 class DelayedProduce(DelayedOperation):
@@ -53,7 +62,7 @@ class DelayedProduce(DelayedOperation):
     def __init__(
         self,
         delay_ms: int,
-        replica_manager: ReplicaManager,
+        replica_manager: Replicas,
         responses: dict[TopicPartition, PartitionResponse],
         required_offsets: dict[TopicPartition, int],
     ) -> None:
@@ -86,7 +95,7 @@ class DelayedFetch(DelayedOperation):
 
     def __init__(
         self,
-        replica_manager: ReplicaManager,
+        replica_manager: Replicas,
         requests: list[FetchPartitionRequest],
         params: FetchParams,
         first_read: list[FetchPartitionResult] | None = None,

@@ -68,6 +68,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch_session import SESSION_ERRORS
 from odradek.protocol.messages.fetch import FetchRequest, FetchResponse
 from odradek.protocol.primitives import ProtocolDecodeError
+from odradek.protocol.topic_partition import TopicPartition
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication.partition import Partition
 from odradek.replication.quotas import ReplicationQuota
@@ -79,7 +80,6 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 12  # topics by name, last_fetched_epoch and diverging_epoch
 THROTTLE_RECHECK_S = 0.2
 _LOST = (NodeUnreachable, NodeDisconnected, RequestTimedOut, ProtocolDecodeError)
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)

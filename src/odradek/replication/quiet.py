@@ -9,7 +9,8 @@ Owns `QuietMark`: made (`mark`) on the loop turn of a read that found a partitio
 end with nothing to say (no error, no records, no divergence; for a follower: an ISR member at the
 leader's LEO, with no ISR change pending, now resting on the session's `FetchClock`), holding the
 partition object, the read request and what the read saw and told: leader and partition epochs,
-log end, log start, high watermark and last stable offset.
+log end, log start, high watermark and last stable offset. Also `SessionFetch`, an incremental
+fetch's results with their marks (`ReplicaManager.fetch_session`).
 
 Contract: while `holds` (the ReplicaManager still hosts the same partition object and none of those
 moved, and the fetch asks at the same isolation level), a read of the partition would find nothing
@@ -25,13 +26,10 @@ holds the marks (server/fetch_session.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from odradek.protocol.errors import ErrorCode
 from odradek.replication.partition import READ_COMMITTED, FetchClock, Partition
-
-if TYPE_CHECKING:
-    from odradek.replication.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from odradek.replication.types import FetchPartitionRequest, FetchPartitionResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +64,17 @@ class QuietMark:
     def release(self) -> None:
         if self.replica_id >= 0:
             self.hosted.wake_follower(self.replica_id)
+
+
+@dataclass(slots=True)
+class SessionFetch:
+    """An incremental fetch's outcome (`ReplicaManager.fetch_session`): a result and a quiet mark
+    (or None) per partition read, and the results of the quiet partitions a change woke, by their
+    index among the quiet ones."""
+
+    results: list[FetchPartitionResult]
+    marks: list[QuietMark | None]
+    woken: dict[int, FetchPartitionResult]
 
 
 def mark(

@@ -87,7 +87,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from odradek.clock import Clock
 from odradek.controller.metadata import INTERNAL_TOPICS, PartitionState, TopicMetadata
@@ -96,7 +96,6 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
-from odradek.protocol.primitives import FileSlice
 from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
@@ -104,7 +103,6 @@ from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
-    UNKNOWN_OFFSET,
     FetchClock,
     IsrProposal,
     Partition,
@@ -112,22 +110,30 @@ from odradek.replication.partition import (
     Verified,
     prepare_leader_epoch,
 )
-from odradek.replication.quiet import QuietMark
+from odradek.replication.quiet import QuietMark, SessionFetch
 from odradek.replication.quiet import mark as quiet_mark
 from odradek.replication.quotas import ReplicationQuota
 from odradek.replication.stats import IsrChanges, TopicStats
+from odradek.replication.types import (
+    FetchParams,
+    FetchPartitionRequest,
+    FetchPartitionResult,
+    LeadershipChange,
+    ListOffsetsPartitionRequest,
+    ListOffsetsPartitionResult,
+    PartitionResponse,
+    TopicPartition,
+    TxnMarker,
+)
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
-from odradek.storage.leader_epoch import EpochEndOffset
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
-from odradek.storage.txn_index import AbortedTxn
 from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 _T = TypeVar("_T")
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
 DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
@@ -145,16 +151,6 @@ class PartitionDirectory(Protocol):
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class LeadershipChange:
-    """A partition became leader (`is_leader`) or follower, or was stopped (not leader, epoch -1)."""
-
-    topic: str
-    partition: int
-    is_leader: bool
-    leader_epoch: int
-
-
 LeadershipListener = Callable[[LeadershipChange], None]
 
 
@@ -166,99 +162,12 @@ class _PendingState:
     topic_id: uuid.UUID
 
 
-class PartitionResponse(NamedTuple):
-    """The outcome of appending to one partition (Produce's PartitionProduceResponse fields). A
-    NamedTuple, not a frozen dataclass: one is built per partition of every Produce."""
-
-    error_code: int
-    base_offset: int = UNKNOWN_OFFSET
-    log_append_time: int = -1
-    log_start_offset: int = UNKNOWN_OFFSET
-    error_message: str | None = None
-
-
-class FetchPartitionRequest(NamedTuple):
-    """One partition of a fetch as the ReplicaManager reads it. This and `FetchPartitionResult` are
-    NamedTuples, not frozen dataclasses: one of each is built per partition per Fetch, and a
-    NamedTuple costs a third as much to build."""
-
-    topic: str
-    partition: int
-    fetch_offset: int
-    partition_max_bytes: int
-    current_leader_epoch: int = NO_LEADER_EPOCH
-    last_fetched_epoch: int = NO_LEADER_EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class FetchParams:
-    replica_id: int
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    isolation_level: int
-
-
-class FetchPartitionResult(NamedTuple):
-    """One partition of a fetch: error code, offsets, and the records (zero or one FileSlice)."""
-
-    topic: str
-    partition: int
-    error_code: int
-    high_watermark: int = UNKNOWN_OFFSET
-    last_stable_offset: int = UNKNOWN_OFFSET
-    log_start_offset: int = UNKNOWN_OFFSET
-    records: tuple[FileSlice, ...] | list[FileSlice] = ()
-    size: int = 0
-    error_message: str | None = None
-    diverging_epoch: EpochEndOffset | None = None
-    aborted_transactions: list[AbortedTxn] | None = None
-
-
 # Builds a FetchPartitionResult from all its fields without the NamedTuple's `__new__` frame: the
 # idle partitions of a Fetch each take one.
 _new_result = tuple.__new__
 
 # A quiet partition's place in a parked session fetch's results while no change woke it.
 RESTING = FetchPartitionResult("", -1, ErrorCode.NONE)
-
-
-@dataclass(slots=True)
-class SessionFetch:
-    """An incremental fetch's outcome (`ReplicaManager.fetch_session`): a result and a quiet mark
-    (or None) per partition read, and the results of the quiet partitions a change woke, by their
-    index among the quiet ones."""
-
-    results: list[FetchPartitionResult]
-    marks: list[QuietMark | None]
-    woken: dict[int, FetchPartitionResult]
-
-
-class TxnMarker(NamedTuple):
-    """A transaction marker to write (WriteTxnMarkers): `commit` False writes an ABORT."""
-
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    commit: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ListOffsetsPartitionRequest:
-    topic: str
-    partition: int
-    timestamp: int
-    current_leader_epoch: int = NO_LEADER_EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class ListOffsetsPartitionResult:
-    topic: str
-    partition: int
-    error_code: int
-    timestamp: int = -1
-    offset: int = UNKNOWN_OFFSET
-    leader_epoch: int = NO_LEADER_EPOCH
 
 
 class ReplicaManager:
@@ -293,7 +202,9 @@ class ReplicaManager:
         self._leadership_listeners: list[LeadershipListener] = []
         self._log_dirs = [Path(directory) for directory in log_dirs]
         self._checkpoint_interval_ms = checkpoint_interval_ms
-        self._partitions: dict[TopicPartition, Partition] = {}
+        # keyed by TopicPartition or an equal plain tuple: the read paths look up with plain tuples,
+        # cheaper to build
+        self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._hosted_per_topic: collections.Counter[str] = collections.Counter()
@@ -320,7 +231,7 @@ class ReplicaManager:
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
         self._alter_partition = alter_partition
         self._broker_epoch = broker_epoch
-        self._isr_proposals: dict[TopicPartition, IsrProposal] = {}
+        self._isr_proposals: dict[tuple[str, int], IsrProposal] = {}
         self._isr_sender: asyncio.Task[None] | None = None
         self._isr_expiration: asyncio.Task[None] | None = None
 
@@ -375,8 +286,8 @@ class ReplicaManager:
         else:
             self._failures.succeeded(CHECKPOINT, "The high watermark checkpoint is written again")
 
-    def _high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
-        by_dir: dict[Path, dict[TopicPartition, int]] = {directory: {} for directory in self._log_dirs}
+    def _high_watermarks_by_dir(self) -> dict[Path, dict[tuple[str, int], int]]:
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {directory: {} for directory in self._log_dirs}
         for key, partition in self._partitions.items():
             by_dir.setdefault(partition.log.dir.parent, {})[key] = partition.high_watermark
         return by_dir
@@ -409,7 +320,7 @@ class ReplicaManager:
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         self._leadership_listeners.append(listener)
 
-    def _not_hosted(self, key: TopicPartition) -> tuple[ErrorCode, str]:
+    def _not_hosted(self, key: tuple[str, int]) -> tuple[ErrorCode, str]:
         if self.metadata_cache.contains_partition(*key):
             return (
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -430,10 +341,10 @@ class ReplicaManager:
             self._leader_endpoints[leader.broker_id] = LeaderEndpoint(
                 leader.broker_id, leader.host_name, leader.port
             )
-        codes: dict[TopicPartition, ErrorCode] = {}
+        codes: dict[tuple[str, int], ErrorCode] = {}
         for topic in request.topic_states:
             for state in topic.partition_states:
-                key = (topic.topic_name, state.partition_index)
+                key = TopicPartition(topic.topic_name, state.partition_index)
                 codes[key] = self._accept(key, topic.topic_id, state)
         self._start_loaders()
         return leader_and_isr_response(request, lambda name, index: codes[(name, index)])
@@ -486,7 +397,7 @@ class ReplicaManager:
         partitions = [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
         errors = []
         for name, p in partitions:
-            key = (name, p.partition_index)
+            key = TopicPartition(name, p.partition_index)
             hosted = key in self._partitions or key in self._pending
             current = self._current_leader_epoch(key) if hosted else None
             code = fencing.stop_replica_error(current, p.leader_epoch)
@@ -1026,7 +937,7 @@ class ReplicaManager:
                         )
                         self._propose_isr(key, proposal)
 
-    def _propose_isr(self, key: TopicPartition, proposal: IsrProposal) -> None:
+    def _propose_isr(self, key: tuple[str, int], proposal: IsrProposal) -> None:
         """Queue an ISR change for the controller; one sender takes every proposal pending."""
         if self._alter_partition is None:
             if self._partitions[key].clear_pending_isr(proposal):
@@ -1142,7 +1053,7 @@ def _answers_now(results: list[FetchPartitionResult], min_bytes: int) -> bool:
     return total >= min_bytes
 
 
-def _write_checkpoints(by_dir: Mapping[Path, Mapping[TopicPartition, int]]) -> OSError | None:
+def _write_checkpoints(by_dir: Mapping[Path, Mapping[tuple[str, int], int]]) -> OSError | None:
     """Write each dir's checkpoint; the first failure (ENOSPC...) is returned, the other dirs tried."""
     failure = None
     for directory, offsets in by_dir.items():

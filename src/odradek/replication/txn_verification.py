@@ -49,12 +49,12 @@ from odradek.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
+from odradek.protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 VERIFY_VERSION = 4
 FIRST_PRODUCE_VERSION_WITH_ABORTABLE = 11
-TopicPartition = tuple[str, int]
 
 # What a Produce answers instead of a retriable coordinator error (clients retry it in place).
 _RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset(
@@ -273,7 +273,7 @@ class TxnVerifier:
                 continue
             answered[transactional_id] = _failed(
                 {
-                    (topic.name, p.partition_index): p.partition_error_code
+                    TopicPartition(topic.name, p.partition_index): p.partition_error_code
                     for topic in result.topic_results
                     for p in topic.results_by_partition
                 }

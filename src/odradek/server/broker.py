@@ -154,8 +154,9 @@ from odradek.replication.quotas import (
     LEADER_THROTTLED_RATE,
     LEADER_THROTTLED_REPLICAS,
 )
-from odradek.replication.replica_manager import LeadershipChange, ReplicaManager, TopicPartition, TxnMarker
+from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
+from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from odradek.durable_file import write_atomically
+from odradek.protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,8 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
 
-TopicPartition = tuple[str, int]
 
-
-def write_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+def write_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
     write_entries(
         path, [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
     )
@@ -78,5 +77,5 @@ def _parse(lines: list[str]) -> dict[TopicPartition, int]:
     offsets = {}
     for line in lines:
         topic, partition, offset = line.split(" ")
-        offsets[(topic, int(partition))] = int(offset)
+        offsets[TopicPartition(topic, int(partition))] = int(offset)
     return offsets

@@ -38,6 +38,7 @@ from odradek.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
+from odradek.protocol.topic_partition import TopicPartition
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
@@ -50,7 +51,6 @@ Transaction = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 TxnResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
-Key = tuple[str, int]
 
 
 async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
@@ -73,8 +73,8 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Add
     )
 
 
-async def _handle_transaction(ctx: RequestContext, transaction: Transaction) -> dict[Key, int]:
-    keys = [(t.name, p) for t in transaction.topics for p in t.partitions]
+async def _handle_transaction(ctx: RequestContext, transaction: Transaction) -> dict[TopicPartition, int]:
+    keys = [TopicPartition(t.name, p) for t in transaction.topics for p in t.partitions]
     unknown = {key for key in keys if ctx.broker.metadata_cache.partition(*key) is None}
     if unknown:
         return {
@@ -91,11 +91,13 @@ async def _handle_transaction(ctx: RequestContext, transaction: Transaction) -> 
     return dict.fromkeys(keys, error)
 
 
-def _topic_results(topics: list[Topic], errors: dict[Key, int]) -> list[TopicResult]:
+def _topic_results(topics: list[Topic], errors: dict[TopicPartition, int]) -> list[TopicResult]:
     return [
         TopicResult(
             name=topic.name,
-            results_by_partition=[PartitionResult(p, errors[(topic.name, p)]) for p in topic.partitions],
+            results_by_partition=[
+                PartitionResult(p, errors[TopicPartition(topic.name, p)]) for p in topic.partitions
+            ],
         )
         for topic in topics
     ]
@@ -104,7 +106,7 @@ def _topic_results(topics: list[Topic], errors: dict[Key, int]) -> list[TopicRes
 def error_response(request: AddPartitionsToTxnRequest, version: int, code: int) -> AddPartitionsToTxnResponse:
     if version >= FIRST_BROKER_VERSION:
         return AddPartitionsToTxnResponse(error_code=code)
-    keys = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+    keys = [TopicPartition(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     return AddPartitionsToTxnResponse(
         results_by_topic_v3_and_below=_topic_results(request.v3_and_below_topics, dict.fromkeys(keys, code))
     )

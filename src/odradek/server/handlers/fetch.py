@@ -61,12 +61,8 @@ from odradek.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_S
 from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.quiet import QuietMark
-from odradek.replication.replica_manager import (
-    FetchParams,
-    FetchPartitionRequest,
-    FetchPartitionResult,
-    ReplicaManager,
-)
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.replication.types import FetchParams, FetchPartitionRequest, FetchPartitionResult
 from odradek.server.context import RequestContext
 from odradek.server.fetch_session import CachedPartition, FetchSession
 

@@ -38,7 +38,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from odradek.replication.partition import MAX_TIMESTAMP
-from odradek.replication.replica_manager import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
+from odradek.replication.types import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS

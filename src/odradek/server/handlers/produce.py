@@ -86,8 +86,8 @@ from odradek.protocol.records.batch import (
 from odradek.protocol.records.errors import RecordsError
 from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
 from odradek.replication.partition import Verified
-from odradek.replication.replica_manager import PartitionResponse, TopicPartition
 from odradek.replication.txn_verification import produce_error
+from odradek.replication.types import PartitionResponse, TopicPartition
 from odradek.server.context import RequestContext
 from odradek.server.network import CloseConnection
 from odradek.storage.log import Log

@@ -27,7 +27,7 @@ import asyncio
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-from odradek.replication.replica_manager import TxnMarker
+from odradek.replication.types import TopicPartition, TxnMarker
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
@@ -48,7 +48,7 @@ async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
 async def _write(
     ctx: RequestContext, marker: WriteTxnMarkersRequest.WritableTxnMarker, timeout_ms: int
 ) -> MarkerResult:
-    keys = [(topic.name, index) for topic in marker.topics for index in topic.partition_indexes]
+    keys = [TopicPartition(topic.name, index) for topic in marker.topics for index in topic.partition_indexes]
     errors = await ctx.broker.write_txn_markers(
         TxnMarker(
             marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result
@@ -62,7 +62,8 @@ async def _write(
             TopicResult(
                 name=topic.name,
                 partitions=[
-                    PartitionResult(index, errors[(topic.name, index)]) for index in topic.partition_indexes
+                    PartitionResult(index, errors[TopicPartition(topic.name, index)])
+                    for index in topic.partition_indexes
                 ],
             )
             for topic in marker.topics
