@@ -50,13 +50,6 @@ def codes(response: Any) -> list[int]:
 # -- the pure rules --------------------------------------------------------------------------------
 
 
-def test_controller_request_rules():
-    assert fencing.controller_request_error(3, 4, -1, -1) == ErrorCode.STALE_CONTROLLER_EPOCH
-    assert fencing.controller_request_error(4, 4, -1, -1) == ErrorCode.NONE
-    assert fencing.controller_request_error(5, 4, 10, 11) == ErrorCode.STALE_BROKER_EPOCH
-    assert fencing.controller_request_error(5, 4, 11, 11) == ErrorCode.NONE
-
-
 @pytest.mark.parametrize(
     ("current", "requested", "replicas", "request_id", "known_id", "expected"),
     [

@@ -1,11 +1,8 @@
 """Kafka's rules for accepting controller requests on a broker, as pure functions.
 
-Owns the decisions a broker makes before applying LeaderAndIsr or StopReplica (Kafka's
-ReplicaManager.becomeLeaderOrFollower / stopReplicas, ZooKeeper mode):
-- a request whose controller epoch is older than the newest this broker has seen is refused whole:
-  STALE_CONTROLLER_EPOCH;
-- a request whose broker epoch (KIP-380; -1 = not checked) is older than this broker's registration:
-  STALE_BROKER_EPOCH;
+Owns the per-partition decisions a broker makes before applying LeaderAndIsr or StopReplica
+(Kafka's ReplicaManager.becomeLeaderOrFollower / stopReplicas, ZooKeeper mode); the whole request
+was fenced by controller and broker epoch before (server/control_plane.py):
 - LeaderAndIsr, per partition: a topic id that differs from the one this broker holds for the
   topic: INCONSISTENT_TOPIC_ID; a leader epoch newer than the current one is applied if this broker
   is among the replicas (else UNKNOWN_TOPIC_OR_PARTITION); an older one and an equal one are ignored
@@ -29,17 +26,6 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.primitives import ZERO_UUID
 
 NO_EPOCH = -1  # a leader or broker epoch that is not checked
-
-
-def controller_request_error(
-    request_controller_epoch: int, current_controller_epoch: int, request_broker_epoch: int, broker_epoch: int
-) -> ErrorCode:
-    """The whole-request check of LeaderAndIsr, UpdateMetadata and StopReplica."""
-    if request_controller_epoch < current_controller_epoch:
-        return ErrorCode.STALE_CONTROLLER_EPOCH
-    if request_broker_epoch != NO_EPOCH and broker_epoch != NO_EPOCH and request_broker_epoch < broker_epoch:
-        return ErrorCode.STALE_BROKER_EPOCH
-    return ErrorCode.NONE
 
 
 def leader_and_isr_error(

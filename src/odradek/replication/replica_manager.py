@@ -5,9 +5,10 @@ Owns:
 - the map (topic, partition) -> `Partition` of every partition with a replica on this broker. It
   changes only through the controller's requests, in single-node mode too: LeaderAndIsr
   (`become_leader_or_follower`) makes partitions lead or follow, StopReplica (`stop_replicas`) stops
-  them and optionally deletes their logs. The broker fences each whole request by controller and
-  broker epoch before handing it here (one controller epoch for all three controller requests, as
-  Kafka keeps); here each partition is fenced by its leader epoch (see `fencing`);
+  them and optionally deletes their logs. The broker's control plane (server/control_plane.py)
+  fences each whole request by controller and broker epoch before handing it here (one controller
+  epoch for all three controller requests, as Kafka keeps); here each partition is fenced by its
+  leader epoch (see `fencing`);
 - the partition loader: an accepted partition state waits in `pending` while a pool of worker
   threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
@@ -336,7 +337,7 @@ class ReplicaManager:
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         """Accept partition states, each fenced by its leader epoch; their logs load in the
         background (module docstring). The whole request was fenced by controller and broker epoch
-        before it got here (Broker.handle_leader_and_isr)."""
+        before it got here (server/control_plane.py)."""
         for leader in request.live_leaders:
             self._leader_endpoints[leader.broker_id] = LeaderEndpoint(
                 leader.broker_id, leader.host_name, leader.port
@@ -393,7 +394,7 @@ class ReplicaManager:
 
     def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
         """Stop (and optionally delete) replicas, each fenced by its leader epoch (the whole request
-        was fenced by controller and broker epoch in Broker.handle_stop_replica)."""
+        was fenced by controller and broker epoch in server/control_plane.py)."""
         partitions = [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
         errors = []
         for name, p in partitions:

@@ -17,15 +17,13 @@ Owns the broker's life cycle.
   worker threads (`partition_loader_threads`: the larger of num.io.threads and
   num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
   as soon as it is ready.
-- Control plane (`BrokerControlPlane`): the same three functions serve the in-process
-  `LocalChannel` and, in ZooKeeper mode, the wire handlers (handlers/leader_and_isr.py,
-  update_metadata.py, stop_replica.py). Each first fences the whole request as Kafka does: a
-  controller epoch older than the newest this broker has seen in any of the three requests gets
-  STALE_CONTROLLER_EPOCH, a broker epoch older than `broker_epoch` (this broker's registration
-  epoch, KIP-380; -1 on either side: not checked) gets STALE_BROKER_EPOCH, and nothing changes.
-  Then LeaderAndIsr and StopReplica go to the ReplicaManager, UpdateMetadata to the metadata cache
-  (Kafka's KafkaApis). Topic config changes come from the
-  store's watch (Kafka: /config/changes) and reach the metadata cache and the existing logs.
+- Control plane (`control_plane`, server/control_plane.py): the in-process `LocalChannel` and, in
+  ZooKeeper mode, the wire handlers (handlers/leader_and_isr.py, update_metadata.py,
+  stop_replica.py) hand it the controller's requests; it fences each whole request by controller
+  epoch and broker epoch (`broker_epoch`, this broker's registration epoch, KIP-380), then gives
+  LeaderAndIsr and StopReplica to the ReplicaManager and UpdateMetadata to the metadata cache.
+  Topic config changes come from the store's watch (Kafka: /config/changes) and reach the metadata
+  cache and the existing logs.
 - Dynamic broker configs (Kafka's DynamicBrokerConfig): at start, after the store is read, and on
   every change the store reports for `<default>` or this broker's id, `config` becomes the static
   config under the stored dynamic layers (`KafkaConfig.with_dynamic`; stored values it refuses are
@@ -98,8 +96,8 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 - shutdown closes the session after the controller stopped (registration and seat go at once).
 
 Exposes to handlers (through `RequestContext.broker`): `config`, `broker_id`, `clock`,
-`metadata_cache`, `admin`, `log_manager`, `replica_manager`, `group_coordinator`, `txn_coordinator`,
-`txn_verifier` (the leader's transaction verification),
+`metadata_cache`, `admin`, `log_manager`, `replica_manager`, `control_plane`, `group_coordinator`,
+`txn_coordinator`, `txn_verifier` (the leader's transaction verification),
 `fetch_sessions` (the FetchSessionCache), `producer_id_manager`, `cluster_id`, `advertised_endpoints()`,
 `auto_create_topic()` (Kafka's auto topic creation), `wait_for_leaders()` and `write_txn_markers()`.
 
@@ -142,9 +140,6 @@ from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
-from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
-from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
-from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.fetcher import FetcherSettings
@@ -158,9 +153,9 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
 from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
+from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
-from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.http_listener import HttpListener
 from odradek.server.limits import (
     ConnectionLimits,
@@ -238,6 +233,7 @@ class Broker:
 
     log_manager: LogManager
     replica_manager: ReplicaManager
+    control_plane: ControlPlane
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
     txn_verifier: TxnVerifier
@@ -254,7 +250,6 @@ class Broker:
         # The registration epoch (the czxid of /brokers/ids/<id>), set when the broker registers in
         # ZooKeeper mode; NO_EPOCH on a single node: controller requests' broker epochs go unchecked.
         self.broker_epoch = fencing.NO_EPOCH
-        self._controller_epoch = -1  # the newest controller epoch of an accepted controller request
         self.store = LocalMetadataStore(config.log_dirs[0])
         self.metadata_cache = MetadataCache(config.broker_id)
         self.admin = AdminManager(
@@ -349,6 +344,9 @@ class Broker:
             alter_partition=self.to_controller.alter_partition if self._zk is not None else None,
             broker_epoch=lambda: self.broker_epoch,
         )
+        self.control_plane = ControlPlane(
+            self.replica_manager, self.metadata_cache, lambda: self.broker_epoch
+        )
         self.replica_manager.start()
         self._set_replication_rates()
         for name, topic in self.store.topics().items():
@@ -368,7 +366,7 @@ class Broker:
             self.controller = Controller(
                 self.broker_id,
                 self.store,
-                LocalChannel(self.broker_id, self),
+                LocalChannel(self.broker_id, self.control_plane),
                 config["unclean.leader.election.enable"],
             )
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
@@ -617,7 +615,7 @@ class Broker:
                 controller = Controller(
                     self.broker_id,
                     self.store,
-                    ClusterChannel(LocalChannel(self.broker_id, self), remote),
+                    ClusterChannel(LocalChannel(self.broker_id, self.control_plane), remote),
                     self.config["unclean.leader.election.enable"],
                     reelect_live_leaders=False,
                     on_resign=self._on_resign,
@@ -745,50 +743,6 @@ class Broker:
     async def serve_until_stopped(self) -> None:
         await self._stop_requested.wait()
         await self.shutdown()
-
-    # -- control plane (what the controller sends) ----------------------------------------------------
-
-    def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        error = self._fence_controller_request("LeaderAndIsr", request)
-        if error != ErrorCode.NONE:
-            return leader_and_isr.refusal(request, error)
-        return self.replica_manager.become_leader_or_follower(request)
-
-    def handle_update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        error = self._fence_controller_request("UpdateMetadata", request)
-        if error != ErrorCode.NONE:
-            return update_metadata.refusal(request, error)
-        return self.metadata_cache.update_metadata(request)
-
-    def handle_stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        error = self._fence_controller_request("StopReplica", request)
-        if error != ErrorCode.NONE:
-            return stop_replica.refusal(request, error)
-        return self.replica_manager.stop_replicas(request)
-
-    def _fence_controller_request(
-        self, api: str, request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
-    ) -> ErrorCode:
-        """The whole-request check shared by the three controller requests; an accepted request
-        raises the controller epoch this broker has seen."""
-        error = fencing.controller_request_error(
-            request.controller_epoch, self._controller_epoch, request.broker_epoch, self.broker_epoch
-        )
-        if error != ErrorCode.NONE:
-            log.warning(
-                "Refused %s from controller %d (controller epoch %d, broker epoch %d): %s; this broker "
-                "has seen controller epoch %d and registered with broker epoch %d",
-                api,
-                request.controller_id,
-                request.controller_epoch,
-                request.broker_epoch,
-                error.name,
-                self._controller_epoch,
-                self.broker_epoch,
-            )
-            return error
-        self._controller_epoch = request.controller_epoch
-        return ErrorCode.NONE
 
     def _on_store_event(self, event: StoreEvent) -> None:
         """Topic config changes (Kafka: /config/changes) reach the metadata cache and the logs."""

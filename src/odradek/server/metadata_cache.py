@@ -58,7 +58,7 @@ class MetadataCache:
 
     def update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
         """Apply an UpdateMetadata request (see the module docstring); it was fenced by controller
-        and broker epoch in Broker.handle_update_metadata."""
+        and broker epoch in server/control_plane.py."""
         self._controller_id = request.controller_id
         self._brokers = {b.id: _broker(b) for b in request.live_brokers}
         for topic in request.topic_states:

@@ -6,12 +6,12 @@ advertised.
 
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
 controller and closes the connection of a LeaderAndIsr from the wire, as a Kafka broker does for an
-API its mode does not enable). The request goes to `Broker.handle_leader_and_isr`, the same function
-the in-process `LocalChannel` calls, which fences it as Kafka does: a controller epoch older than the
-newest this broker has seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than
-this broker's registration (neither being -1) with STALE_BROKER_EPOCH; partition states are then
-checked one by one (replication/fencing.py). Responses before v5 carry the partition errors flat,
-with topic names.
+API its mode does not enable). The request goes to the broker's control plane
+(server/control_plane.py), as from the in-process `LocalChannel`, which fences it as Kafka does: a
+controller epoch older than the newest this broker has seen is refused whole with
+STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's registration (neither being -1) with
+STALE_BROKER_EPOCH; partition states are then checked one by one (replication/fencing.py). Responses
+before v5 carry the partition errors flat, with topic names.
 
 Deliberate deviations: none known for v2-v7.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
-from odradek.replication.replica_manager import leader_and_isr_response
 from odradek.server.context import RequestContext
+from odradek.server.control_plane import leader_and_isr_refusal
 
 API_KEY = ApiKey.LEADER_AND_ISR
 MIN_VERSION = 2
@@ -31,12 +31,7 @@ _FIRST_TOPIC_GROUPED_RESPONSE = 5
 
 
 async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-    return for_version(ctx.broker.handle_leader_and_isr(request), ctx.api_version)
-
-
-def refusal(request: LeaderAndIsrRequest, code: int) -> LeaderAndIsrResponse:
-    """The answer to a request refused whole: `code` at the top and for every partition."""
-    return leader_and_isr_response(request, lambda *_: code, code)
+    return for_version(ctx.broker.control_plane.handle_leader_and_isr(request), ctx.api_version)
 
 
 def for_version(response: LeaderAndIsrResponse, version: int) -> LeaderAndIsrResponse:
@@ -50,4 +45,4 @@ def for_version(response: LeaderAndIsrResponse, version: int) -> LeaderAndIsrRes
 
 
 def error_response(request: LeaderAndIsrRequest, version: int, code: int) -> LeaderAndIsrResponse:
-    return for_version(refusal(request, code), version)
+    return for_version(leader_and_isr_refusal(request, code), version)

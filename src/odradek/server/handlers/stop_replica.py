@@ -6,11 +6,12 @@ UNSUPPORTED_VERSION by the dispatcher and not advertised.
 
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
 controller and closes the connection of a StopReplica from the wire, as a Kafka broker does for an
-API its mode does not enable). The request goes to `Broker.handle_stop_replica`, the same function
-the in-process `LocalChannel` calls: a controller epoch older than the newest this broker has seen
-is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's registration
-(neither being -1) with STALE_BROKER_EPOCH, every partition carrying the same error and no replica
-stopped; otherwise each partition is fenced by its leader epoch (replication/fencing.py).
+API its mode does not enable). The request goes to the broker's control plane
+(server/control_plane.py), as from the in-process `LocalChannel`: a controller epoch older than the
+newest this broker has seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than
+this broker's registration (neither being -1) with STALE_BROKER_EPOCH, every partition carrying the
+same error and no replica stopped; otherwise each partition is fenced by its leader epoch
+(replication/fencing.py).
 
 Deliberate deviations: `isKRaftController` (v4) is ignored (no KRaft migration).
 """
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
-from odradek.replication.replica_manager import stop_error
 from odradek.server.context import RequestContext
+from odradek.server.control_plane import stop_replica_refusal
 
 API_KEY = ApiKey.STOP_REPLICA
 MIN_VERSION = 3
@@ -29,20 +30,8 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    return ctx.broker.handle_stop_replica(request)
-
-
-def refusal(request: StopReplicaRequest, code: int) -> StopReplicaResponse:
-    """The answer to a request refused whole: `code` at the top and for every partition."""
-    return StopReplicaResponse(
-        error_code=code,
-        partition_errors=[
-            stop_error(topic.topic_name, p, code)
-            for topic in request.topic_states
-            for p in topic.partition_states
-        ],
-    )
+    return ctx.broker.control_plane.handle_stop_replica(request)
 
 
 def error_response(request: StopReplicaRequest, version: int, code: int) -> StopReplicaResponse:
-    return refusal(request, code)
+    return stop_replica_refusal(request, code)

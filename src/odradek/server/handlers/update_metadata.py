@@ -6,11 +6,12 @@ advertised.
 
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
 controller and closes the connection of an UpdateMetadata from the wire, as a Kafka broker does for
-an API its mode does not enable). The request goes to `Broker.handle_update_metadata`, the same
-function the in-process `LocalChannel` calls: a controller epoch older than the newest this broker
-has seen (from any of the three controller requests) is refused with STALE_CONTROLLER_EPOCH, a
-broker epoch older than this broker's registration (neither being -1) with STALE_BROKER_EPOCH, and
-either way the metadata cache is unchanged; otherwise the cache takes the request.
+an API its mode does not enable). The request goes to the broker's control plane
+(server/control_plane.py), as from the in-process `LocalChannel`: a controller epoch older than the
+newest this broker has seen (from any of the three controller requests) is refused with
+STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's registration (neither being -1) with
+STALE_BROKER_EPOCH, and either way the metadata cache is unchanged; otherwise the cache takes the
+request.
 
 Deliberate deviations: before v7 the request carries no topic ids, so the cache records the zero
 id for topics it learns from a v5-v6 request; `type` and `isKRaftController` (v8) are ignored
@@ -22,6 +23,7 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.server.context import RequestContext
+from odradek.server.control_plane import update_metadata_refusal
 
 API_KEY = ApiKey.UPDATE_METADATA
 MIN_VERSION = 5
@@ -30,13 +32,8 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    return ctx.broker.handle_update_metadata(request)
-
-
-def refusal(request: UpdateMetadataRequest, code: int) -> UpdateMetadataResponse:
-    """The answer to a request refused whole."""
-    return UpdateMetadataResponse(error_code=code)
+    return ctx.broker.control_plane.handle_update_metadata(request)
 
 
 def error_response(request: UpdateMetadataRequest, version: int, code: int) -> UpdateMetadataResponse:
-    return refusal(request, code)
+    return update_metadata_refusal(request, code)
