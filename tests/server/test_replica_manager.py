@@ -445,7 +445,7 @@ def test_list_offsets(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         await h.lead(T0, (0,), epoch=2)
         await h.rm.append_records({T0: batch(3)}, 1, 1000)  # timestamps 1000-1002
-        latest, earliest, by_time, missing, unknown, fenced = h.rm.offsets_for_timestamp(
+        latest, earliest, by_time, missing, unknown, fenced = h.rm.offset_lookups().offsets_for_timestamp(
             [
                 ListOffsetsPartitionRequest("t", 0, -1),
                 ListOffsetsPartitionRequest("t", 0, -2),
@@ -462,6 +462,24 @@ def test_list_offsets(tmp_path: Path) -> None:
         assert (missing.error_code, missing.timestamp, missing.offset) == (0, -1, -1)
         assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert fenced.error_code == ErrorCode.FENCED_LEADER_EPOCH
+
+    run(scenario, tmp_path)
+
+
+def test_list_offsets_for_a_worker_thread_read_a_copy_of_the_partition_map(tmp_path: Path) -> None:
+    """The map lives on the event loop: a worker's lookups see it as it was when they were taken
+    there, and a partition stopped meanwhile changes the live map only."""
+
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,), epoch=2)
+        await h.rm.append_records({T0: batch(3)}, 1, 1000)
+        in_worker = h.rm.offset_lookups(in_worker=True)
+        h.rm.stop_replicas(stop_replica_request(CONTROLLER, {"t": {0: 3}}, False))
+        latest = [ListOffsetsPartitionRequest("t", 0, -1)]
+        (copied,) = await asyncio.to_thread(in_worker.offsets_for_timestamp, latest, READ_UNCOMMITTED)
+        (live,) = h.rm.offset_lookups().offsets_for_timestamp(latest, READ_UNCOMMITTED)
+        assert (copied.error_code, copied.offset) == (ErrorCode.NONE, 3)
+        assert live.error_code != ErrorCode.NONE
 
     run(scenario, tmp_path)
 

@@ -78,6 +78,7 @@ from odradek.storage.txn_index import AbortedTxn
 
 NO_LEADER_EPOCH = -1
 UNKNOWN_OFFSET = -1
+DELETE_TO_HIGH_WATERMARK = -1  # DeleteRecords' offset meaning the high watermark
 Verified = tuple[int, VerificationGuard | None]  # a producer id and the guard of its verification
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -623,6 +624,21 @@ class Partition:
         if found is None or found.offset >= last_fetchable:
             return None
         return TimestampAndOffset(found.timestamp, found.offset, epochs.epoch_for(found.offset))
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords as leader (Kafka's deleteRecordsOnLeader): move the log start offset up to
+        `offset` (DELETE_TO_HIGH_WATERMARK: the high watermark) and return the new one. An offset
+        past the high watermark or below -1 is OFFSET_OUT_OF_RANGE, a topic whose cleanup.policy
+        lacks delete POLICY_VIOLATION."""
+        self.check_leader()
+        if not self.log.config.delete_enabled:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION, f"{self.topic} does not have cleanup.policy delete")
+        target = self.high_watermark if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if target < 0 or target > self.high_watermark:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is outside -1..the high watermark"
+            )
+        return self.log.advance_start_offset(target)
 
     # -- leader epochs ---------------------------------------------------------------------------
 

@@ -46,8 +46,14 @@ Owns:
   text format, written by temp file and rename): read at `start()`, written every
   replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
 
-Behaviour (Kafka's): appends with acks 0/1 answer at once; acks=-1 appends answer when every
-partition's high watermark reached the end of its append or at timeout_ms (REQUEST_TIMED_OUT).
+Behaviour (Kafka's): a Produce's append (`append_client_records`, Kafka's appendRecords for a
+client) first walks the records of its compressed batches led here (bounded work, invariant 9: the
+request's compressed partitions share ON_LOOP_DECOMPRESSION_BUDGET of decompressed records on the
+event loop, the rest is checked in one worker thread); a partition whose records fail answers their
+error (logged at INFO) unappended. A transactional Produce first takes each partition's KIP-890
+verification guard (`start_transaction_verification`). Appends with acks 0/1 answer at once; acks=-1
+appends answer when every partition's high watermark reached the end of its append or at timeout_ms
+(REQUEST_TIMED_OUT).
 `write_txn_markers` (WriteTxnMarkers, the transaction coordinator's write) appends a COMMIT/ABORT
 marker to each partition it leads (`Partition.append_marker`) and answers as an acks=-1 append; a
 marker moves the last stable offset, so it wakes the fetches watching its partition like any append.
@@ -57,7 +63,9 @@ otherwise they wait in purgatory. An incremental fetch (`fetch_session`) reads o
 that are not quiet (replication/quiet.py) and, while waiting, watches the quiet ones too. The
 response's max_bytes is shared by partitions in request order;
 the first batch of the first partition with data is returned even when larger than the limits.
-Per-partition failures become error codes, never exceptions.
+Per-partition failures become error codes, never exceptions. DeleteRecords (`delete_records`),
+DescribeProducers (`active_producers`) and ListOffsets (`offset_lookups`) are answered per partition
+from the partitions led here.
 A failed write (KafkaStorageError: a full disk...) answers KAFKA_STORAGE_ERROR, and a refused one
 (NOT_ENOUGH_REPLICAS, a batch that fails validation) its error; either is logged once per partition
 and error (WARNING) until an append to it succeeds again (INFO), not once per request; a high
@@ -70,12 +78,15 @@ thousands of partitions.
 
 Invariants: the partition map, purgatories and listeners live on the broker's event loop; worker
 threads only open, create, prepare and delete logs (LogManager.get_or_create_log / delete_log and
-the log's own locking). Record bytes are never read into Python on the data paths (reads hand out
-`FileSlice`s, appends pass the request's memoryview to the log).
+the log's own locking), check a Produce's compressed records (`Log.check_records`), and run
+ListOffsets lookups that read record timestamps (over a copy of the map taken on the loop). Record
+bytes are never read into Python on the data paths (reads hand out `FileSlice`s, appends pass the
+request's memoryview to the log).
 
 Callers: the broker's control plane (LeaderAndIsr / StopReplica from the controller), the Produce /
-Fetch / ListOffsets handlers, the group coordinator (appends to and reads from __consumer_offsets,
-through the broker's leadership wiring), the broker (construction, start, shutdown).
+Fetch / ListOffsets / DeleteRecords / DescribeProducers handlers, the group coordinator (appends to
+and reads from __consumer_offsets, through the broker's leadership wiring), the broker
+(construction, start, shutdown).
 """
 
 from __future__ import annotations
@@ -97,6 +108,8 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+from odradek.protocol.records.batch import COMPRESSION_MASK
+from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
 from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
@@ -104,6 +117,7 @@ from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
+    UNKNOWN_OFFSET,
     FetchClock,
     IsrProposal,
     Partition,
@@ -131,6 +145,7 @@ from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
+from odradek.storage.producer_state import ProducerStateEntry
 from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -140,7 +155,9 @@ DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.inter
 DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
 ALTER_PARTITION_TIMEOUT_S = 30.0
+ON_LOOP_DECOMPRESSION_BUDGET = 1 << 20  # decompressed bytes a Produce's check may take on the loop
 CHECKPOINT = "high watermark checkpoint"  # the key of its failures beside the partitions'
+_Checked = tuple[TopicPartition, Log, memoryview]  # a partition's compressed records and its log
 AlterPartitionSender = Callable[[AlterPartitionRequest, float], Awaitable[AlterPartitionResponse]]
 
 
@@ -585,6 +602,65 @@ class ReplicaManager:
         }
         return await self._await_appends(appended, acks, timeout_ms)
 
+    async def append_client_records(
+        self,
+        entries: Mapping[TopicPartition, memoryview],
+        acks: int,
+        timeout_ms: int,
+        verified: Mapping[TopicPartition, Verified] | None = None,
+    ) -> dict[TopicPartition, PartitionResponse]:
+        """A Produce's append (Kafka's appendRecords for a client): the records of the compressed
+        batches led here are walked first (`_check_compressed`), and a partition whose records fail
+        answers their error unappended; the others are appended as by `append_records`."""
+        compressed = self._compressed_led_here(entries)
+        if compressed:
+            refused = await self._check_compressed(compressed)
+            if refused:
+                entries = {key: records for key, records in entries.items() if key not in refused}
+                refused.update(await self.append_records(entries, acks, timeout_ms, verified))
+                return refused
+        return await self.append_records(entries, acks, timeout_ms, verified)
+
+    def _compressed_led_here(self, entries: Mapping[TopicPartition, memoryview]) -> list[_Checked]:
+        partitions = self._partitions
+        compressed: list[_Checked] = []
+        for key, records in entries.items():
+            hosted = partitions.get(key)
+            if hosted is not None and hosted.is_leader and has_batch_with(records, COMPRESSION_MASK):
+                compressed.append((key, hosted.log, records))
+        return compressed
+
+    async def _check_compressed(self, compressed: list[_Checked]) -> dict[TopicPartition, PartitionResponse]:
+        """Bounded work (invariant 9): the request's compressed partitions share
+        ON_LOOP_DECOMPRESSION_BUDGET of decompressed records on the event loop; those that need more
+        are checked in one worker thread (`Log.check_records`). The answers of the refused ones."""
+        errors, deferred = _check_all(compressed, ON_LOOP_DECOMPRESSION_BUDGET // len(compressed))
+        if deferred:
+            errors.update((await asyncio.to_thread(_check_all, deferred, None))[0])
+        refused: dict[TopicPartition, PartitionResponse] = {}
+        for key, error in errors.items():
+            log.info("Refused an append to %s-%d: %s (error %d)", *key, error.message, error.code)
+            refused[key] = PartitionResponse(error.code, error_message=error.message)
+        return refused
+
+    def start_transaction_verification(
+        self, keys: Iterable[TopicPartition], producer_id: int, producer_epoch: int
+    ) -> dict[TopicPartition, Verified]:
+        """KIP-890: for each partition of `keys` led here, the producer id and the guard its append
+        must carry (`Partition.start_transaction_verification`; guard None: the producer's
+        transaction is ongoing there, nothing to verify). Partitions not led here are left out: their
+        append answers why."""
+        now_ms = self.clock.time_ms()
+        verified: dict[TopicPartition, Verified] = {}
+        for key in keys:
+            hosted = self._partitions.get(key)
+            if hosted is not None and hosted.is_leader:
+                verified[key] = (
+                    producer_id,
+                    hosted.start_transaction_verification(producer_id, producer_epoch, now_ms),
+                )
+        return verified
+
     async def write_txn_markers(
         self, marker: TxnMarker, keys: Iterable[TopicPartition], timeout_ms: int
     ) -> dict[TopicPartition, PartitionResponse]:
@@ -1015,6 +1091,46 @@ class ReplicaManager:
 
     # -- list offsets ----------------------------------------------------------------------------
 
+    def offset_lookups(self, in_worker: bool = False) -> OffsetLookups:
+        """ListOffsets lookups (Kafka's fetchOffsetForTimestamp) over the hosted partitions: the live
+        map, on the event loop; for a worker thread (`in_worker`: lookups that read record
+        timestamps from the logs) a copy of it taken here, on the loop, where the map lives."""
+        return OffsetLookups(dict(self._partitions) if in_worker else self._partitions, self._not_hosted)
+
+    # -- delete records, producers ---------------------------------------------------------------
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
+        """DeleteRecords on one partition led here (Kafka's deleteRecords): the error code and the
+        new log start offset (`Partition.delete_records_on_leader`; -1 when it failed)."""
+        hosted = self._partitions.get((topic, partition))
+        if hosted is None:
+            return self._not_hosted((topic, partition))[0], UNKNOWN_OFFSET
+        try:
+            return ErrorCode.NONE, hosted.delete_records_on_leader(offset)
+        except KafkaError as exc:
+            return exc.code, UNKNOWN_OFFSET
+
+    def active_producers(self, topic: str, partition: int) -> tuple[int, list[ProducerStateEntry]]:
+        """DescribeProducers on one partition (Kafka's activeProducerState): NONE and the leader's
+        producers by producer id, or the error of a partition not led here."""
+        hosted = self._partitions.get((topic, partition))
+        if hosted is None or not hosted.is_leader:
+            return self._not_hosted((topic, partition))[0], []
+        producers = hosted.log.producer_state.producers
+        return ErrorCode.NONE, sorted(producers.values(), key=lambda entry: entry.producer_id)
+
+
+class OffsetLookups:
+    """ListOffsets lookups over a map of hosted partitions (`ReplicaManager.offset_lookups`)."""
+
+    def __init__(
+        self,
+        partitions: Mapping[tuple[str, int], Partition],
+        not_hosted: Callable[[tuple[str, int]], tuple[ErrorCode, str]],
+    ) -> None:
+        self._partitions = partitions
+        self._not_hosted = not_hosted
+
     def offsets_for_timestamp(
         self,
         requests: Iterable[ListOffsetsPartitionRequest],
@@ -1052,6 +1168,24 @@ def _answers_now(results: list[FetchPartitionResult], min_bytes: int) -> bool:
             return True
         total += result.size
     return total >= min_bytes
+
+
+def _check_all(
+    compressed: list[_Checked], budget: int | None
+) -> tuple[dict[TopicPartition, KafkaError], list[_Checked]]:
+    """Check each partition's records within `budget` decompressed bytes each (None: within the
+    limit only): the errors by partition, and the partitions that need more than the budget."""
+    errors: dict[TopicPartition, KafkaError] = {}
+    over_budget: list[_Checked] = []
+    for entry in compressed:
+        key, partition_log, records = entry
+        try:
+            partition_log.check_records(records, budget)
+        except DecompressionBudgetExceeded:
+            over_budget.append(entry)
+        except KafkaError as exc:
+            errors[key] = exc
+    return errors, over_budget
 
 
 def _write_checkpoints(by_dir: Mapping[Path, Mapping[tuple[str, int], int]]) -> OSError | None:

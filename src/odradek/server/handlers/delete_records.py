@@ -2,13 +2,14 @@
 
 API: v0-v2.
 
-Behaviour, per partition: the leader moves its log start offset up to the requested offset (-1: the
-high watermark) and answers the new log start offset as `low_watermark`; records below it can no
-longer be fetched, ListOffsets EARLIEST answers it, and the segments wholly below it are deleted at
-the next retention pass. Errors: UNKNOWN_TOPIC_OR_PARTITION (not in the cluster), NOT_LEADER_OR_FOLLOWER
-(hosted elsewhere or followed here), OFFSET_OUT_OF_RANGE for an offset past the high watermark or
-below -1, POLICY_VIOLATION for a topic whose cleanup.policy does not include delete, INVALID_REQUEST
-for a partition named twice. An offset at or below the log start offset changes nothing.
+Behaviour, per partition (ReplicaManager.delete_records): the leader moves its log start offset up
+to the requested offset (-1: the high watermark) and answers the new log start offset as
+`low_watermark`; records below it can no longer be fetched, ListOffsets EARLIEST answers it, and the
+segments wholly below it are deleted at the next retention pass. Errors: UNKNOWN_TOPIC_OR_PARTITION
+(not in the cluster), NOT_LEADER_OR_FOLLOWER (hosted elsewhere or followed here),
+OFFSET_OUT_OF_RANGE for an offset past the high watermark or below -1, POLICY_VIOLATION for a topic
+whose cleanup.policy does not include delete, INVALID_REQUEST for a partition named twice. An offset
+at or below the log start offset changes nothing.
 
 Deliberate deviation: the answer does not wait for the followers (Kafka's purgatory waits until every
 replica's log start offset reached the offset, and answers the smallest); they move their own log
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from odradek.server.context import RequestContext
 
@@ -30,7 +31,6 @@ API_KEY = ApiKey.DELETE_RECORDS
 MIN_VERSION = 0
 MAX_VERSION = 2
 
-HIGH_WATERMARK = -1
 NO_LOW_WATERMARK = -1
 
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -56,22 +56,10 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
 
 
 def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> PartitionResult:
-    hosted = ctx.broker.replica_manager.partition(topic, index)
-    if hosted is None:
-        known = ctx.broker.metadata_cache.contains_partition(topic, index)
-        return _failed(
-            index, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
-    try:
-        hosted.check_leader()
-    except KafkaError as exc:
-        return _failed(index, exc.code)
-    if not hosted.log.config.delete_enabled:
-        return _failed(index, ErrorCode.POLICY_VIOLATION)
-    target = hosted.high_watermark if offset == HIGH_WATERMARK else offset
-    if target < 0 or target > hosted.high_watermark:
-        return _failed(index, ErrorCode.OFFSET_OUT_OF_RANGE)
-    return PartitionResult(partition_index=index, low_watermark=hosted.log.advance_start_offset(target))
+    code, low_watermark = ctx.broker.replica_manager.delete_records(topic, index, offset)
+    if code != ErrorCode.NONE:
+        return _failed(index, code)
+    return PartitionResult(partition_index=index, low_watermark=low_watermark)
 
 
 def _failed(index: int, code: int) -> PartitionResult:

@@ -3,18 +3,18 @@
 API: v0.
 
 Behaviour (Kafka's, served by each partition's leader; admin clients send it there): per partition
-asked, the producers in the leader's producer state (`storage/producer_state.py`): producer id and
-epoch, the last sequence written (-1 when only a marker of that epoch is known), the timestamp of the
-producer's last batch or marker, the coordinator epoch of its last marker (-1: none) and the first
-offset of its ongoing transaction (-1: none). A partition this broker hosts but does not lead:
-NOT_LEADER_OR_FOLLOWER; one it does not host: NOT_LEADER_OR_FOLLOWER when the cluster has it,
-UNKNOWN_TOPIC_OR_PARTITION otherwise. throttle_time_ms is always 0.
+asked, the producers in the leader's producer state (ReplicaManager.active_producers)
+(`storage/producer_state.py`): producer id and epoch, the last sequence written (-1 when only a
+marker of that epoch is known), the timestamp of the producer's last batch or marker, the
+coordinator epoch of its last marker (-1: none) and the first offset of its ongoing transaction (-1:
+none). A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER; one it does not
+host: NOT_LEADER_OR_FOLLOWER when the cluster has it, UNKNOWN_TOPIC_OR_PARTITION otherwise.
+throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from odradek.server.context import RequestContext
 
@@ -37,15 +37,10 @@ async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> Desc
 
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
-    replica_manager = ctx.broker.replica_manager
-    hosted = replica_manager.partition(topic, index)
-    if hosted is None or not hosted.is_leader:
-        known = ctx.broker.metadata_cache.contains_partition(topic, index)
-        code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return PartitionResponse(partition_index=index, error_code=code)
-    producers = hosted.log.producer_state.producers
+    code, producers = ctx.broker.replica_manager.active_producers(topic, index)
     return PartitionResponse(
         partition_index=index,
+        error_code=code,
         active_producers=[
             ProducerState(
                 producer_id=entry.producer_id,
@@ -55,7 +50,7 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse
                 coordinator_epoch=entry.coordinator_epoch,
                 current_txn_start_offset=entry.current_txn_first_offset,
             )
-            for entry in sorted(producers.values(), key=lambda e: e.producer_id)
+            for entry in producers
         ],
     )
 

@@ -20,7 +20,8 @@ partition's, INVALID_REQUEST for a partition named twice.
 Bounded work: a lookup by timestamp (or -3) reads record timestamps from the log (the batches
 whose maxTimestamp reaches it, decompressed in bounded pieces, keys and values never kept), so a
 request holding one, or naming more than ON_LOOP_PARTITIONS (1000) partitions, is answered in a
-worker thread, as Kafka answers on its request handler threads; smaller requests of -1, -2, -4 and
+worker thread, as Kafka answers on its request handler threads (over a copy of the ReplicaManager's
+partition map, taken on the event loop where the map lives); smaller requests of -1, -2, -4 and
 -5 only are answered on the event loop from the partitions' offsets. (Decoding the request and
 encoding the response stay on the loop: a 3 MB request naming 250,000 partitions still holds it
 about 0.12 s.)
@@ -38,6 +39,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from odradek.replication.partition import MAX_TIMESTAMP
+from odradek.replication.replica_manager import OffsetLookups
 from odradek.replication.types import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
 from odradek.server.context import RequestContext
 
@@ -55,8 +57,9 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     if _needs_worker(request):
-        return await asyncio.to_thread(_answer, ctx, request)
-    return _answer(ctx, request)
+        lookups = ctx.broker.replica_manager.offset_lookups(in_worker=True)  # on the loop
+        return await asyncio.to_thread(_answer, lookups, request)
+    return _answer(ctx.broker.replica_manager.offset_lookups(), request)
 
 
 def _needs_worker(request: ListOffsetsRequest) -> bool:
@@ -67,7 +70,7 @@ def _needs_worker(request: ListOffsetsRequest) -> bool:
     )
 
 
-def _answer(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+def _answer(offsets: OffsetLookups, request: ListOffsetsRequest) -> ListOffsetsResponse:
     counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     lookups = [
         ListOffsetsPartitionRequest(t.name, p.partition_index, p.timestamp, p.current_leader_epoch)
@@ -76,7 +79,7 @@ def _answer(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResp
         if counts[(t.name, p.partition_index)] == 1
     ]
     consumer = request.replica_id == CONSUMER_REPLICA_ID
-    results = ctx.broker.replica_manager.offsets_for_timestamp(
+    results = offsets.offsets_for_timestamp(
         lookups,
         request.isolation_level if consumer else None,
         fetch_only_from_leader=request.replica_id != DEBUGGING_REPLICA_ID,

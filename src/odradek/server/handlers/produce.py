@@ -23,14 +23,14 @@ topics) and log_start_offset (v5+), or an error code (with error_message, v8+):
   otherwise the answer waits (produce purgatory) until the high watermark covers the append:
   NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum, REQUEST_TIMED_OUT after
   timeout_ms.
-Bounded work (invariant 9): the records of compressed batches are walked here, before the append
-(`Log.check_records`; the append itself checks framing, CRC and counts and walks only uncompressed
-batches). A request's compressed partitions share ON_LOOP_DECOMPRESSION_BUDGET (1 MiB of
-decompressed records, about the cost of walking one uncompressed 1 MiB batch) on the event loop;
-the partitions that need more are checked in one worker thread, as Kafka validates on its request
-handler threads, while the loop serves other connections. A batch decompressing past the limit of
-`records.validation` (64 MiB or max.message.bytes) is MESSAGE_TOO_LARGE, with the same log line as
-any refused append.
+Bounded work (invariant 9): the records of compressed batches are walked before the append
+(`ReplicaManager.append_client_records`, `Log.check_records`; the append itself checks framing, CRC
+and counts and walks only uncompressed batches). A request's compressed partitions share
+ON_LOOP_DECOMPRESSION_BUDGET (1 MiB of decompressed records, about the cost of walking one
+uncompressed 1 MiB batch) on the event loop; the partitions that need more are checked in one worker
+thread, as Kafka validates on its request handler threads, while the loop serves other connections.
+A batch decompressing past the limit of `records.validation` (64 MiB or max.message.bytes) is
+MESSAGE_TOO_LARGE, with the same log line as any refused append.
 acks=0 sends no response at all; if any partition failed, the connection is closed instead, as
 Kafka does, so the producer notices (its request had no answer to carry the error). A non-null
 Transactional batches (attributes bit 4): a request holding one without a transactional_id is
@@ -71,26 +71,23 @@ The ReplicaManager logs the first failure per partition and the recovery, not ev
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.produce import ProduceRequest, ProduceResponse
 from odradek.protocol.records.batch import (
-    COMPRESSION_MASK,
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_MASK,
     iter_batches,
 )
 from odradek.protocol.records.errors import RecordsError
-from odradek.protocol.records.validation import DecompressionBudgetExceeded, has_batch_with
+from odradek.protocol.records.validation import has_batch_with
 from odradek.replication.partition import Verified
 from odradek.replication.txn_verification import produce_error
 from odradek.replication.types import PartitionResponse, TopicPartition
 from odradek.server.context import RequestContext
 from odradek.server.network import CloseConnection
-from odradek.storage.log import Log
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -100,10 +97,8 @@ log = logging.getLogger(__name__)
 
 ADMIN_CLIENT_ID = "__admin_client"  # the only client Kafka lets write internal topics
 VALID_ACKS = (-1, 0, 1)
-ON_LOOP_DECOMPRESSION_BUDGET = 1 << 20
 
 PartitionResult = ProduceResponse.PartitionProduceResponse
-Checked = tuple[TopicPartition, Log, memoryview]  # a partition's compressed records and its log
 
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
@@ -120,9 +115,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         and ctx.broker.config["transaction.partition.verification.enable"]
     ):
         verified = await _verify_transactional(ctx, request.transactional_id, entries, responses)
-    await _check_compressed_records(ctx, entries, responses)
     if entries:
-        appended = await ctx.broker.replica_manager.append_records(
+        appended = await ctx.broker.replica_manager.append_client_records(
             entries, request.acks, request.timeout_ms, verified
         )
         responses.update(appended)
@@ -167,17 +161,10 @@ async def _verify_transactional(
             ErrorCode.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one producer ID"
         )
     ((producer_id, producer_epoch),) = producers
-    now = ctx.broker.clock.time_ms()
-    verified: dict[TopicPartition, Verified] = {}
-    to_verify: list[TopicPartition] = []
-    for key in transactional:
-        partition = ctx.broker.replica_manager.partition(*key)
-        if partition is None or not partition.is_leader:
-            continue  # the append answers why
-        guard = partition.start_transaction_verification(producer_id, producer_epoch, now)
-        verified[key] = (producer_id, guard)
-        if guard is not None:
-            to_verify.append(key)
+    verified = ctx.broker.replica_manager.start_transaction_verification(
+        transactional, producer_id, producer_epoch
+    )
+    to_verify = [key for key, (_, guard) in verified.items() if guard is not None]
     if not to_verify:
         return verified
     failed = await ctx.broker.txn_verifier.verify(transactional_id, producer_id, producer_epoch, to_verify)
@@ -215,7 +202,8 @@ def _check_topics(
         known = ctx.broker.metadata_cache.topic(topic.name)
         refused = known is not None and known.is_internal and not admin
         for data in topic.partition_data:
-            key = (topic.name, data.index)
+            # a plain tuple, equal to TopicPartition and cheaper to build on this path
+            key: TopicPartition = (topic.name, data.index)  # type: ignore[assignment]
             if refused:
                 message = f"Cannot append to internal topic {topic.name}"
                 responses[key] = PartitionResponse(ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=message)
@@ -223,47 +211,6 @@ def _check_topics(
                 records = data.records  # decoded as a memoryview of the request, or None
                 entries[key] = records if isinstance(records, memoryview) else memoryview(b"")
     return responses, entries
-
-
-async def _check_compressed_records(
-    ctx: RequestContext,
-    entries: dict[TopicPartition, memoryview],
-    responses: dict[TopicPartition, PartitionResponse],
-) -> None:
-    """Walk the records of the compressed batches led here (see the module docstring); a partition
-    whose records fail leaves `entries` for `responses`."""
-    compressed: list[Checked] = []
-    for key, records in entries.items():
-        partition = ctx.broker.replica_manager.partition(*key)
-        if partition is not None and partition.is_leader and has_batch_with(records, COMPRESSION_MASK):
-            compressed.append((key, partition.log, records))
-    if not compressed:
-        return
-    errors, deferred = _check_all(compressed, ON_LOOP_DECOMPRESSION_BUDGET // len(compressed))
-    if deferred:
-        errors.update((await asyncio.to_thread(_check_all, deferred, None))[0])
-    for key, error in errors.items():
-        log.info("Refused an append to %s-%d: %s (error %d)", *key, error.message, error.code)
-        responses[key] = PartitionResponse(error.code, error_message=error.message)
-        del entries[key]
-
-
-def _check_all(
-    compressed: list[Checked], budget: int | None
-) -> tuple[dict[TopicPartition, KafkaError], list[Checked]]:
-    """Check each partition's records within `budget` decompressed bytes each (None: within the
-    limit only): the errors by partition, and the partitions that need more than the budget."""
-    errors: dict[TopicPartition, KafkaError] = {}
-    over_budget: list[Checked] = []
-    for entry in compressed:
-        key, partition_log, records = entry
-        try:
-            partition_log.check_records(records, budget)
-        except DecompressionBudgetExceeded:
-            over_budget.append(entry)
-        except KafkaError as exc:
-            errors[key] = exc
-    return errors, over_budget
 
 
 def _response(request: ProduceRequest, responses: dict[TopicPartition, PartitionResponse]) -> ProduceResponse:
