@@ -2,8 +2,11 @@
 
 Owns the `RequestContext` value handed to every `handle(ctx, request)`: the parsed request header
 (api key, api version, correlation id, client id), the broker (config, metadata, log manager,
-replica manager, purgatory, cluster id, advertised endpoints), the client's host and the name of the
-listener its connection arrived on (answers name that listener's endpoints).
+replica manager, purgatory, cluster id, advertised endpoints), and the connection the request came
+on, as the network layer set it at accept: the client's host, the name of the listener it arrived
+on (answers name that listener's endpoints), that listener's security protocol (PLAINTEXT) and the
+connection's principal (`KafkaPrincipal`, User:ANONYMOUS on PLAINTEXT). The authorizer and quota
+hooks of the request path see it too (security/authorizer.py, server/client_quotas.py).
 
 Callers: the dispatcher builds one per request; handlers read it and never keep it.
 """
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odradek.protocol.headers import RequestHeader
+from odradek.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -25,6 +29,8 @@ class RequestContext:
     broker: Broker
     client_host: str
     listener: str
+    security_protocol: str
+    principal: KafkaPrincipal
 
     @property
     def api_version(self) -> int:

@@ -1,9 +1,25 @@
 """The dispatcher: one request frame in, the response chunks out (or a closed connection).
 
-Owns the path between the network layer and the handlers: read the API key and version, find the
-handler in the registry, parse the request header and decode the body with the codec, call
-`handle(ctx, request)`, and encode the response header (v0 or v1, as the API version demands) and
-body. It is the network layer's `RequestHandler`.
+The request path, from bytes to handler and back, in named stages (Kafka's SocketServer, then
+RequestChannel and KafkaApis):
+1. frame (network.py): a connection cuts size-prefixed frames out of what it receives, within the
+   connection limits, and queues them; one request per connection is in the path at a time;
+2. header (here): the API key and version route to the handler module; the request header (api
+   key, version, correlation id, client id) is parsed;
+3. principal: the `RequestContext` is built with the connection's listener, security protocol and
+   principal (set by the network layer at accept: User:ANONYMOUS on PLAINTEXT);
+4. authorize: the `Authorizer` (security/authorizer.py; default `AllowEverything`) is asked once
+   whether the principal may use the cluster; a refusal is answered with the request's error
+   response carrying CLUSTER_AUTHORIZATION_FAILED, without handling it;
+5. quota: the `QuotaManager` (server/client_quotas.py; default `NoQuotas`) records the request's
+   cost (its frame's size) and answers a throttle time; a positive one mutes the connection until
+   then (`ClientInfo.throttle`);
+6. decode: the body is decoded by the codec (records stay a memoryview of the frame);
+7. handle: `handle(ctx, request)` of the handler module;
+8. encode: the response header (v0 or v1, as the API version demands) and body become chunks;
+9. send (network.py): the chunks go out in request order (bytes with sendmsg, file ranges with
+   sendfile); a muted connection then waits out its mute before its next request.
+It is the network layer's `RequestHandler`.
 
 Behaviour, following Kafka:
 - Unknown API key (including one the broker's mode does not enable: the ZooKeeper-only controller
@@ -43,6 +59,8 @@ from odradek.protocol.headers import (
 )
 from odradek.protocol.messages.api_versions import ApiVersionsResponse
 from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
+from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Authorizer
+from odradek.server.client_quotas import NoQuotas, QuotaManager
 from odradek.server.context import RequestContext
 from odradek.server.handlers import registry_for
 from odradek.server.handlers.api_versions import supported_versions
@@ -66,15 +84,24 @@ def _api_name(api_key: int) -> str:
 class Dispatcher:
     """Routes request frames to handler modules; see the module docstring for the error rules."""
 
-    def __init__(self, broker: Broker, handlers: Mapping[int, ModuleType] | None = None) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        handlers: Mapping[int, ModuleType] | None = None,
+        authorizer: Authorizer | None = None,
+        quotas: QuotaManager | None = None,
+    ) -> None:
         self._broker = broker
         self._handlers = registry_for(broker.config) if handlers is None else handlers
+        self._authorizer = authorizer or AllowEverything()
+        self._quotas = quotas or NoQuotas()
 
     @property
     def handlers(self) -> Mapping[int, ModuleType]:
         return self._handlers
 
     async def __call__(self, frame: bytes | bytearray, client: ClientInfo) -> list[Chunk] | None:
+        # header: route by API key and version, then parse the request header
         if len(frame) < _MIN_HEADER_SIZE:
             raise self._reject(client, None, f"frame of {len(frame)} bytes is too short for a request header")
         api_key, api_version = peek_api_key_version(frame)
@@ -84,30 +111,70 @@ class Dispatcher:
             raise self._reject(client, api_key, reason)
         if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
             return self._unsupported_version(module, frame, client, api_key, api_version)
-        header, request = self._decode(frame, client)
-        try:
-            response = await module.handle(
-                RequestContext(header, self._broker, client.host, client.listener), request
-            )
-        except CloseConnection:
-            raise
-        except KafkaError as exc:
-            log.info("%s v%d from %s failed: %s", _api_name(api_key), api_version, client, exc)
-            response = self._error_response(module, request, header, exc.code, client)
-        except Exception:
-            log.exception("%s v%d from %s failed unexpectedly", _api_name(api_key), api_version, client)
-            response = self._error_response(module, request, header, ErrorCode.UNKNOWN_SERVER_ERROR, client)
+        header, body_offset = self._header(frame, client)
+        # principal: the connection's listener, security protocol and principal
+        ctx = RequestContext(
+            header, self._broker, client.host, client.listener, client.security_protocol, client.principal
+        )
+        # authorize
+        allowed = self._authorizer.authorize(ctx, AclOperation.ANY, CLUSTER)
+        # quota
+        throttle_ms = self._quotas.record(ctx, len(frame))
+        if throttle_ms > 0:
+            client.throttle(throttle_ms)
+        # decode
+        request = self._decode(header, frame, body_offset, client)
+        # handle
+        if not allowed:
+            response = self._refused(module, request, ctx, client)
+        else:
+            try:
+                response = await module.handle(ctx, request)
+            except CloseConnection:
+                raise
+            except Exception as exc:
+                response = self._failed(module, request, header, exc, client)
         if response is None:
             return None
+        # encode
         return self._encode(header.api_key, header.api_version, header.correlation_id, response, client)
 
-    def _decode(self, frame: bytes | bytearray, client: ClientInfo) -> tuple[RequestHeader, Any]:
+    def _refused(self, module: ModuleType, request: Any, ctx: RequestContext, client: ClientInfo) -> Any:
+        header = ctx.header
+        log.info(
+            "%s v%d from %s (%s) not authorized",
+            _api_name(header.api_key),
+            header.api_version,
+            client,
+            ctx.principal,
+        )
+        return self._error_response(module, request, header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, client)
+
+    def _failed(
+        self, module: ModuleType, request: Any, header: RequestHeader, exc: Exception, client: ClientInfo
+    ) -> Any:
+        """The error response to a handler that raised `exc` (see the module docstring)."""
+        api = _api_name(header.api_key)
+        if isinstance(exc, KafkaError):
+            log.info("%s v%d from %s failed: %s", api, header.api_version, client, exc)
+            return self._error_response(module, request, header, exc.code, client)
+        log.error("%s v%d from %s failed unexpectedly", api, header.api_version, client, exc_info=exc)
+        return self._error_response(module, request, header, ErrorCode.UNKNOWN_SERVER_ERROR, client)
+
+    def _header(self, frame: bytes | bytearray, client: ClientInfo) -> tuple[RequestHeader, int]:
         try:
-            header, body_offset = parse_request_header(frame)
-            return header, decode_request(header.api_key, header.api_version, memoryview(frame)[body_offset:])
+            return parse_request_header(frame)
         except ProtocolDecodeError as exc:
             api_key, _ = peek_api_key_version(frame)
             raise self._reject(client, api_key, f"malformed request: {exc}") from None
+
+    def _decode(
+        self, header: RequestHeader, frame: bytes | bytearray, body_offset: int, client: ClientInfo
+    ) -> Any:
+        try:
+            return decode_request(header.api_key, header.api_version, memoryview(frame)[body_offset:])
+        except ProtocolDecodeError as exc:
+            raise self._reject(client, header.api_key, f"malformed request: {exc}") from None
 
     def _unsupported_version(
         self, module: ModuleType, frame: bytes | bytearray, client: ClientInfo, api_key: int, api_version: int
@@ -129,7 +196,8 @@ class Dispatcher:
         spec = API_SPECS.get(api_key)
         if not hasattr(module, "error_response") or spec is None or api_version not in spec.request_versions:
             raise self._reject(client, api_key, f"unsupported version {api_version}")
-        header, request = self._decode(frame, client)
+        header, body_offset = self._header(frame, client)
+        request = self._decode(header, frame, body_offset, client)
         response = module.error_response(request, api_version, ErrorCode.UNSUPPORTED_VERSION)
         return self._encode(api_key, api_version, header.correlation_id, response, client)
 

@@ -1,6 +1,11 @@
 """The listener: TCP connections, Kafka's size-prefixed framing, in-order responses, sendfile, and the
 connection limits that keep one client from freezing, bloating or stopping the broker.
 
+The request path: this layer is its first and last stages, `frame` (cut requests out of the bytes
+received, within the connection limits) and `send` (the response chunks, in request order); the
+request handler (server/dispatcher.py, which lists every stage) runs the stages between them:
+header, principal, authorize, quota, decode, handle, encode.
+
 Theory of operation. Each connection owns its non-blocking socket directly (not an asyncio
 transport), because a fetch response mixes bytes with `FileSlice` chunks that must go out with
 `os.sendfile`, strictly after the bytes queued before them: an asyncio transport keeps its own write
@@ -32,6 +37,9 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
   to the request handler (Kafka's one-in-flight-per-connection), so responses leave in request order.
   Reading continues meanwhile (pipelining) until `queued.max.requests` frames or `MAX_QUEUED_BYTES`
   bytes wait: then reading pauses, and resumes when the queue has drained to half of both limits.
+- Throttling: the request path's quota stage may mute a connection (`ClientInfo.throttle`, Kafka's
+  muted channel, KIP-219); after sending its response the connection then reads and handles nothing
+  until the mute ends. The default quota manager never mutes.
 - Writing: the handler returns the response chunks (header and body, without the size prefix);
   runs of bytes go out with `sendmsg` (flagged MSG_MORE when a file slice follows), each `FileSlice`
   with `os.sendfile` from its fd at its offset (the file position is never touched). When the socket
@@ -68,9 +76,10 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
 - An accept that fails for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses
   accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
-Listeners: `bind(listener_name, host, port)` once per entry of `listeners`; every connection knows
-the listener it arrived on (`ClientInfo.listener`), so handlers answer with that listener's
-advertised endpoints, as Kafka does.
+Listeners: `bind(listener_name, host, port, security_protocol)` once per entry of `listeners` (only
+PLAINTEXT is spoken); every connection knows, from its accept, the listener it arrived on
+(`ClientInfo.listener`; handlers answer with that listener's advertised endpoints, as Kafka does),
+its security protocol and its principal (security/principal.py: User:ANONYMOUS on PLAINTEXT).
 
 Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
 the frames already received (bounded by a timeout) before the sockets close.
@@ -93,6 +102,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from odradek.protocol.primitives import FileSlice
+from odradek.security.principal import ANONYMOUS, PLAINTEXT, KafkaPrincipal, principal_for
 from odradek.server.limits import INT_MAX, ConnectionLimits, normalize_ip, release_free_memory
 
 log = logging.getLogger(__name__)
@@ -119,18 +129,28 @@ _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.
 ResponseChunk = bytes | bytearray | memoryview | FileSlice
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class ClientInfo:
-    """Who sent a request: the peer address, a connection id unique within the server, and the name
-    of the listener the connection arrived on."""
+    """Who sent a request, set once per connection at accept: the peer address, a connection id
+    unique within the server, the name of the listener the connection arrived on, its security
+    protocol and the connection's principal. `muted_until` (event loop time; 0: never) is the
+    connection-level mute the request path's quota stage sets (`throttle`)."""
 
     host: str
     port: int
     connection_id: int
-    listener: str = "PLAINTEXT"
+    listener: str = PLAINTEXT
+    security_protocol: str = PLAINTEXT
+    principal: KafkaPrincipal = ANONYMOUS
+    muted_until: float = 0.0
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def throttle(self, throttle_ms: int) -> None:
+        """Mute the connection for `throttle_ms`: no further request of it is read or handled
+        before then (the response to this one still goes out at once)."""
+        self.muted_until = max(self.muted_until, time.monotonic() + throttle_ms / 1000)
 
 
 class CloseConnection(Exception):
@@ -250,6 +270,7 @@ class Connection:
         self.last_active = self._loop.time()
         self._wakeup = asyncio.Event()
         self._reading = False
+        self._muted = False  # while throttled (`_wait_unmuted`)
         self._closed = False
         self._draining = False
         self._worker = self._loop.create_task(self._process(), name=f"connection-{client}")
@@ -269,7 +290,7 @@ class Connection:
     # -- reading ---------------------------------------------------------------------------------
 
     def _resume_reading(self) -> None:
-        if not self._reading and not self._closed and not self._draining:
+        if not self._reading and not self._closed and not self._draining and not self._muted:
             self._loop.add_reader(self._fd, self._on_readable)
             self._reading = True
 
@@ -411,9 +432,11 @@ class Connection:
                 self._held -= size
                 self._pool.release(size)
                 if response is not None:
-                    await self._send_response(response)
+                    await self._send_response(response)  # send
                 if observer is not None:
                     observer(frame, arrived, started, time.monotonic())
+                if self.client.muted_until:
+                    await self._wait_unmuted()
         except CloseConnection:
             self.close(None)  # the handler has logged why
         except OSError as exc:
@@ -424,6 +447,19 @@ class Connection:
         finally:
             if self._draining:
                 self.close(None)
+
+    async def _wait_unmuted(self) -> None:
+        """A throttled connection (`ClientInfo.throttle`): read and handle nothing until its mute ends."""
+        delay = self.client.muted_until - time.monotonic()
+        self.client.muted_until = 0.0
+        if delay > 0:
+            self._pause_reading()
+            self._muted = True
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                self._muted = False
+            self.maybe_resume_reading()
 
     async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
         total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
@@ -581,6 +617,7 @@ class KafkaServer:
         self._receive_buffer = bytearray(RECEIVE_BUFFER_SIZE)
         self._pool = MemoryPool(self._limits.queued_max_request_bytes)
         self._listen_socks: dict[str, socket.socket] = {}
+        self._security_protocols: dict[str, str] = {}
         self._connections: set[Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._next_connection_id = 0
@@ -614,9 +651,12 @@ class KafkaServer:
         """Check later accepts against `limits` (connections already open stay open)."""
         self._limits = limits
 
-    async def bind(self, listener: str, host: str, port: int) -> tuple[str, int]:
-        """Bind a listener (empty host = every interface) without accepting yet; returns the bound
-        address."""
+    async def bind(
+        self, listener: str, host: str, port: int, security_protocol: str = PLAINTEXT
+    ) -> tuple[str, int]:
+        """Bind a listener (empty host = every interface) speaking `security_protocol` without
+        accepting yet; returns the bound address."""
+        principal_for(security_protocol)  # refuses a protocol this broker does not speak
         infos = await asyncio.get_running_loop().getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
@@ -626,6 +666,7 @@ class KafkaServer:
         sock.bind(address)
         sock.setblocking(False)
         self._listen_socks[listener] = sock
+        self._security_protocols[listener] = security_protocol
         bound = sock.getsockname()
         return bound[0], bound[1]
 
@@ -731,7 +772,10 @@ class KafkaServer:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_connection_id += 1
-        client = ClientInfo(ip, int(address[1]), self._next_connection_id, listener)
+        protocol = self._security_protocols[listener]
+        client = ClientInfo(
+            ip, int(address[1]), self._next_connection_id, listener, protocol, principal_for(protocol)
+        )
         connection = Connection(
             sock,
             client,
