@@ -6,6 +6,7 @@ The same requests through the wire handlers of a started broker: test_control_pl
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -72,7 +73,7 @@ def request(api: str, controller_epoch: int, broker_epoch: int = -1) -> Any:
 
 
 def handle(plane: ControlPlane, api: str, req: Any) -> Any:
-    handler = {
+    handler: Callable[[Any], Any] = {
         "LeaderAndIsr": plane.handle_leader_and_isr,
         "UpdateMetadata": plane.handle_update_metadata,
         "StopReplica": plane.handle_stop_replica,

@@ -43,14 +43,15 @@ class Recording:
         self.contexts.append(ctx)
         self.handled.append(time.monotonic())
         return MetadataResponse(
-            topics=[MetadataResponse.MetadataResponseTopic(name=t.name) for t in request.topics]
+            topics=[MetadataResponse.MetadataResponseTopic(name=t.name) for t in request.topics or ()]
         )
 
     @staticmethod
     def error_response(request: MetadataRequest, version: int, code: int) -> MetadataResponse:
         return MetadataResponse(
             topics=[
-                MetadataResponse.MetadataResponseTopic(error_code=code, name=t.name) for t in request.topics
+                MetadataResponse.MetadataResponseTopic(error_code=code, name=t.name)
+                for t in request.topics or ()
             ]
         )
 

@@ -1039,7 +1039,7 @@ class ReplicaManager:
                 response = AlterPartitionResponse(error_code=ErrorCode.REQUEST_TIMED_OUT)
             self._apply_isr_response(proposals, response)
 
-    def _isr_request(self, proposals: Mapping[TopicPartition, IsrProposal]) -> AlterPartitionRequest:
+    def _isr_request(self, proposals: Mapping[tuple[str, int], IsrProposal]) -> AlterPartitionRequest:
         topics: dict[str, AlterPartitionRequest.TopicData] = {}
         for (name, index), proposal in proposals.items():
             topics.setdefault(name, AlterPartitionRequest.TopicData(topic_name=name)).partitions.append(
@@ -1055,7 +1055,7 @@ class ReplicaManager:
         )
 
     def _apply_isr_response(
-        self, proposals: Mapping[TopicPartition, IsrProposal], response: AlterPartitionResponse
+        self, proposals: Mapping[tuple[str, int], IsrProposal], response: AlterPartitionResponse
     ) -> None:
         answers = {
             (topic.topic_name, p.partition_index): p for topic in response.topics for p in topic.partitions

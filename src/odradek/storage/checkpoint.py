@@ -36,7 +36,9 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
 
 
-def write_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
+def write_checkpoint(
+    path: Path, offsets: Mapping[TopicPartition, int] | Mapping[tuple[str, int], int]
+) -> None:
     write_entries(
         path, [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
     )

@@ -227,9 +227,10 @@ class LogCleaner:
 
     def forget(self, topic: str, partition: int) -> None:
         """A deleted log: drop its checkpoint entry (written with the next cleaning of its dir)."""
-        self._checkpoints.pop((topic, partition), None)
-        self._checkpoint_dirs.pop((topic, partition), None)
-        self._delete_horizons.pop((topic, partition), None)
+        key = TopicPartition(topic, partition)
+        self._checkpoints.pop(key, None)
+        self._checkpoint_dirs.pop(key, None)
+        self._delete_horizons.pop(key, None)
 
     # -- choosing ------------------------------------------------------------------------------
 
@@ -741,4 +742,4 @@ def _remove_cleaned(directory: Path, base_offset: int) -> None:
 
 
 def _key(target: Log) -> TopicPartition:
-    return target.topic, target.partition
+    return TopicPartition(target.topic, target.partition)

@@ -196,7 +196,7 @@ class LogManager:
                     self._leftovers.append(Path(entry.path))
                     continue
                 try:
-                    key = parse_dir_name(entry.name)
+                    key = TopicPartition(*parse_dir_name(entry.name))
                 except ValueError:
                     continue
                 if key in self._stored:
@@ -217,7 +217,7 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         """The loaded log of topic-partition; one still on disk is loaded first; None if neither."""
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         found = self._logs.get(key)
         if found is not None or (key not in self._stored and key not in self._loading):
             return found
@@ -233,7 +233,7 @@ class LogManager:
         with self._lock:
             return sorted(self._stored.keys() - self._loading.keys())
 
-    def report_unknown(self, expected: Iterable[TopicPartition]) -> list[TopicPartition]:
+    def report_unknown(self, expected: Iterable[tuple[str, int]]) -> list[TopicPartition]:
         """Log (and return) the partitions on disk that are not in `expected` (the metadata's): they
         stay on disk, unloaded."""
         unknown = sorted(set(self.unloaded_partitions()) - set(expected))
@@ -253,7 +253,7 @@ class LogManager:
             raise ValueError(f"illegal topic name {topic!r}")
         if partition < 0:
             raise ValueError(f"illegal partition {partition}")
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             found = self._logs.get(key)
             if found is not None:
@@ -371,7 +371,7 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove the log and its files (loaded or not); False if there was none."""
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             pending = self._loading.get(key)
         if pending is not None:
