@@ -392,6 +392,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("leader.imbalance.per.broker.percentage", _I, 10, at_least(0)),
         ConfigKey("fetch.max.bytes", _I, 57671680, at_least(1024)),
         ConfigKey("max.incremental.fetch.session.cache.slots", _I, 1000, at_least(0)),
+        # the most partitions one DescribeTopicPartitions response holds
+        ConfigKey("max.request.partition.size.limit", _I, 2000, at_least(1)),
         # group coordinator and offsets
         ConfigKey("offsets.topic.num.partitions", _I, 50, at_least(1)),
         ConfigKey("offsets.topic.replication.factor", _SH, 1, at_least(1)),
