@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 HANDLER_MODULES: list[str] = [
     "api_versions",
     "metadata",
+    "describe_topic_partitions",
     "create_topics",
     "delete_topics",
     "create_partitions",
