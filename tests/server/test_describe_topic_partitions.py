@@ -23,8 +23,9 @@ from odradek.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponse,
 )
 from odradek.protocol.messages.metadata import MetadataRequest
-from odradek.testing.broker import BrokerProcess
+from odradek.testing.broker import BrokerProcess, free_port
 from tests.conftest import topic_name
+from tests.server.raw_client import RawClient
 
 LIMIT = 5  # the broker's max.request.partition.size.limit
 # Every topic operation Kafka reports without an authorizer: READ, WRITE, CREATE, DELETE, ALTER,
@@ -185,3 +186,25 @@ def test_a_cursor_outside_the_listed_topics_or_negative_is_invalid(client):
     (negative,) = describe(client, a, cursor=(a, -1)).topics
     assert negative.error_code == ErrorCode.INVALID_REQUEST
     assert page(describe(client, a, cursor=(a, 0))) == ([(a, [0])], None)  # the connection goes on
+
+
+def test_a_leader_without_an_endpoint_on_the_listener_is_no_leader(tmp_path):
+    ports = {name: free_port() for name in ("INTERNAL", "REPLICATION")}
+    overrides = {
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
+        "advertised.listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']}",  # REPLICATION is not advertised
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,REPLICATION:PLAINTEXT",
+    }
+    with BrokerProcess(tmp_path / "data", port=ports["INTERNAL"], overrides=overrides) as process:
+        with (
+            RawClient(process.bootstrap) as internal,
+            RawClient(f"127.0.0.1:{ports['REPLICATION']}") as other,
+        ):
+            name = topic_name("unadvertised")
+            create(internal, name, 1)
+
+            (seen,) = describe(internal, name).topics[0].partitions
+            (unseen,) = describe(other, name).topics[0].partitions
+
+    assert (seen.leader_id, seen.replica_nodes, seen.isr_nodes) == (0, [0], [0])
+    assert (unseen.error_code, unseen.leader_id, unseen.replica_nodes, unseen.isr_nodes) == (0, -1, [0], [0])
