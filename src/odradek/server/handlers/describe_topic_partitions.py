@@ -8,7 +8,8 @@ after the cursor's topic are looked at. The response holds at most `response_par
 partitions, capped by the broker's `max.request.partition.size.limit` (default 2000). Topics are
 filled in order, the cursor's topic from the cursor's partition index, the others from partition 0;
 when a topic's partitions do not all fit, `next_cursor` names the first left out and the response
-ends there; when the limit is used up exactly, `next_cursor` names the next topic at partition 0.
+ends there; when the limit is used up exactly, `next_cursor` names the next topic at partition 0
+(a limit of 0 is used up before the first topic; a negative limit answers no topic and no cursor).
 A listed topic the broker does not know answers UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION
 for an illegal name) with a zero topic id; a topic is never auto-created. A cursor naming a topic the
 request's non-empty list lacks is refused (INVALID_REQUEST, every listed topic carrying it).
