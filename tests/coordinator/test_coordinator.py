@@ -108,7 +108,9 @@ class Harness:
         self.clock = ManualClock()
         self.log = offsets_log or MemoryOffsetsLog()
         self.broker = FakeBroker()
-        self.coordinator = GroupCoordinator(self.broker, CONFIG, self.clock, self.log)
+        self.coordinator = GroupCoordinator(
+            CONFIG, self.clock, self.broker.metadata_cache, self.broker, self.log
+        )
         self.broker.coordinator = self.coordinator
 
     async def start(self) -> None:

@@ -37,8 +37,13 @@ Owns the broker's life cycle.
   ReplicaManager's replication quotas the leader/follower.replication.throttled.rate (KIP-73; the
   topics' throttled replica lists follow their configs), and the controller, if here,
   unclean.leader.election.enable for its next election.
-- Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
-  unload group coordinator shards (Kafka's onLeadershipChange).
+- Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` and
+  `__transaction_state` partitions load and unload the group and transaction coordinators' shards
+  (Kafka's onLeadershipChange).
+- The coordinators and the transaction-marker channel never see the Broker: each takes small
+  Protocols of its own layer, given here the objects that satisfy them (the metadata cache; the
+  broker itself for `auto_create_topic` and `write_txn_markers`; the ReplicaManager through
+  `ReplicaManagerLog`; the ProducerIdManager).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
   `wait_for_leaders` is the wait of Kafka's delayed admin operations: every partition is in the
   metadata cache with a live leader, and those this broker leads serve.
@@ -139,7 +144,9 @@ from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
+from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
+from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -357,9 +364,25 @@ class Broker:
         self.store.watch_broker_configs(self._on_broker_configs_changed)
         if not self._dynamic_config_current():
             self._on_broker_configs_changed("a change during start-up")
-        self.group_coordinator = GroupCoordinator(self, config, self.clock)
+        self.group_coordinator = GroupCoordinator(
+            config,
+            self.clock,
+            self.metadata_cache,
+            self,
+            ReplicaManagerLog(self.replica_manager, OFFSETS_TOPIC),
+        )
         await self.group_coordinator.startup()
-        self.txn_coordinator = TransactionCoordinator(self, config)
+        self.txn_coordinator = TransactionCoordinator(
+            config,
+            self.clock,
+            self.metadata_cache,
+            self,
+            ReplicaManagerLog(self.replica_manager, TXN_TOPIC),
+            TxnMarkerChannel(
+                self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
+            ),
+            self.producer_id_manager,
+        )
         await self.txn_coordinator.startup()
         self.txn_verifier = TxnVerifier(self)
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
