@@ -40,10 +40,11 @@ Owns the broker's life cycle.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` and
   `__transaction_state` partitions load and unload the group and transaction coordinators' shards
   (Kafka's onLeadershipChange).
-- The coordinators and the transaction-marker channel never see the Broker: each takes small
-  Protocols of its own layer, given here the objects that satisfy them (the metadata cache; the
-  broker itself for `auto_create_topic` and `write_txn_markers`; the ReplicaManager through
-  `ReplicaManagerLog`; the ProducerIdManager).
+- The coordinators, the transaction-marker channel and the transaction verifier never see the
+  Broker: each takes small Protocols of its own layer, given here the objects that satisfy them (the
+  metadata cache; the broker itself for `auto_create_topic` and `write_txn_markers`; the
+  ReplicaManager through `ReplicaManagerLog`; the ProducerIdManager; the transaction coordinator as
+  the verifier's coordinator locator).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
   `wait_for_leaders` is the wait of Kafka's delayed admin operations: every partition is in the
   metadata cache with a live leader, and those this broker leads serve.
@@ -384,7 +385,13 @@ class Broker:
             self.producer_id_manager,
         )
         await self.txn_coordinator.startup()
-        self.txn_verifier = TxnVerifier(self)
+        self.txn_verifier = TxnVerifier(
+            self.broker_id,
+            self.config.inter_broker_listener_name,
+            self.config["request.timeout.ms"],
+            self.metadata_cache,
+            self.txn_coordinator,
+        )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         if self._zk is None:
             self.controller = Controller(
