@@ -4,12 +4,13 @@ Owns one connection per leader broker, on the inter-broker listener. `write` spl
 partitions by leader as the metadata cache (`ClusterMetadata`) knows it: the partitions this broker
 leads (or that have no known leader, so the local append answers why) are written through the
 `MarkerWriter` (the broker's `write_txn_markers`, which also completes the transactional offset
-commits of `__consumer_offsets` partitions);
-the others are sent to their leaders as a WriteTxnMarkers v1 request, one per leader, concurrently.
+commits of `__consumer_offsets` partitions); the others are sent to their leaders as a
+WriteTxnMarkers v1 request, one per leader, concurrently.
 A leader that cannot be reached answers its partitions COORDINATOR_NOT_AVAILABLE, a retriable code:
 the coordinator retries after a backoff, with the leaders known then.
 
-Callers: the transaction coordinator.
+Callers: the transaction coordinator's shards (txn_shard.py, through their `MarkerChannel`); the
+broker builds it and the transaction coordinator closes it.
 """
 
 from __future__ import annotations
