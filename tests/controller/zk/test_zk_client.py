@@ -60,6 +60,47 @@ async def test_registration_gives_a_broker_epoch_and_refuses_a_live_duplicate(ch
 
 
 @on_loop
+async def test_registration_of_this_session_is_its_own(chroot):
+    """A create whose answer was lost (the connection dropped) is retried: the znode this session
+    already holds is its registration, not another broker's (KAFKA-7165)."""
+    client = await _client(chroot)
+    try:
+        epoch = await client.register_broker(_registration(1))
+        assert await client.register_broker(_registration(1)) == epoch
+    finally:
+        await client.close()
+
+
+@on_loop
+async def test_registration_waits_for_another_sessions_registration_to_go(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        epoch = await first.register_broker(_registration(1))
+        waiting = asyncio.ensure_future(second.register_broker(_registration(1), expiry_wait_s=30))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        await first.close()
+        assert await asyncio.wait_for(waiting, 10) > epoch
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
+async def test_registration_held_past_the_wait_is_refused(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        await first.register_broker(_registration(1))
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(BrokerIdInUseError):
+            await second.register_broker(_registration(1), expiry_wait_s=1)
+        assert asyncio.get_running_loop().time() - started >= 1
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
 async def test_election_is_won_once_and_a_deposed_controller_cannot_write(chroot):
     first, second = await _client(chroot), await _client(chroot)
     try:
