@@ -62,8 +62,10 @@ Owns the broker's life cycle.
   other ISR members and takes it out of the ISRs it follows; while partitions remain (no other ISR
   member yet) or the controller cannot be reached, it is asked again after
   controlled.shutdown.retry.backoff.ms, controlled.shutdown.max.retries attempts in all (each
-  bounded by controller.socket.timeout.ms); one INFO line tells how many partitions moved and how
-  many remain, and the shutdown goes on whatever the outcome. Then: stop accepting; release admin
+  bounded by controller.socket.timeout.ms), unless its metadata lists no other live broker (then
+  there is nowhere to move leadership: no retry; deliberate deviation, Kafka retries all the same);
+  one INFO line tells how many partitions moved and how many remain, and the shutdown goes on
+  whatever the outcome. Then: stop accepting; release admin
   requests waiting for leaders; stop the group coordinator, which answers every JoinGroup /
   SyncGroup parked in a rebalance (and any group request still queued) with NOT_COORDINATOR, as
   Kafka does when a coordinator unloads its groups; let connections answer what they have already
@@ -87,10 +89,17 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 - connect (zookeeper.session.timeout.ms, zookeeper.connection.timeout.ms; the chroot is created),
   take the cluster id from `/cluster/id` (written if absent) and check it against meta.properties;
 - the store is a `ZkMetadataStore` (controller/zk/store.py), loaded before the logs;
-- after binding and listening (so the controller's first requests find the port open, as Kafka
-  starts its socket server before registering), register `/brokers/ids/<id>` (ephemeral; the
-  inter-broker listener's endpoint first, then the others; broker.rack). A live broker holding the
-  id stops the start-up with `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
+- after binding the listeners (the registration carries their ports, a port 0 one's too), register
+  `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint first, then the others;
+  broker.rack), and only then accept connections, so that a port that accepts means a registered
+  broker (a supervisor's port check means "up"). Deliberate deviation: Kafka's socket server
+  accepts before the broker registers; here a controller that hears of the broker a moment before
+  it accepts connects again after its channel's backoff. An id registered by another session (this
+  broker's own, when it was killed and started again before that session expired) is waited on, with
+  one WARNING line, for zookeeper.session.timeout.ms + REGISTRATION_EXPIRY_MARGIN_MS (Kafka exits
+  at once, KAFKA-7165's report); still held after that, a live broker has it: the start-up stops
+  with `BrokerIdInUseError` (`odradek serve` logs it and exits 1). A stop asked during the wait
+  shuts the broker down without registering;
 - race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
   talking to this broker through a `LocalChannel` and to the others through a `RemoteChannel`
   (one connection per live broker on its inter-broker listener, kept in step with `/brokers/ids`);
@@ -122,7 +131,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.console.app import Console
@@ -208,6 +217,11 @@ THREAD_SWITCH_INTERVAL_S = 0.001
 GC_THRESHOLDS = (20_000, 10, 10)
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
 ZOOKEEPER_RETRY_S = 1.0  # between attempts of a background election or re-registration that failed
+# How long past zookeeper.session.timeout.ms a broker waits for its id's registration by another session
+# to go: ZooKeeper expires sessions on its tick (tickTime, 3 s by default), then notifies the watchers.
+REGISTRATION_EXPIRY_MARGIN_MS = 5000
+
+T = TypeVar("T")
 
 
 def leader_rebalance(config: KafkaConfig) -> LeaderRebalance | None:
@@ -393,6 +407,7 @@ class Broker:
             self.txn_coordinator,
         )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
+        self._started = True  # every component is up: shutdown() stops them from here
         if self._zk is None:
             self.controller = Controller(
                 self.broker_id,
@@ -402,13 +417,10 @@ class Broker:
             )
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
             await self.controller.startup([broker_info])
-        else:
-            self._server.listen()  # before registering: the controller connects as soon as it hears of us
-            await self._join_cluster()
-        self._start_periodic_tasks()
-        self._started = True
-        if self._zk is None:
             self._server.listen()
+        elif not await self._join_cluster():
+            return  # asked to stop while it waited to register: serve_until_stopped() shuts it down
+        self._start_periodic_tasks()
         if self._http is not None:
             await self._http.serve()
         log.info(
@@ -492,7 +504,8 @@ class Broker:
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
         log.info("odradek broker %d shutting down", self.broker_id)
-        if self._started and self._zk is not None and self.config["controlled.shutdown.enable"]:
+        registered = self._zk is not None and self.broker_epoch != fencing.NO_EPOCH
+        if self._started and registered and self.config["controlled.shutdown.enable"]:
             await self._controlled_shutdown()
         if self._http is not None:
             await self._http.close()
@@ -528,12 +541,14 @@ class Broker:
         led = self._replicated_partitions_led()
         remaining: set[tuple[str, int]] | None = None
         attempts = max(self.config["controlled.shutdown.max.retries"], 1)
+        backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
         for attempt in range(1, attempts + 1):
             remaining = await self._ask_controlled_shutdown()
-            if remaining is not None and not remaining:
+            if (remaining is not None and not remaining) or attempt == attempts:
                 break
-            if attempt < attempts:
-                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+            if await wait_until(self._alone, backoff_s, self.metadata_cache.changed):
+                log.info("Controlled shutdown of broker %d: no other live broker, no retry", self.broker_id)
+                break
         if remaining is None:  # no answer at all: what the metadata cache says now
             remaining = self._replicated_partitions_led()
         log.info(
@@ -568,6 +583,10 @@ class Broker:
                 ", ".join(f"{topic}-{index}" for topic, index in sorted(remaining)),
             )
         return remaining
+
+    def _alone(self) -> bool:
+        """Whether this broker's metadata lists no other live broker."""
+        return all(broker.broker_id == self.broker_id for broker in self.metadata_cache.brokers())
 
     def _replicated_partitions_led(self) -> set[tuple[str, int]]:
         """The partitions with more than one replica this broker leads, as its metadata cache says."""
@@ -624,17 +643,40 @@ class Broker:
             self.clock.time_ms(),
         )
 
-    async def _join_cluster(self) -> None:
-        """Register, then race for the controller seat; see the module docstring."""
+    async def _join_cluster(self) -> bool:
+        """Register, accept connections, then race for the controller seat; see the module docstring.
+        False when asked to stop before it could register (it waited for a dead session's
+        registration to expire)."""
         try:
-            epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
+            epoch = await self._unless_stopped(self._register())
         except BrokerIdInUseError:
             await self._zk_store.zk.close()
             raise
+        if epoch is None:
+            log.info("Broker %d stops before it registered in ZooKeeper", self.broker_id)
+            return False
+        self.broker_epoch = epoch
+        self._server.listen()  # only now: a port that accepts means a registered broker
         log.info("Registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, epoch)
         self._zk_store.on_brokers_changed(self._on_brokers_changed)
         self._zk_store.zk.on_session_state(self._on_session_state)
         await self._elect()
+        return True
+
+    async def _register(self) -> int:
+        """Create `/brokers/ids/<id>`; its broker epoch. A registration of another session is waited on
+        for zookeeper.session.timeout.ms + REGISTRATION_EXPIRY_MARGIN_MS: this broker's own, from
+        before a restart quicker than its session's expiry, goes by then; a live broker's stays."""
+        wait_ms = self.config["zookeeper.session.timeout.ms"] + REGISTRATION_EXPIRY_MARGIN_MS
+        return await self._zk_store.zk.register_broker(self._registration(), wait_ms / 1000)
+
+    async def _unless_stopped(self, job: Awaitable[T]) -> T | None:
+        """`job`'s result, or None (`job` cancelled) when the broker is asked to stop first."""
+        running = asyncio.ensure_future(job)
+        stopping = asyncio.ensure_future(self._stop_requested.wait())
+        await asyncio.wait((running, stopping), return_when=asyncio.FIRST_COMPLETED)
+        await cancel_and_wait(stopping, None if running.done() else running)
+        return None if running.cancelled() else running.result()
 
     async def _elect(self) -> None:
         """Race for `/controller` until this broker holds it or another broker does (then watch it)."""
@@ -754,7 +796,7 @@ class Broker:
             await controller.shutdown()
         self._zk_store.resign()
         await self._zk_store.load()
-        epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
+        epoch = self.broker_epoch = await self._register()
         log.info("Broker %d registered again after a session expiry (broker epoch %d)", self.broker_id, epoch)
         await self._elect()
 
