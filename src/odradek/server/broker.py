@@ -65,13 +65,13 @@ Owns the broker's life cycle.
   bounded by controller.socket.timeout.ms), unless its metadata lists no other live broker (then
   there is nowhere to move leadership: no retry; deliberate deviation, Kafka retries all the same);
   one INFO line tells how many partitions moved and how many remain, and the shutdown goes on
-  whatever the outcome. Then: stop accepting; release admin
-  requests waiting for leaders; stop the group coordinator, which answers every JoinGroup /
-  SyncGroup parked in a rebalance (and any group request still queued) with NOT_COORDINATOR, as
-  Kafka does when a coordinator unloads its groups; let connections answer what they have already
-  received; stop the controller, then the ReplicaManager (its loader finishes only the partitions
-  in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
-  (flush, checkpoints, clean shutdown marker).
+  whatever the outcome. Then: stop accepting; release admin requests waiting for leaders; stop the
+  group coordinator, which answers every JoinGroup / SyncGroup parked in a rebalance (and any group
+  request still queued) with NOT_COORDINATOR, as Kafka does when a coordinator unloads its groups;
+  let connections answer what they have already received; stop the controller, then the
+  ReplicaManager (its loader finishes only the partitions in progress; final high watermark
+  checkpoint) and the periodic tasks; then LogManager.shutdown (flush, checkpoints, clean shutdown
+  marker).
 
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own

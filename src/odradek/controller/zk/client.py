@@ -10,10 +10,10 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
 (`znodes.py`):
 - the chroot of `zookeeper.connect` is created if missing, then Kafka's persistent paths;
 - `register_broker` creates the ephemeral `/brokers/ids/<id>` and returns the **broker epoch**, the
-  znode's czxid. A registration this session already holds is its own (Kafka's KAFKA-7165 fix); one of
-  another session is waited on, up to the time the caller gives, for its session to expire (a broker
-  restarted at once finds its dead session's registration); still there after that, another live
-  broker has the id (`BrokerIdInUseError`);
+  znode's czxid. A registration this session already holds is its own (Kafka's checked ephemeral
+  create); one of another session is waited on, up to the time the caller gives, for its session
+  to expire (a broker restarted at once finds its dead session's registration); still there after
+  that, another live broker has the id (`BrokerIdInUseError`);
 - `elect_controller` creates the ephemeral `/controller` and bumps `/controller_epoch` in one `multi`
   conditional on the epoch's zkVersion, returning the new epoch and its zkVersion;
   `ControllerMovedError` when another broker holds the seat or the epoch moved meanwhile;
