@@ -4,8 +4,9 @@ dead session's registration when started again at once (accepting connections on
 refuse a live broker's id after that wait, and register again after a session expiry.
 
 Every test gets its own chroot on one module-wide ZooKeeper server and its own three brokers
-(zookeeper.session.timeout.ms 4000, so a killed broker's session expires in seconds). Cluster state is
-read straight from ZooKeeper with kazoo, in Kafka's JSON, as an operator with zkCli.sh would.
+(zookeeper.session.timeout.ms 4000 unless a test sets another, so a killed broker's session expires
+in seconds). Cluster state is read straight from ZooKeeper with kazoo, in Kafka's JSON, as an
+operator with zkCli.sh would.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def test_controller_failover_after_kill_9_moves_the_dead_brokers_leaders(cluster
 
 
 WAITING_LINE = "is registered in ZooKeeper by another session"
+RESTART_SESSION_TIMEOUT_MS = 10000
 
 
 def accepting(process: BrokerProcess) -> bool:
@@ -157,10 +159,12 @@ def broker_epoch(cluster, broker_id: int) -> int | None:
     return stat.czxid if stat is not None else None
 
 
-def test_a_broker_killed_and_started_at_once_waits_for_its_old_session_and_rejoins(cluster):
+def test_a_broker_killed_and_started_at_once_waits_for_its_old_session_and_rejoins(start_cluster):
     """What a supervisor does: kill -9, start again at once. The dead session still holds the id; the
     new broker waits for it to expire instead of exiting, accepts connections only once registered,
-    and follows its partitions into the ISR again."""
+    and follows its partitions into the ISR again. Sessions of RESTART_SESSION_TIMEOUT_MS, so the
+    dead one is still there when the new broker, slow to boot on a busy machine, registers."""
+    cluster = start_cluster(**{"zookeeper.session.timeout.ms": RESTART_SESSION_TIMEOUT_MS})
     controller = eventually(cluster.controller, 15, "a controller")
     assert create_topic(cluster.brokers[controller], "kept", {0: [1, 2, 3]}) == 0
     eventually(lambda: len((cluster.state("kept", 0) or {}).get("isr", ())) == 3, 15, "kept-0's ISR")
