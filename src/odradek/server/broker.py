@@ -48,12 +48,14 @@ Owns the broker's life cycle.
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
   `wait_for_leaders` is the wait of Kafka's delayed admin operations: every partition is in the
   metadata cache with a live leader, and those this broker leads serve.
-- Periodic tasks, off the event loop: retention every log.retention.check.interval.ms; the log
-  cleaner every log.cleaner.backoff.ms (each run cleans until no log qualifies); flush by
+- Scheduling: the broker owns the one `Scheduler` (odradek/scheduler.py; lanes sized by
+  `lane_threads`) and hands it to the components; it closes it last. Its own periodic jobs run
+  their work in a lane: retention every log.retention.check.interval.ms (log-io); the log cleaner
+  every log.cleaner.backoff.ms (cleaner; each run cleans until no log qualifies); flush by
   flush.ms / flush.messages checked every log.flush.scheduler.interval.ms but at least every second
-  (rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point and log
-  start offset checkpoints every log.flush.offset.checkpoint.interval.ms. The high watermark
-  checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
+  (log-io; rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point
+  and log start offset checkpoints every log.flush.offset.checkpoint.interval.ms (log-io). The
+  high watermark checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
 - Shutdown (SIGTERM / SIGINT, or `shutdown()`): first, in ZooKeeper mode with
   controlled.shutdown.enable, the controlled shutdown (Kafka's): while the broker still serves (its
   followers catch up, clients get NOT_LEADER_OR_FOLLOWER and move), ControlledShutdown goes to the
@@ -70,8 +72,8 @@ Owns the broker's life cycle.
   request still queued) with NOT_COORDINATOR, as Kafka does when a coordinator unloads its groups;
   let connections answer what they have already received; stop the controller, then the
   ReplicaManager (its loader finishes only the partitions in progress; final high watermark
-  checkpoint) and the periodic tasks; then LogManager.shutdown (flush, checkpoints, clean shutdown
-  marker).
+  checkpoint) and the periodic jobs; then LogManager.shutdown (flush, checkpoints, clean shutdown
+  marker), then the scheduler.
 
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own
@@ -173,6 +175,7 @@ from odradek.replication.quotas import (
 )
 from odradek.replication.replica_manager import LeadershipChange, ReplicaManager, TopicPartition, TxnMarker
 from odradek.replication.txn_verification import TxnVerifier
+from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
@@ -247,6 +250,17 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
     )
 
 
+def lane_threads(config: KafkaConfig) -> dict[Lane, int]:
+    """The scheduler's lanes sized by Kafka's keys (the others have one thread): background.threads
+    for flushes, checkpoints and retention, the partition loader threads for logs, num.io.threads for
+    the heavy parts of requests."""
+    return {
+        Lane.LOG_IO: config["background.threads"],
+        Lane.LOG_LOAD: partition_loader_threads(config),
+        Lane.REQUEST: config["num.io.threads"],
+    }
+
+
 def partition_loader_threads(config: KafkaConfig) -> int:
     """Threads that create and open partition logs off the event loop: Kafka does this work on its
     request handler threads (num.io.threads) and at start-up recovery on
@@ -292,7 +306,8 @@ class Broker:
         self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
         self._http: HttpListener | None = None
         self._console: Console | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self.scheduler = Scheduler(clock, Lanes(lane_threads(config)))
+        self._periodic_jobs: list[Job] = []
         self._started = False
         self._stop_requested = asyncio.Event()
         self.controller = None
@@ -420,7 +435,7 @@ class Broker:
             self._server.listen()
         elif not await self._join_cluster():
             return  # asked to stop while it waited to register: serve_until_stopped() shuts it down
-        self._start_periodic_tasks()
+        self._start_periodic_jobs()
         if self._http is not None:
             await self._http.serve()
         log.info(
@@ -459,21 +474,38 @@ class Broker:
             return FileProducerIdBlockSource(self.config.log_dirs[0], self.broker_id)
         return ZkProducerIdBlockSource(self._zk, self.broker_id)
 
-    def _start_periodic_tasks(self) -> None:
+    def _start_periodic_jobs(self) -> None:
         log_manager = self.log_manager
 
         def current(name: str) -> Callable[[], int]:
             return lambda: self.config[name]
 
-        schedule: list[tuple[str, Callable[[], int], Callable[[int], object]]] = [
-            ("log-retention", current("log.retention.check.interval.ms"), log_manager.run_retention),
-            ("log-flusher", self._flush_interval_ms, log_manager.flush_dirty),
-            ("log-cleaner", lambda: max(self.config["log.cleaner.backoff.ms"], 1), log_manager.run_cleaner),
-            ("log-checkpoint", current("log.flush.offset.checkpoint.interval.ms"), self._checkpoint),
+        schedule: list[tuple[str, Callable[[], int], Lane, Callable[[int], object]]] = [
+            (
+                "log-retention",
+                current("log.retention.check.interval.ms"),
+                Lane.LOG_IO,
+                log_manager.run_retention,
+            ),
+            ("log-flusher", self._flush_interval_ms, Lane.LOG_IO, log_manager.flush_dirty),
+            (
+                "log-cleaner",
+                lambda: max(self.config["log.cleaner.backoff.ms"], 1),
+                Lane.CLEANER,
+                log_manager.run_cleaner,
+            ),
+            (
+                "log-checkpoint",
+                current("log.flush.offset.checkpoint.interval.ms"),
+                Lane.LOG_IO,
+                self._checkpoint,
+            ),
         ]
-        for name, interval_ms, job in schedule:
+        failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
+        for name, interval_ms, lane, job in schedule:
             if interval_ms() > 0:
-                self._tasks.append(asyncio.create_task(self._every(interval_ms, job), name=name))
+                run = self._storage_job(name, lane, job, failures)
+                self._periodic_jobs.append(self.scheduler.every(name, interval_ms, run))
 
     def _checkpoint(self, now_ms: int) -> None:
         self.log_manager.checkpoint()
@@ -481,25 +513,23 @@ class Broker:
     def _flush_interval_ms(self) -> int:
         return min(self.config["log.flush.scheduler.interval.ms"], ROLLED_SEGMENT_FLUSH_MS)
 
-    async def _every(self, interval_ms: Callable[[], int], job: Callable[[int], object]) -> None:
-        """Run `job(now_ms)` in a worker thread every `interval_ms()` (read before each wait: a
-        dynamic config may change it); a failure is logged, not fatal."""
-        failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
-        while True:
-            await asyncio.sleep(interval_ms() / 1000)
-            task = asyncio.current_task()
-            name = task.get_name() if task is not None else "?"
+    def _storage_job(
+        self, name: str, lane: Lane, job: Callable[[int], object], failures: RepeatedFailures
+    ) -> Callable[[], Awaitable[None]]:
+        """`job(now_ms)` in `lane`; a failing disk is logged once (and once when it works again),
+        anything else by the scheduler, with a traceback, at each failure."""
+
+        async def run() -> None:
             try:
-                await asyncio.to_thread(job, self.clock.time_ms())
+                await self.scheduler.run(lane, job, self.clock.time_ms())
             except (OSError, KafkaStorageError) as exc:
                 failures.failed(
                     name, "Periodic task %s failed: %s (logged again only if the error changes)", name, exc
                 )
-                continue
-            except Exception:
-                log.exception("Periodic task %s failed", name)
             else:
                 failures.succeeded(name, "Periodic task %s succeeds again", name)
+
+        return run
 
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
@@ -527,9 +557,10 @@ class Broker:
             await self._leave_cluster()
             await self.replica_manager.shutdown()
             await self.to_controller.close()
-        await cancel_and_wait(*self._tasks)
-        self._tasks.clear()
+        await self.scheduler.cancel(*self._periodic_jobs)
+        self._periodic_jobs.clear()
         self.log_manager.shutdown()
+        await self.scheduler.close()
         log.info("odradek broker %d shut down", self.broker_id)
 
     # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------

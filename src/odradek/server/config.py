@@ -329,9 +329,12 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("num.partitions", _I, 1, at_least(1)),
         ConfigKey("default.replication.factor", _I, 1, at_least(1)),
         ConfigKey("max.broker.partitions", _I, 10000, at_least(1)),
-        # the partition loader pool (creating and opening logs off the event loop): see broker.py
+        # the scheduler's lanes (odradek/scheduler.py): partition loading (the larger of num.io.threads
+        # and the recovery threads of all log dirs), the heavy parts of requests (num.io.threads),
+        # flushes, checkpoints and retention (background.threads); see broker.lane_threads
         ConfigKey("num.io.threads", _I, 8, at_least(1)),
         ConfigKey("num.recovery.threads.per.data.dir", _I, 1, at_least(1)),
+        ConfigKey("background.threads", _I, 10, at_least(1)),
         ConfigKey("log.segment.bytes", _I, 1073741824, at_least(14)),
         ConfigKey("log.roll.ms", _L, None, at_least(1)),
         ConfigKey("log.roll.hours", _I, 168, at_least(1)),
@@ -422,12 +425,11 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     ]
 }
 
-# Kafka configs accepted and ignored: odradek has no thread pools, socket tuning, metrics, SSL, SASL
+# Kafka configs accepted and ignored: odradek has no network threads, socket tuning, metrics, SSL, SASL
 # or quotas (yet); a server.properties written for Kafka must still start.
 IGNORED_KEYS = frozenset(
     {
         "num.network.threads",
-        "background.threads",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
         "socket.listen.backlog.size",
