@@ -111,6 +111,7 @@ def test_periodic_tasks_checkpoint_the_logs(tmp_path):
                 "log-flusher",
                 "log-cleaner",
                 "log-checkpoint",
+                "high-watermark-checkpoint",
             }
             await create(broker, "ticking", 1, {})
             checkpoint = tmp_path / "recovery-point-offset-checkpoint"

@@ -8,13 +8,13 @@ Owns:
   them and optionally deletes their logs. The broker fences each whole request by controller and
   broker epoch before handing it here (one controller epoch for all three controller requests, as
   Kafka keeps); here each partition is fenced by its leader epoch (see `fencing`);
-- the partition loader: an accepted partition state waits in `pending` while a pool of worker
-  threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
+- the partition loader: an accepted partition state waits in `pending` while one loader task per
+  thread of the scheduler's log-load lane opens or creates its log there and, when this
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
   the state is applied (`Partition.make_leader` / `make_follower`, which check epochs again) and the
   partition serves. Partitions already hosted and those of internal topics (`__consumer_offsets`:
   the group coordinator waits for them) go first, the others in request order; StopReplica
-  deletions run in the same pool, and the jobs of one partition run in the order they were taken
+  deletions run in the same lane, and the jobs of one partition run in the order they were taken
   (a deletion and a later re-creation never overlap). A request to a
   partition not ready yet answers NOT_LEADER_OR_FOLLOWER when the metadata cache knows the partition
   (Kafka's answer for a partition the broker does not host), UNKNOWN_TOPIC_OR_PARTITION otherwise;
@@ -43,7 +43,9 @@ Owns:
   counted as the controller's AlterPartition answers and LeaderAndIsr states are applied;
 - the high watermark checkpoint `replication-offset-checkpoint` at the root of each log dir (Kafka's
   text format, written by temp file and rename): read at `start()`, written every
-  replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
+  replica.high.watermark.checkpoint.interval.ms (the scheduler's periodic job
+  "high-watermark-checkpoint", writing in the log-io lane; "isr-expiration" is the other job) and at
+  `shutdown()`, after the periodic write in progress, if any, finished.
 
 Behaviour (Kafka's): appends with acks 0/1 answer at once; acks=-1 appends answer when every
 partition's high watermark reached the end of its append or at timeout_ms (REQUEST_TIMED_OUT).
@@ -84,7 +86,6 @@ import collections
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -116,6 +117,7 @@ from odradek.replication.quiet import QuietMark
 from odradek.replication.quiet import mark as quiet_mark
 from odradek.replication.quotas import ReplicationQuota
 from odradek.replication.stats import IsrChanges, TopicStats
+from odradek.scheduler import Job, Lane, Scheduler
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
@@ -130,7 +132,6 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 _T = TypeVar("_T")
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
-DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
 ALTER_PARTITION_TIMEOUT_S = 30.0
 CHECKPOINT = "high watermark checkpoint"  # the key of its failures beside the partitions'
@@ -271,10 +272,10 @@ class ReplicaManager:
         metadata_cache: PartitionDirectory,
         clock: Clock,
         *,
+        scheduler: Scheduler,
         topic_config: Callable[[str], LogConfig] | None = None,
         log_dirs: Iterable[str | Path] = (),
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
-        load_threads: int = DEFAULT_LOAD_THREADS,
         fetcher_settings: FetcherSettings | None = None,
         replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
         alter_partition: AlterPartitionSender | None = None,
@@ -299,11 +300,11 @@ class ReplicaManager:
         self._hosted_per_topic: collections.Counter[str] = collections.Counter()
         self._checkpointed_hws: dict[TopicPartition, int] = {}
         self._failures = RepeatedFailures(log)  # appends per partition, the HW checkpoint
-        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._scheduler = scheduler
+        self._checkpoint_job: Job | None = None
         self._stopping = asyncio.Event()
-        # the partition loader
-        self._load_threads = max(1, load_threads)
-        self._executor = ThreadPoolExecutor(self._load_threads, thread_name_prefix="partition-loader")
+        # the partition loader: one task per thread of the log-load lane
+        self._load_threads = scheduler.lanes.threads(Lane.LOG_LOAD)
         self._pending: dict[TopicPartition, _PendingState] = {}
         self._load_queue: collections.deque[TopicPartition] = collections.deque()
         self._queued: set[TopicPartition] = set()
@@ -322,7 +323,7 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self._isr_proposals: dict[TopicPartition, IsrProposal] = {}
         self._isr_sender: asyncio.Task[None] | None = None
-        self._isr_expiration: asyncio.Task[None] | None = None
+        self._isr_expiration: Job | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -332,12 +333,12 @@ class ReplicaManager:
         for directory in self._log_dirs:
             self._checkpointed_hws.update(read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
         if self._log_dirs and self._checkpoint_interval_ms > 0:
-            self._checkpoint_task = asyncio.get_running_loop().create_task(
-                self._checkpoint_periodically(), name="high-watermark-checkpoint"
+            self._checkpoint_job = self._scheduler.every(
+                "high-watermark-checkpoint", self._checkpoint_interval_ms, self._checkpoint_periodically
             )
         if self._alter_partition is not None:
-            self._isr_expiration = asyncio.get_running_loop().create_task(
-                self._expire_lagging_followers(), name="isr-expiration"
+            self._isr_expiration = self._scheduler.every(
+                "isr-expiration", self._replica_lag_time_max_ms // 2, self._expire_lagging_followers
             )
 
     async def shutdown(self) -> None:
@@ -345,23 +346,17 @@ class ReplicaManager:
         (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
         await self.fetchers.shutdown()
-        await cancel_and_wait(self._isr_expiration, self._isr_sender)
+        await self._scheduler.cancel(self._isr_expiration)
+        await cancel_and_wait(self._isr_sender)
         if self._loaders:
             await asyncio.gather(*self._loaders, return_exceptions=True)
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        if self._checkpoint_task is not None:
-            await self._checkpoint_task
-            self._checkpoint_task = None
+        await self._scheduler.stop(self._checkpoint_job)
+        self._checkpoint_job = None
         self.checkpoint_high_watermarks()
 
     async def _checkpoint_periodically(self) -> None:
-        interval_s = self._checkpoint_interval_ms / 1000
-        while not self._stopping.is_set():
-            try:
-                await asyncio.wait_for(self._stopping.wait(), interval_s)
-            except TimeoutError:
-                snapshot = self._high_watermarks_by_dir()
-                self._note_checkpoint(await asyncio.to_thread(_write_checkpoints, snapshot))
+        snapshot = self._high_watermarks_by_dir()
+        self._note_checkpoint(await self._scheduler.run(Lane.LOG_IO, _write_checkpoints, snapshot))
 
     def checkpoint_high_watermarks(self) -> None:
         """Write `replication-offset-checkpoint` in every log dir (partitions whose log lives there)."""
@@ -580,7 +575,7 @@ class ReplicaManager:
             log.exception("Deleting the log of %s-%d failed", *key)
 
     async def _in_order(self, key: TopicPartition, job: Callable[..., _T], *args: Any) -> _T:
-        """Run `job(*args)` in the pool after every job taken earlier for the same partition, so a
+        """Run `job(*args)` in the log-load lane after every job taken earlier for the same partition, so a
         deletion and a later re-creation of one partition never overlap or swap."""
         loop = asyncio.get_running_loop()
         previous = self._in_flight.get(key)
@@ -589,7 +584,7 @@ class ReplicaManager:
         try:
             if previous is not None:
                 await asyncio.gather(previous, return_exceptions=True)
-            return await loop.run_in_executor(self._executor, job, *args)
+            return await self._scheduler.run(Lane.LOG_LOAD, job, *args)
         finally:
             done.set_result(None)
             if self._in_flight.get(key) is done:
@@ -1006,25 +1001,20 @@ class ReplicaManager:
 
     # -- ISR changes -----------------------------------------------------------------------------
 
-    async def _expire_lagging_followers(self) -> None:
+    def _expire_lagging_followers(self) -> None:
         """Every replica.lag.time.max.ms / 2, propose shrinking the ISR of partitions led here."""
-        interval_s = self._replica_lag_time_max_ms / 2000
-        while not self._stopping.is_set():
-            try:
-                await asyncio.wait_for(self._stopping.wait(), interval_s)
-            except TimeoutError:
-                now_ms = self.clock.time_ms()
-                for key, hosted in list(self._partitions.items()):
-                    proposal = hosted.isr_to_shrink(now_ms, self._replica_lag_time_max_ms)
-                    if proposal is not None:
-                        log.info(
-                            "Shrinking the ISR of %s-%d from %s to %s: followers not caught up for %d ms",
-                            *key,
-                            list(hosted.isr),
-                            list(proposal.isr),
-                            self._replica_lag_time_max_ms,
-                        )
-                        self._propose_isr(key, proposal)
+        now_ms = self.clock.time_ms()
+        for key, hosted in list(self._partitions.items()):
+            proposal = hosted.isr_to_shrink(now_ms, self._replica_lag_time_max_ms)
+            if proposal is not None:
+                log.info(
+                    "Shrinking the ISR of %s-%d from %s to %s: followers not caught up for %d ms",
+                    *key,
+                    list(hosted.isr),
+                    list(proposal.isr),
+                    self._replica_lag_time_max_ms,
+                )
+                self._propose_isr(key, proposal)
 
     def _propose_isr(self, key: TopicPartition, proposal: IsrProposal) -> None:
         """Queue an ISR change for the controller; one sender takes every proposal pending."""

@@ -13,8 +13,8 @@ Owns the broker's life cycle.
   bind every listener; start the ReplicaManager and the group coordinator; become controller (local
   mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
   the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
-  The controller's LeaderAndIsr only queues the partitions: their logs open in the ReplicaManager's
-  worker threads (`partition_loader_threads`: the larger of num.io.threads and
+  The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
+  log-load lane (`partition_loader_threads`: the larger of num.io.threads and
   num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
   as soon as it is ready.
 - Control plane (`BrokerControlPlane`): the same three functions serve the in-process
@@ -376,10 +376,10 @@ class Broker:
             self.log_manager,
             self.metadata_cache,
             self.clock,
+            scheduler=self.scheduler,
             topic_config=self._topic_log_config,
             log_dirs=config.log_dirs,
             checkpoint_interval_ms=config["replica.high.watermark.checkpoint.interval.ms"],
-            load_threads=partition_loader_threads(config),
             fetcher_settings=fetcher_settings(config),
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
             alter_partition=self.to_controller.alter_partition if self._zk is not None else None,
