@@ -353,6 +353,7 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
             cleaner_config=config.cleaner_config(),
             max_open_files=descriptor_budget_for_config(config).max_open_files,
+            lanes=self.scheduler.lanes,
         )
         self.log_manager.report_unknown(self._assigned_here())
         self.cluster_id = ensure_meta_properties(

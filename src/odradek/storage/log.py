@@ -46,7 +46,7 @@ Contracts:
   `maybe_assign_epoch_start_offset` starts a new leader's epoch at the log end offset.
 
 - Flush: nothing on the append path fsyncs. flush.messages / flush.ms make the append call
-  `request_flush` (the LogManager queues the flush to its flusher thread); `flush` itself runs in
+  `request_flush` (the LogManager submits the flush to the log-io lane); `flush` itself runs in
   worker threads and holds the log's lock only to list the segments and write index tails: the
   leader-epoch checkpoint, the fdatasyncs, the index fsyncs and the directory fsync run outside
   it, so appends continue while a rolled 1 GiB segment is synced. Flushes of one log are

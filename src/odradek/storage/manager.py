@@ -15,10 +15,12 @@ Where storage work runs (the rule for the event loop and the worker threads):
   loop takes (`Log._lock`, `FileCache._lock`, this manager's `_lock`).
 - In worker threads: everything that fsyncs, scans directories or reads a log in bulk: creating
   and loading logs (`get_or_create_log`, `load_logs`), `Log.flush` (the fdatasyncs run outside the
-  log's lock), flushes asked by flush.messages / flush.ms (queued to this manager's flusher
-  thread), `flush_dirty`, `run_retention`, `run_cleaner`, `checkpoint` (the leader-epoch files are
-  written by the flushes), `delete_log`, `shutdown`. The broker runs the periodic ones with
-  `asyncio.to_thread`.
+  log's lock), flushes asked by flush.messages / flush.ms (submitted to the log-io lane),
+  `flush_dirty`, `run_retention`, `run_cleaner`, `checkpoint` (the leader-epoch files are written
+  by the flushes), `delete_log`, `shutdown`. The broker's scheduler (odradek/scheduler.py) runs
+  the periodic ones in its lanes; this manager submits its own work (asked flushes to log-io, bulk
+  loads and the closing of logs at shutdown to log-load) to the `lanes` it is given (one made
+  without them has lanes of its own, stopped by `shutdown`).
 
 Behaviour:
 - Construction is cheap whatever the number of partitions: it locks the dirs, reads the checkpoints
@@ -53,14 +55,14 @@ Behaviour:
   interval even for a log that is never flushed. `flush_dirty` flushes the logs whose
   flush.messages / flush.ms is due and every segment rolled
   since the last flush (as Kafka does on roll), which keeps recovery short without fsyncing on the
-  append path. Deviation from Kafka: a log whose flush.messages is reached is flushed by the
-  flusher thread right after the append, not before the append returns.
+  append path. Deviation from Kafka: a log whose flush.messages is reached is flushed in the
+  log-io lane right after the append, not before the append returns.
 - `run_cleaner` compacts the logs whose cleanup.policy contains `compact` (see `cleaner`).
-- `shutdown` refuses new loads, waits for the loads in flight, stops the cleaner and the flusher,
-  closes every loaded log in parallel (a log with nothing unflushed costs no fsync), writes the
-  checkpoints, and writes the clean shutdown marker of each dir whose partitions are all clean:
-  a dir that started unclean keeps no marker while some of its partitions were never loaded
-  (and so never recovered).
+- `shutdown` refuses new loads and asked flushes, waits for the loads in flight, stops the cleaner,
+  waits for the asked flushes, closes every loaded log in parallel in the log-load lane (a log
+  with nothing unflushed costs no fsync), writes the checkpoints, and writes the clean shutdown
+  marker of each dir whose partitions are all clean: a dir that started unclean keeps no marker
+  while some of its partitions were never loaded (and so never recovered).
 - A full disk (or any failed write) never stops a start or a shutdown: a checkpoint that cannot be
   written is logged and the previous file stays (an older recovery point only costs recovery time);
   a log whose close fails (index tail, producer snapshot) is logged and its dir is not marked clean,
@@ -83,12 +85,13 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.clock import Clock
 from odradek.durable_file import fsync_dir, write_atomically
+from odradek.scheduler import Lane, Lanes
 from odradek.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -109,7 +112,6 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
-SHUTDOWN_THREADS = 8
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -151,6 +153,7 @@ class LogManager:
         cleaner_config: CleanerConfig | None = None,
         max_open_files: int | None = None,
         file_lease_ms: int = DEFAULT_LEASE_MS,
+        lanes: Lanes | None = None,
     ) -> None:
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -169,7 +172,9 @@ class LogManager:
         self._leftovers: list[Path] = []
         self._written_checkpoints: dict[Path, bytes] = {}
         self._closing = False
-        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="log-flusher")
+        self._lanes = lanes if lanes is not None else Lanes()
+        self._own_lanes = lanes is None  # a LogManager on its own (tests, tools) stops its lanes
+        self._flushes: set[Future[None]] = set()  # asked by appends, waited for by shutdown
         self._lock_fds: list[int] = []
         for directory in self._dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -340,26 +345,26 @@ class LogManager:
         skipped. Closing the generator early stops it the same way."""
         pending_keys = iter(partitions)
         running: set[Future[Log]] = set()
-        with ThreadPoolExecutor(max(threads, 1), thread_name_prefix="log-loader") as pool:
-            try:
-                while True:
-                    while len(running) < max(threads, 1) and not (self._closing or should_stop()):
-                        key = next(pending_keys, None)
-                        if key is None:
-                            break
-                        running.add(pool.submit(self.get_or_create_log, *key))
-                    if not running:
-                        return
-                    finished, running = wait(running, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        error = future.exception()
-                        if error is not None:
-                            log.error("Cannot load a log: %s", error)
-                        else:
-                            yield future.result()
-            finally:
-                for future in running:
-                    future.cancel()
+        try:
+            while True:
+                while len(running) < max(threads, 1) and not (self._closing or should_stop()):
+                    key = next(pending_keys, None)
+                    if key is None:
+                        break
+                    running.add(self._lanes.submit(Lane.LOG_LOAD, self.get_or_create_log, *key))
+                if not running:
+                    return
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    error = future.exception()
+                    if error is not None:
+                        log.error("Cannot load a log: %s", error)
+                    else:
+                        yield future.result()
+        finally:
+            for future in running:
+                future.cancel()
+            wait(running)
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a topic's new configuration to its loaded logs and to those loaded later."""
@@ -398,11 +403,20 @@ class LogManager:
     # -- periodic work (worker threads) --------------------------------------------------------
 
     def _request_flush(self, target: Log) -> None:
-        """A log reached flush.messages / flush.ms on append: flush it in the flusher thread."""
-        try:
-            self._flusher.submit(_flush_quietly, target)
-        except RuntimeError:
-            pass  # shutting down: the log is flushed by close
+        """A log reached flush.messages / flush.ms on append: flush it in the log-io lane."""
+        with self._lock:
+            if self._closing:
+                return  # shutting down: the log is flushed by close
+            try:
+                flush = self._lanes.submit(Lane.LOG_IO, _flush_quietly, target)
+            except RuntimeError:
+                return  # the lanes stopped: the log is flushed by close
+            self._flushes.add(flush)
+        flush.add_done_callback(self._flushed)
+
+    def _flushed(self, flush: Future[None]) -> None:
+        with self._lock:
+            self._flushes.discard(flush)
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every loaded log and expire idle producers; return the number of
@@ -475,8 +489,8 @@ class LogManager:
         """Close `logs` in parallel; the log dirs in which a close failed."""
         if not logs:
             return set()
-        with ThreadPoolExecutor(min(SHUTDOWN_THREADS, len(logs)), thread_name_prefix="log-close") as pool:
-            return {directory for directory in pool.map(_close_quietly, logs) if directory is not None}
+        closed = self._lanes.executor(Lane.LOG_LOAD).map(_close_quietly, logs)
+        return {directory for directory in closed if directory is not None}
 
     def shutdown(self) -> None:
         """Close every loaded log (in parallel), checkpoint, mark clean dirs, release the dir locks.
@@ -485,10 +499,11 @@ class LogManager:
         with self._lock:
             self._closing = True
             in_flight = list(self._loading.values())
+            flushes = list(self._flushes)
         for pending in in_flight:
             pending.done.wait()
         self.cleaner.shutdown()
-        self._flusher.shutdown(wait=True)
+        wait(flushes)
         failed = self._close_logs(self.all_logs())
         failed |= self._checkpoint_quietly()
         with self._lock:
@@ -510,6 +525,8 @@ class LogManager:
         for fd in self._lock_fds:
             os.close(fd)
         self._lock_fds.clear()
+        if self._own_lanes:
+            self._lanes.shutdown()
 
 
 def _close_quietly(target: Log) -> Path | None:
