@@ -290,7 +290,8 @@ class Broker:
         # ZooKeeper mode; NO_EPOCH on a single node: controller requests' broker epochs go unchecked.
         self.broker_epoch = fencing.NO_EPOCH
         self._controller_epoch = -1  # the newest controller epoch of an accepted controller request
-        self.store = LocalMetadataStore(config.log_dirs[0])
+        self.scheduler = Scheduler(clock, Lanes(lane_threads(config)))
+        self.store = LocalMetadataStore(config.log_dirs[0], self.scheduler)
         self.metadata_cache = MetadataCache(config.broker_id)
         self.admin = AdminManager(
             self.store,
@@ -306,7 +307,6 @@ class Broker:
         self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
         self._http: HttpListener | None = None
         self._console: Console | None = None
-        self.scheduler = Scheduler(clock, Lanes(lane_threads(config)))
         self._periodic_jobs: list[Job] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -430,6 +430,7 @@ class Broker:
                 self.store,
                 LocalChannel(self.broker_id, self),
                 config["unclean.leader.election.enable"],
+                scheduler=self.scheduler,
             )
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
             await self.controller.startup([broker_info])
@@ -641,6 +642,7 @@ class Broker:
             ZooKeeperConnect.parse(connect),
             config["zookeeper.session.timeout.ms"],
             config.zookeeper_connection_timeout_ms,
+            self.scheduler,
         )
         try:
             cluster_id = await zk.get_or_create_cluster_id(config.cluster_id or new_cluster_id())
@@ -723,6 +725,7 @@ class Broker:
                     ClusterChannel(LocalChannel(self.broker_id, self), remote),
                     self.config["unclean.leader.election.enable"],
                     reelect_live_leaders=False,
+                    scheduler=self.scheduler,
                     on_resign=self._on_resign,
                     rebalance=leader_rebalance(self.config),
                 )

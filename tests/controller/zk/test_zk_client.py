@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import BrokerIdInUseError, ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.znodes import (
@@ -19,8 +20,11 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
+from odradek.scheduler import Scheduler
 from odradek.testing.proxy import FaultProxy
 from odradek.testing.zookeeper import ZooKeeperServer
+
+SCHEDULER = Scheduler(SYSTEM_CLOCK)  # lanes only (kazoo's start and stop): no timers
 
 
 def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
@@ -34,7 +38,9 @@ def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
 
 
 async def _client(connect: ZooKeeperConnect) -> KafkaZkClient:
-    return await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+    return await KafkaZkClient.connect(
+        connect, session_timeout_ms=6000, connection_timeout_ms=10000, scheduler=SCHEDULER
+    )
 
 
 def _registration(broker_id: int) -> BrokerRegistration:

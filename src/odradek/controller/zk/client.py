@@ -58,6 +58,7 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
+from odradek.scheduler import Lane, Scheduler
 
 __all__ = ["BrokerIdInUseError", "ControllerMovedError", "ControllerSeat", "KafkaZkClient", "VersionedState"]
 
@@ -90,8 +91,9 @@ class VersionedState:
 class KafkaZkClient:
     """One ZooKeeper session of a broker; create with `connect()`."""
 
-    def __init__(self, connect: ZooKeeperConnect, session_timeout_ms: int) -> None:
+    def __init__(self, connect: ZooKeeperConnect, session_timeout_ms: int, scheduler: Scheduler) -> None:
         self._loop = asyncio.get_running_loop()
+        self._scheduler = scheduler
         self._connect = connect
         self._session_timeout_s = session_timeout_ms / 1000
         self._kazoo = KazooClient(
@@ -104,11 +106,15 @@ class KafkaZkClient:
 
     @classmethod
     async def connect(
-        cls, connect: ZooKeeperConnect, session_timeout_ms: int, connection_timeout_ms: int
+        cls,
+        connect: ZooKeeperConnect,
+        session_timeout_ms: int,
+        connection_timeout_ms: int,
+        scheduler: Scheduler,
     ) -> KafkaZkClient:
         """Open the session (waiting at most `connection_timeout_ms`), create the chroot and Kafka's
-        persistent paths."""
-        client = cls(connect, session_timeout_ms)
+        persistent paths; kazoo's blocking start and stop run in the scheduler's metadata-store lane."""
+        client = cls(connect, session_timeout_ms, scheduler)
         await client._start(connection_timeout_ms, connect.chroot)
         return client
 
@@ -119,22 +125,22 @@ class KafkaZkClient:
             try:
                 await self._bridge(bootstrap.ensure_path_async(chroot))
             finally:
-                await asyncio.to_thread(_stop_and_close, bootstrap)
+                await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, bootstrap)
         await self._wait_started(self._kazoo, connection_timeout_ms)
         for path in znodes.PERSISTENT_PATHS:
             await self._bridge(self._kazoo.ensure_path_async(path))
 
     async def _wait_started(self, kazoo: KazooClient, connection_timeout_ms: int) -> None:
         event = kazoo.start_async()
-        if not await asyncio.to_thread(event.wait, connection_timeout_ms / 1000):
-            await asyncio.to_thread(_stop_and_close, kazoo)
+        if not await self._scheduler.run(Lane.METADATA_STORE, event.wait, connection_timeout_ms / 1000):
+            await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, kazoo)
             raise TimeoutError(
                 f"could not connect to ZooKeeper at {self._connect.hosts} within {connection_timeout_ms} ms"
             )
 
     async def close(self) -> None:
         """End the session: this broker's ephemeral znodes (registration, controller seat) go at once."""
-        await asyncio.to_thread(_stop_and_close, self._kazoo)
+        await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, self._kazoo)
 
     # -- the thread bridge ------------------------------------------------------------------------------
 
