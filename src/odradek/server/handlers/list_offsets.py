@@ -31,7 +31,6 @@ served. throttle_time_ms is always 0.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 from odradek.protocol.api_keys import ApiKey
@@ -39,6 +38,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from odradek.replication.partition import MAX_TIMESTAMP
 from odradek.replication.replica_manager import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
+from odradek.scheduler import Lane
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -55,7 +55,7 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     if _needs_worker(request):
-        return await asyncio.to_thread(_answer, ctx, request)
+        return await ctx.broker.scheduler.run(Lane.REQUEST, _answer, ctx, request)
     return _answer(ctx, request)
 
 

@@ -71,7 +71,6 @@ The ReplicaManager logs the first failure per partition and the recovery, not ev
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from odradek.protocol.api_keys import ApiKey
@@ -88,6 +87,7 @@ from odradek.protocol.records.validation import DecompressionBudgetExceeded, has
 from odradek.replication.partition import Verified
 from odradek.replication.replica_manager import PartitionResponse, TopicPartition
 from odradek.replication.txn_verification import produce_error
+from odradek.scheduler import Lane
 from odradek.server.context import RequestContext
 from odradek.server.network import CloseConnection
 from odradek.storage.log import Log
@@ -241,7 +241,7 @@ async def _check_compressed_records(
         return
     errors, deferred = _check_all(compressed, ON_LOOP_DECOMPRESSION_BUDGET // len(compressed))
     if deferred:
-        errors.update((await asyncio.to_thread(_check_all, deferred, None))[0])
+        errors.update((await ctx.broker.scheduler.run(Lane.REQUEST, _check_all, deferred, None))[0])
     for key, error in errors.items():
         log.info("Refused an append to %s-%d: %s (error %d)", *key, error.message, error.code)
         responses[key] = PartitionResponse(error.code, error_message=error.message)
