@@ -15,7 +15,9 @@ import signal
 import sys
 
 from odradek.client import bootstrap_option
+from odradek.clock import SYSTEM_CLOCK
 from odradek.console.app import Console
+from odradek.scheduler import Scheduler
 from odradek.server.config import ConfigError, parse_http_listeners
 from odradek.server.http_listener import HttpListener
 
@@ -58,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
-    console = Console(bootstrap)
+    scheduler = Scheduler(SYSTEM_CLOCK)
+    console = Console(bootstrap, scheduler)
     http = HttpListener(console.routes())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -73,3 +76,4 @@ async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
     finally:
         await http.close()
         await console.close()
+        await scheduler.close()

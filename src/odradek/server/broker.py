@@ -456,7 +456,7 @@ class Broker:
         this broker through its first advertised listener); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
         own = self.advertised_endpoints()[0]
-        self._console = Console(f"{own.host}:{own.port}", self._hosted_sizes)
+        self._console = Console(f"{own.host}:{own.port}", self.scheduler, self._hosted_sizes)
         self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
 
