@@ -220,6 +220,8 @@ def test_close_cancels_jobs_timers_and_stops_listening_to_the_clock() -> None:
         assert fired == [] and scheduler.jobs() == []
         with pytest.raises(RuntimeError, match="closed"):
             scheduler.at("late", 0, lambda: None)
+        with pytest.raises(RuntimeError, match="closed"):
+            scheduler.every("late", 10, lambda: None)
         with pytest.raises(RuntimeError):
             scheduler.lanes.submit(Lane.LOG_IO, print)
 

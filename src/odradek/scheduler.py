@@ -4,7 +4,8 @@ Owns the timers (one heap of deadlines on `clock.monotonic_ms()`, one loop timer
 earliest), the periodic jobs registered by name, and the lanes: one thread pool per `Lane`, named by
 what may run there (the rule is in docs/architecture.md, "Scheduling"). The broker makes the one
 `Scheduler` and hands it down through constructors; nothing else makes thread pools, calls
-`asyncio.to_thread` or loops on `asyncio.sleep` to do something periodically.
+`asyncio.to_thread` or loops on `asyncio.sleep` to do something periodically (docs/architecture.md
+lists what has not moved yet).
 
 API (everything but `Lanes.submit` is called on the event loop):
 - `every(name, interval_ms, fn, *, initial_delay_ms=None) -> Job`: call `fn()` on the loop after
@@ -25,6 +26,11 @@ API (everything but `Lanes.submit` is called on the event loop):
   write).
 - `jobs()`: what is registered (name, next run on the monotonic clock, whether periodic), for
   observability; `await close()`: cancel every job, timer and task, then stop the lanes.
+
+For a coordinator: arm each session or rebalance deadline with `at` (`fn` takes no argument: bind
+the group or member with a lambda or functools.partial; a callback that only queues an event keeps
+the single writer), move a deadline by cancelling its Timer and arming a new one, and run each
+expiration scan (offsets retention, transaction timeouts) as an `every` job.
 
 Time: deadlines are `clock.monotonic_ms()` values. On the system clock a loop timer wakes the
 scheduler at the earliest deadline (a wake-up that the clock finds early waits for the rest). A
@@ -179,6 +185,8 @@ class Scheduler:
         initial_delay_ms: int | None = None,
     ) -> Job:
         """Run `fn` periodically; see the module docstring."""
+        if self._closed:
+            raise RuntimeError("the scheduler is closed")
         if name in self._jobs:
             raise ValueError(f"a periodic job named {name!r} is already registered")
         job = self._jobs[name] = Job(name, interval_ms, fn)
