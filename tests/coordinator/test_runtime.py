@@ -16,7 +16,6 @@ from odradek.coordinator.runtime import (
     CoordinatorContext,
     CoordinatorRuntime,
     Loaded,
-    LoopTimers,
     RuntimeConfig,
     ShardState,
 )
@@ -24,6 +23,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import SimpleRecord, build_batch
 from odradek.protocol.records.batch import BatchHeader, iter_batches
 from odradek.protocol.records.record import Record
+from odradek.scheduler import Scheduler
 
 CONFIG = RuntimeConfig(
     "__test_state",
@@ -106,7 +106,7 @@ class FakeTimers:
     def __init__(self) -> None:
         self.armed: list[tuple[int, Callable[[], None]]] = []
 
-    def call_at(self, deadline_ms: int, callback: Callable[[], None]) -> Any:
+    def at(self, name: str, deadline_ms: int, callback: Callable[[], None]) -> Any:
         entry = (deadline_ms, callback)
         self.armed.append(entry)
 
@@ -127,7 +127,7 @@ def context(
     memory: MemoryLog, clock: ManualClock | None = None, timers: Any = None
 ) -> CoordinatorContext[Counter]:
     clock = clock or ManualClock()
-    return CoordinatorContext(0, 5, Counter, memory, CONFIG, clock, timers or LoopTimers(clock))
+    return CoordinatorContext(0, 5, Counter, memory, CONFIG, clock, timers or Scheduler(clock))
 
 
 def run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -335,7 +335,7 @@ def test_timers_fire_on_a_manual_clock_in_deadline_order() -> None:
     run(scenario)
 
 
-def test_loop_timers_wake_the_context_from_the_event_loop() -> None:
+def test_the_scheduler_wakes_the_context_from_the_event_loop() -> None:
     async def scenario() -> None:
         clock = ManualClock()
         ctx = context(MemoryLog(), clock)
@@ -356,7 +356,9 @@ def test_loop_timers_wake_the_context_from_the_event_loop() -> None:
 def test_the_runtime_follows_leader_epochs() -> None:
     async def scenario() -> None:
         clock = ManualClock()
-        runtime: CoordinatorRuntime[Counter] = CoordinatorRuntime(MemoryLog([1]), CONFIG, clock, Counter)
+        runtime: CoordinatorRuntime[Counter] = CoordinatorRuntime(
+            MemoryLog([1]), CONFIG, clock, Counter, Scheduler(clock)
+        )
         assert runtime.on_partition_loaded(0, 3) is None  # not started
         runtime.startup()
         first = runtime.on_partition_loaded(0, 3)

@@ -16,6 +16,7 @@ from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_metadata import TxnState
 from odradek.protocol.errors import ErrorCode
 from odradek.replication.replica_manager import TxnMarker
+from odradek.scheduler import Scheduler
 from odradek.server.metadata_cache import MetadataCache
 from tests.coordinator.test_runtime import FakeTimers, MemoryLog
 
@@ -116,7 +117,9 @@ def test_timeouts_markers_and_expiration_run_on_the_runtime() -> None:
 def test_a_reload_resumes_a_prepared_transaction() -> None:
     async def scenario() -> None:
         clock, markers, log = ManualClock(), Markers(), MemoryLog()
-        first = TransactionCoordinator(CONFIG, clock, metadata(), NoCreation(), log, markers, ProducerIds())
+        first = TransactionCoordinator(
+            CONFIG, clock, metadata(), NoCreation(), log, markers, ProducerIds(), Scheduler(clock)
+        )
         await first.startup()
         first.on_partition_loaded(0, 3)
         await first.find_coordinator("t")
@@ -125,7 +128,9 @@ def test_a_reload_resumes_a_prepared_transaction() -> None:
         assert await first.end_txn("t", pid, epoch, True) == ErrorCode.NONE  # PrepareCommit stored
         await first.shutdown()  # before the markers were written
         assert markers.written == []
-        again = TransactionCoordinator(CONFIG, clock, metadata(), NoCreation(), log, markers, ProducerIds())
+        again = TransactionCoordinator(
+            CONFIG, clock, metadata(), NoCreation(), log, markers, ProducerIds(), Scheduler(clock)
+        )
         await again.startup()
         again.on_partition_loaded(0, 4)
         await again.find_coordinator("t")

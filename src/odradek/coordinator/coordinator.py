@@ -148,7 +148,7 @@ class GroupCoordinator:
         metadata: ClusterMetadata,
         topic_creator: InternalTopicCreator,
         offsets_log: CoordinatorLog,
-        timers: Timers | None = None,
+        timers: Timers,
     ) -> None:
         self.config = GroupConfig.from_kafka_config(config)
         self._clock = clock

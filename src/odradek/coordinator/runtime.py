@@ -22,7 +22,7 @@ broker leads, one `CoordinatorContext`:
   moved) closes the context once the event is done; any other failure (a full disk) leaves it
   serving and the next write is tried again.
 - Timers on the injected clock: `schedule(key, deadline, event)` keeps the earliest deadline of each
-  key in a heap; one wake-up at the earliest deadline (through `Timers`, asyncio's loop here) queues a
+  key in a heap; one wake-up at the earliest deadline (through `Timers`: the broker's scheduler) queues a
   tick and the writer runs every due timer's event in deadline order. `every` re-arms an event
   `interval` after each run. `wake()` queues a tick now (tests moving a ManualClock).
 - Background work of a shard (`spawn`: the transaction markers) is cancelled when the context closes.
@@ -31,7 +31,7 @@ broker leads, one `CoordinatorContext`:
   and the shard's `unloaded` drops its state.
 
 `Timers` is the runtime's whole view of scheduling: a callback at a deadline on the clock, and its
-cancellation. `LoopTimers` implements it on the event loop.
+cancellation; the broker's one `Scheduler` (odradek/scheduler.py) is it.
 
 `ReplicaManagerLog` is the runtime's access to an internal topic's partitions (`CoordinatorLog`),
 over what it needs of the ReplicaManager (`LocalReplicas`); tests give an in-memory log instead.
@@ -157,21 +157,10 @@ class TimerHandle(Protocol):
 
 
 class Timers(Protocol):
-    """Where the runtime's deadlines wait: `call_at` runs `callback` on the event loop once the
-    clock's monotonic time reaches `deadline_ms`; the handle cancels it."""
+    """Where the runtime's deadlines wait (the broker's `Scheduler`): `at` calls `fn` on the event
+    loop once the clock's monotonic time reaches `deadline_ms`; the handle cancels it."""
 
-    def call_at(self, deadline_ms: int, callback: Callable[[], None]) -> TimerHandle: ...
-
-
-class LoopTimers:
-    """`Timers` on the asyncio loop: the deadline as a delay from the clock's now."""
-
-    def __init__(self, clock: Clock) -> None:
-        self._clock = clock
-
-    def call_at(self, deadline_ms: int, callback: Callable[[], None]) -> TimerHandle:
-        delay_s = max(deadline_ms - self._clock.monotonic_ms(), 0) / 1000
-        return asyncio.get_running_loop().call_later(delay_s, callback)
+    def at(self, name: str, deadline_ms: int, fn: Callable[[], object]) -> TimerHandle: ...
 
 
 # -- the state machine's side -----------------------------------------------------------------------
@@ -417,7 +406,7 @@ class CoordinatorContext(Generic[S]):
             return
         if self._wakeup is not None:
             self._wakeup.cancel()
-        self._wakeup = self._timers.call_at(deadline_ms, self.wake)
+        self._wakeup = self._timers.at("coordinator-wakeup", deadline_ms, self.wake)
 
     async def _fire_timers(self) -> None:
         now_ms = self._clock.monotonic_ms()
@@ -490,14 +479,14 @@ class CoordinatorRuntime(Generic[S]):
         config: RuntimeConfig,
         clock: Clock,
         new_shard: Callable[[CoordinatorContext[S]], S],
-        timers: Timers | None = None,
+        timers: Timers,
         on_loaded: Callable[[CoordinatorContext[S]], None] | None = None,
     ) -> None:
         self._log = log_
         self.config = config
         self._clock = clock
         self._new_shard = new_shard
-        self._timers = timers or LoopTimers(clock)
+        self._timers = timers
         self._on_loaded = on_loaded
         self._contexts: dict[int, CoordinatorContext[S]] = {}
         self._running = False

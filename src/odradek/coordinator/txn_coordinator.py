@@ -79,7 +79,7 @@ class TransactionCoordinator:
         txn_log: CoordinatorLog,
         markers: ClosableMarkerChannel,
         producer_ids: ProducerIdGenerator,
-        timers: Timers | None = None,
+        timers: Timers,
     ) -> None:
         settings = TxnSettings(
             clock,

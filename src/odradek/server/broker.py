@@ -401,6 +401,7 @@ class Broker:
             self.metadata_cache,
             self,
             ReplicaManagerLog(self.replica_manager, OFFSETS_TOPIC),
+            self.scheduler,
         )
         await self.group_coordinator.startup()
         self.txn_coordinator = TransactionCoordinator(
@@ -413,6 +414,7 @@ class Broker:
                 self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
             ),
             self.producer_id_manager,
+            self.scheduler,
         )
         await self.txn_coordinator.startup()
         self.txn_verifier = TxnVerifier(
