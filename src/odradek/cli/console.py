@@ -17,9 +17,9 @@ import sys
 from odradek.client import bootstrap_option
 from odradek.clock import SYSTEM_CLOCK
 from odradek.console.app import Console
+from odradek.http_listener import HttpListener
 from odradek.scheduler import Scheduler
 from odradek.server.config import ConfigError, parse_http_listeners
-from odradek.server.http_listener import HttpListener
 
 COMMAND = "console"
 HELP = "serve the web console of a cluster"

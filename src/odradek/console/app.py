@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 from odradek.client import TopicPartition
 from odradek.console import pages
 from odradek.console.reader import ClusterReader
+from odradek.http_listener import Response, Route
 from odradek.scheduler import Job, Lane, Scheduler
-from odradek.server.http_listener import Response, Route
 
 log = logging.getLogger(__name__)
 

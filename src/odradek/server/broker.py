@@ -78,7 +78,7 @@ Owns the broker's life cycle.
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own
 (server/metrics.py; the network layer then times every request for it) and the web console at `/`
-(odradek/console, reading this broker over its own listener), on server/http_listener.py; the HTTP
+(odradek/console, reading this broker over its own listener), on http_listener.py; the HTTP
 listeners and the console close first at shutdown.
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
@@ -150,7 +150,7 @@ from odradek.controller.producer_ids import (
     ProducerIdManager,
     ZkProducerIdBlockSource,
 )
-from odradek.controller.remote_channel import RemoteChannel
+from odradek.controller.remote_channel import ChannelSettings, RemoteChannel
 from odradek.controller.store import DEFAULT_BROKER_ENTITY, MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
@@ -159,6 +159,7 @@ from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
 from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
+from odradek.http_listener import HttpListener
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -180,7 +181,6 @@ from odradek.server.config import ConfigError, KafkaConfig, parse_connection_ove
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
-from odradek.server.http_listener import HttpListener
 from odradek.server.limits import (
     ConnectionLimits,
     connection_limits,
@@ -719,7 +719,7 @@ class Broker:
         async with self._election_lock:
             while self.controller is None and not self._shutting_down:
                 live = await self._zk_store.read_brokers()
-                remote = RemoteChannel.from_config(self.config)
+                remote = controller_channel(self.config)
                 await remote.sync_brokers(live.values())
                 controller = Controller(
                     self.broker_id,
@@ -1096,3 +1096,13 @@ async def run_broker(config: KafkaConfig) -> None:
     await broker.start()
     settle_collector()
     await broker.serve_until_stopped()
+
+
+def controller_channel(config: KafkaConfig) -> RemoteChannel:
+    """The channel of the controller on the broker configured by `config`: to every broker's
+    inter-broker listener, each request bounded by controller.socket.timeout.ms."""
+    settings = ChannelSettings(
+        listener_name=config.inter_broker_listener_name,
+        request_timeout_ms=config["controller.socket.timeout.ms"],
+    )
+    return RemoteChannel(config.broker_id, settings)

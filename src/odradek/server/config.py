@@ -23,7 +23,7 @@ Connection limits (read by server/limits.py and server/network.py): `max.connect
 `max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
 `http.listeners` (an odradek key, `http://host:port,...`, empty by default: none) names where the
-broker serves HTTP (Prometheus `/metrics`, server/http_listener.py).
+broker serves HTTP (Prometheus `/metrics`, http_listener.py).
 `request.timeout.ms` (default 30000) is, as in Kafka, the timeout of the broker's own requests to
 the controller (AlterPartition, ControlledShutdown: server/to_controller.py); WriteTxnMarkers waits
 for its markers' replication up to it.
@@ -321,7 +321,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
-        # odradek's HTTP listeners (Prometheus /metrics): server/http_listener.py; empty = none
+        # odradek's HTTP listeners (Prometheus /metrics): http_listener.py; empty = none
         ConfigKey("http.listeners", _S, "", _http_listeners_validator),
         # logs
         ConfigKey("log.dirs", _LS, None),
