@@ -35,6 +35,12 @@ Owns:
   controller as AlterPartition through `alter_partition` (the broker's channel to the controller),
   all proposals pending at once in one request, and the controller's answers are applied
   (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
+- moves between log dirs (KIP-113, `alter_replica_log_dirs`: Kafka's alterReplicaLogDirs): the
+  `ReplicaAlterLogDirsManager` (replication/alter_log_dirs.py) copies each moving partition's log
+  into its future log and swaps them; a partition whose future log is found at start resumes its
+  move once it serves, a stopped one stops moving; a partition not hosted yet is created in the dir
+  asked (REPLICA_NOT_AVAILABLE, Kafka's answer); the future logs are created and deleted in the
+  loader pool, in turn with the partition's other jobs;
 - the replication throttles (KIP-73, replication/quotas.py): `leader_quota` holds back throttled
   partitions from followers outside the ISR in their fetches while exceeded, `follower_quota` is
   the fetchers' (the broker sets rates and throttled replicas from its configs);
@@ -101,6 +107,7 @@ from odradek.protocol.primitives import FileSlice
 from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
+from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
@@ -122,7 +129,7 @@ from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_check
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from odradek.storage.leader_epoch import EpochEndOffset
-from odradek.storage.log import Log
+from odradek.storage.log import Log, future_dir_name
 from odradek.storage.manager import LogManager
 from odradek.storage.txn_index import AbortedTxn
 from odradek.tasks import cancel_and_wait
@@ -314,8 +321,10 @@ class ReplicaManager:
         # replication
         self.leader_quota = ReplicationQuota(broker_id)
         self.follower_quota = ReplicationQuota(broker_id)
-        self.fetchers = ReplicaFetcherManager(
-            fetcher_settings or FetcherSettings(broker_id), self.partition, self.follower_quota
+        settings = fetcher_settings or FetcherSettings(broker_id)
+        self.fetchers = ReplicaFetcherManager(settings, self.partition, self.follower_quota)
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(
+            log_manager, self.partition, settings.partition_max_bytes
         )
         self._leader_endpoints: dict[int, LeaderEndpoint] = {}
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -346,6 +355,7 @@ class ReplicaManager:
         (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
         await self.fetchers.shutdown()
+        await self.alter_log_dirs.shutdown()
         await self._scheduler.cancel(self._isr_expiration)
         await cancel_and_wait(self._isr_sender)
         if self._loaders:
@@ -501,6 +511,7 @@ class ReplicaManager:
 
     def _stop(self, key: TopicPartition, delete: bool) -> None:
         self.fetchers.remove_partitions([key])
+        self.alter_log_dirs.remove(key)
         self._isr_proposals.pop(key, None)
         self._pending.pop(key, None)
         hosted = self._partitions.pop(key, None)
@@ -562,8 +573,10 @@ class ReplicaManager:
             self._apply(key, pending, prepared)
 
     def _prepare_log(self, key: TopicPartition, config: LogConfig, leader_epoch: int | None) -> Log:
-        """Worker thread: open or create the log; as leader, start the new epoch at its end."""
+        """Worker thread: open or create the log (and load its future log, if a move between log dirs
+        was in progress); as leader, start the new epoch at its end."""
         partition_log = self.log_manager.get_or_create_log(key[0], key[1], config)
+        self.log_manager.get_future_log(*key)
         if leader_epoch is not None:
             prepare_leader_epoch(partition_log, leader_epoch)
         return partition_log
@@ -624,6 +637,9 @@ class ReplicaManager:
         self._complete_delayed(*key, hw_moved=hw_moved)
         self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
         self.ready_changed.notify()
+        future = self.log_manager.future_log(*key)
+        if future is not None:
+            self.alter_log_dirs.add(key, future)
 
     def _follow(self, key: TopicPartition, hosted: Partition, state: PartitionState) -> None:
         """Make the partition a follower and fetch it from its leader, if it has a live one."""
@@ -648,6 +664,45 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(key)
         if hw_moved:
             self.produce_purgatory.check_and_complete(key)
+
+    # -- AlterReplicaLogDirs ---------------------------------------------------------------------
+
+    async def alter_replica_log_dirs(
+        self, destinations: Mapping[TopicPartition, str]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Move each partition's replica to the log dir at its absolute path (KIP-113, Kafka's
+        alterReplicaLogDirs): the copy runs in the background (replication/alter_log_dirs.py)."""
+        return {key: await self._alter_replica_log_dir(key, path) for key, path in destinations.items()}
+
+    async def _alter_replica_log_dir(self, key: TopicPartition, path: str) -> ErrorCode:
+        directory = self.log_manager.log_dir(path)
+        if directory is None:
+            log.warning("Cannot move %s-%d to %s: not a log dir of this broker", *key, path)
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        if not self.log_manager.is_log_dir_online(directory):
+            log.warning("Cannot move %s-%d to %s: the log dir is offline", *key, path)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if len(future_dir_name(*key)) > 255:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        hosted = self._partitions.get(key)
+        if hosted is None:
+            # Created in `directory` when it comes; Kafka's answer for a replica it does not host yet.
+            self.log_manager.set_preferred_dir(*key, directory)
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        moving = self.alter_log_dirs.destination(key)
+        if moving is not None and moving.dir.parent != directory:
+            self.alter_log_dirs.remove(key)
+        try:
+            if hosted.log.dir.parent == directory:
+                await self._in_order(key, self.log_manager.delete_future_log, *key)
+                return ErrorCode.NONE
+            future = await self._in_order(key, self.log_manager.create_future_log, *key, directory)
+        except (KafkaStorageError, OSError) as exc:
+            log.warning("Cannot move %s-%d to %s: %s", *key, path, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if self._partitions.get(key) is hosted:
+            self.alter_log_dirs.add(key, future)
+        return ErrorCode.NONE
 
     # -- produce ---------------------------------------------------------------------------------
 

@@ -35,7 +35,8 @@ Owns the broker's life cycle.
   settings at its next run (and log.cleaner.backoff.ms at its next wait), the listeners the new
   connection limits (max.connections at most the share of file descriptors fixed at start), the
   ReplicaManager's replication quotas the leader/follower.replication.throttled.rate (KIP-73; the
-  topics' throttled replica lists follow their configs), and the controller, if here,
+  topics' throttled replica lists follow their configs) and its moves between log dirs
+  replica.alter.log.dirs.io.max.bytes.per.second (KIP-113), and the controller, if here,
   unclean.leader.election.enable for its next election.
 - Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` and
   `__transaction_state` partitions load and unload the group and transaction coordinators' shards
@@ -167,6 +168,7 @@ from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopRepli
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
+from odradek.replication.alter_log_dirs import REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND
 from odradek.replication.fetcher import FetcherSettings
 from odradek.replication.quotas import (
     FOLLOWER_THROTTLED_RATE,
@@ -947,6 +949,9 @@ class Broker:
     def _set_replication_rates(self) -> None:
         self.replica_manager.leader_quota.rate = self.config[LEADER_THROTTLED_RATE]
         self.replica_manager.follower_quota.rate = self.config[FOLLOWER_THROTTLED_RATE]
+        self.replica_manager.alter_log_dirs.quota.rate = self.config[
+            REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND
+        ]
 
     def _set_throttled_replicas(self, topic: str, configs: Mapping[str, str]) -> None:
         manager = self.replica_manager

@@ -52,8 +52,9 @@ everything derived (topic defaults, `log_config`, `cleaner_config`) follows. Onl
 be dynamic: the primary broker synonym of every topic config (log.retention.ms, not
 log.retention.hours: Kafka's rule), the log cleaner's threads / dedupe buffer / load factor /
 backoff, max.connections, max.connections.per.ip, max.connections.per.ip.overrides (all cluster-wide
-in Kafka), and the replication throttles leader.replication.throttled.rate and
-follower.replication.throttled.rate (bytes/s, per broker or cluster-wide). `describe()` reports each
+in Kafka), and the replication throttles leader.replication.throttled.rate,
+follower.replication.throttled.rate and replica.alter.log.dirs.io.max.bytes.per.second (bytes/s,
+per broker or cluster-wide). `describe()` reports each
 key's source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 DEFAULT_CONFIG) and its synonyms in Kafka's order (level first: per-broker, cluster default, static;
 then each synonym name; the code default last). Deprecated configs Kafka 3.x still accepts (topic
@@ -320,6 +321,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         # replication throttles (KIP-73): replication/quotas.py
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
+        # moves between log dirs (KIP-113): replication/alter_log_dirs.py
+        ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", _L, LONG_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
         # odradek's HTTP listeners (Prometheus /metrics): http_listener.py; empty = none
         ConfigKey("http.listeners", _S, "", _http_listeners_validator),
@@ -559,6 +562,7 @@ DYNAMIC_KEYS = frozenset(synonyms[0] for synonyms in TOPIC_CONFIG_SYNONYMS.value
         "max.connections.per.ip.overrides",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
     }
 )
 

@@ -43,6 +43,7 @@ HANDLER_MODULES: list[str] = [
     "elect_leaders",
     "alter_configs",
     "incremental_alter_configs",
+    "alter_replica_log_dirs",
     "describe_log_dirs",
     "alter_partition_reassignments",
     "list_partition_reassignments",
