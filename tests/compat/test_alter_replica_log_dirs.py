@@ -7,11 +7,12 @@ copy shows in DescribeLogDirs as a future replica (is_future_key) in the destina
 loses no acknowledged record while producers keep writing (acks=all), a broker killed mid-copy
 resumes the move at restart, replica.alter.log.dirs.io.max.bytes.per.second holds the copy back,
 an unknown path answers LOG_DIR_NOT_FOUND and a partition not hosted yet REPLICA_NOT_AVAILABLE (and
-is then created in the dir named).
+is then created in the dir named), an offline one KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -202,5 +203,10 @@ def test_unknown_dirs_absent_replicas_and_no_op_moves(
         assert set(replicas(client, unique_topic)) == {(dir_b, False)}
         assert [p.name for p in Path(dir_b).glob(f"{unique_topic}-0*")] == [f"{unique_topic}-0"]
         assert not list(Path(dir_a).glob(f"{unique_topic}-0*"))
+        os.rename(dir_b, f"{dir_b}-away")  # an offline log dir
+        try:
+            assert move(client, unique_topic, dir_b) is kafka_errors.KafkaStorageError
+        finally:
+            os.rename(f"{dir_b}-away", dir_b)
     finally:
         client.close()
