@@ -1,6 +1,6 @@
 """Future logs and moves between log dirs (AlterReplicaLogDirs) at the storage level: the LogManager's
 future logs (creation, listing at start, checkpoints, deletion, the swap and a stop in the middle of
-it) and the copy steps of replication/alter_log_dirs.py (chunks, truncation, epochs)."""
+it, cleaning paused) and the copy steps of replication/alter_log_dirs.py (chunks, truncation, epochs)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 from tests.storage.storage_helpers import batch, slice_bytes
+from tests.storage.test_cleaner import SEGMENT_BYTES, write_updates
 
 CHUNK = 4096
 
@@ -156,4 +157,17 @@ def test_a_log_start_inside_a_batch_starts_the_future_at_that_batch(tmp_path: Pa
     reconcile(current, future)
     assert append_next(current, future, CHUNK) > 0
     assert future.segments[0].base_offset == 5 and future.log_start_offset == 7
+    logs.shutdown()
+
+
+def test_a_moving_partition_is_not_cleaned(tmp_path: Path) -> None:
+    clock = ManualClock()
+    compact = LogConfig(cleanup_policy="compact", segment_bytes=SEGMENT_BYTES)
+    logs = LogManager([tmp_path / "d1", tmp_path / "d2"], LogConfig(), clock, {"compacted": compact})
+    current = logs.get_or_create_log("compacted", 0)
+    write_updates(current, clock, rounds=20)
+    logs.create_future_log("compacted", 0, tmp_path / "d2")
+    assert logs.run_cleaner(clock.time_ms()) == 0  # paused while it moves, as Kafka's abortAndPauseCleaning
+    logs.delete_future_log("compacted", 0)
+    assert logs.run_cleaner(clock.time_ms()) == 1
     logs.shutdown()

@@ -21,8 +21,10 @@ Behaviour:
   append, truncation or read can come between: the tail appended since (at most TAIL_MAX_BYTES, else
   the copy goes on in the thread) is copied, leader epochs started with no batch yet are assigned,
   then `LogManager.replace_current_with_future` renames the directories and the partition serves
-  from the new log (`Partition.replace_log`); the old log is deleted in the worker thread. Nothing
-  acknowledged is lost: every offset of the old log is in the new one when they swap.
+  from the new log (`Partition.replace_log`); the worker thread flushes the new log, then deletes
+  the old one (the copy was flushed when it reached the end, so only the tail waits for that
+  flush). Nothing acknowledged is lost: every offset of the old log is in the new one when they
+  swap.
 - A move ends early when its partition stops here (`remove`; StopReplica) or another destination is
   asked (the ReplicaManager deletes the old future log and starts a new one).
 - Restart: a future log found on disk is loaded with its partition, and its move resumes where the
@@ -74,7 +76,7 @@ class ReplicaAlterLogDirsManager:
         partition: Callable[[str, int], Partition | None],
         chunk_bytes: int,
     ) -> None:
-        self.quota = ReplicationQuota(-1)
+        self.quota = ReplicationQuota(-1)  # no throttled replica lists: every move counts
         self._log_manager = log_manager
         self._partition = partition
         self._chunk_bytes = chunk_bytes
@@ -163,10 +165,14 @@ class ReplicaAlterLogDirsManager:
 
 def copy_chunk(current: Log, future: Log, max_bytes: int) -> tuple[int, bool]:
     """Worker thread: put `future` in line with `current` and append the next chunk of `current` to
-    it; (bytes copied, whether `future` reached the end `current` had)."""
+    it; (bytes copied, whether `future` reached the end `current` had). At the end the future log is
+    flushed, so that little is left unsynced when it is swapped in."""
     reconcile(current, future)
     copied = append_next(current, future, max_bytes)
-    return copied, future.log_end_offset >= current.log_end_offset
+    at_end = future.log_end_offset >= current.log_end_offset
+    if at_end:
+        future.flush()
+    return copied, at_end
 
 
 def reconcile(current: Log, future: Log) -> None:

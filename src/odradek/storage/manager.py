@@ -55,7 +55,8 @@ Behaviour:
   (the ReplicaManager does with their partition, and the move resumes); `create_future_log` makes
   one, `delete_future_log` removes it (as does `delete_log`, first). They are flushed, checkpointed
   (in their own dir's files), reconfigured and closed like the current logs, never cleaned nor
-  retained. `replace_current_with_future` swaps a caught-up one in by two renames (the current log
+  retained; the current log of a partition with a future one is not cleaned either (Kafka pauses
+  its cleaning). `replace_current_with_future` swaps a caught-up one in by two renames (the current log
   to `-delete` first, so a stop in between leaves a future log with no current one, which the next
   start promotes to current); `finish_replace` fsyncs the dirs and deletes the old log.
 - `log_dir(path)` is the configured log dir at an absolute path; `set_preferred_dir` places a
@@ -208,7 +209,7 @@ class LogManager:
         self._promote_orphan_futures()
         self.load_progress = LoadProgress(len(self._stored))
         self._checkpoint_quietly()
-        self.cleaner = LogCleaner(self._dirs, self.all_logs, cleaner_config or CleanerConfig())
+        self.cleaner = LogCleaner(self._dirs, self._cleanable_logs, cleaner_config or CleanerConfig())
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -273,6 +274,13 @@ class LogManager:
         """The loaded logs."""
         with self._lock:
             return list(self._logs.values())
+
+    def _cleanable_logs(self) -> list[Log]:
+        """The loaded logs of partitions not moving between log dirs (Kafka pauses the cleaning of a
+        partition while it has a future log)."""
+        with self._lock:
+            moving = self._futures.keys() | self._stored_futures.keys()
+            return [found for key, found in self._logs.items() if key not in moving]
 
     def unloaded_partitions(self) -> list[TopicPartition]:
         """Partitions on disk not loaded (yet)."""
@@ -533,10 +541,11 @@ class LogManager:
 
     @staticmethod
     def finish_replace(old: Log, new: Log) -> None:
-        """After `replace_current_with_future`: make the renames durable and delete the old log.
-        Worker threads."""
-        fsync_dir(old.dir.parent)
+        """After `replace_current_with_future`: make the new log and the renames durable, then delete
+        the old log. Worker threads."""
+        new.flush()
         fsync_dir(new.dir.parent)
+        fsync_dir(old.dir.parent)
         old.delete()
 
     def delete_log(self, topic: str, partition: int) -> bool:
