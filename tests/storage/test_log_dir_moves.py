@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from odradek.clock import ManualClock
 from odradek.protocol.records.record import decode_records
 from odradek.replication.alter_log_dirs import append_next, copy_chunk, reconcile
@@ -170,4 +172,18 @@ def test_a_moving_partition_is_not_cleaned(tmp_path: Path) -> None:
     assert logs.run_cleaner(clock.time_ms()) == 0  # paused while it moves, as Kafka's abortAndPauseCleaning
     logs.delete_future_log("compacted", 0)
     assert logs.run_cleaner(clock.time_ms()) == 1
+    logs.shutdown()
+
+
+def test_a_failed_swap_leaves_both_logs_as_they_were(tmp_path: Path) -> None:
+    logs = manager(tmp_path)
+    current = filled(logs)
+    future = logs.create_future_log("t", 0, tmp_path / "d2")
+    copy_all(current, future)
+    (tmp_path / "d2" / "t-0").mkdir()
+    (tmp_path / "d2" / "t-0" / "in-the-way").touch()  # the future log cannot take its name
+    with pytest.raises(OSError):
+        logs.replace_current_with_future("t", 0)
+    assert current.dir == tmp_path / "d1" / "t-0" and current.dir.exists()
+    assert logs.get_log("t", 0) is current and logs.future_log("t", 0) is future and future.dir.exists()
     logs.shutdown()

@@ -84,13 +84,14 @@ class ReplicaAlterLogDirsManager:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="replica-alter-log-dirs")
         self._task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Future[None]] = set()
+        self._closed = False
 
     def destination(self, key: TopicPartition) -> Log | None:
         """The future log of the partition's move in progress, or None."""
         return self._moves.get(key)
 
     def add(self, key: TopicPartition, future: Log) -> None:
-        if self._moves.get(key) is future:
+        if self._moves.get(key) is future or self._closed:
             return
         self._moves[key] = future
         log.info("Moving %s-%d to %s", *key, future.dir.parent)
@@ -102,6 +103,7 @@ class ReplicaAlterLogDirsManager:
         return self._moves.pop(key, None)
 
     async def shutdown(self) -> None:
+        self._closed = True
         self._moves.clear()
         await cancel_and_wait(self._task)
         if self._cleanups:
@@ -133,7 +135,11 @@ class ReplicaAlterLogDirsManager:
                 self.quota.record(copied)
                 copied_any |= copied > 0
                 if at_end and self._moves.get(key) is future and self._partition(*key) is hosted:
-                    self._complete(key, hosted, future)
+                    try:
+                        self._complete(key, hosted, future)
+                    except Exception:
+                        log.exception("Swapping in the log of %s-%d failed; trying again", *key)
+                        await asyncio.sleep(ERROR_BACKOFF_S)
             if not copied_any:
                 await asyncio.sleep(IDLE_S)
 

@@ -530,13 +530,18 @@ class LogManager:
         way round and asks an operator to delete one of the two)."""
         key = (topic, partition)
         with self._lock:
-            current = self._logs[key]
-            future = self._futures.pop(key)
+            current, future = self._logs[key], self._futures[key]
+        current.rename_dir(_doomed_name(current.dir))
+        try:
+            future.rename_dir(future.dir.with_name(dir_name(topic, partition)))
+        except OSError:
+            current.rename_dir(current.dir.with_name(dir_name(topic, partition)))
+            raise
+        with self._lock:
+            del self._futures[key]
             self._logs[key] = future
             self._dir_counts[current.dir.parent] -= 1
         self.cleaner.forget(topic, partition)
-        current.rename_dir(_doomed_name(current.dir))
-        future.rename_dir(future.dir.with_name(dir_name(topic, partition)))
         return current
 
     @staticmethod
