@@ -24,7 +24,9 @@ Behaviour:
   from the new log (`Partition.replace_log`); the worker thread flushes the new log, then deletes
   the old one (the copy was flushed when it reached the end, so only the tail waits for that
   flush). Nothing acknowledged is lost: every offset of the old log is in the new one when they
-  swap.
+  swap. A swap that fails (a rename refused) leaves both logs as they were and is tried again; a
+  copy that fails is logged and tried again after ERROR_BACKOFF_S. The log cleaner leaves a moving
+  partition alone (the LogManager's, as Kafka pauses its cleaning).
 - A move ends early when its partition stops here (`remove`; StopReplica) or another destination is
   asked (the ReplicaManager deletes the old future log and starts a new one).
 - Restart: a future log found on disk is loaded with its partition, and its move resumes where the
