@@ -29,6 +29,7 @@ from tests.compat import helpers
 
 THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 RECORD = b"x" * 1000
+IN_FLIGHT = 500
 
 
 @pytest.fixture
@@ -118,6 +119,8 @@ class BackgroundProducer:
             self._producer.produce(self._topic, b"live-%d" % sent, partition=0, on_delivery=self._on_delivery)
             sent += 1
             self._producer.poll(0.001)
+            while len(self._producer) > IN_FLIGHT and not self._stop.is_set():
+                self._producer.poll(0.01)  # at most IN_FLIGHT unacknowledged: the local queue never fills
 
     def stop(self) -> None:
         self._stop.set()
