@@ -27,6 +27,8 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from odradek.testing.broker import BrokerProcess
 from tests.compat import helpers
 
+pytestmark = pytest.mark.slow
+
 THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 RECORD = b"x" * 1000
 IN_FLIGHT = 500
