@@ -44,7 +44,7 @@ def test_a_follower_moves_between_log_dirs_under_acks_all(
     dir_b = (cluster.data_dir / "broker-2-b").resolve()
     follower.overrides["log.dirs"] = f"{follower.data_dir},{dir_b}"
     follower.restart()
-    eventually(lambda: 2 in cluster.live_broker_ids() or None, 30, "broker 2 back")
+    cluster.wait_for_controller(30)  # broker 2 is back in every broker's metadata, the controller's too
 
     topic = NewTopic(
         unique_topic,
