@@ -15,8 +15,8 @@ pytest's code.
 CHECKOUT is a kafka-python source tree (at least its `test/` directory and `pyproject.toml`, whose
 pytest settings apply); kafka-python itself is imported from CHECKOUT when it holds the package,
 else from the installed one (CHECKOUT comes first on PYTHONPATH). PYTEST_ARGS default to the
-DescribeTopicPartitions and log dir tests of `test/integration/test_admin_integration.py`. Run it from the repository root with odradek importable
-(installed, or PYTHONPATH=src).
+DescribeTopicPartitions and log dir tests of `test/integration/test_admin_integration.py`. Run it
+from the repository root with odradek importable (installed, or PYTHONPATH=src).
 
 Environment the suite is given besides: `KAFKA_ROOT`, an empty directory (the fixtures insist that
 it exists, and use nothing in it for an external broker). pytest runs without odradek's own plugin
