@@ -75,6 +75,7 @@ class Lane(StrEnum):
     METADATA_STORE = "metadata-store"  # the local metadata file's writes, ZooKeeper client start/stop
     REQUEST = "request"  # the parts of requests too heavy for the loop: num.io.threads
     CONSOLE = "console"  # the web console's blocking cluster reads: one thread
+    ALTER_LOG_DIRS = "replica-alter-log-dirs"  # copying replicas between log dirs: one thread
 
 
 DEFAULT_LANE_THREADS: Mapping[Lane, int] = {
@@ -84,6 +85,7 @@ DEFAULT_LANE_THREADS: Mapping[Lane, int] = {
     Lane.METADATA_STORE: 1,
     Lane.REQUEST: 8,
     Lane.CONSOLE: 1,
+    Lane.ALTER_LOG_DIRS: 1,
 }
 
 

@@ -3,13 +3,14 @@ ReplicaAlterLogDirsThread).
 
 Owns the moves in progress: per partition, its future log (`<topic>-<partition>.<id>-future` in
 the destination log dir, created and listed by the LogManager) being caught up with the partition's
-current log; the worker thread that copies; and the throttle `quota`, a `ReplicationQuota` whose
-rate is the dynamic broker config replica.alter.log.dirs.io.max.bytes.per.second and which every
-move counts against (as Kafka's alter-log-dirs quota).
+current log; the copying, in the scheduler's replica-alter-log-dirs lane; and the throttle
+`quota`, a `ReplicationQuota` whose rate is the dynamic broker config
+replica.alter.log.dirs.io.max.bytes.per.second and which every move counts against (as Kafka's
+alter-log-dirs quota).
 
 Behaviour:
 - Copying: one chunk at a time (at most replica.fetch.max.bytes), round robin over the moves, in the
-  "replica-alter-log-dirs" worker thread: the chunk is read from the current log at the future
+  scheduler's "replica-alter-log-dirs" lane: the chunk is read from the current log at the future
   log's end (a local fetch up to the log end offset) and appended to the future log as a follower
   appends (offsets, leader epochs, producer state and aborted transactions kept). Before each chunk
   the future log is put back in line with the current one, as a follower with its leader: past the
@@ -49,10 +50,10 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from odradek.replication.partition import Partition
 from odradek.replication.quotas import ReplicationQuota
+from odradek.scheduler import Lane, Scheduler
 from odradek.storage.errors import OffsetOutOfRangeError
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH
 from odradek.storage.log import Log
@@ -77,13 +78,14 @@ class ReplicaAlterLogDirsManager:
         log_manager: LogManager,
         partition: Callable[[str, int], Partition | None],
         chunk_bytes: int,
+        scheduler: Scheduler,
     ) -> None:
         self.quota = ReplicationQuota(-1)  # no throttled replica lists: every move counts
         self._log_manager = log_manager
         self._partition = partition
         self._chunk_bytes = chunk_bytes
         self._moves: dict[TopicPartition, Log] = {}
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="replica-alter-log-dirs")
+        self._scheduler = scheduler
         self._task: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Future[None]] = set()
         self._closed = False
@@ -110,12 +112,10 @@ class ReplicaAlterLogDirsManager:
         await cancel_and_wait(self._task)
         if self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)
-        self._executor.shutdown(wait=True)
 
     # -- the copy --------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while self._moves:
             copied_any = False
             for key, future in list(self._moves.items()):
@@ -127,8 +127,8 @@ class ReplicaAlterLogDirsManager:
                 if hosted is None or self._moves.get(key) is not future:
                     continue
                 try:
-                    copied, at_end = await loop.run_in_executor(
-                        self._executor, copy_chunk, hosted.log, future, self._chunk_bytes
+                    copied, at_end = await self._scheduler.run(
+                        Lane.ALTER_LOG_DIRS, copy_chunk, hosted.log, future, self._chunk_bytes
                     )
                 except Exception:
                     log.exception("Copying %s-%d to %s failed; trying again", *key, future.dir.parent)
@@ -163,8 +163,8 @@ class ReplicaAlterLogDirsManager:
         hosted.replace_log(future)
         del self._moves[key]
         log.info("Moved %s-%d from %s to %s", *key, old.dir.parent, future.dir.parent)
-        cleanup = asyncio.get_running_loop().run_in_executor(
-            self._executor, _finish_quietly, self._log_manager, old, future
+        cleanup = asyncio.wrap_future(
+            self._scheduler.lanes.submit(Lane.ALTER_LOG_DIRS, _finish_quietly, self._log_manager, old, future)
         )
         self._cleanups.add(cleanup)
         cleanup.add_done_callback(self._cleanups.discard)

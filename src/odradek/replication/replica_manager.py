@@ -324,7 +324,7 @@ class ReplicaManager:
         settings = fetcher_settings or FetcherSettings(broker_id)
         self.fetchers = ReplicaFetcherManager(settings, self.partition, self.follower_quota)
         self.alter_log_dirs = ReplicaAlterLogDirsManager(
-            log_manager, self.partition, settings.partition_max_bytes
+            log_manager, self.partition, settings.partition_max_bytes, scheduler
         )
         self._leader_endpoints: dict[int, LeaderEndpoint] = {}
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
