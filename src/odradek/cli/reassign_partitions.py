@@ -14,8 +14,14 @@ Behaviour and output as Kafka 3.9's ReassignPartitionsCommand:
 - --generate prints "Current partition replica assignment" and "Proposed partition reassignment
   configuration", each followed by a reassignment JSON (`{"version":1,"partitions":[{"topic",
   "partition","replicas","log_dirs"}]}`); the proposal is Kafka's replica assignment over the
-  --broker-list brokers that are in the cluster (rack-aware unless --disable-rack-aware), keeping
-  each topic's partition count and replication factor.
+  --broker-list brokers (rack-aware unless --disable-rack-aware), keeping each topic's partition
+  count and replication factor. Deliberate deviation: a --broker-list broker that is not in the
+  cluster is refused as --execute refuses it ("Unknown broker id 9"), where Kafka leaves it out
+  of the proposal without a word (a typo in the list would move every partition onto the others).
+- A topic or partition of the JSON file that does not exist is never created (the tool's Metadata
+  requests do not allow auto-creation): --generate and --execute fail with Kafka's "Topic T not
+  found." (or "Unable to find partition: T-P"); --verify reports it as having no replicas, then
+  fails as Kafka's does when clearing the missing topic's throttles.
 - --execute refuses while reassignments are in progress unless --additional, prints the current
   assignment of the partitions it moves ("Save this to use as the --reassignment-json-file option
   during rollback"), with --throttle sets the throttles (the moving partitions' current replicas
@@ -150,8 +156,9 @@ def _check_usage(args: argparse.Namespace) -> None:
 def _generate(client: KafkaClient, args: argparse.Namespace) -> None:
     topics = _topics_to_move(_read_json(args.topics_to_move_json_file))
     brokers = _broker_list(args.broker_list)
-    placements = _placements(client, brokers, rack_aware=not args.disable_rack_aware)
     current = _current_assignment(client, topics)
+    _check_brokers(client, brokers)
+    placements = _placements(client, brokers, rack_aware=not args.disable_rack_aware)
     proposed: Assignment = {}
     for topic in topics:
         partitions = sorted(p for t, p in current if t == topic)
@@ -352,7 +359,7 @@ def _name(tp: TopicPartition) -> str:
 
 def _metadata(client: KafkaClient, topics: Iterable[str] | None = ()) -> Any:
     wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
-    return client.request(ApiKey.METADATA, MetadataRequest(topics=wanted))
+    return client.request(ApiKey.METADATA, MetadataRequest(topics=wanted, allow_auto_topic_creation=False))
 
 
 def _current_assignment(
@@ -393,10 +400,9 @@ def _check_brokers(client: KafkaClient, brokers: Iterable[int]) -> None:
 
 
 def _placements(client: KafkaClient, brokers: Sequence[int], *, rack_aware: bool) -> list[BrokerPlacement]:
-    """The --broker-list brokers of the cluster (others are left out, as Kafka does), with their
-    racks unless --disable-rack-aware."""
+    """The --broker-list brokers (all in the cluster), with their racks unless --disable-rack-aware."""
     live = _live_brokers(client)
-    placements = [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers if b in live]
+    placements = [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers]
     if len({p.rack is None for p in placements}) > 1:
         raise ToolError(
             "Error: Not all brokers have rack information. Add --disable-rack-aware in command line to "
