@@ -13,7 +13,6 @@ Not a command itself (no `COMMAND`); odradek.cli.groups keeps its own option lay
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -66,9 +65,8 @@ def guarded(tool: str, body: Callable[[], int], *, error_prefix: str = "Error: "
     """`body()`'s exit status, or FAILED after one stderr line when it fails."""
     try:
         return body()
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Kafka's scripts do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return FAILED
+    except BrokenPipeError:  # the reader went away (`| head`): cli/main.py ends the tool quietly
+        raise
     except ToolError as exc:
         print(str(exc), file=sys.stderr)
     except KafkaError as exc:
