@@ -87,12 +87,20 @@ LONG_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
-    """A configuration value Kafka would refuse; the message starts with the offending key."""
+    """A configuration value Kafka would refuse; the message names the offending key."""
 
-    def __init__(self, key: str, value: object, reason: str) -> None:
-        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+    MESSAGE = "Invalid value {value!r} for configuration {key}: {reason}"
+
+    def __init__(self, key: str, value: object, reason: str = "") -> None:
+        super().__init__(self.MESSAGE.format(key=key, value=value, reason=reason))
         self.key = key
         self.value = value
+
+
+class UnknownTopicConfigError(ConfigError):
+    """A topic config name Kafka does not know, said in Kafka's words (its INVALID_CONFIG message)."""
+
+    MESSAGE = "Unknown topic config name: {key}"
 
 
 class ConfigType(Enum):
@@ -1128,7 +1136,7 @@ def validate_topic_configs(configs: Mapping[str, str]) -> None:
             if raw.strip().lower() != "false":
                 raise ConfigError(name, raw, "remote storage is not enabled on this broker")
         elif name not in TOPIC_ONLY_DEFAULTS and name not in DEPRECATED_TOPIC_CONFIGS:
-            raise ConfigError(name, raw, "Unknown topic config name")
+            raise UnknownTopicConfigError(name, raw)
 
 
 def _formatted(name: str, raw: str) -> str | None:
