@@ -33,10 +33,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from odradek.cli.common import ToolError, add_connection_options, connect, guarded
-from odradek.cli.group_admin import GroupAdmin, GroupReport, ResetTarget
 from odradek.cli.main import UsageError
 from odradek.cli.progress import Progress
 from odradek.client import TopicPartition
+from odradek.client.group_admin import GroupAdmin, GroupReport, ResetTarget
 from odradek.protocol.errors import ErrorCode, error_name
 
 COMMAND = "consumer-groups"

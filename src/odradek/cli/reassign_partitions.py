@@ -64,13 +64,13 @@ from pathlib import Path
 from typing import Any
 
 from odradek.cli import log_dir_moves, reassignment_progress
-from odradek.cli.common import ToolError, add_connection_options, check, connect, guarded, joined
+from odradek.cli.common import ToolError, add_connection_options, connect, guarded, joined
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
 from odradek.controller.decisions import BrokerPlacement, assign_replicas
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import IncrementalAlterConfigsRequest, MetadataRequest
 from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
