@@ -1,6 +1,8 @@
 """`odradek cluster` as a process: usage errors, a three-broker cluster that Kafka clients use through
 the bootstrap servers it prints, a SIGTERM that leaves no process behind, and a restart on the same
-data dir that finds the topics and records again."""
+data dir that finds the topics and records again; a Ctrl-C that says what it waits for and does not
+retry the last broker's controlled shutdown, a second Ctrl-C that kills the brokers at once, a kill -9
+that takes every process it started with it, and a second run on a data dir in use that is refused."""
 
 from __future__ import annotations
 
@@ -126,12 +128,14 @@ def alive(pid: int) -> bool:
 class ClusterCommand:
     """One `odradek cluster` process, its stdout and stderr in files, and the processes it started."""
 
-    def __init__(self, data_dir: Path, base_port: int, output_dir: Path) -> None:
+    def __init__(self, data_dir: Path, base_port: int, output_dir: Path, overrides: tuple[str, ...]) -> None:
         self.stdout_path = output_dir / "cluster.stdout"
         self.stderr_path = output_dir / "cluster.stderr"
         argv = cluster_argv(
             "--brokers", str(BROKERS), "--data-dir", str(data_dir), "--base-port", str(base_port)
         )
+        for override in overrides:
+            argv += ["--override", override]
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
             self.process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         self.started: set[int] = set()
@@ -156,6 +160,9 @@ class ClusterCommand:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(STOP_TIMEOUT_S)
 
+    def said(self) -> list[str]:
+        return self.stderr_path.read_text().splitlines()
+
     def clean_up(self) -> None:
         """Whatever happened: the command and every process it started are gone."""
         if self.process.poll() is None:
@@ -171,13 +178,13 @@ class ClusterCommand:
 
 
 @pytest.fixture
-def run_cluster(tmp_path: Path) -> Iterator[Callable[[Path, int], ClusterCommand]]:
+def run_cluster(tmp_path: Path) -> Iterator[Callable[..., ClusterCommand]]:
     commands: list[ClusterCommand] = []
 
-    def run(data_dir: Path, base_port: int) -> ClusterCommand:
+    def run(data_dir: Path, base_port: int, *overrides: str) -> ClusterCommand:
         output_dir = tmp_path / f"run-{len(commands)}"
         output_dir.mkdir()
-        commands.append(ClusterCommand(data_dir, base_port, output_dir))
+        commands.append(ClusterCommand(data_dir, base_port, output_dir, overrides))
         return commands[-1]
 
     try:
@@ -262,3 +269,72 @@ def test_replicated_topic_round_trip(tmp_path, run_cluster):
     produce(bootstrap, "replicated", b"copied", acks="1")
     assert consume_first(bootstrap, "replicated") == b"copied"
     assert cluster.stop() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# stopping, killing, and a data dir in use
+
+
+def brokers_of(cluster: ClusterCommand) -> dict[int, int]:
+    """broker id -> pid of the brokers the command started (their command lines name the id)."""
+    found = {}
+    for pid in cluster.started:
+        for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            if arg.startswith(b"broker.id="):
+                found[int(arg.partition(b"=")[2])] = pid
+    return found
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_it_waits_for_and_the_last_broker_does_not_retry(tmp_path, run_cluster):
+    backoff = "controlled.shutdown.retry.backoff.ms=60000"  # a retry would outlast the wait below
+    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS), backoff)
+    bootstrap = cluster.wait_until_up()["bootstrap.servers"]
+    create_topic(connected_admin(bootstrap), "replicated", BROKERS)
+    cluster.process.send_signal(signal.SIGINT)
+    assert cluster.process.wait(30) == 0
+    said = cluster.said()
+    for broker_id in range(1, BROKERS + 1):
+        assert any(line.startswith(f"odradek cluster: stopping broker {broker_id} (pid") for line in said), (
+            said
+        )
+    assert any(line.startswith("odradek cluster: stopping ZooKeeper") for line in said), said
+    last = (tmp_path / "data" / f"broker-{BROKERS}.out").read_text()
+    assert f"Controlled shutdown of broker {BROKERS}: no other live broker, no retry" in last
+    assert not [pid for pid in cluster.started if alive(pid)]
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_kills_the_brokers_at_once(tmp_path, run_cluster):
+    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
+    cluster.wait_until_up()
+    stuck = brokers_of(cluster)[1]
+    os.kill(stuck, signal.SIGSTOP)  # its graceful stop would wait for the command's stop timeout
+    cluster.process.send_signal(signal.SIGINT)
+    eventually(lambda: any("stopping broker 1" in line for line in cluster.said()), 30, "broker 1's stop")
+    cluster.process.send_signal(signal.SIGINT)
+    assert cluster.process.wait(15) == 1
+    assert any("stopping at once" in line for line in cluster.said()), cluster.said()
+    assert not [pid for pid in cluster.started if alive(pid)]
+
+
+@pytest.mark.slow
+def test_kill_9_takes_every_process_with_it_and_a_directory_in_use_is_refused(tmp_path, run_cluster):
+    base_port = consecutive_free_ports(BROKERS)
+    first = run_cluster(tmp_path / "data", base_port)
+    first.wait_until_up()
+    assert len(first.started) == BROKERS + 1
+
+    second = run_cluster(tmp_path / "data", base_port)
+    assert second.process.wait(60) == 1
+    (line,) = second.said()
+    assert "in use" in line and f"pid {first.process.pid}" in line
+    assert all(alive(pid) for pid in first.started)
+
+    first.process.kill()
+    first.process.wait()
+    eventually(lambda: not [pid for pid in first.started if alive(pid)], 10, "no process of the killed run")
+
+    third = run_cluster(tmp_path / "data", base_port)  # the directory is free again
+    eventually(lambda: any("did not stop gracefully" in line for line in third.said()), 30, "the warning")
+    assert third.stop() == 0

@@ -5,7 +5,9 @@ Output lines are Kafka 3.9's ConfigCommand's; each change is checked with conflu
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
 
@@ -111,3 +113,20 @@ def test_unknown_topic_and_unsupported_entities_are_one_line(tool_broker, unique
         assert done.returncode == 2 and line.startswith(
             f"odradek configs: --entity-type {kind} is not supported: "
         )
+
+
+def test_an_unknown_config_name_is_refused_in_kafkas_words(tool_broker, unique_topic: str) -> None:
+    create_topic(tool_broker.bootstrap, unique_topic)
+    done = run_odradek(
+        "configs", "--bootstrap-server", tool_broker.bootstrap, "--entity-type", "topics", "--entity-name",
+        unique_topic, "--alter", "--add-config", "nosuch.config=1",
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, "Error: Unknown topic config name: nosuch.config\n")
+    change = ConfigEntry("nosuch.config", "1", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("TOPIC", unique_topic, incremental_configs=[change])
+    client = admin(tool_broker.bootstrap)
+    with pytest.raises(KafkaException) as refused:
+        client.incremental_alter_configs([resource])[resource].result(timeout=30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert error.str() == "Unknown topic config name: nosuch.config"

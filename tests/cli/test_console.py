@@ -152,3 +152,17 @@ def test_consumer_usage_errors(tool_broker, unique_topic: str) -> None:
         done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, *args))
         (line,) = done.stderr.splitlines()
         assert done.returncode == 2 and line.startswith("odradek console-consumer: ") and message in line
+
+
+def test_consumer_reports_a_missing_topic_on_stderr_not_as_a_record(tool_broker, unique_topic: str) -> None:
+    done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, "--timeout-ms", "3000"))
+    *notes, last = done.stderr.splitlines()
+    assert (done.returncode, done.stdout, last) == (0, "", "Processed a total of 0 messages")
+    assert len(notes) == 1 and notes[0].startswith("odradek console-consumer: ") and unique_topic in notes[0]
+
+
+def test_consumer_refuses_a_partition_the_topic_does_not_have(tool_broker, unique_topic: str) -> None:
+    create_topic(tool_broker.bootstrap, unique_topic, 4)
+    done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, "--partition", "9"), timeout=60)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"Error: Topic {unique_topic} has no partition 9: its partitions are 0 to 3\n"

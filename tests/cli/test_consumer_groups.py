@@ -269,3 +269,21 @@ def test_usage_errors(tool_broker) -> None:
         done = run_odradek("consumer-groups", "--bootstrap-server", tool_broker.bootstrap, *args)
         (line,) = done.stderr.splitlines()
         assert done.returncode == 2 and line.startswith("odradek consumer-groups: ") and message in line
+
+
+def test_a_failed_deletion_keeps_its_lines_together_on_stderr(
+    tool_broker, unique_topic: str, group: str, active: Consumer
+) -> None:
+    idle = f"idle-{unique_topic}"
+    commit(tool_broker.bootstrap, idle, unique_topic, {0: 1})
+    done = run_odradek(
+        "consumer-groups", "--bootstrap-server", tool_broker.bootstrap, "--delete", "--group", group,
+        "--group", idle,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"\nError: Deletion of some consumer groups failed:\n"
+        f"* Group '{group}' could not be deleted due to: NON_EMPTY_GROUP\n"
+    )
+    assert done.stdout == f"\nThese consumer groups were deleted successfully: '{idle}'\n"
+    assert idle not in groups(tool_broker.bootstrap, "--list").splitlines()

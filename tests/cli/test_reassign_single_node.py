@@ -60,3 +60,15 @@ def test_a_single_node_keeps_its_partitions(
     assert json.loads(generated[4])["partitions"] == [
         {"topic": topic, "partition": p, "replicas": [1], "log_dirs": ["any"]} for p in (0, 1)
     ]
+
+
+def test_generate_names_a_broker_that_is_not_in_the_cluster(
+    tool_broker: BrokerProcess, unique_topic: str, tmp_path: Path
+) -> None:
+    topic = unique_topic.replace("_", "-")
+    ok("topics", "--bootstrap-server", tool_broker.bootstrap, "--create", "--topic", topic)
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    refused = run_odradek("reassign-partitions", "--bootstrap-server", tool_broker.bootstrap, "--generate",
+                          "--topics-to-move-json-file", str(topics), "--broker-list", "1,9")  # fmt: skip
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", "Error: Unknown broker id 9\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,16 @@ def test_topics_survive_restart_and_leader_epochs_move_on(tmp_path):
     assert after.topic_id == before.topic_id
     assert [p.partition_index for p in after.partitions] == [0, 1]
     assert after.partitions[0].leader_epoch == before.partitions[0].leader_epoch + 1
+
+
+def test_an_address_in_use_names_the_listener_and_the_address(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = serve(
+            "--override", f"log.dirs={tmp_path}", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"
+        )
+    assert result.returncode == 1
+    assert (
+        f"Socket server failed to bind to 127.0.0.1:{port} (listener PLAINTEXT): Address already in use."
+        in result.stderr
+    )

@@ -136,3 +136,16 @@ def test_broker_errors_and_usage_errors_are_one_line(tool_broker, topic: str) ->
         "odradek topics: --topic is required with --create, --alter and --delete "
         "(see 'odradek topics --help')"
     ]
+
+
+def test_an_unknown_config_name_is_named_as_unknown(tool_broker, topic: str) -> None:
+    done = run_odradek("topics", "--bootstrap-server", tool_broker.bootstrap, "--create", "--topic", topic,
+                       "--config", "nosuch.config=1")  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, f"{ERROR}Unknown topic config name: nosuch.config\n")
+    assert topics(tool_broker.bootstrap, "--list", "--topic", topic) == ""
+
+
+def test_a_misspelled_flag_is_named() -> None:
+    done = run_odradek("topics", "--bootstrap-server", "127.0.0.1:1", "--lsit")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "odradek topics: unrecognized arguments: --lsit (see 'odradek topics --help')\n"

@@ -1,17 +1,22 @@
 """ZooKeeper mode boots: three `odradek serve` processes on a real ZooKeeper register, elect one
-controller, create topics through any broker, fail the controller over after kill -9, refuse a
-duplicate broker id and register again after a restart.
+controller, create topics through any broker, fail the controller over after kill -9, wait for a
+dead session's registration when started again at once (accepting connections only once registered),
+refuse a live broker's id after that wait, and register again after a session expiry.
 
 Every test gets its own chroot on one module-wide ZooKeeper server and its own three brokers
-(zookeeper.session.timeout.ms 4000, so a killed broker's session expires in seconds). Cluster state is
-read straight from ZooKeeper with kazoo, in Kafka's JSON, as an operator with zkCli.sh would.
+(zookeeper.session.timeout.ms 4000 unless a test sets another, so a killed broker's session expires
+in seconds). Cluster state is read straight from ZooKeeper with kazoo, in Kafka's JSON, as an
+operator with zkCli.sh would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
+import socket
+import threading
 import time
 
 import pytest
@@ -132,19 +137,93 @@ def test_controller_failover_after_kill_9_moves_the_dead_brokers_leaders(cluster
     assert cluster.controller() == successor
 
 
-def test_a_broker_with_a_live_brokers_id_exits_with_an_error(cluster):
+WAITING_LINE = "is registered in ZooKeeper by another session"
+RESTART_SESSION_TIMEOUT_MS = 10000
+
+
+def accepting(process: BrokerProcess) -> bool:
+    try:
+        with socket.create_connection((process.host, process.port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def start_expecting_no_listener(process: BrokerProcess) -> None:
+    with contextlib.suppress(BrokerStartError):
+        process.start()
+
+
+def broker_epoch(cluster, broker_id: int) -> int | None:
+    stat = cluster.zk.exists(znodes.broker_path(broker_id))
+    return stat.czxid if stat is not None else None
+
+
+def test_a_broker_killed_and_started_at_once_waits_for_its_old_session_and_rejoins(start_cluster):
+    """What a supervisor does: kill -9, start again at once. The dead session still holds the id; the
+    new broker waits for it to expire instead of exiting, accepts connections only once registered,
+    and follows its partitions into the ISR again. Sessions of RESTART_SESSION_TIMEOUT_MS, so the
+    dead one is still there when the new broker, slow to boot on a busy machine, registers."""
+    cluster = start_cluster(**{"zookeeper.session.timeout.ms": RESTART_SESSION_TIMEOUT_MS})
+    controller = eventually(cluster.controller, 15, "a controller")
+    assert create_topic(cluster.brokers[controller], "kept", {0: [1, 2, 3]}) == 0
+    eventually(lambda: len((cluster.state("kept", 0) or {}).get("isr", ())) == 3, 15, "kept-0's ISR")
+    victim = next(b for b in cluster.brokers if b != controller)
+    process, old_epoch = cluster.brokers[victim], broker_epoch(cluster, victim)
+    process.kill()
+    starting = threading.Thread(target=process.start)
+    starting.start()
+    try:
+
+        def registered_and_accepting() -> int | None:
+            if not accepting(process):
+                return None
+            epoch = broker_epoch(cluster, victim)
+            assert epoch not in (None, old_epoch), "the port accepted before the broker registered"
+            return epoch
+
+        new_epoch = eventually(registered_and_accepting, 30, "the restarted broker", interval_s=0.02)
+    finally:
+        starting.join(60)
+    assert process.is_running() and new_epoch > old_epoch
+    assert WAITING_LINE in process.output_tail()
+    eventually(
+        lambda: sorted(cluster.state("kept", 0)["isr"]) == [1, 2, 3], 30, f"broker {victim} back in the ISR"
+    )
+
+
+def test_a_broker_with_a_live_brokers_id_waits_then_exits_with_an_error(cluster):
     eventually(lambda: len(cluster.zk.get_children(znodes.BROKER_IDS_PATH)) == 3, 15, "3 ids")
     duplicate = cluster.broker(2, data="duplicate-2")
+    duplicate.overrides["zookeeper.session.timeout.ms"] = 1000  # a wait of 1 s + the margin
     try:
-        try:
-            duplicate.start()
-        except BrokerStartError:
-            pass
+        with pytest.raises(BrokerStartError):
+            duplicate.start()  # it never accepted a connection
         assert duplicate.wait(30) == 1
-        assert "broker id 2 is already registered in ZooKeeper by a live broker" in duplicate.output_tail()
+        output = duplicate.output_tail()
+        assert WAITING_LINE in output
+        assert "broker id 2 is already registered in ZooKeeper by a live broker" in output
     finally:
         duplicate.kill()
     assert cluster.brokers[2].is_running()
+    assert json.loads(cluster.zk.get(znodes.broker_path(2))[0])["port"] == cluster.brokers[2].port
+
+
+def test_a_broker_stopped_while_it_waits_to_register_shuts_down_cleanly(cluster):
+    eventually(lambda: len(cluster.zk.get_children(znodes.BROKER_IDS_PATH)) == 3, 15, "3 ids")
+    duplicate = cluster.broker(2, data="duplicate-2")
+    duplicate.overrides["zookeeper.session.timeout.ms"] = 30000  # a wait longer than the test
+    starting = threading.Thread(target=start_expecting_no_listener, args=(duplicate,))
+    starting.start()
+    try:
+        eventually(lambda: WAITING_LINE in duplicate.output_tail(), 30, "the waiting line")
+        duplicate.send_signal(signal.SIGTERM)
+        assert duplicate.wait(15) == 0
+    finally:
+        starting.join(60)
+        duplicate.kill()
+    assert "stops before it registered" in duplicate.output_tail()
+    assert (duplicate.data_dir / ".kafka_cleanshutdown").exists()
     assert json.loads(cluster.zk.get(znodes.broker_path(2))[0])["port"] == cluster.brokers[2].port
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from odradek.client import TopicPartition
+from odradek.clock import SYSTEM_CLOCK
 from odradek.console import app, pages
+from odradek.scheduler import Scheduler
 
 
 def test_bytes_show_as_text_when_utf8_else_as_hex_and_are_escaped():
@@ -23,7 +25,7 @@ def test_the_lag_chart_spans_its_samples_with_zero_at_the_bottom():
 
 
 def test_the_lag_history_keeps_the_last_window(monkeypatch):
-    console = app.Console("127.0.0.1:1")
+    console = app.Console("127.0.0.1:1", Scheduler(SYSTEM_CLOCK))
     clock = iter([0.0, 10.0, app.WINDOW_S + 5.0])
     monkeypatch.setattr(app.time, "time", lambda: next(clock))
     for lag in (5, 7, 9):

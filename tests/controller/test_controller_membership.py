@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import TypeVar
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.channel import ClusterChannel, ControllerChannel, LocalChannel
 from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
@@ -19,7 +20,10 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from odradek.scheduler import Scheduler
 from tests.controller.test_local_controller import RecordingBroker, run
+
+SCHEDULER = Scheduler(SYSTEM_CLOCK)  # lanes only: these tests register no timers
 
 BROKERS = {b: BrokerInfo(b, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + b),)) for b in (0, 1, 2)}
 ASSIGNMENT = {0: (0, 1), 1: (1, 2), 2: (2, 0)}
@@ -68,7 +72,7 @@ class Cluster:
     """Controller on broker 0 over a local store, brokers 1 and 2 behind a RecordingChannel."""
 
     def __init__(self, path: Path, reelect_live_leaders: bool = False) -> None:
-        self.store = LocalMetadataStore(path)
+        self.store = LocalMetadataStore(path, SCHEDULER)
         self.store.load()
         self.broker = RecordingBroker()
         self.remote = RecordingChannel()
@@ -78,6 +82,7 @@ class Cluster:
             self.store,
             ClusterChannel(LocalChannel(0, self.broker), self.remote),
             reelect_live_leaders=reelect_live_leaders,
+            scheduler=SCHEDULER,
             on_resign=self.resigned.set,
         )
 

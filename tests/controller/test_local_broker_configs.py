@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import uuid
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.local import METADATA_FILE, LocalMetadataStore
 from odradek.controller.store import DEFAULT_BROKER_ENTITY, StoredTopic
+from odradek.scheduler import Scheduler
 from tests.controller.zk.test_zk_client import on_loop
+
+SCHEDULER = Scheduler(SYSTEM_CLOCK)  # lanes only: these tests register no timers
 
 
 @on_loop
 async def test_broker_configs_are_stored_and_read_back(tmp_path):
-    store = LocalMetadataStore(tmp_path)
+    store = LocalMetadataStore(tmp_path, SCHEDULER)
     heard: list[tuple[str, dict]] = []
     store.watch_broker_configs(lambda entity: heard.append((entity, dict(store.broker_configs(entity)))))
     await store.create_topic(StoredTopic("t", uuid.uuid4(), {0: (0,)}))
@@ -29,7 +33,7 @@ async def test_broker_configs_are_stored_and_read_back(tmp_path):
         "0": {"log.segment.bytes": "2048"},
     }
 
-    reloaded = LocalMetadataStore(tmp_path)
+    reloaded = LocalMetadataStore(tmp_path, SCHEDULER)
     reloaded.load()
     assert reloaded.broker_configs(DEFAULT_BROKER_ENTITY) == {"log.retention.ms": "60000"}
     assert reloaded.broker_configs("0") == {"log.segment.bytes": "2048"}
@@ -38,7 +42,7 @@ async def test_broker_configs_are_stored_and_read_back(tmp_path):
 
 @on_loop
 async def test_emptied_entity_leaves_the_file(tmp_path):
-    store = LocalMetadataStore(tmp_path)
+    store = LocalMetadataStore(tmp_path, SCHEDULER)
     await store.set_broker_configs("0", {"log.segment.bytes": "2048"})
     await store.set_broker_configs("0", {})
     assert store.broker_configs("0") == {}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import LocalChannel
 from odradek.controller.controller import Controller
@@ -35,7 +36,10 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest
+from odradek.scheduler import Scheduler
 from odradek.server.metadata_cache import MetadataCache
+
+SCHEDULER = Scheduler(SYSTEM_CLOCK)  # lanes only: these tests register no timers
 
 BROKER = BrokerInfo(0, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),))
 
@@ -67,11 +71,11 @@ class Node:
     """Store, admin manager and controller of one node over `path`."""
 
     def __init__(self, path: Path, max_broker_partitions: int = 1000) -> None:
-        self.store = LocalMetadataStore(path)
+        self.store = LocalMetadataStore(path, SCHEDULER)
         self.store.load()
         self.broker = RecordingBroker()
         self.admin = AdminManager(self.store, lambda: [BROKER], max_broker_partitions)
-        self.controller = Controller(0, self.store, LocalChannel(0, self.broker))
+        self.controller = Controller(0, self.store, LocalChannel(0, self.broker), scheduler=SCHEDULER)
 
     async def start(self) -> Node:
         await self.controller.startup([BROKER])
@@ -140,7 +144,7 @@ def test_restart_elects_again_with_new_leader_and_controller_epochs(tmp_path):
 
 def test_a_topic_stored_without_state_is_brought_online_at_startup(tmp_path):
     async def scenario() -> None:
-        store = LocalMetadataStore(tmp_path)
+        store = LocalMetadataStore(tmp_path, SCHEDULER)
         await store.create_topic(StoredTopic("half", uuid.uuid4(), {0: (0,)}))  # crash before the state
         node = await Node(tmp_path).start()
         assert node.store.topics()["half"].states[0].leader == 0

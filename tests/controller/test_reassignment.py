@@ -23,7 +23,7 @@ from odradek.protocol.messages.list_partition_reassignments import ListPartition
 from odradek.protocol.messages.stop_replica import StopReplicaRequest
 from tests.controller.test_controller_isr_changes import answer, ask
 from tests.controller.test_controller_membership import BROKERS, Cluster, _started_with_topic
-from tests.controller.test_local_controller import Node, run
+from tests.controller.test_local_controller import SCHEDULER, Node, run
 
 LIVE = (0, 1, 2)
 
@@ -136,7 +136,7 @@ def test_a_reassignment_adds_then_completes_when_the_target_is_in_the_isr(tmp_pa
         assert [
             (p.partition_index, p.delete_partition) for p in stops[-1].topic_states[0].partition_states
         ] == [(0, True)]
-        reloaded = LocalMetadataStore(tmp_path)
+        reloaded = LocalMetadataStore(tmp_path, SCHEDULER)
         reloaded.load()
         assert reloaded.topics()["t"].replica_assignment(0) == ReplicaAssignment((1, 2))
         await cluster.controller.shutdown()

@@ -23,6 +23,7 @@ from odradek.protocol.headers import encode_response_header, parse_request_heade
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataResponse
+from odradek.server.broker import controller_channel
 from odradek.server.config import KafkaConfig
 
 SIZE = struct.Struct(">i")
@@ -293,19 +294,19 @@ def test_the_inter_broker_listener_is_used_and_a_new_endpoint_replaces_the_sende
     asyncio.run(main())
 
 
-def test_from_config_reads_the_listener_and_the_controller_socket_timeout(tmp_path):
+def test_the_controller_channel_reads_the_listener_and_the_controller_socket_timeout(tmp_path):
     base = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), "broker.id": "3"}
     config = KafkaConfig(
         {**base, "inter.broker.listener.name": "PLAINTEXT", "controller.socket.timeout.ms": "1234"}
     )
-    channel = RemoteChannel.from_config(config)
+    channel = controller_channel(config)
     assert (channel.controller_id, channel.settings.listener_name) == (3, "PLAINTEXT")
     assert channel.settings.request_timeout_ms == 1234
-    assert RemoteChannel.from_config(KafkaConfig(base)).settings.listener_name == "PLAINTEXT"
+    assert controller_channel(KafkaConfig(base)).settings.listener_name == "PLAINTEXT"
     named = {
         **base,
         "listeners": "INTERNAL://127.0.0.1:0",
         "listener.security.protocol.map": "INTERNAL:PLAINTEXT",
     }
     # the listener the broker registers first for inter-broker traffic (KafkaConfig's rule)
-    assert RemoteChannel.from_config(KafkaConfig(named)).settings.listener_name == "INTERNAL"
+    assert controller_channel(KafkaConfig(named)).settings.listener_name == "INTERNAL"

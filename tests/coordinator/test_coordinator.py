@@ -30,6 +30,7 @@ from odradek.coordinator.partitioning import OFFSETS_TOPIC
 from odradek.coordinator.shard import ShardState
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.batch import iter_batches
+from odradek.scheduler import Scheduler
 from odradek.server.metadata_cache import MetadataCache
 
 CONFIG = {
@@ -108,7 +109,9 @@ class Harness:
         self.clock = ManualClock()
         self.log = offsets_log or MemoryOffsetsLog()
         self.broker = FakeBroker()
-        self.coordinator = GroupCoordinator(self.broker, CONFIG, self.clock, self.log)
+        self.coordinator = GroupCoordinator(
+            CONFIG, self.clock, self.broker.metadata_cache, self.broker, self.log, Scheduler(self.clock)
+        )
         self.broker.coordinator = self.coordinator
 
     async def start(self) -> None:

@@ -4,6 +4,7 @@ lengths, nulls, records chunks and version handling."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
@@ -13,6 +14,8 @@ from odradek.protocol.headers import parse_request_header
 from odradek.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
     FetchResponse,
     FetchSnapshotResponse,
     MetadataRequest,
@@ -91,6 +94,67 @@ def test_metadata_v1_response_golden_bytes() -> None:
     assert codec.encode_response(ApiKey.METADATA, 1, response) == [METADATA_V1_RESPONSE]
     decoded = codec.decode_response(ApiKey.METADATA, 1, METADATA_V1_RESPONSE)
     assert decoded.brokers == response.brokers and decoded.topics == response.topics
+
+
+DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST = bytes.fromhex(
+    "02 02 74 00"  # topics: 1 (compact), name "t", tagged fields
+    "00000002"  # response_partition_limit
+    "01 02 74 00000001 00"  # cursor present: topic "t", partition 1, tagged fields
+    "00"  # tagged fields
+)
+TOPIC_ID = "000102030405060708090a0b0c0d0e0f"
+DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE = bytes.fromhex(
+    "00000000"  # throttle_time_ms
+    "02"  # topics: 1
+    "0000 02 74" + TOPIC_ID + "00"  # error 0, name "t", topic id, is_internal false
+    "02"  # partitions: 1
+    "0000 00000000 00000001 00000005"  # error 0, partition 0, leader 1, leader epoch 5
+    "02 00000001 02 00000001"  # replicas [1], isr [1]
+    "01 00 01"  # eligible_leader_replicas [], last_known_elr null, offline_replicas []
+    "00"  # partition tagged fields
+    "00000df8 00"  # topic_authorized_operations 3576, topic tagged fields
+    "01 02 74 00000001 00"  # next_cursor: topic "t", partition 1
+    "00"  # tagged fields
+)
+
+
+def test_describe_topic_partitions_v0_request_golden_bytes() -> None:
+    Request = DescribeTopicPartitionsRequest
+    request = Request(
+        topics=[Request.TopicRequest(name="t")],
+        response_partition_limit=2,
+        cursor=Request.Cursor(topic_name="t", partition_index=1),
+    )
+    api = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+    assert codec.encode_request(api, 0, request) == DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST
+    assert codec.decode_request(api, 0, DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST) == request
+    no_cursor = bytes.fromhex("01 00000007 ff 00")  # no topics (all), limit 7, null cursor
+    assert codec.decode_request(api, 0, no_cursor) == Request(response_partition_limit=7)
+    assert codec.encode_request(api, 0, Request(response_partition_limit=7)) == no_cursor
+
+
+def test_describe_topic_partitions_v0_response_golden_bytes() -> None:
+    Response = DescribeTopicPartitionsResponse
+    partition = Response.DescribeTopicPartitionsResponsePartition(
+        partition_index=0,
+        leader_id=1,
+        leader_epoch=5,
+        replica_nodes=[1],
+        isr_nodes=[1],
+        eligible_leader_replicas=[],
+        last_known_elr=None,
+        offline_replicas=[],
+    )
+    topic = Response.DescribeTopicPartitionsResponseTopic(
+        name="t",
+        topic_id=uuid.UUID(TOPIC_ID),
+        partitions=[partition],
+        topic_authorized_operations=3576,
+    )
+    response = Response(topics=[topic], next_cursor=Response.Cursor(topic_name="t", partition_index=1))
+    api = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+    assert b"".join(codec.encode_response(api, 0, response)) == DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE
+    assert codec.decode_response(api, 0, DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE) == response
 
 
 def test_api_versions_v0_unsupported_version_response() -> None:

@@ -97,22 +97,36 @@ def test_auto_created_topics_use_broker_defaults(tmp_path):
 
 
 def test_periodic_tasks_checkpoint_the_logs(tmp_path):
+    """The periodic jobs are registered with the broker's scheduler and run on its injected clock:
+    real time alone does not run the checkpoint, advancing the clock past its interval does."""
+    clock = ManualClock()
+
     async def scenario():
         config = make_config(tmp_path, **{"log.flush.offset.checkpoint.interval.ms": "20"})
-        broker = Broker(config)
+        broker = Broker(config, clock)
         await broker.start()
         try:
+            assert {job.name for job in broker.scheduler.jobs() if job.periodic} >= {
+                "log-retention",
+                "log-flusher",
+                "log-cleaner",
+                "log-checkpoint",
+                "high-watermark-checkpoint",
+            }
             await create(broker, "ticking", 1, {})
             checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+            await asyncio.sleep(0.1)
+            written_before = "ticking 0" in checkpoint.read_text()
+            clock.advance(20)
             for _ in range(100):
                 if "ticking 0" in checkpoint.read_text():
-                    return True
+                    return written_before, True
                 await asyncio.sleep(0.02)
-            return False
+            return written_before, False
         finally:
             await broker.shutdown()
 
-    assert run(scenario)
+    assert run(scenario) == (False, True)
 
 
 def test_producer_id_expiration_ms_reaches_the_logs(tmp_path):

@@ -24,6 +24,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.replication import fencing
 from odradek.replication.replica_manager import ReplicaManager
+from odradek.scheduler import Lane, Lanes, Scheduler
 from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
@@ -101,8 +102,8 @@ class GatedLogManager(LogManager):
         return super().get_or_create_log(topic, partition, config)
 
 
-def replica_manager(log_manager: LogManager, cache: MetadataCache, threads: int = 1) -> ReplicaManager:
-    return ReplicaManager(0, log_manager, cache, ManualClock(), load_threads=threads)
+def replica_manager(log_manager: LogManager, cache: MetadataCache, scheduler: Scheduler) -> ReplicaManager:
+    return ReplicaManager(0, log_manager, cache, scheduler.clock, scheduler=scheduler)
 
 
 async def serving(rm: ReplicaManager, *indexes: int) -> bool:
@@ -112,12 +113,14 @@ async def serving(rm: ReplicaManager, *indexes: int) -> bool:
 def run(scenario: Any, tmp_path: Path, log_manager: LogManager | None = None) -> None:
     async def main() -> None:
         manager = log_manager or LogManager([tmp_path], LogConfig(), ManualClock())
-        rm = replica_manager(manager, MetadataCache(0))
+        scheduler = Scheduler(ManualClock(), Lanes({Lane.LOG_LOAD: 1}))
+        rm = replica_manager(manager, MetadataCache(0), scheduler)
         try:
             await scenario(rm)
         finally:
             await rm.shutdown()
             manager.shutdown()
+            await scheduler.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
 

@@ -24,6 +24,7 @@ from odradek.replication.types import (
     ListOffsetsPartitionRequest,
     TxnMarker,
 )
+from odradek.scheduler import Lane, Lanes, Scheduler
 from odradek.server.metadata_cache import MetadataCache
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint
 from odradek.storage.config import LogConfig
@@ -53,8 +54,14 @@ class Harness:
         self.cache = MetadataCache(0)
         self.configs: dict[str, LogConfig] = {}
         self.log_manager = LogManager([tmp_path], LogConfig(), self.clock)
+        self.scheduler = Scheduler(self.clock, Lanes({Lane.LOG_LOAD: 1}))
         self.rm = self.replica_manager()
         self.rm.start()
+
+    async def close(self) -> None:
+        await self.rm.shutdown()
+        self.log_manager.shutdown()
+        await self.scheduler.close()
 
     def replica_manager(self, checkpoint_interval_ms: int = 0) -> ReplicaManager:
         return ReplicaManager(
@@ -62,6 +69,7 @@ class Harness:
             self.log_manager,
             self.cache,
             self.clock,
+            scheduler=self.scheduler,
             topic_config=lambda name: self.configs.get(name, LogConfig()),
             log_dirs=[self.dir],
             checkpoint_interval_ms=checkpoint_interval_ms,
@@ -102,8 +110,7 @@ def run(scenario: Callable[[Harness], Awaitable[None]], tmp_path: Path) -> None:
     async def main() -> None:
         harness = Harness(tmp_path)
         await scenario(harness)
-        await harness.rm.shutdown()
-        harness.log_manager.shutdown()
+        await harness.close()
 
     asyncio.run(main())
 
@@ -511,14 +518,16 @@ def test_high_watermark_checkpoint_is_written_periodically(tmp_path: Path) -> No
         await harness.lead(("ticking", 0), (0,), rm=periodic)
         await periodic.append_records({("ticking", 0): batch(3)}, 1, 1000)
         path = tmp_path / REPLICATION_OFFSET_CHECKPOINT
-        for _ in range(500):  # the first write lands after 10 ms of loop time; allow a slow machine
+        await asyncio.sleep(0.05)
+        assert ("ticking", 0) not in read_checkpoint(path)  # the clock has not moved yet
+        harness.clock.advance(10)  # the first write is due 10 ms after the start
+        for _ in range(500):  # written in a worker thread; allow a slow machine
             if read_checkpoint(path).get(("ticking", 0)) == 3:
                 break
             await asyncio.sleep(0.01)
         assert read_checkpoint(path)[("ticking", 0)] == 3
         await periodic.shutdown()
-        await harness.rm.shutdown()
-        harness.log_manager.shutdown()
+        await harness.close()
 
     asyncio.run(main())
 

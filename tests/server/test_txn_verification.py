@@ -93,24 +93,23 @@ def test_produce_errors_follow_kafkas_replica_manager(code: int, version: int, e
     assert produce_error(code, version)[0] == expected
 
 
-class FakeBroker:
-    """Broker 1, with `__transaction_state` (one partition) led by broker 2."""
+class FakeLocator:
+    """`__transaction_state` is led by broker 2 (the verifier runs on broker 1)."""
 
-    broker_id = 1
-    config = SimpleNamespace(inter_broker_listener_name="PLAINTEXT")
+    def coordinator_id(self, transactional_id: str) -> int | None:
+        return 2
 
-    def __init__(self) -> None:
-        topic = SimpleNamespace(partitions={0: None})
-        self.metadata_cache = SimpleNamespace(
-            topic=lambda name: topic,
-            partition=lambda name, index: SimpleNamespace(leader=2),
-            brokers=lambda: [],
-        )
+    def verify_partitions(self, *args: object) -> dict[tuple[str, int], int]:
+        raise AssertionError("broker 1 does not coordinate")
+
+
+def make_verifier(brokers: list[Any]) -> TxnVerifier:
+    return TxnVerifier(1, "PLAINTEXT", 30_000, SimpleNamespace(brokers=lambda: brokers), FakeLocator())
 
 
 def test_verifications_are_batched_per_coordinator_and_replaced_by_kafkas_rules() -> None:
     async def scenario() -> None:
-        verifier = TxnVerifier(FakeBroker())
+        verifier = make_verifier([])
         sent: list[list[tuple[str, int]]] = []
         release = asyncio.Event()
 
@@ -141,12 +140,9 @@ def test_verifications_are_batched_per_coordinator_and_replaced_by_kafkas_rules(
 
 def test_an_unreachable_coordinator_is_a_network_exception() -> None:
     async def scenario() -> None:
-        broker = FakeBroker()
         endpoint = SimpleNamespace(host="127.0.0.1", port=1)
         node = SimpleNamespace(broker_id=2, endpoint=lambda listener: endpoint)
-        broker.metadata_cache.brokers = lambda: [node]
-        broker.config = SimpleNamespace(inter_broker_listener_name="PLAINTEXT")
-        verifier = TxnVerifier(broker)
+        verifier = make_verifier([node])
         verifier._connection = lambda coordinator: _Refusing()  # type: ignore[method-assign]
         assert await verifier.verify("a", 1, 0, [("t", 0)]) == {("t", 0): ErrorCode.NETWORK_EXCEPTION}
         await verifier.close()

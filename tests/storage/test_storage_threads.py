@@ -94,7 +94,17 @@ def test_the_append_path_never_fsyncs(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "fdatasync" in calls and "fsync" in calls
 
 
-def test_flush_messages_is_flushed_by_the_managers_flusher_thread(tmp_path: Path) -> None:
+def test_flush_messages_is_flushed_in_the_log_io_lane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushing_threads: list[str] = []
+    real_flush = Log.flush
+
+    def flush(self: Log, *args: object) -> None:
+        flushing_threads.append(threading.current_thread().name)
+        real_flush(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Log, "flush", flush)
     logs = LogManager([tmp_path], LogConfig(flush_messages=2), ManualClock())
     log = logs.get_or_create_log("t", 0)
     log.append_as_leader(batch(2), 0)
@@ -105,6 +115,7 @@ def test_flush_messages_is_flushed_by_the_managers_flusher_thread(tmp_path: Path
             break
         threading.Event().wait(0.01)
     assert flushed.is_set()
+    assert flushing_threads[0].startswith("log-io_")
     logs.shutdown()
 
 

@@ -2,7 +2,8 @@
 [--override key=value ...]`: a local cluster in one command, until Ctrl-C / SIGTERM.
 
 Starts Debian's ZooKeeper server (unless --zookeeper-connect names one) and N `odradek serve`
-brokers, broker.id 1..N, broker i on PLAINTEXT://127.0.0.1:(base port + i - 1), through
+brokers, broker.id 1..N, broker i on PLAINTEXT://127.0.0.1:(base port + i - 1) in rack `rack-<i>`
+(broker.rack), so rack-aware assignment spreads a topic's replicas as over N racks, through
 `odradek.testing.cluster.LocalCluster`. Once every broker registered and one holds `/controller`,
 prints `bootstrap.servers=...`, `zookeeper.connect=...` and `controller=<broker id>` on stdout.
 Everything lives in DIR (default ./odradek-cluster): `zookeeper/` (the server's data and output),
@@ -12,18 +13,32 @@ given to every broker; those the command sets per broker (broker.id, listeners, 
 refused. Unless overridden, `offsets.topic.replication.factor` is min(3, N) (Kafka's code default,
 where its single-node server.properties says 1), so committed group offsets survive a broker.
 
-Ctrl-C, SIGTERM or SIGHUP stops the brokers gracefully (SIGTERM each), then ZooKeeper, and exits 0;
-1 if a broker did not exit 0 or the cluster did not come up (the reason on stderr); 2 on a usage
-error, a bad broker config, or no ZooKeeper server to start.
+Ctrl-C, SIGTERM or SIGHUP stops the brokers gracefully, one after the other (SIGTERM: each moves its
+leadership away by controlled shutdown, then exits cleanly), then ZooKeeper, saying on stderr what it
+waits for, and exits 0; a second Ctrl-C (or SIGTERM, SIGHUP) meanwhile kills the brokers at once
+(SIGKILL: nothing acknowledged is lost, a broker without its clean shutdown marker recovers its logs
+at its next start, as Kafka's does), then stops ZooKeeper and exits 1.
+
+The processes it starts die with it, even on kill -9 (Linux's parent-death signal,
+testing/parent_death.py). While it runs it holds an flock on DIR/cluster.lock, which names its pid:
+a second `odradek cluster` on the same DIR says which one runs there, in one line, and exits 1
+(a second ZooKeeper on the same data would serve it as well, and the brokers' logs are locked).
+
+Exit status: 0 after a graceful stop; 1 if a broker did not exit 0, the cluster did not come up (the
+reason on stderr) or DIR is in use; 2 on a usage error, a bad broker config, or no ZooKeeper server
+to start.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import IO
 
 from odradek.cli.main import USAGE_ERROR, UsageError
 from odradek.server.config import ConfigError, KafkaConfig, parse_override
@@ -35,6 +50,7 @@ COMMAND = "cluster"
 HELP = "run a local cluster: a ZooKeeper server and N brokers, until Ctrl-C"
 
 DEFAULT_DATA_DIR = "odradek-cluster"
+LOCK_FILE = "cluster.lock"
 START_TIMEOUT_S = 60.0
 PER_BROKER_KEYS = frozenset(
     {"broker.id", "listeners", "advertised.listeners", "log.dir", "log.dirs", "zookeeper.connect"}
@@ -82,15 +98,47 @@ def run(args: argparse.Namespace) -> int:
     if args.zookeeper_connect is None and zookeeper_classpath() is None:
         _say("no ZooKeeper server to start: apt-get install zookeeper (or name one with --zookeeper-connect)")
         return USAGE_ERROR
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, _raise_stop)
-    try:
-        status = _run_until_stopped(cluster)
-    finally:
-        for signum in (*_STOP_SIGNALS, signal.SIGINT):
-            signal.signal(signum, signal.SIG_IGN)
-        stopped = _stop(cluster)
+    lock = _lock(cluster.data_dir)
+    if lock is None:
+        return 1
+    with lock:
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, _raise_stop)
+        try:
+            status = _run_until_stopped(cluster)
+        finally:
+            stopped = _stop(cluster)
+        if not stopped:
+            lock.truncate(0)  # every broker closed its session: the next run need not wait
     return status or stopped
+
+
+def _lock(data_dir: Path) -> IO[str] | None:
+    """DIR/cluster.lock, locked and naming this process while the returned file stays open; None
+    (said on stderr) when another `odradek cluster` holds it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the whole run
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        _say(
+            f"{data_dir} is in use by odradek cluster pid {holder}: stop it first, or give another --data-dir"
+        )
+        return None
+    lock.seek(0)
+    if previous := lock.read().strip():
+        _say(
+            f"the last odradek cluster here (pid {previous}) did not stop gracefully: a broker whose "
+            "ZooKeeper session it left open waits for that session to expire before it registers "
+            "(zookeeper.session.timeout.ms and a few seconds)"
+        )
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
@@ -111,6 +159,7 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
         session_timeout_ms=config["zookeeper.session.timeout.ms"],
         overrides=overrides,
         base_port=args.base_port,
+        die_with_owner=True,
     )
 
 
@@ -140,8 +189,33 @@ def _start(cluster: LocalCluster) -> None:
 
 
 def _stop(cluster: LocalCluster) -> int:
-    """Stop the brokers gracefully, then ZooKeeper: 0, or 1 if a broker did not exit 0."""
-    codes = cluster.stop()
+    """Stop the brokers gracefully, then ZooKeeper, saying what it waits for; a second stop signal
+    meanwhile kills the brokers at once. 0, or 1 if a broker did not exit 0."""
+    hurried = False
+
+    def hurry(signum: int, frame: FrameType | None) -> None:
+        nonlocal hurried
+        if not hurried:
+            _say_from_handler(
+                "stopping at once: the brokers are killed (they recover their logs at their next start)"
+            )
+        hurried = True
+        for process in cluster.brokers.values():
+            if process.is_running():
+                process.send_signal(signal.SIGKILL)
+
+    def announce(line: str) -> None:
+        if not hurried:
+            _say(line)
+
+    for signum in (*_STOP_SIGNALS, signal.SIGINT):
+        signal.signal(signum, hurry)
+    _say("stopping the brokers one after the other, then ZooKeeper; Ctrl-C again stops them at once")
+    codes = cluster.stop(announce=announce)
+    for signum in (*_STOP_SIGNALS, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+    if hurried:
+        return 1
     failed = {broker_id: code for broker_id, code in codes.items() if code}
     for broker_id, code in failed.items():
         output = cluster.brokers[broker_id].output_path
@@ -155,6 +229,11 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 def _say(line: str) -> None:
     print(f"odradek cluster: {line}", file=sys.stderr, flush=True)
+
+
+def _say_from_handler(line: str) -> None:
+    """`_say` from a signal handler, which may run while the main code is inside a print."""
+    os.write(sys.stderr.fileno(), f"odradek cluster: {line}\n".encode())
 
 
 def _positive_int(value: str) -> int:

@@ -2,7 +2,8 @@
 
 Owns: the `--bootstrap-server` and `--connect-timeout` options; reaching the cluster, with one stderr
 line per retry (`odradek TOOL: cannot reach ...`); and `guarded`, which runs a tool's body and turns
-a failure into one line on stderr and exit status 1, never a traceback: a `ToolError` (its message),
+a failure into one line on stderr and exit status 1, never a traceback: a `ToolError` or the group
+admin's `GroupAdminError` (its message),
 a `KafkaError` from the cluster (the broker's message, else the error's name, after the tool's own
 prefix as Kafka's script prints it) or a connection that could not be made or broke. Also the
 helpers several tools need to read Kafka's argument syntax (`k=v` lists, regex topic filters).
@@ -13,14 +14,14 @@ Not a command itself (no `COMMAND`); odradek.cli.groups keeps its own option lay
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable
 
 from odradek.cli.main import seconds_option
 from odradek.client import KafkaClient, bootstrap_option
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.client.group_admin import GroupAdminError
+from odradek.protocol.errors import KafkaError
 
 FAILED = 1
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -66,22 +67,15 @@ def guarded(tool: str, body: Callable[[], int], *, error_prefix: str = "Error: "
     """`body()`'s exit status, or FAILED after one stderr line when it fails."""
     try:
         return body()
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Kafka's scripts do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return FAILED
-    except ToolError as exc:
+    except BrokenPipeError:  # the reader went away (`| head`): cli/main.py ends the tool quietly
+        raise
+    except (ToolError, GroupAdminError) as exc:
         print(str(exc), file=sys.stderr)
     except KafkaError as exc:
         print(f"{error_prefix}{exc.message or exc.code.name}", file=sys.stderr)
     except OSError as exc:  # BrokerUnreachable, ConnectFailed, a connection broken mid-way
         print(f"odradek {tool}: {exc}", file=sys.stderr)
     return FAILED
-
-
-def check(code: int, message: str | None = None) -> None:
-    """Raise the KafkaError of a non-zero error code (the broker's message, else the code's name)."""
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, message or ErrorCode(code).name)
 
 
 def key_values(text: str, option: str) -> dict[str, str]:

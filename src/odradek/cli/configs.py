@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.cli.common import ToolError, add_connection_options, check, connect, guarded, key_values
+from odradek.cli.common import ToolError, add_connection_options, connect, guarded, key_values
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import check
 from odradek.protocol.messages import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,

@@ -15,9 +15,11 @@ import signal
 import sys
 
 from odradek.client import bootstrap_option
+from odradek.clock import SYSTEM_CLOCK
 from odradek.console.app import Console
+from odradek.http_listener import HttpListener
+from odradek.scheduler import Scheduler
 from odradek.server.config import ConfigError, parse_http_listeners
-from odradek.server.http_listener import HttpListener
 
 COMMAND = "console"
 HELP = "serve the web console of a cluster"
@@ -58,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
-    console = Console(bootstrap)
+    scheduler = Scheduler(SYSTEM_CLOCK)
+    console = Console(bootstrap, scheduler)
     http = HttpListener(console.routes())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -73,3 +76,4 @@ async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
     finally:
         await http.close()
         await console.close()
+        await scheduler.close()

@@ -15,7 +15,17 @@ Records are written as Kafka's DefaultMessageFormatter writes them: the raw valu
 
 Without --group the consumer joins a group of its own, `console-consumer-NNNNN`, without committing,
 as Kafka's does; with --partition it reads that partition from --offset (default latest, earliest
-with --from-beginning) without a subscription. The consumer is librdkafka's (odradek.cli.librdkafka).
+with --from-beginning) without a subscription, once the topic is found to have it (else one line,
+`Error: Topic T has no partition P: its partitions are 0 to N` or `Error: Topic T not found.`, and
+exit status 1, where Kafka's waits without end). The consumer is librdkafka's (odradek.cli.librdkafka).
+
+Errors the consumer reports while it waits (a subscribed topic that does not exist yet, a broker
+gone) are not records: each distinct one is a line on stderr (`odradek console-consumer: ...`),
+not counted, and the wait goes on as Kafka's does (a fatal error ends it: one line, exit status 1).
+
+Deliberate deviation: the consumer never creates a topic (librdkafka's allow.auto.create.topics=false,
+unless --consumer-property sets it), where Java's consumer asks the broker to auto-create a topic it
+subscribes to: a typo in --topic must not leave a topic behind.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ COMMAND = "console-consumer"
 HELP = "print the records of a topic (kafka-console-consumer)"
 
 POLL_S = 0.2
+METADATA_TIMEOUT_S = 10.0
 TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
 
@@ -146,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         with librdkafka_errors():
             consumer = Consumer(_config(args))
             try:
+                if args.partition is not None:
+                    _check_partition(consumer, args.topic, args.partition)
                 _start(consumer, args)
                 _consume(consumer, record_format, args.max_messages, args.timeout_ms)
             finally:
@@ -171,7 +184,7 @@ def _config(args: argparse.Namespace) -> dict[str, object]:
         "auto.offset.reset": "earliest" if args.from_beginning else "latest",
         "isolation.level": args.isolation_level,
         "enable.partition.eof": False,
-        "allow.auto.create.topics": True,  # Java's consumer default
+        "allow.auto.create.topics": False,  # reading never creates a topic (see the header)
     }
     config = client_config(
         COMMAND, args.bootstrap_server, args.consumer_config, args.consumer_property, defaults
@@ -182,6 +195,18 @@ def _config(args: argparse.Namespace) -> dict[str, object]:
         config["group.id"] = f"console-consumer-{random.randrange(100_000)}"
         config.setdefault("enable.auto.commit", False)
     return config
+
+
+def _check_partition(consumer: Consumer, topic: str, partition: int) -> None:
+    """ToolError unless `topic` has `partition` (an assigned partition that does not exist is
+    otherwise waited for in silence)."""
+    found = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics.get(topic)
+    if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        raise ToolError(f"Error: Topic {topic} not found.")
+    _raise_for(found.error)
+    if partition not in found.partitions:
+        last = len(found.partitions) - 1
+        raise ToolError(f"Error: Topic {topic} has no partition {partition}: its partitions are 0 to {last}")
 
 
 def _start(consumer: Consumer, args: argparse.Namespace) -> None:
@@ -200,15 +225,18 @@ def _consume(
 ) -> None:
     count = 0
     out = sys.stdout.buffer
+    reported: set[str] = set()
     idle_since = time.monotonic()
     try:
         while limit is None or count < limit:
             message = consumer.poll(POLL_S)
+            if message is not None and message.error() is not None:
+                _report(message.error(), reported)
+                message = None
             if message is None:
                 if timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= timeout_ms:
                     break
                 continue
-            _raise_for(message.error())
             out.write(record_format.render(message))
             out.flush()
             count += 1
@@ -218,6 +246,15 @@ def _consume(
 
 
 _WAITED_OUT = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
+
+
+def _report(error: KafkaError, reported: set[str]) -> None:
+    """An error the consumer delivered in place of a record: a ToolError if waiting will not cure
+    it, else a stderr line the first time it is seen."""
+    _raise_for(error)
+    if error.str() not in reported:
+        reported.add(error.str())
+        print(f"odradek {COMMAND}: {error.str()}", file=sys.stderr, flush=True)
 
 
 def _raise_for(error: KafkaError | None) -> None:

@@ -17,8 +17,10 @@ rebalancing", the warning when neither --dry-run nor --execute is given) and its
 over many partitions reports progress on stderr (a line per round of lookups with counts and rate).
 
 Differences from Kafka, deliberate: a group that does not exist, a refused reset (active group) and
-a failed deletion exit with status 1 (Kafka prints the error and exits 0); rows of the offsets table
-are sorted by topic and partition. --from-file, --export and --type are not supported.
+a failed deletion exit with status 1 (Kafka prints the error and exits 0); a failed deletion's
+`* Group 'g' could not be deleted due to: ...` lines go to stderr under their headline (Kafka prints
+them on stdout); rows of the offsets table are sorted by topic and partition. --from-file, --export
+and --type are not supported.
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from odradek.cli.common import ToolError, add_connection_options, connect, guarded
-from odradek.cli.group_admin import GroupAdmin, GroupReport, ResetTarget
 from odradek.cli.main import UsageError
 from odradek.cli.progress import Progress
 from odradek.client import TopicPartition
+from odradek.client.group_admin import GroupAdmin, GroupReport, ResetTarget
 from odradek.protocol.errors import ErrorCode, error_name
 
 COMMAND = "consumer-groups"
@@ -273,10 +275,11 @@ def delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
         return 0
     print("\nError: Deletion of some consumer groups failed:", file=sys.stderr)
     for group, code in failed.items():
-        print(f"* Group '{group}' could not be deleted due to: {error_name(code)}")
+        print(f"* Group '{group}' could not be deleted due to: {error_name(code)}", file=sys.stderr)
     deleted = [g for g in groups if g not in failed]
     if deleted:
-        print(f"\nThese other groups were deleted successfully: {', '.join(deleted)}")
+        names = "', '".join(deleted)
+        print(f"\nThese consumer groups were deleted successfully: '{names}'")
     return 1
 
 

@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"Dumping {path}")
         try:
             status |= _DUMPERS.get(path.suffix, _unknown)(path, args)
+        except BrokenPipeError:  # stdout's reader went away (`| head`): cli/main.py ends the tool quietly
+            raise
         except OSError as exc:
             print(f"Error: cannot read {exc.filename or path}: {exc.strerror}", file=sys.stderr)
             status = 1

@@ -20,9 +20,9 @@ import sys
 
 from odradek.cli import consumer_groups
 from odradek.cli.common import guarded
-from odradek.cli.group_admin import GroupAdmin
 from odradek.cli.main import UsageError, seconds_option
 from odradek.client import KafkaClient, bootstrap_option
+from odradek.client.group_admin import GroupAdmin
 
 COMMAND = "groups"
 HELP = "list, describe and delete consumer groups, reset their offsets (consumer-groups, older spelling)"

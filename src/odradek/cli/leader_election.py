@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.cli.common import ToolError, add_connection_options, check, connect, guarded
+from odradek.cli.common import ToolError, add_connection_options, connect, guarded
 from odradek.cli.librdkafka import properties_file
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.connection import BrokerConnection
 from odradek.controller.decisions import ElectionType
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, error_name
+from odradek.protocol.errors import ErrorCode, check, error_name
 from odradek.protocol.messages import ElectLeadersRequest, MetadataRequest
 
 COMMAND = "leader-election"

@@ -14,8 +14,14 @@ Behaviour and output as Kafka 3.9's ReassignPartitionsCommand:
 - --generate prints "Current partition replica assignment" and "Proposed partition reassignment
   configuration", each followed by a reassignment JSON (`{"version":1,"partitions":[{"topic",
   "partition","replicas","log_dirs"}]}`); the proposal is Kafka's replica assignment over the
-  --broker-list brokers that are in the cluster (rack-aware unless --disable-rack-aware), keeping
-  each topic's partition count and replication factor.
+  --broker-list brokers (rack-aware unless --disable-rack-aware), keeping each topic's partition
+  count and replication factor. Deliberate deviation: a --broker-list broker that is not in the
+  cluster is refused as --execute refuses it ("Unknown broker id 9"), where Kafka leaves it out
+  of the proposal without a word (a typo in the list would move every partition onto the others).
+- A topic or partition of the JSON file that does not exist is never created (the tool's Metadata
+  requests do not allow auto-creation): --generate and --execute fail with Kafka's "Topic T not
+  found." (or "Unable to find partition: T-P"); --verify reports it as having no replicas, then
+  fails as Kafka's does when clearing the missing topic's throttles.
 - --execute refuses while reassignments are in progress unless --additional, prints the current
   assignment of the partitions it moves ("Save this to use as the --reassignment-json-file option
   during rollback"), with --throttle sets the throttles (the moving partitions' current replicas
@@ -25,18 +31,22 @@ Behaviour and output as Kafka 3.9's ReassignPartitionsCommand:
   AlterPartitionReassignments and prints "Successfully started partition reassignment(s) for ...".
   The throttled replicas are Kafka's move map: per partition the sources (current replicas, or the
   original ones of a reassignment in progress, which count too) and the new destinations.
-  --replica-alter-log-dirs-throttle is accepted and ignored with a line on stderr: odradek does
-  not move replicas between log dirs.
+  Then the log dir moves: a file entry's `"log_dirs"` (one per replica, "any" or an absolute path)
+  moves each replica given a path to that log dir of its broker (AlterReplicaLogDirs, asked again
+  until --timeout while a reassignment has not brought the replica there yet: cli/log_dir_moves.py),
+  --replica-alter-log-dirs-throttle setting replica.alter.log.dirs.io.max.bytes.per.second on
+  their brokers first ("The replica-alter-dir throttle limit was set to N B/s").
 - --verify prints "Status of partition reassignment:" and a line per partition (completed, still
   in progress, or no active reassignment but another replica set, a missing partition having
-  none), then an empty line (the log dir moves); once no reassignment at all is in progress it
-  clears the throttles (broker rates on every live broker, the topics' throttled replica lists)
-  unless --preserve-throttles, as Kafka does. It also prints, on stderr, how far the moves have
+  none), then a line per log dir move (an empty line when there is none); once no reassignment at
+  all and none of the file's log dir moves is in progress it clears the throttles (broker rates
+  and log dir throttle on every live broker, the topics' throttled replica lists) unless
+  --preserve-throttles, as Kafka does. It also prints, on stderr, how far the moves have
   got (`reassignment_progress`: partitions done, bytes copied by the replicas being added).
 - --cancel cancels the reassignments of the file's partitions that are in progress (as Kafka, not
-  one that only adds replicas), then clears the throttles as --verify does; --list prints the
-  reassignments in progress. Deliberate deviation: "None of the specified partition moves are
-  active." (log dir moves: odradek has none) ends with a newline; Kafka's runs into the next line.
+  one that only adds replicas) and the file's log dir moves in progress (each replica is moved back
+  to its current log dir), then clears the throttles as --verify does; --list prints the
+  reassignments in progress.
 None of them waits for a reassignment to finish, as in Kafka: --verify is run again until done.
 
 AlterPartitionReassignments and ListPartitionReassignments go to the controller the Metadata
@@ -48,20 +58,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from odradek.cli import reassignment_progress
-from odradek.cli.common import ToolError, add_connection_options, check, connect, guarded, joined
+from odradek.cli import log_dir_moves, reassignment_progress
+from odradek.cli.common import ToolError, add_connection_options, connect, guarded, joined
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
 from odradek.controller.decisions import BrokerPlacement, assign_replicas
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import IncrementalAlterConfigsRequest, MetadataRequest
 from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
@@ -76,6 +85,7 @@ Moves = dict[TopicPartition, tuple[set[int], set[int]]]  # per partition: source
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
 LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 CONTROLLER_WAIT_S = 30.0
@@ -109,11 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=-1,
         metavar="BYTES/S",
-        help="accepted and ignored: odradek does not move replicas between log dirs",
+        help="throttle of the moves between log dirs of a broker",
     )
     parser.add_argument("--additional", action="store_true", help="--execute despite reassignments")
     parser.add_argument("--preserve-throttles", action="store_true", help="--verify/--cancel keep throttles")
-    parser.add_argument("--timeout", type=int, default=10_000, metavar="MS", help="accepted, as Kafka's")
+    parser.add_argument(
+        "--timeout", type=int, default=10_000, metavar="MS", help="wait this long for log dir moves to start"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,8 +156,9 @@ def _check_usage(args: argparse.Namespace) -> None:
 def _generate(client: KafkaClient, args: argparse.Namespace) -> None:
     topics = _topics_to_move(_read_json(args.topics_to_move_json_file))
     brokers = _broker_list(args.broker_list)
-    placements = _placements(client, brokers, rack_aware=not args.disable_rack_aware)
     current = _current_assignment(client, topics)
+    _check_brokers(client, brokers)
+    placements = _placements(client, brokers, rack_aware=not args.disable_rack_aware)
     proposed: Assignment = {}
     for topic in topics:
         partitions = sorted(p for t, p in current if t == topic)
@@ -157,7 +170,7 @@ def _generate(client: KafkaClient, args: argparse.Namespace) -> None:
 
 
 def _execute(client: KafkaClient, args: argparse.Namespace) -> None:
-    proposed = _reassignment_file(args.reassignment_json_file)
+    proposed, log_dirs = _reassignment_file(args.reassignment_json_file)
     ongoing = _in_progress(client)
     if ongoing and not args.additional:
         raise ToolError(EXISTING_REASSIGNMENTS)
@@ -167,29 +180,30 @@ def _execute(client: KafkaClient, args: argparse.Namespace) -> None:
     print("Save this to use as the --reassignment-json-file option during rollback")
     if args.throttle >= 0 or args.replica_alter_log_dirs_throttle >= 0:
         print(VERIFY_WARNING)
-        _throttle(client, args, _moves(ongoing, current, proposed))
+        _throttle(client, args, _moves(ongoing, current, proposed), log_dirs)
     errors = _alter(client, proposed)
     if errors:
         lines = [f"{_name(tp)}: {message}" for tp, message in sorted(errors.items())]
         raise ToolError("Error reassigning partition(s):\n" + "\n".join(lines))
     plural = "" if len(proposed) == 1 else "s"
     print(f"Successfully started partition reassignment{plural} for {joined(map(_name, sorted(proposed)))}")
+    if log_dirs:
+        log_dir_moves.execute(client, log_dirs, args.timeout)
 
 
-def _throttle(client: KafkaClient, args: argparse.Namespace, moves: Moves) -> None:
+def _throttle(
+    client: KafkaClient, args: argparse.Namespace, moves: Moves, log_dirs: Mapping[log_dir_moves.Replica, str]
+) -> None:
     if args.throttle >= 0:
         _set_throttles(client, moves, args.throttle)
         print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
     if args.replica_alter_log_dirs_throttle >= 0:
-        print(
-            f"odradek {COMMAND}: --replica-alter-log-dirs-throttle is ignored: odradek does not move "
-            "replicas between log dirs",
-            file=sys.stderr,
-        )
+        _set_log_dir_throttle(client, log_dirs, args.replica_alter_log_dirs_throttle)
+        print(f"The replica-alter-dir throttle limit was set to {args.replica_alter_log_dirs_throttle} B/s")
 
 
 def _verify(client: KafkaClient, args: argparse.Namespace) -> None:
-    targets = _reassignment_file(args.reassignment_json_file)
+    targets, log_dirs = _reassignment_file(args.reassignment_json_file)
     ongoing = _in_progress(client)
     current = _replicas_if_any(client, targets)
     print("Status of partition reassignment:")
@@ -203,14 +217,15 @@ def _verify(client: KafkaClient, args: argparse.Namespace) -> None:
                 f"There is no active reassignment of partition {_name(tp)}, but replica set is "
                 f"{joined(current[tp])} rather than {joined(targets[tp])}."
             )
-    print()  # Kafka's (empty) report of log dir moves
+    replicas = log_dir_moves.states(client, log_dirs)
+    print("\n".join(log_dir_moves.report(log_dirs, replicas)))
     reassignment_progress.report(client, targets, {tp: adding for tp, (_, adding, _) in ongoing.items()})
-    if not ongoing and not args.preserve_throttles:
+    if not ongoing and not log_dir_moves.in_progress(replicas) and not args.preserve_throttles:
         _clear_throttles(client, targets)
 
 
 def _cancel(client: KafkaClient, args: argparse.Namespace) -> None:
-    targets = _reassignment_file(args.reassignment_json_file)
+    targets, log_dirs = _reassignment_file(args.reassignment_json_file)
     ongoing = sorted(
         tp for tp, (_, adding, removing) in _in_progress(client, targets).items() if not adding or removing
     )  # Kafka's filter: a reassignment that only adds replicas is left alone
@@ -224,7 +239,11 @@ def _cancel(client: KafkaClient, args: argparse.Namespace) -> None:
         print(f"Successfully cancelled partition reassignment{plural} for: {joined(map(_name, ongoing))}")
     else:
         print("None of the specified partition reassignments are active.")
-    print("None of the specified partition moves are active.")
+    moving = log_dir_moves.active(log_dir_moves.states(client, log_dirs))
+    if moving:
+        log_dir_moves.execute(client, moving, args.timeout)
+    else:
+        print("None of the specified partition moves are active.")
     if not args.preserve_throttles:
         _clear_throttles(client, targets)
 
@@ -275,15 +294,18 @@ def _topics_to_move(document: Any) -> list[str]:
     return topics
 
 
-def _reassignment_file(path: Path) -> Assignment:
-    """The partitions and target replicas of a reassignment JSON file, checked as Kafka checks them."""
+def _reassignment_file(path: Path) -> tuple[Assignment, dict[log_dir_moves.Replica, str]]:
+    """The partitions and target replicas of a reassignment JSON file, checked as Kafka checks them,
+    and the log dir moves its "log_dirs" ask for."""
     document = _read_json(path)
     entries = document.get("partitions") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise ToolError('Error: the reassignment JSON needs {"version":1,"partitions":[...]}')
     targets: Assignment = {}
+    log_dirs: dict[log_dir_moves.Replica, str] = {}
     for entry in entries:
         tp, replicas = _reassignment_entry(entry)
+        log_dirs.update(log_dir_moves.parse(*tp, replicas, entry.get("log_dirs")))
         if not replicas:
             raise ToolError("Error: Partition replica list cannot be empty")
         if tp in targets:
@@ -296,7 +318,7 @@ def _reassignment_file(path: Path) -> Assignment:
         targets[tp] = replicas
     if not targets:
         raise ToolError("Error: Partition reassignment list cannot be empty")
-    return targets
+    return targets, log_dirs
 
 
 def _reassignment_entry(entry: Any) -> tuple[TopicPartition, list[int]]:
@@ -337,7 +359,7 @@ def _name(tp: TopicPartition) -> str:
 
 def _metadata(client: KafkaClient, topics: Iterable[str] | None = ()) -> Any:
     wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
-    return client.request(ApiKey.METADATA, MetadataRequest(topics=wanted))
+    return client.request(ApiKey.METADATA, MetadataRequest(topics=wanted, allow_auto_topic_creation=False))
 
 
 def _current_assignment(
@@ -378,10 +400,9 @@ def _check_brokers(client: KafkaClient, brokers: Iterable[int]) -> None:
 
 
 def _placements(client: KafkaClient, brokers: Sequence[int], *, rack_aware: bool) -> list[BrokerPlacement]:
-    """The --broker-list brokers of the cluster (others are left out, as Kafka does), with their
-    racks unless --disable-rack-aware."""
+    """The --broker-list brokers (all in the cluster), with their racks unless --disable-rack-aware."""
     live = _live_brokers(client)
-    placements = [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers if b in live]
+    placements = [BrokerPlacement(b, live[b].rack if rack_aware else None) for b in brokers]
     if len({p.rack is None for p in placements}) > 1:
         raise ToolError(
             "Error: Not all brokers have rack information. Add --disable-rack-aware in command line to "
@@ -491,6 +512,15 @@ def _set_throttles(client: KafkaClient, moves: Moves, rate: int) -> None:
             )
 
 
+def _set_log_dir_throttle(client: KafkaClient, moves: Iterable[log_dir_moves.Replica], rate: int) -> None:
+    """replica.alter.log.dirs.io.max.bytes.per.second on the brokers of the log dir moves."""
+    live = _live_brokers(client)
+    for broker_id in sorted({broker for _, _, broker in moves}):
+        if broker_id in live:
+            connection = client.connect_to(live[broker_id].host, live[broker_id].port)
+            _alter_configs(connection, BROKER_RESOURCE, str(broker_id), {LOG_DIR_RATE: str(rate)})
+
+
 def _clear_throttles(client: KafkaClient, targets: Assignment) -> None:
     """Kafka's clearAllThrottles: the rates of every broker (those alive: a dead one cannot be
     reached) and the topics' throttled replica lists."""
@@ -501,7 +531,10 @@ def _clear_throttles(client: KafkaClient, targets: Assignment) -> None:
         if broker_id in live:
             connection = client.connect_to(live[broker_id].host, live[broker_id].port)
             _alter_configs(
-                connection, BROKER_RESOURCE, str(broker_id), dict.fromkeys((LEADER_RATE, FOLLOWER_RATE))
+                connection,
+                BROKER_RESOURCE,
+                str(broker_id),
+                dict.fromkeys((LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)),
             )
     topics = sorted({t for t, _ in targets})
     print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {joined(topics)}")

@@ -3,7 +3,8 @@
 With no arguments: broker 0 on PLAINTEXT://127.0.0.1:9092 storing its logs in the user's state dir.
 A bad configuration is printed (naming the key) and exits 2, as does one that asks for a protection
 odradek does not provide (ACLs, TLS, SASL); a failure to start (a log dir owned by another broker,
-the port in use, a broker id a live broker holds in ZooKeeper) exits 1; a graceful shutdown exits 0.
+the port in use, a broker id a live broker holds in ZooKeeper, once the wait for a dead session's
+registration to expire has passed: server/broker.py) exits 1; a graceful shutdown exits 0.
 Before the broker starts, the soft open-file limit is raised to the hard limit (server/limits.py),
 both logged.
 """

@@ -30,7 +30,6 @@ from typing import Any
 from odradek.cli.common import (
     ToolError,
     add_connection_options,
-    check,
     connect,
     guarded,
     joined,
@@ -40,7 +39,7 @@ from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.controller.zk.znodes import uuid_to_kafka
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,

@@ -1,10 +1,11 @@
 """The web console: HTTP routes for the pages, over a `ClusterReader` of one cluster.
 
 Owns the routes (`/`, `/topics`, `/topic?name=`, `/groups`, `/group?id=`, `/messages?topic=
-&partition=&offset=|time=&limit=`) a `HttpListener` serves, the one worker thread every blocking
-read runs on (the event loop never waits for the cluster), and the lag history: once a page has
-been viewed, every SAMPLE_S each group's total lag is sampled and WINDOW_S of samples are kept for
-the group page's chart (a group page adds a sample of its own). A cluster that cannot be read
+&partition=&offset=|time=&limit=`) a `HttpListener` serves and the lag history: once a page has
+been viewed, a periodic job of the scheduler ("console-lag-sample") samples each group's total lag
+every SAMPLE_S and WINDOW_S of samples are kept for the group page's chart (a group page adds a
+sample of its own). Every blocking read runs in the scheduler's console lane (one thread: the
+reader's client is not thread-safe; the event loop never waits for the cluster). A cluster that cannot be read
 answers 502 with the error on the page; a bad form value 400.
 
 Two hosts: the broker serves it at `/` of `http.listeners`, reading itself over its own listener
@@ -16,21 +17,20 @@ Callers: server/broker.py, cli/console.py.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import datetime
 import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any, TypeVar
 
 from odradek.client import TopicPartition
 from odradek.console import pages
 from odradek.console.reader import ClusterReader
-from odradek.server.http_listener import Response, Route
+from odradek.http_listener import Response, Route
+from odradek.scheduler import Job, Lane, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,12 @@ class FormError(ValueError):
 class Console:
     """The console of one cluster; `routes()` for the HTTP listener, `close()` when done."""
 
-    def __init__(self, bootstrap: str, local_sizes: LocalSizes | None = None) -> None:
+    def __init__(self, bootstrap: str, scheduler: Scheduler, local_sizes: LocalSizes | None = None) -> None:
         self._reader = ClusterReader(bootstrap)
+        self._scheduler = scheduler
         self._local_sizes = local_sizes
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="odradek-console")
         self._history: dict[str, collections.deque[tuple[float, int]]] = {}
-        self._sampler: asyncio.Task[None] | None = None
+        self._sampler: Job | None = None
 
     def routes(self) -> dict[str, Route]:
         pages_by_path: dict[str, Callable[[dict[str, str]], Awaitable[bytes]]] = {
@@ -69,17 +69,17 @@ class Console:
         return {path: functools.partial(self._page, page) for path, page in pages_by_path.items()}
 
     async def close(self) -> None:
-        if self._sampler is not None:
-            self._sampler.cancel()
-            await asyncio.gather(self._sampler, return_exceptions=True)
+        sampler, self._sampler = self._sampler, None
+        await self._scheduler.cancel(sampler)
         await self._read(self._reader.close)
-        self._worker.shutdown(wait=False, cancel_futures=True)
 
     async def _page(
         self, page: Callable[[dict[str, str]], Awaitable[bytes]], query: dict[str, str]
     ) -> Response:
         if self._sampler is None:
-            self._sampler = asyncio.get_running_loop().create_task(self._sample_forever(), name="console-lag")
+            self._sampler = self._scheduler.every(
+                "console-lag-sample", round(SAMPLE_S * 1000), self._sample, initial_delay_ms=0
+            )
         try:
             return HTTPStatus.OK, HTML, await page(query)
         except FormError as exc:
@@ -90,8 +90,7 @@ class Console:
             return HTTPStatus.BAD_GATEWAY, HTML, pages.layout("Unavailable", message)
 
     async def _read(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+        return await self._scheduler.run(Lane.CONSOLE, functools.partial(call, *args, **kwargs))
 
     # -- pages ------------------------------------------------------------------------------------
 
@@ -134,15 +133,13 @@ class Console:
 
     # -- lag history ------------------------------------------------------------------------------
 
-    async def _sample_forever(self) -> None:
-        while True:
-            try:
-                for group in await self._read(self._reader.groups):
-                    report = await self._read(self._reader.group, group.group_id)
-                    self._record(group.group_id, _total_lag(report))
-            except Exception as exc:
-                log.info("Console lag sample failed: %r", exc)
-            await asyncio.sleep(SAMPLE_S)
+    async def _sample(self) -> None:
+        try:
+            for group in await self._read(self._reader.groups):
+                report = await self._read(self._reader.group, group.group_id)
+                self._record(group.group_id, _total_lag(report))
+        except Exception as exc:
+            log.info("Console lag sample failed: %r", exc)
 
     def _record(self, group_id: str, lag: int) -> None:
         now = time.time()

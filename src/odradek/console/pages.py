@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from urllib.parse import urlencode
 
-from odradek.cli.group_admin import GroupListing, GroupReport
 from odradek.client import TopicPartition
+from odradek.client.group_admin import GroupListing, GroupReport
 from odradek.console.reader import Cluster, Message, Topic
 
 CHART_WIDTH, CHART_HEIGHT = 640, 160

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.cli.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
+from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.metadata import MetadataRequest

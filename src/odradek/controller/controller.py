@@ -31,7 +31,8 @@ Behaviour (Kafka's ZooKeeper-mode controller):
 - The entry points (`brokers_changed`, `alter_partition`, `controlled_shutdown`, `elect_leaders`,
   `alter_partition_reassignments`) queue an event and, for a request, wait for its answer; a broker
   that is not controller answers NOT_CONTROLLER at once. After every ISR change the reassignments
-  now complete are finished. With `rebalance` set, a timer queues a leader rebalance every
+  now complete are finished. With `rebalance` set, a periodic job of the broker's scheduler
+  ("leader-rebalance", stopped on shutdown and resignation) queues a leader rebalance every
   leader.imbalance.check.interval.seconds.
 - `shutdown()`: the event handling stops (one in progress is abandoned at its next await) and every
   request still queued is answered NOT_CONTROLLER.
@@ -85,6 +86,7 @@ from odradek.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from odradek.scheduler import Job, Scheduler
 from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class Controller:
         unclean_default: bool = False,
         *,
         reelect_live_leaders: bool = True,
+        scheduler: Scheduler,
         on_resign: Callable[[], None] | None = None,
         rebalance: LeaderRebalance | None = None,
     ) -> None:
@@ -113,8 +116,9 @@ class Controller:
         self._on_resign = on_resign
         self._events: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._scheduler = scheduler
         self._rebalance = rebalance
-        self._rebalance_timer: asyncio.Task[None] | None = None
+        self._rebalance_job: Job | None = None
 
     # -- shared state ----------------------------------------------------------------------------
 
@@ -167,9 +171,8 @@ class Controller:
         ctx.store.watch(self._on_store_event)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-events")
         if self._rebalance is not None:
-            self._rebalance_timer = asyncio.get_running_loop().create_task(
-                self._rebalance_periodically(self._rebalance.interval_s), name="leader-rebalance"
-            )
+            interval_ms = round(self._rebalance.interval_s * 1000)
+            self._rebalance_job = self._scheduler.every("leader-rebalance", interval_ms, self._rebalance_due)
         for name, topic in ctx.store.topics().items():
             if topic.marked_for_deletion:
                 self._events.put_nowait(StoreEvent(StoreEventKind.DELETION_REQUESTED, name))
@@ -178,15 +181,17 @@ class Controller:
     async def shutdown(self) -> None:
         """Stop handling events (one in progress is abandoned at its next await)."""
         task, self._task = self._task, None
-        timer, self._rebalance_timer = self._rebalance_timer, None
-        await cancel_and_wait(task, timer)
+        await self._stop_rebalance()
+        await cancel_and_wait(task)
         self._refuse_waiting()
 
-    async def _rebalance_periodically(self, interval_s: float) -> None:
-        while self._task is not None:
-            await asyncio.sleep(interval_s)
-            if self._task is not None:
-                self._events.put_nowait(LeaderRebalanceDue())
+    async def _stop_rebalance(self) -> None:
+        job, self._rebalance_job = self._rebalance_job, None
+        await self._scheduler.cancel(job)
+
+    def _rebalance_due(self) -> None:
+        if self._task is not None:
+            self._events.put_nowait(LeaderRebalanceDue())
 
     def _refuse_waiting(self) -> None:
         """Answer NOT_CONTROLLER to every queued request (this broker stopped being controller)."""
@@ -270,6 +275,7 @@ class Controller:
                 self._task = None
                 _refuse(event, ErrorCode.NOT_CONTROLLER)
                 self._refuse_waiting()
+                await self._stop_rebalance()
                 if self._on_resign is not None:
                     self._on_resign()
                 return

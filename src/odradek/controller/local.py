@@ -10,9 +10,10 @@ written by earlier versions (every partition with a state, no broker configs) re
 
 Behaviour: the `MetadataStore` of a one-broker cluster: what ZooKeeper keeps in several znodes lives
 in one document. Every write builds the new document, writes it to a temp file, fsyncs and renames it
-in a worker thread (never on the event loop), and only then shows it in `topics()` and tells the
-watchers. Writes are serialised (one at a time, in call order). A write that fails (ENOSPC...)
-raises KafkaStorageError (KAFKA_STORAGE_ERROR) with the previous document still current, on disk and here.
+in the scheduler's metadata-store lane (never on the event loop), and only then shows it in
+`topics()` and tells the watchers. Writes are serialised (one at a time, in call order). A write that
+fails (ENOSPC...) raises KafkaStorageError (KAFKA_STORAGE_ERROR) with the previous document still
+current, on disk and here.
 
 Invariants: a crash leaves the old or the new file; a controller write with an epoch older than the
 stored one is refused with STALE_CONTROLLER_EPOCH; admin writes check the topic exists (or not)
@@ -43,6 +44,7 @@ from odradek.controller.store import (
 )
 from odradek.durable_file import write_atomically
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.scheduler import Lane, Scheduler
 from odradek.storage.errors import KafkaStorageError
 
 BrokerConfigs = Mapping[str, Mapping[str, str]]
@@ -54,8 +56,9 @@ FORMAT_VERSION = 1
 class LocalMetadataStore(MetadataStore):
     """Cluster metadata of a one-broker cluster, persisted as JSON."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, scheduler: Scheduler) -> None:
         super().__init__()
+        self._scheduler = scheduler
         self._path = Path(log_dir) / METADATA_FILE
         self._controller_epoch = 0
         self._topics: dict[str, StoredTopic] = {}
@@ -182,11 +185,13 @@ class LocalMetadataStore(MetadataStore):
         topics: Mapping[str, StoredTopic],
         broker_configs: BrokerConfigs | None = None,
     ) -> None:
-        """Write the document in a worker thread, then make it current."""
+        """Write the document in the metadata-store lane, then make it current."""
         snapshot = dict(topics)
         configs = self._broker_configs if broker_configs is None else broker_configs
         try:
-            await asyncio.to_thread(_write_document, self._path, controller_epoch, snapshot, configs)
+            await self._scheduler.run(
+                Lane.METADATA_STORE, _write_document, self._path, controller_epoch, snapshot, configs
+            )
         except OSError as exc:
             raise KafkaStorageError(f"cannot write {self._path}: {exc}") from exc
         self._controller_epoch, self._topics, self._broker_configs = controller_epoch, snapshot, configs

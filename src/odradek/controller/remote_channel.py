@@ -30,7 +30,7 @@ controller sent them; never blocks the event loop; after `close()` no task or co
 Deliberate deviations: the reconnect backoff doubles up to 1 s (Kafka's send thread waits a fixed
 100 ms); the client id is `controller-<id>-to-broker-<id>`.
 
-Callers: the ZooKeeper-mode controller wiring: `RemoteChannel.from_config(config)`, then
+Callers: the ZooKeeper-mode controller wiring (server/broker.py's `controller_channel`), then
 `add_broker` / `remove_broker` as broker registrations come and go, `close()` on resignation or
 shutdown.
 """
@@ -41,7 +41,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from odradek.controller.channel import (
     LEADER_AND_ISR_VERSION,
@@ -58,9 +58,6 @@ from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopRepli
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from odradek.protocol.primitives import ProtocolDecodeError
 from odradek.tasks import cancel_and_wait
-
-if TYPE_CHECKING:
-    from odradek.server.config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -162,17 +159,6 @@ class RemoteChannel(ControllerChannel):
         self.controller_id = controller_id
         self.settings = settings
         self._senders: dict[int, _BrokerSender] = {}
-
-    @classmethod
-    def from_config(cls, config: KafkaConfig) -> RemoteChannel:
-        """The channel of the controller on the broker configured by `config`."""
-        return cls(
-            config.broker_id,
-            ChannelSettings(
-                listener_name=config.inter_broker_listener_name,
-                request_timeout_ms=config["controller.socket.timeout.ms"],
-            ),
-        )
 
     @property
     def broker_ids(self) -> frozenset[int]:

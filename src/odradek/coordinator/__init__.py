@@ -1,21 +1,33 @@
 """Consumer groups and committed offsets (Kafka's classic group coordinator) and transactions
-(Kafka's transaction coordinator).
+(Kafka's transaction coordinator), both state machines over one coordinator runtime.
 
 Module map (dependencies point down):
 - `coordinator.py`: `GroupCoordinator`, what handlers call (`broker.group_coordinator`): routing by
-  group to the shard of its `__consumer_offsets` partition, leadership, creating the topic.
-- `shard.py`: one single-writer task per led partition: replay on load, events in order, appends
-  with acks=-1 before state changes take effect, timers on the injected clock.
+  group to the shard of its `__consumer_offsets` partition, leadership, creating the topic
+  (`CoordinatorTopic`); the Protocols both coordinators take from the broker (`ClusterMetadata`,
+  `InternalTopicCreator`).
+- `txn_coordinator.py`: `TransactionCoordinator` (`broker.txn_coordinator`): the transaction APIs
+  routed to the shard of the id's `__transaction_state` partition, verification, descriptions.
+- `shard.py`: `GroupCoordinatorShard`, the groups of one led partition: replay on load, pure
+  decisions applied once their records are committed, group timers.
+- `txn_shard.py`: `TxnShard`, the transactional ids of one led partition: transitions, markers in
+  the background, timeouts and expiration.
+- `runtime.py`: the coordinator runtime under both: one context per led partition (load event,
+  single writer, append with acks=-1 then apply, the append error map, timers on the injected
+  clock, closing with NOT_COORDINATOR); `ReplicaManagerLog`, its access to the partitions.
 - `classic.py`: the group state machine as pure decisions (`Decision`: next group, replies, records).
 - `loader.py`: replaying a partition's records into groups.
 - `group.py`: the immutable values (`Group`, `Member`, `CommittedOffset`, `GroupState`, `Now`).
 - `records.py`: the key/value byte formats of `__consumer_offsets` (Kafka's).
 - `partitioning.py`: `partition_for(group_id, partitions)`, Kafka's hash.
 - `consumer_protocol.py`: reading subscriptions and assignments of the "consumer" protocol.
-- `config.py`: `GroupConfig`, the coordinator's settings by Kafka's config names.
-- `txn_coordinator.py`: `TransactionCoordinator` (`broker.txn_coordinator`): the transaction APIs,
-  one shard per led `__transaction_state` partition, markers, timeouts.
-- `txn_markers.py`: `TxnMarkerChannel`, markers to local partitions or to their leaders.
+- `config.py`: `GroupConfig`, the coordinator's settings by Kafka's config names; `ConfigValues`.
+- `txn_markers.py`: `TxnMarkerChannel`, markers to local partitions (a `MarkerWriter`) or to their
+  leaders.
 - `txn_metadata.py`: a transactional id's state (`TxnMetadata`, `TxnState`) and pure transitions.
 - `txn_records.py`: the key/value byte formats of `__transaction_state` (Kafka's).
+
+Nothing here imports the server layer: the broker hands each coordinator the objects that satisfy
+its Protocols (the metadata cache, itself for topic creation and local markers, the ReplicaManager
+through `ReplicaManagerLog`, the ProducerIdManager).
 """

@@ -1,6 +1,8 @@
 """The group coordinator's settings, read once from the broker's `KafkaConfig` by Kafka's names.
 
-Owns `GroupConfig`, the immutable subset of broker configuration the coordinator acts on:
+Owns `ConfigValues`, what the coordinators read configs from (the broker's `KafkaConfig`, or a dict
+in tests: anything indexable by Kafka config name), and `GroupConfig`, the immutable subset of
+broker configuration the group coordinator acts on:
 group.min.session.timeout.ms, group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
 group.max.size, offsets.topic.num.partitions, offsets.topic.replication.factor,
 offsets.topic.segment.bytes, offsets.retention.minutes, offsets.retention.check.interval.ms,
@@ -11,11 +13,16 @@ Callers: the coordinator runtime, the state machine (timeouts) and handlers (met
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 _NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+class ConfigValues(Protocol):
+    """Configs by Kafka's names (a `KafkaConfig`, a dict)."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +42,8 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
 
     @classmethod
-    def from_kafka_config(cls, config: Mapping[str, Any] | Any) -> GroupConfig:
-        """Read the keys from anything indexable by Kafka config name (a `KafkaConfig`, a dict)."""
+    def from_kafka_config(cls, config: ConfigValues) -> GroupConfig:
+        """Read the keys from the broker's configs."""
         return cls(
             min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
             max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),

@@ -1,16 +1,22 @@
 """The group coordinator of one broker: the entry point handlers call.
 
-Owns the set of coordinator shards (one per `__consumer_offsets` partition this broker leads), the
-auto-creation of `__consumer_offsets` on first FindCoordinator (through the broker's
-`auto_create_topic`: offsets.topic.num.partitions partitions, offsets.topic.replication.factor capped
-at the live broker count, cleanup.policy=compact), and the routing of every group request to the
-shard of `partition_for(group_id)`.
+Owns the coordinator runtime of `__consumer_offsets` (runtime.py: one context per partition this
+broker leads, each running a `GroupCoordinatorShard`, shard.py), the auto-creation of
+`__consumer_offsets` on first FindCoordinator (through an `InternalTopicCreator`, the broker's
+auto topic creation: offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+capped at the live broker count, cleanup.policy=compact), and the routing of every group request to
+the shard of `partition_for(group_id)`.
 
 Leadership: the broker calls `on_partition_loaded(partition, leader_epoch)` /
 `on_partition_unloaded(partition)` when the ReplicaManager makes this broker leader of a
 `__consumer_offsets` partition or takes that away (Kafka's onLeadershipChange). A request for a
 group whose partition is not led here answers NOT_COORDINATOR; while its partition loads,
-COORDINATOR_LOAD_IN_PROGRESS.
+COORDINATOR_LOAD_IN_PROGRESS. FindCoordinator waits up to a second for a loading partition's load
+event.
+
+Dependencies, each a small Protocol the broker's objects satisfy: `ClusterMetadata` (the metadata
+cache: topics, partitions, brokers), `InternalTopicCreator` (the broker's auto topic creation) and
+the runtime's `CoordinatorLog` (the ReplicaManager, through `ReplicaManagerLog`).
 
 Logging: the shards that start loading together (all of them at startup or on the first
 FindCoordinator) are reported by one INFO line when the last of them is loaded, not one per partition.
@@ -23,16 +29,14 @@ Callers: the group API handlers (through `broker.group_coordinator`), tests.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from odradek.clock import Clock
-from odradek.controller.metadata import BrokerInfo
+from odradek.controller.metadata import BrokerInfo, PartitionState, TopicMetadata
 from odradek.coordinator import classic
 from odradek.coordinator.classic import (
     CommitArgs,
@@ -46,16 +50,39 @@ from odradek.coordinator.classic import (
     SyncArgs,
     SyncResult,
 )
-from odradek.coordinator.config import GroupConfig
+from odradek.coordinator.config import ConfigValues, GroupConfig
 from odradek.coordinator.group import CommittedOffset, Group, Now, TopicPartition
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
-from odradek.coordinator.shard import CoordinatorShard, OffsetsLog, ShardState
+from odradek.coordinator.runtime import (
+    CoordinatorContext,
+    CoordinatorLog,
+    CoordinatorRuntime,
+    ShardState,
+    Timers,
+)
+from odradek.coordinator.shard import GroupCoordinatorShard, runtime_config
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.repeated_failures import RepeatedFailures
 
 log = logging.getLogger(__name__)
 
-_FIND_COORDINATOR_LOAD_WAIT_S = 1.0
+FIND_COORDINATOR_LOAD_WAIT_S = 1.0
+
+
+class ClusterMetadata(Protocol):
+    """What the coordinators read of the broker's metadata cache."""
+
+    def topic(self, name: str) -> TopicMetadata | None: ...
+
+    def partition(self, name: str, index: int) -> PartitionState | None: ...
+
+    def brokers(self) -> Sequence[BrokerInfo]: ...
+
+
+class InternalTopicCreator(Protocol):
+    """The broker's auto topic creation, which gives the internal topics their own settings."""
+
+    async def auto_create_topic(self, name: str) -> TopicMetadata | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +104,24 @@ class CoordinatorTopic:
     cause of a failed creation logged once until one succeeds (clients retry every few ms), and the
     partition and leader that coordinate a key."""
 
-    def __init__(self, broker: Any, name: str) -> None:
-        self._broker = broker
+    def __init__(self, metadata: ClusterMetadata, creator: InternalTopicCreator, name: str) -> None:
+        self._metadata = metadata
+        self._creator = creator
         self.name = name
         self._create_failures = RepeatedFailures(log)  # one key: this topic's creation
+
+    def partition_for(self, key: str) -> int | None:
+        """The key's partition (None before the topic exists with partitions)."""
+        topic = self._metadata.topic(self.name)
+        if topic is None or not topic.partitions:
+            return None
+        return partition_for(key, len(topic.partitions))
 
     async def locate(self, key: str) -> tuple[CoordinatorLocation, int]:
         """Where `key` is coordinated: its partition's leader (else COORDINATOR_NOT_AVAILABLE) and
         the partition (-1 while the topic is not there)."""
         try:
-            topic = self._broker.metadata_cache.topic(self.name) or await self._broker.auto_create_topic(
-                self.name
-            )
+            topic = self._metadata.topic(self.name) or await self._creator.auto_create_topic(self.name)
         except KafkaError as exc:
             self._create_failures.failed(self.name, "Cannot create %s: %s", self.name, exc)
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
@@ -97,7 +130,7 @@ class CoordinatorTopic:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1
         partition = partition_for(key, len(topic.partitions))
         state = topic.partitions.get(partition)
-        brokers = self._broker.metadata_cache.brokers()
+        brokers = self._metadata.brokers()
         node = next((b for b in brokers if state is not None and b.broker_id == state.leader), None)
         if node is None:
             return CoordinatorLocation(ErrorCode.COORDINATOR_NOT_AVAILABLE), partition
@@ -107,51 +140,27 @@ class CoordinatorTopic:
 FetchResult = tuple[int, dict[TopicPartition, CommittedOffset | None]]
 
 
-class ReplicaManagerOffsetsLog:
-    """`OffsetsLog` over the broker's ReplicaManager: reads the leader's log, appends with acks=-1
-    (to `__consumer_offsets`, or the topic given: the transaction coordinator's `__transaction_state`)."""
-
-    def __init__(self, broker: Any, topic: str = OFFSETS_TOPIC) -> None:
-        self._broker = broker
-        self._topic = topic
-
-    def _log(self, partition: int) -> Any:
-        found = self._broker.replica_manager.partition(self._topic, partition)
-        return found.log if found is not None else None
-
-    def log_range(self, partition: int) -> tuple[int, int] | None:
-        partition_log = self._log(partition)
-        if partition_log is None:
-            return None
-        return partition_log.log_start_offset, partition_log.log_end_offset
-
-    def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
-        info = self._log(partition).read(offset, max_bytes, None, True)
-        return b"".join(os.pread(s.fd, s.length, s.offset) for s in info.records)
-
-    async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
-        key = (self._topic, partition)
-        results = await self._broker.replica_manager.append_records(
-            {key: memoryview(records)}, -1, timeout_ms
-        )
-        return int(results[key].error_code)
-
-
 class GroupCoordinator:
     def __init__(
         self,
-        broker: Any,
-        config: Mapping[str, Any] | Any,
+        config: ConfigValues,
         clock: Clock,
-        offsets_log: OffsetsLog | None = None,
+        metadata: ClusterMetadata,
+        topic_creator: InternalTopicCreator,
+        offsets_log: CoordinatorLog,
+        timers: Timers,
     ) -> None:
         self.config = GroupConfig.from_kafka_config(config)
-        self._broker = broker
         self._clock = clock
-        self._log: OffsetsLog = offsets_log or ReplicaManagerOffsetsLog(broker)
-        self._shards: dict[int, CoordinatorShard] = {}
-        self._topic = CoordinatorTopic(broker, OFFSETS_TOPIC)
-        self._running = False
+        self._runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+            offsets_log,
+            runtime_config(self.config),
+            clock,
+            lambda context: GroupCoordinatorShard(context, self.config, clock),
+            timers,
+            self._on_shard_loaded,
+        )
+        self._topic = CoordinatorTopic(metadata, topic_creator, OFFSETS_TOPIC)
         self._loading: set[int] = set()  # partitions the next load summary waits for
         self._loaded_partitions = 0
         self._loaded_groups = 0
@@ -160,51 +169,34 @@ class GroupCoordinator:
     # -- life cycle and leadership ----------------------------------------------------------------
 
     async def startup(self) -> None:
-        self._running = True
+        self._runtime.startup()
 
     async def shutdown(self) -> None:
-        self._running = False
-        shards, self._shards = list(self._shards.values()), {}
-        for shard in shards:
-            await shard.close()
+        await self._runtime.shutdown()
 
     def on_partition_loaded(self, partition: int, leader_epoch: int) -> None:
         """This broker now leads `__consumer_offsets-<partition>` at `leader_epoch`: load it."""
-        current = self._shards.get(partition)
-        if not self._running:
+        if self._runtime.on_partition_loaded(partition, leader_epoch) is None:
             return
-        if (
-            current is not None
-            and current.state is not ShardState.CLOSED
-            and current.leader_epoch >= leader_epoch
-        ):
-            return
-        if current is not None:
-            self._close_later(current)
-        shard = CoordinatorShard(
-            partition, leader_epoch, self._log, self.config, self._clock, self._on_shard_loaded
-        )
-        self._shards[partition] = shard
         if not self._loading:
             self._load_started_ms = self._clock.monotonic_ms()
         self._loading.add(partition)
-        shard.start()
 
     def on_partition_unloaded(self, partition: int) -> None:
         """This broker no longer leads the partition: its groups go (their requests NOT_COORDINATOR)."""
-        shard = self._shards.pop(partition, None)
-        if shard is not None:
-            self._close_later(shard)
-            self._on_shard_loaded(shard)
+        context = self._runtime.on_partition_unloaded(partition)
+        if context is not None:
+            self._on_shard_loaded(context)
 
-    def _on_shard_loaded(self, shard: CoordinatorShard) -> None:
+    def _on_shard_loaded(self, context: CoordinatorContext[GroupCoordinatorShard]) -> None:
         """A shard finished loading (or failed, or went): the summary line once no shard is loading."""
-        if shard.partition not in self._loading or self._shards.get(shard.partition) not in (shard, None):
+        current = self._runtime.context(context.partition)
+        if context.partition not in self._loading or current not in (context, None):
             return
-        self._loading.discard(shard.partition)
-        if shard.state is ShardState.ACTIVE:
+        self._loading.discard(context.partition)
+        if context.state is ShardState.ACTIVE:
             self._loaded_partitions += 1
-            self._loaded_groups += len(shard.groups)
+            self._loaded_groups += len(context.shard.groups)
         if self._loading or not self._loaded_partitions:
             return
         log.info(
@@ -216,28 +208,21 @@ class GroupCoordinator:
         )
         self._loaded_partitions = self._loaded_groups = 0
 
-    def _close_later(self, shard: CoordinatorShard) -> None:
-        asyncio.get_running_loop().create_task(shard.close())
-
-    def shards(self) -> dict[int, CoordinatorShard]:
-        return dict(self._shards)
+    def shards(self) -> dict[int, GroupCoordinatorShard]:
+        return {partition: context.shard for partition, context in self._runtime.contexts().items()}
 
     def wake(self) -> None:
         """Make every shard look at the clock now (tests driving a ManualClock)."""
-        for shard in self._shards.values():
-            shard.wake()
+        self._runtime.wake()
 
     # -- FindCoordinator --------------------------------------------------------------------------
 
     async def find_coordinator(self, group_id: str) -> CoordinatorLocation:
         """The broker leading the group's partition, creating `__consumer_offsets` if needed."""
         location, partition = await self._topic.locate(group_id)
-        shard = self._shards.get(partition)
-        if location.node is not None and shard is not None and shard.state is ShardState.LOADING:
-            try:
-                await asyncio.wait_for(shard.wait_loaded(), _FIND_COORDINATOR_LOAD_WAIT_S)
-            except TimeoutError:
-                pass
+        context = self._runtime.context(partition)
+        if location.node is not None and context is not None:
+            await context.wait_loaded(FIND_COORDINATOR_LOAD_WAIT_S)
         return location
 
     # -- group membership -------------------------------------------------------------------------
@@ -297,8 +282,7 @@ class GroupCoordinator:
     ) -> dict[TopicPartition, int]:
         """TxnOffsetCommit: the offsets are stored in the producer's transaction and take effect
         when its COMMIT marker reaches the group's partition (`complete_txn`)."""
-        partition = self.partition_for(args.group_id)
-        shard = self._shards.get(partition) if partition is not None else None
+        shard = self._shard(args.group_id)
         if shard is None:
             return dict.fromkeys(args.offsets, ErrorCode.NOT_COORDINATOR)
         result = await shard.submit_txn_commit(args, producer_id, producer_epoch)
@@ -307,14 +291,13 @@ class GroupCoordinator:
 
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
         """A marker of `producer_id` was written to `__consumer_offsets-<partition>`."""
-        shard = self._shards.get(partition)
-        if shard is not None:
-            shard.complete_txn(producer_id, commit)
+        context = self._runtime.context(partition)
+        if context is not None:
+            context.shard.complete_txn(producer_id, commit)
 
     def pending_txn_partitions(self, group_id: str) -> set[TopicPartition]:
         """The partitions with an offset of the group pending in an open transaction."""
-        partition = self.partition_for(group_id)
-        shard = self._shards.get(partition) if partition is not None else None
+        shard = self._shard(group_id)
         if shard is None:
             return set()
         return {tp for groups in shard.pending_txn_offsets.values() for tp in groups.get(group_id, ())}
@@ -357,10 +340,10 @@ class GroupCoordinator:
         """Every group of every loaded shard; COORDINATOR_LOAD_IN_PROGRESS while any shard loads."""
         error = ErrorCode.NONE
         listings: list[GroupListing] = []
-        for shard in self._shards.values():
-            if shard.state is ShardState.LOADING:
+        for context in self._runtime.contexts().values():
+            if context.state is ShardState.LOADING:
                 error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-            listings.extend(_listing(group) for group in shard.groups.values())
+            listings.extend(_listing(group) for group in context.shard.groups.values())
         return error, listings
 
     async def delete_group(self, group_id: str) -> int:
@@ -376,10 +359,11 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int | None:
         """The group's `__consumer_offsets` partition (None before the topic exists)."""
-        topic = self._broker.metadata_cache.topic(OFFSETS_TOPIC)
-        if topic is None:
-            return None
-        return partition_for(group_id, len(topic.partitions))
+        return self._topic.partition_for(group_id)
+
+    def _shard(self, group_id: str) -> GroupCoordinatorShard | None:
+        context = self._runtime.context(self.partition_for(group_id))
+        return context.shard if context is not None else None
 
     async def _submit(
         self,
@@ -387,8 +371,7 @@ class GroupCoordinator:
         decide: Callable[[Group | None, int, Now], classic.Decision],
         error_result: Callable[[int], object],
     ) -> object:
-        partition = self.partition_for(group_id)
-        shard = self._shards.get(partition) if partition is not None else None
+        shard = self._shard(group_id)
         if shard is None:
             return error_result(ErrorCode.NOT_COORDINATOR)
         return await shard.submit(group_id, decide, error_result)

@@ -20,7 +20,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from odradek.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_topics
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_topics
 from odradek.protocol.topic_partition import TopicPartition
 
 

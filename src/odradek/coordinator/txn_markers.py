@@ -1,13 +1,16 @@
 """Delivery of transaction markers to the partitions' leaders (Kafka's TransactionMarkerChannelManager).
 
 Owns one connection per leader broker, on the inter-broker listener. `write` splits a marker's
-partitions by leader as the metadata cache knows it: the partitions this broker leads (or that have
-no known leader, so the local append answers why) are written through `Broker.write_txn_markers`;
-the others are sent to their leaders as a WriteTxnMarkers v1 request, one per leader, concurrently.
+partitions by leader as the metadata cache (`ClusterMetadata`) knows it: the partitions this broker
+leads (or that have no known leader, so the local append answers why) are written through the
+`MarkerWriter` (the broker's `write_txn_markers`, which also completes the transactional offset
+commits of `__consumer_offsets` partitions); the others are sent to their leaders as a
+WriteTxnMarkers v1 request, one per leader, concurrently.
 A leader that cannot be reached answers its partitions COORDINATOR_NOT_AVAILABLE, a retriable code:
 the coordinator retries after a backoff, with the leaders known then.
 
-Callers: the transaction coordinator.
+Callers: the transaction coordinator's shards (txn_shard.py, through their `MarkerChannel`); the
+broker builds it and the transaction coordinator closes it.
 """
 
 from __future__ import annotations
@@ -15,22 +18,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Protocol
 
+from odradek.controller.metadata import Endpoint
+from odradek.coordinator.coordinator import ClusterMetadata
 from odradek.network_client import ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from odradek.replication.replica_manager import TopicPartition, TxnMarker
+from odradek.replication.types import TopicPartition, TxnMarker
 
 log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS_VERSION = 1
 
 
+class MarkerWriter(Protocol):
+    """Writes a marker to partitions led here: the error code per partition."""
+
+    async def write_txn_markers(
+        self, marker: TxnMarker, keys: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, int]: ...
+
+
 class TxnMarkerChannel:
-    def __init__(self, broker: Any) -> None:
-        self._broker = broker
+    def __init__(self, broker_id: int, listener: str, metadata: ClusterMetadata, local: MarkerWriter) -> None:
+        self._broker_id = broker_id
+        self._listener = listener  # inter.broker.listener.name
+        self._metadata = metadata
+        self._local = local
         self._connections: dict[int, ReusedConnection] = {}
 
     async def close(self) -> None:
@@ -45,15 +61,15 @@ class TxnMarkerChannel:
         by_leader: dict[int, list[TopicPartition]] = {}
         local: list[TopicPartition] = []
         for key in keys:
-            state = self._broker.metadata_cache.partition(*key)
-            if state is None or state.leader < 0 or state.leader == self._broker.broker_id:
+            state = self._metadata.partition(*key)
+            if state is None or state.leader < 0 or state.leader == self._broker_id:
                 local.append(key)
             else:
                 by_leader.setdefault(state.leader, []).append(key)
         sends = [self._send(leader, marker, remote, timeout_ms) for leader, remote in by_leader.items()]
         results: dict[TopicPartition, int] = {}
         for answered in await asyncio.gather(
-            self._broker.write_txn_markers(marker, local, timeout_ms), *sends
+            self._local.write_txn_markers(marker, local, timeout_ms), *sends
         ):
             results.update(answered)
         return results
@@ -80,15 +96,14 @@ class TxnMarkerChannel:
         }
         return {key: answered.get(key, ErrorCode.UNKNOWN_SERVER_ERROR) for key in keys}
 
-    def _endpoint(self, broker_id: int) -> Any:
-        listener = self._broker.config.inter_broker_listener_name
-        node = next((b for b in self._broker.metadata_cache.brokers() if b.broker_id == broker_id), None)
-        return node.endpoint(listener) if node is not None else None
+    def _endpoint(self, broker_id: int) -> Endpoint | None:
+        node = next((b for b in self._metadata.brokers() if b.broker_id == broker_id), None)
+        return node.endpoint(self._listener) if node is not None else None
 
     def _connection(self, leader: int, timeout_ms: int) -> ReusedConnection:
         connection = self._connections.get(leader)
         if connection is None:
-            client_id = f"broker-{self._broker.broker_id}-txn-markers"
+            client_id = f"broker-{self._broker_id}-txn-markers"
             connection = self._connections[leader] = ReusedConnection(client_id, timeout_ms + 5000)
         return connection
 

@@ -12,11 +12,11 @@ rerun are timestamped back from now, so those older than the last run's watermar
 Rerunning resumes: the load starts from the offsets stored in the table, the streaming job from its
 checkpoint.
 
-Errors: a malformed --bootstrap-server (or its alias --bootstrap) is a usage error (exit 2, one line naming the option); PySpark or
-Java missing is said in one line before anything runs (exit 1); a broker that cannot be reached is
-retried for --connect-timeout seconds (one line per retry on stderr), then reported in one line with
-exit 1, as is an unknown host (at once) and any later broker or cluster error; nothing here ends in
-a traceback for those.
+Errors: a malformed --bootstrap-server (or its alias --bootstrap) is a usage error (exit 2, one line
+naming the option); PySpark or Java missing is said in one line before anything runs (exit 1); a
+broker that cannot be reached is retried for --connect-timeout seconds (one line per retry on
+stderr), then reported in one line with exit 1, as is an unknown host (at once) and any later broker
+or cluster error; nothing here ends in a traceback for those.
 """
 
 from __future__ import annotations

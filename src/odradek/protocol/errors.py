@@ -205,3 +205,9 @@ class KafkaError(Exception):
     @property
     def retriable(self) -> bool:
         return self.code in RETRIABLE
+
+
+def check(code: int, message: str | None = None) -> None:
+    """Raise the KafkaError of a non-zero error code (the broker's message, else the code's name)."""
+    if code != ErrorCode.NONE:
+        raise KafkaError(code, message or ErrorCode(code).name)

@@ -42,6 +42,8 @@ Invariants:
   makeLeader does), so OffsetForLeaderEpoch answers for the new epoch before anything is written in
   it: `prepare_leader_epoch` writes that entry (an fsync) in the ReplicaManager's worker thread
   before the state is applied on the event loop.
+- The log changes only when a move between log dirs completes (`replace_log`: the new log holds the
+  same offsets, epochs and producer state).
 - State changes only through `make_leader` / `make_follower`, which refuse (STALE_CONTROLLER_EPOCH)
   a state whose leader epoch is older than the current one, or equal with a partition epoch that is
   not newer; the ReplicaManager has already applied Kafka's request-level fencing.
@@ -422,6 +424,12 @@ class Partition:
         self._update_high_watermark(
             max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
         )
+
+    def replace_log(self, log: Log) -> None:
+        """Serve from `log` from now on: the future log of a move between log dirs, caught up with the
+        current one (AlterReplicaLogDirs; replication/alter_log_dirs.py swaps them on the loop)."""
+        self.log = log
+        log.on_high_watermark_updated(self.high_watermark)
 
     def truncate_to(self, offset: int) -> None:
         """Drop the log from `offset` (a follower diverging from its leader); the HW follows."""

@@ -9,13 +9,13 @@ Owns:
   fences each whole request by controller and broker epoch before handing it here (one controller
   epoch for all three controller requests, as Kafka keeps); here each partition is fenced by its
   leader epoch (see `fencing`);
-- the partition loader: an accepted partition state waits in `pending` while a pool of worker
-  threads (num.recovery.threads.per.data.dir-like size) opens or creates its log and, when this
+- the partition loader: an accepted partition state waits in `pending` while one loader task per
+  thread of the scheduler's log-load lane opens or creates its log there and, when this
   broker is to lead, writes the new leader epoch's start offset (an fsync); back on the event loop
   the state is applied (`Partition.make_leader` / `make_follower`, which check epochs again) and the
   partition serves. Partitions already hosted and those of internal topics (`__consumer_offsets`:
   the group coordinator waits for them) go first, the others in request order; StopReplica
-  deletions run in the same pool, and the jobs of one partition run in the order they were taken
+  deletions run in the same lane, and the jobs of one partition run in the order they were taken
   (a deletion and a later re-creation never overlap). A request to a
   partition not ready yet answers NOT_LEADER_OR_FOLLOWER when the metadata cache knows the partition
   (Kafka's answer for a partition the broker does not host), UNKNOWN_TOPIC_OR_PARTITION otherwise;
@@ -36,6 +36,12 @@ Owns:
   controller as AlterPartition through `alter_partition` (the broker's channel to the controller),
   all proposals pending at once in one request, and the controller's answers are applied
   (`Partition.apply_isr`); a refused or unanswered proposal is dropped and proposed again later;
+- moves between log dirs (KIP-113, `alter_replica_log_dirs`: Kafka's alterReplicaLogDirs): the
+  `ReplicaAlterLogDirsManager` (replication/alter_log_dirs.py) copies each moving partition's log
+  into its future log and swaps them; a partition whose future log is found at start resumes its
+  move once it serves, a stopped one stops moving; a partition not hosted yet is created in the dir
+  asked (REPLICA_NOT_AVAILABLE, Kafka's answer); the future logs are created and deleted in the
+  loader pool, in turn with the partition's other jobs;
 - the replication throttles (KIP-73, replication/quotas.py): `leader_quota` holds back throttled
   partitions from followers outside the ISR in their fetches while exceeded, `follower_quota` is
   the fetchers' (the broker sets rates and throttled replicas from its configs);
@@ -44,7 +50,9 @@ Owns:
   counted as the controller's AlterPartition answers and LeaderAndIsr states are applied;
 - the high watermark checkpoint `replication-offset-checkpoint` at the root of each log dir (Kafka's
   text format, written by temp file and rename): read at `start()`, written every
-  replica.high.watermark.checkpoint.interval.ms and at `shutdown()`.
+  replica.high.watermark.checkpoint.interval.ms (the scheduler's periodic job
+  "high-watermark-checkpoint", writing in the log-io lane; "isr-expiration" is the other job) and at
+  `shutdown()`, after the periodic write in progress, if any, finished.
 
 Behaviour (Kafka's): a Produce's append (`append_client_records`, Kafka's appendRecords for a
 client) first walks the records of its compressed batches led here (bounded work, invariant 9: the
@@ -96,7 +104,6 @@ import collections
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -113,6 +120,7 @@ from odradek.protocol.records.validation import DecompressionBudgetExceeded, has
 from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
+from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.delayed import DelayedFetch, DelayedProduce
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
@@ -140,10 +148,11 @@ from odradek.replication.types import (
     TopicPartition,
     TxnMarker,
 )
+from odradek.scheduler import Job, Lane, Scheduler
 from odradek.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_checkpoint, write_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError, OffsetOutOfRangeError
-from odradek.storage.log import Log
+from odradek.storage.log import Log, future_dir_name
 from odradek.storage.manager import LogManager
 from odradek.storage.producer_state import ProducerStateEntry
 from odradek.tasks import cancel_and_wait
@@ -152,7 +161,6 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 DEFAULT_CHECKPOINT_INTERVAL_MS = 5000  # replica.high.watermark.checkpoint.interval.ms
-DEFAULT_LOAD_THREADS = 1  # num.recovery.threads.per.data.dir
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
 ALTER_PARTITION_TIMEOUT_S = 30.0
 ON_LOOP_DECOMPRESSION_BUDGET = 1 << 20  # decompressed bytes a Produce's check may take on the loop
@@ -198,10 +206,10 @@ class ReplicaManager:
         metadata_cache: PartitionDirectory,
         clock: Clock,
         *,
+        scheduler: Scheduler,
         topic_config: Callable[[str], LogConfig] | None = None,
         log_dirs: Iterable[str | Path] = (),
         checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
-        load_threads: int = DEFAULT_LOAD_THREADS,
         fetcher_settings: FetcherSettings | None = None,
         replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
         alter_partition: AlterPartitionSender | None = None,
@@ -228,11 +236,11 @@ class ReplicaManager:
         self._hosted_per_topic: collections.Counter[str] = collections.Counter()
         self._checkpointed_hws: dict[TopicPartition, int] = {}
         self._failures = RepeatedFailures(log)  # appends per partition, the HW checkpoint
-        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._scheduler = scheduler
+        self._checkpoint_job: Job | None = None
         self._stopping = asyncio.Event()
-        # the partition loader
-        self._load_threads = max(1, load_threads)
-        self._executor = ThreadPoolExecutor(self._load_threads, thread_name_prefix="partition-loader")
+        # the partition loader: one task per thread of the log-load lane
+        self._load_threads = scheduler.lanes.threads(Lane.LOG_LOAD)
         self._pending: dict[TopicPartition, _PendingState] = {}
         self._load_queue: collections.deque[TopicPartition] = collections.deque()
         self._queued: set[TopicPartition] = set()
@@ -242,8 +250,10 @@ class ReplicaManager:
         # replication
         self.leader_quota = ReplicationQuota(broker_id)
         self.follower_quota = ReplicationQuota(broker_id)
-        self.fetchers = ReplicaFetcherManager(
-            fetcher_settings or FetcherSettings(broker_id), self.partition, self.follower_quota
+        settings = fetcher_settings or FetcherSettings(broker_id)
+        self.fetchers = ReplicaFetcherManager(settings, self.partition, self.follower_quota)
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(
+            log_manager, self.partition, settings.partition_max_bytes, scheduler
         )
         self._leader_endpoints: dict[int, LeaderEndpoint] = {}
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -251,7 +261,7 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self._isr_proposals: dict[tuple[str, int], IsrProposal] = {}
         self._isr_sender: asyncio.Task[None] | None = None
-        self._isr_expiration: asyncio.Task[None] | None = None
+        self._isr_expiration: Job | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -261,12 +271,12 @@ class ReplicaManager:
         for directory in self._log_dirs:
             self._checkpointed_hws.update(read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
         if self._log_dirs and self._checkpoint_interval_ms > 0:
-            self._checkpoint_task = asyncio.get_running_loop().create_task(
-                self._checkpoint_periodically(), name="high-watermark-checkpoint"
+            self._checkpoint_job = self._scheduler.every(
+                "high-watermark-checkpoint", self._checkpoint_interval_ms, self._checkpoint_periodically
             )
         if self._alter_partition is not None:
-            self._isr_expiration = asyncio.get_running_loop().create_task(
-                self._expire_lagging_followers(), name="isr-expiration"
+            self._isr_expiration = self._scheduler.every(
+                "isr-expiration", self._replica_lag_time_max_ms // 2, self._expire_lagging_followers
             )
 
     async def shutdown(self) -> None:
@@ -274,23 +284,18 @@ class ReplicaManager:
         (letting a write in progress finish), then write the final checkpoint."""
         self._stopping.set()
         await self.fetchers.shutdown()
-        await cancel_and_wait(self._isr_expiration, self._isr_sender)
+        await self.alter_log_dirs.shutdown()
+        await self._scheduler.cancel(self._isr_expiration)
+        await cancel_and_wait(self._isr_sender)
         if self._loaders:
             await asyncio.gather(*self._loaders, return_exceptions=True)
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        if self._checkpoint_task is not None:
-            await self._checkpoint_task
-            self._checkpoint_task = None
+        await self._scheduler.stop(self._checkpoint_job)
+        self._checkpoint_job = None
         self.checkpoint_high_watermarks()
 
     async def _checkpoint_periodically(self) -> None:
-        interval_s = self._checkpoint_interval_ms / 1000
-        while not self._stopping.is_set():
-            try:
-                await asyncio.wait_for(self._stopping.wait(), interval_s)
-            except TimeoutError:
-                snapshot = self._high_watermarks_by_dir()
-                self._note_checkpoint(await asyncio.to_thread(_write_checkpoints, snapshot))
+        snapshot = self._high_watermarks_by_dir()
+        self._note_checkpoint(await self._scheduler.run(Lane.LOG_IO, _write_checkpoints, snapshot))
 
     def checkpoint_high_watermarks(self) -> None:
         """Write `replication-offset-checkpoint` in every log dir (partitions whose log lives there)."""
@@ -435,6 +440,7 @@ class ReplicaManager:
 
     def _stop(self, key: TopicPartition, delete: bool) -> None:
         self.fetchers.remove_partitions([key])
+        self.alter_log_dirs.remove(key)
         self._isr_proposals.pop(key, None)
         self._pending.pop(key, None)
         hosted = self._partitions.pop(key, None)
@@ -496,8 +502,10 @@ class ReplicaManager:
             self._apply(key, pending, prepared)
 
     def _prepare_log(self, key: TopicPartition, config: LogConfig, leader_epoch: int | None) -> Log:
-        """Worker thread: open or create the log; as leader, start the new epoch at its end."""
+        """Worker thread: open or create the log (and load its future log, if a move between log dirs
+        was in progress); as leader, start the new epoch at its end."""
         partition_log = self.log_manager.get_or_create_log(key[0], key[1], config)
+        self.log_manager.get_future_log(*key)
         if leader_epoch is not None:
             prepare_leader_epoch(partition_log, leader_epoch)
         return partition_log
@@ -509,7 +517,7 @@ class ReplicaManager:
             log.exception("Deleting the log of %s-%d failed", *key)
 
     async def _in_order(self, key: TopicPartition, job: Callable[..., _T], *args: Any) -> _T:
-        """Run `job(*args)` in the pool after every job taken earlier for the same partition, so a
+        """Run `job(*args)` in the log-load lane after every job taken earlier for the same partition, so a
         deletion and a later re-creation of one partition never overlap or swap."""
         loop = asyncio.get_running_loop()
         previous = self._in_flight.get(key)
@@ -518,7 +526,7 @@ class ReplicaManager:
         try:
             if previous is not None:
                 await asyncio.gather(previous, return_exceptions=True)
-            return await loop.run_in_executor(self._executor, job, *args)
+            return await self._scheduler.run(Lane.LOG_LOAD, job, *args)
         finally:
             done.set_result(None)
             if self._in_flight.get(key) is done:
@@ -558,6 +566,9 @@ class ReplicaManager:
         self._complete_delayed(*key, hw_moved=hw_moved)
         self._notify_leadership(LeadershipChange(*key, hosted.is_leader, state.leader_epoch))
         self.ready_changed.notify()
+        future = self.log_manager.future_log(*key)
+        if future is not None:
+            self.alter_log_dirs.add(key, future)
 
     def _follow(self, key: TopicPartition, hosted: Partition, state: PartitionState) -> None:
         """Make the partition a follower and fetch it from its leader, if it has a live one."""
@@ -582,6 +593,45 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(key)
         if hw_moved:
             self.produce_purgatory.check_and_complete(key)
+
+    # -- AlterReplicaLogDirs ---------------------------------------------------------------------
+
+    async def alter_replica_log_dirs(
+        self, destinations: Mapping[TopicPartition, str]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Move each partition's replica to the log dir at its absolute path (KIP-113, Kafka's
+        alterReplicaLogDirs): the copy runs in the background (replication/alter_log_dirs.py)."""
+        return {key: await self._alter_replica_log_dir(key, path) for key, path in destinations.items()}
+
+    async def _alter_replica_log_dir(self, key: TopicPartition, path: str) -> ErrorCode:
+        directory = self.log_manager.log_dir(path)
+        if directory is None:
+            log.warning("Cannot move %s-%d to %s: not a log dir of this broker", *key, path)
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        if not self.log_manager.is_log_dir_online(directory):
+            log.warning("Cannot move %s-%d to %s: the log dir is offline", *key, path)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if len(future_dir_name(*key)) > 255:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        hosted = self._partitions.get(key)
+        if hosted is None:
+            # Created in `directory` when it comes; Kafka's answer for a replica it does not host yet.
+            self.log_manager.set_preferred_dir(*key, directory)
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        moving = self.alter_log_dirs.destination(key)
+        if moving is not None and moving.dir.parent != directory:
+            self.alter_log_dirs.remove(key)
+        try:
+            if hosted.log.dir.parent == directory:
+                await self._in_order(key, self.log_manager.delete_future_log, *key)
+                return ErrorCode.NONE
+            future = await self._in_order(key, self.log_manager.create_future_log, *key, directory)
+        except (KafkaStorageError, OSError) as exc:
+            log.warning("Cannot move %s-%d to %s: %s", *key, path, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if self._partitions.get(key) is hosted:
+            self.alter_log_dirs.add(key, future)
+        return ErrorCode.NONE
 
     # -- produce ---------------------------------------------------------------------------------
 
@@ -636,7 +686,7 @@ class ReplicaManager:
         are checked in one worker thread (`Log.check_records`). The answers of the refused ones."""
         errors, deferred = _check_all(compressed, ON_LOOP_DECOMPRESSION_BUDGET // len(compressed))
         if deferred:
-            errors.update((await asyncio.to_thread(_check_all, deferred, None))[0])
+            errors.update((await self._scheduler.run(Lane.REQUEST, _check_all, deferred, None))[0])
         refused: dict[TopicPartition, PartitionResponse] = {}
         for key, error in errors.items():
             log.info("Refused an append to %s-%d: %s (error %d)", *key, error.message, error.code)
@@ -994,25 +1044,20 @@ class ReplicaManager:
 
     # -- ISR changes -----------------------------------------------------------------------------
 
-    async def _expire_lagging_followers(self) -> None:
+    def _expire_lagging_followers(self) -> None:
         """Every replica.lag.time.max.ms / 2, propose shrinking the ISR of partitions led here."""
-        interval_s = self._replica_lag_time_max_ms / 2000
-        while not self._stopping.is_set():
-            try:
-                await asyncio.wait_for(self._stopping.wait(), interval_s)
-            except TimeoutError:
-                now_ms = self.clock.time_ms()
-                for key, hosted in list(self._partitions.items()):
-                    proposal = hosted.isr_to_shrink(now_ms, self._replica_lag_time_max_ms)
-                    if proposal is not None:
-                        log.info(
-                            "Shrinking the ISR of %s-%d from %s to %s: followers not caught up for %d ms",
-                            *key,
-                            list(hosted.isr),
-                            list(proposal.isr),
-                            self._replica_lag_time_max_ms,
-                        )
-                        self._propose_isr(key, proposal)
+        now_ms = self.clock.time_ms()
+        for key, hosted in list(self._partitions.items()):
+            proposal = hosted.isr_to_shrink(now_ms, self._replica_lag_time_max_ms)
+            if proposal is not None:
+                log.info(
+                    "Shrinking the ISR of %s-%d from %s to %s: followers not caught up for %d ms",
+                    *key,
+                    list(hosted.isr),
+                    list(proposal.isr),
+                    self._replica_lag_time_max_ms,
+                )
+                self._propose_isr(key, proposal)
 
     def _propose_isr(self, key: tuple[str, int], proposal: IsrProposal) -> None:
         """Queue an ISR change for the controller; one sender takes every proposal pending."""

@@ -11,14 +11,16 @@ Owns:
   than producer.id.expiration.ms are dropped when a new one is made, as Kafka's producer state
   expires them.
 - `TxnVerifier`, one per broker: asks the transactional id's coordinator (the leader of its
-  `__transaction_state` partition, as the metadata cache knows it) whether partitions are in the
-  id's ongoing transaction, with AddPartitionsToTxn v4 verify_only on the inter-broker listener.
+  `__transaction_state` partition, as the `TxnCoordinatorLocator` says: this broker's transaction
+  coordinator, reading the metadata cache) whether partitions are in the id's ongoing transaction,
+  with AddPartitionsToTxn v4 verify_only on the inter-broker listener.
   Requests are batched per coordinator broker: one in flight per broker, the transactions that
   arrive meanwhile go in the next one. A second verification of the same transactional id waiting
   for the same broker replaces the first by Kafka's rules: a newer epoch answers the waiting one
   INVALID_PRODUCER_EPOCH, the same epoch answers it NETWORK_EXCEPTION (a retry), an older one is
-  answered INVALID_PRODUCER_EPOCH at once. When the coordinator is this broker, its transaction
-  coordinator answers directly (no request).
+  answered INVALID_PRODUCER_EPOCH at once. When the coordinator is this broker, the locator (its
+  transaction coordinator) answers directly (no request). Coordinator endpoints come from a
+  `BrokerDirectory` (the metadata cache).
   Answers (Kafka's): PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH; a request that could not be
   sent or answered NETWORK_EXCEPTION; no leader for the id's partition COORDINATOR_NOT_AVAILABLE; a
   top-level error applies to every partition (CLUSTER_AUTHORIZATION_FAILED as INVALID_TXN_STATE);
@@ -30,18 +32,18 @@ Owns:
   NOT_ENOUGH_REPLICAS, which every client retries without refreshing metadata.
 
 Callers: the Produce handler (verification before the append), Partition (guards), the broker
-(life cycle).
+(construction with its transaction coordinator and metadata cache, life cycle).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
-from odradek.coordinator.partitioning import TXN_TOPIC, partition_for
+from odradek.controller.metadata import BrokerInfo, Endpoint
 from odradek.network_client import ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
@@ -66,6 +68,27 @@ _RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset(
         ErrorCode.NOT_COORDINATOR,
     }
 )
+
+
+class TxnCoordinatorLocator(Protocol):
+    """Which broker coordinates a transactional id, and that coordinator's answer when it is this
+    broker (the transaction coordinator)."""
+
+    def coordinator_id(self, transactional_id: str) -> int | None: ...
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, int]: ...
+
+
+class BrokerDirectory(Protocol):
+    """The live brokers and their endpoints (the metadata cache)."""
+
+    def brokers(self) -> Sequence[BrokerInfo]: ...
 
 
 class VerificationGuard:
@@ -150,8 +173,19 @@ class TxnVerifier:
     """Asks transaction coordinators whether partitions are in a transaction (see the module
     docstring)."""
 
-    def __init__(self, broker: Any) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        broker_id: int,
+        listener: str,
+        request_timeout_ms: int,
+        brokers: BrokerDirectory,
+        locator: TxnCoordinatorLocator,
+    ) -> None:
+        self._broker_id = broker_id
+        self._listener = listener  # inter.broker.listener.name
+        self._request_timeout_ms = request_timeout_ms
+        self._brokers = brokers
+        self._locator = locator
         self._waiting: dict[int, dict[str, _Waiting]] = {}  # coordinator broker -> id -> verification
         self._senders: dict[int, asyncio.Task[None]] = {}
         self._connections: dict[int, ReusedConnection] = {}
@@ -180,13 +214,11 @@ class TxnVerifier:
         """The partitions of `keys` that failed verification, with their error (Kafka's answers,
         before `produce_error`); an empty dict when all are in the transaction."""
         keys = list(keys)
-        coordinator = self._coordinator_of(transactional_id)
+        coordinator = self._locator.coordinator_id(transactional_id)
         if coordinator is None or self._closed:
             return dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if coordinator == self._broker.broker_id:
-            answered = self._broker.txn_coordinator.verify_partitions(
-                transactional_id, producer_id, producer_epoch, keys
-            )
+        if coordinator == self._broker_id:
+            answered = self._locator.verify_partitions(transactional_id, producer_id, producer_epoch, keys)
             return _failed(answered)
         transaction = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
             transactional_id=transactional_id,
@@ -209,16 +241,6 @@ class TxnVerifier:
             task = asyncio.get_running_loop().create_task(self._send_all(coordinator))
             self._senders[coordinator] = task
         return await verification.answer
-
-    def _coordinator_of(self, transactional_id: str) -> int | None:
-        cache = self._broker.metadata_cache
-        topic = cache.topic(TXN_TOPIC)
-        if topic is None or not topic.partitions:
-            return None
-        state = cache.partition(TXN_TOPIC, partition_for(transactional_id, len(topic.partitions)))
-        if state is None or state.leader < 0:
-            return None
-        return int(state.leader)
 
     async def _send_all(self, coordinator: int) -> None:
         """Send what waits for `coordinator`, one request at a time, until nothing waits."""
@@ -280,17 +302,16 @@ class TxnVerifier:
             )
         return answered
 
-    def _endpoint(self, broker_id: int) -> Any:
-        listener = self._broker.config.inter_broker_listener_name
-        node = next((b for b in self._broker.metadata_cache.brokers() if b.broker_id == broker_id), None)
-        return node.endpoint(listener) if node is not None else None
+    def _endpoint(self, broker_id: int) -> Endpoint | None:
+        node = next((b for b in self._brokers.brokers() if b.broker_id == broker_id), None)
+        return node.endpoint(self._listener) if node is not None else None
 
     def _connection(self, coordinator: int) -> ReusedConnection:
         connection = self._connections.get(coordinator)
         if connection is None:
-            client_id = f"broker-{self._broker.broker_id}-txn-verification"
-            timeout_ms = self._broker.config["request.timeout.ms"]
-            connection = self._connections[coordinator] = ReusedConnection(client_id, timeout_ms)
+            client_id = f"broker-{self._broker_id}-txn-verification"
+            connection = ReusedConnection(client_id, self._request_timeout_ms)
+            self._connections[coordinator] = connection
         return connection
 
 

@@ -13,8 +13,8 @@ Owns the broker's life cycle.
   bind every listener; start the ReplicaManager and the group coordinator; become controller (local
   mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
   the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
-  The controller's LeaderAndIsr only queues the partitions: their logs open in the ReplicaManager's
-  worker threads (`partition_loader_threads`: the larger of num.io.threads and
+  The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
+  log-load lane (`partition_loader_threads`: the larger of num.io.threads and
   num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
   as soon as it is ready.
 - Control plane (`control_plane`, server/control_plane.py): the in-process `LocalChannel` and, in
@@ -33,19 +33,28 @@ Owns the broker's life cycle.
   settings at its next run (and log.cleaner.backoff.ms at its next wait), the listeners the new
   connection limits (max.connections at most the share of file descriptors fixed at start), the
   ReplicaManager's replication quotas the leader/follower.replication.throttled.rate (KIP-73; the
-  topics' throttled replica lists follow their configs), and the controller, if here,
+  topics' throttled replica lists follow their configs) and its moves between log dirs
+  replica.alter.log.dirs.io.max.bytes.per.second (KIP-113), and the controller, if here,
   unclean.leader.election.enable for its next election.
-- Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` partitions load and
-  unload group coordinator shards (Kafka's onLeadershipChange).
+- Leadership: the ReplicaManager's leadership changes of `__consumer_offsets` and
+  `__transaction_state` partitions load and unload the group and transaction coordinators' shards
+  (Kafka's onLeadershipChange).
+- The coordinators, the transaction-marker channel and the transaction verifier never see the
+  Broker: each takes small Protocols of its own layer, given here the objects that satisfy them (the
+  metadata cache; the broker itself for `auto_create_topic` and `write_txn_markers`; the
+  ReplicaManager through `ReplicaManagerLog`; the ProducerIdManager; the transaction coordinator as
+  the verifier's coordinator locator).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
   `wait_for_leaders` is the wait of Kafka's delayed admin operations: every partition is in the
   metadata cache with a live leader, and those this broker leads serve.
-- Periodic tasks, off the event loop: retention every log.retention.check.interval.ms; the log
-  cleaner every log.cleaner.backoff.ms (each run cleans until no log qualifies); flush by
+- Scheduling: the broker owns the one `Scheduler` (odradek/scheduler.py; lanes sized by
+  `lane_threads`) and hands it to the components; it closes it last. Its own periodic jobs run
+  their work in a lane: retention every log.retention.check.interval.ms (log-io); the log cleaner
+  every log.cleaner.backoff.ms (cleaner; each run cleans until no log qualifies); flush by
   flush.ms / flush.messages checked every log.flush.scheduler.interval.ms but at least every second
-  (rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point and log
-  start offset checkpoints every log.flush.offset.checkpoint.interval.ms. The high watermark
-  checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
+  (log-io; rolled segments are flushed soon after the roll, as Kafka does on roll); recovery point
+  and log start offset checkpoints every log.flush.offset.checkpoint.interval.ms (log-io). The
+  high watermark checkpoint is the ReplicaManager's (replica.high.watermark.checkpoint.interval.ms).
 - Shutdown (SIGTERM / SIGINT, or `shutdown()`): first, in ZooKeeper mode with
   controlled.shutdown.enable, the controlled shutdown (Kafka's): while the broker still serves (its
   followers catch up, clients get NOT_LEADER_OR_FOLLOWER and move), ControlledShutdown goes to the
@@ -54,19 +63,21 @@ Owns the broker's life cycle.
   other ISR members and takes it out of the ISRs it follows; while partitions remain (no other ISR
   member yet) or the controller cannot be reached, it is asked again after
   controlled.shutdown.retry.backoff.ms, controlled.shutdown.max.retries attempts in all (each
-  bounded by controller.socket.timeout.ms); one INFO line tells how many partitions moved and how
-  many remain, and the shutdown goes on whatever the outcome. Then: stop accepting; release admin
-  requests waiting for leaders; stop the group coordinator, which answers every JoinGroup /
-  SyncGroup parked in a rebalance (and any group request still queued) with NOT_COORDINATOR, as
-  Kafka does when a coordinator unloads its groups; let connections answer what they have already
-  received; stop the controller, then the ReplicaManager (its loader finishes only the partitions
-  in progress; final high watermark checkpoint) and the periodic tasks; then LogManager.shutdown
-  (flush, checkpoints, clean shutdown marker).
+  bounded by controller.socket.timeout.ms), unless its metadata lists no other live broker (then
+  there is nowhere to move leadership: no retry; deliberate deviation, Kafka retries all the same);
+  one INFO line tells how many partitions moved and how many remain, and the shutdown goes on
+  whatever the outcome. Then: stop accepting; release admin requests waiting for leaders; stop the
+  group coordinator, which answers every JoinGroup / SyncGroup parked in a rebalance (and any group
+  request still queued) with NOT_COORDINATOR, as Kafka does when a coordinator unloads its groups;
+  let connections answer what they have already received; stop the controller, then the
+  ReplicaManager (its loader finishes only the partitions in progress; final high watermark
+  checkpoint) and the periodic jobs; then LogManager.shutdown (flush, checkpoints, clean shutdown
+  marker), then the scheduler.
 
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own
 (server/metrics.py; the network layer then times every request for it) and the web console at `/`
-(odradek/console, reading this broker over its own listener), on server/http_listener.py; the HTTP
+(odradek/console, reading this broker over its own listener), on http_listener.py; the HTTP
 listeners and the console close first at shutdown.
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
@@ -79,10 +90,17 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
 - connect (zookeeper.session.timeout.ms, zookeeper.connection.timeout.ms; the chroot is created),
   take the cluster id from `/cluster/id` (written if absent) and check it against meta.properties;
 - the store is a `ZkMetadataStore` (controller/zk/store.py), loaded before the logs;
-- after binding and listening (so the controller's first requests find the port open, as Kafka
-  starts its socket server before registering), register `/brokers/ids/<id>` (ephemeral; the
-  inter-broker listener's endpoint first, then the others; broker.rack). A live broker holding the
-  id stops the start-up with `BrokerIdInUseError` (`odradek serve` logs it and exits 1);
+- after binding the listeners (the registration carries their ports, a port 0 one's too), register
+  `/brokers/ids/<id>` (ephemeral; the inter-broker listener's endpoint first, then the others;
+  broker.rack), and only then accept connections, so that a port that accepts means a registered
+  broker (a supervisor's port check means "up"). Deliberate deviation: Kafka's socket server
+  accepts before the broker registers; here a controller that hears of the broker a moment before
+  it accepts connects again after its channel's backoff. An id registered by another session (this
+  broker's own, when it was killed and started again before that session expired) is waited on, with
+  one WARNING line, for zookeeper.session.timeout.ms + REGISTRATION_EXPIRY_MARGIN_MS (Kafka exits
+  at once, KAFKA-7165's report); still held after that, a live broker has it: the start-up stops
+  with `BrokerIdInUseError` (`odradek serve` logs it and exits 1). A stop asked during the wait
+  shuts the broker down without registering;
 - race for `/controller`: the winner runs the `Controller` over the live brokers of `/brokers/ids`,
   talking to this broker through a `LocalChannel` and to the others through a `RemoteChannel`
   (one connection per live broker on its inter-broker listener, kept in step with `/brokers/ids`);
@@ -114,7 +132,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.console.app import Console
@@ -131,17 +149,21 @@ from odradek.controller.producer_ids import (
     ProducerIdManager,
     ZkProducerIdBlockSource,
 )
-from odradek.controller.remote_channel import RemoteChannel
+from odradek.controller.remote_channel import ChannelSettings, RemoteChannel
 from odradek.controller.store import DEFAULT_BROKER_ENTITY, MetadataStore, StoreEvent, StoreEventKind
 from odradek.controller.waiters import wait_until
 from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedError
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
+from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
+from odradek.coordinator.txn_markers import TxnMarkerChannel
+from odradek.http_listener import HttpListener
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
+from odradek.replication.alter_log_dirs import REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND
 from odradek.replication.fetcher import FetcherSettings
 from odradek.replication.quotas import (
     FOLLOWER_THROTTLED_RATE,
@@ -152,11 +174,11 @@ from odradek.replication.quotas import (
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
 from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
+from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
-from odradek.server.http_listener import HttpListener
 from odradek.server.limits import (
     ConnectionLimits,
     connection_limits,
@@ -196,6 +218,11 @@ THREAD_SWITCH_INTERVAL_S = 0.001
 GC_THRESHOLDS = (20_000, 10, 10)
 AUTO_CREATE_WAIT_S = 2.0  # how long Metadata / FindCoordinator wait for an auto-created topic's leaders
 ZOOKEEPER_RETRY_S = 1.0  # between attempts of a background election or re-registration that failed
+# How long past zookeeper.session.timeout.ms a broker waits for its id's registration by another session
+# to go: ZooKeeper expires sessions on its tick (tickTime, 3 s by default), then notifies the watchers.
+REGISTRATION_EXPIRY_MARGIN_MS = 5000
+
+T = TypeVar("T")
 
 
 def leader_rebalance(config: KafkaConfig) -> LeaderRebalance | None:
@@ -219,6 +246,17 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
         request_timeout_ms=config["replica.socket.timeout.ms"],
         num_fetchers=config["num.replica.fetchers"],
     )
+
+
+def lane_threads(config: KafkaConfig) -> dict[Lane, int]:
+    """The scheduler's lanes sized by Kafka's keys (the others have one thread): background.threads
+    for flushes, checkpoints and retention, the partition loader threads for logs, num.io.threads for
+    the heavy parts of requests."""
+    return {
+        Lane.LOG_IO: config["background.threads"],
+        Lane.LOG_LOAD: partition_loader_threads(config),
+        Lane.REQUEST: config["num.io.threads"],
+    }
 
 
 def partition_loader_threads(config: KafkaConfig) -> int:
@@ -250,7 +288,8 @@ class Broker:
         # The registration epoch (the czxid of /brokers/ids/<id>), set when the broker registers in
         # ZooKeeper mode; NO_EPOCH on a single node: controller requests' broker epochs go unchecked.
         self.broker_epoch = fencing.NO_EPOCH
-        self.store = LocalMetadataStore(config.log_dirs[0])
+        self.scheduler = Scheduler(clock, Lanes(lane_threads(config)))
+        self.store = LocalMetadataStore(config.log_dirs[0], self.scheduler)
         self.metadata_cache = MetadataCache(config.broker_id)
         self.admin = AdminManager(
             self.store,
@@ -266,7 +305,7 @@ class Broker:
         self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
         self._http: HttpListener | None = None
         self._console: Console | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._periodic_jobs: list[Job] = []
         self._started = False
         self._stop_requested = asyncio.Event()
         self.controller = None
@@ -312,6 +351,7 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
             cleaner_config=config.cleaner_config(),
             max_open_files=descriptor_budget_for_config(config).max_open_files,
+            lanes=self.scheduler.lanes,
         )
         self.log_manager.report_unknown(self._assigned_here())
         self.cluster_id = ensure_meta_properties(
@@ -335,10 +375,10 @@ class Broker:
             self.log_manager,
             self.metadata_cache,
             self.clock,
+            scheduler=self.scheduler,
             topic_config=self._topic_log_config,
             log_dirs=config.log_dirs,
             checkpoint_interval_ms=config["replica.high.watermark.checkpoint.interval.ms"],
-            load_threads=partition_loader_threads(config),
             fetcher_settings=fetcher_settings(config),
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
             alter_partition=self.to_controller.alter_partition if self._zk is not None else None,
@@ -356,28 +396,51 @@ class Broker:
         self.store.watch_broker_configs(self._on_broker_configs_changed)
         if not self._dynamic_config_current():
             self._on_broker_configs_changed("a change during start-up")
-        self.group_coordinator = GroupCoordinator(self, config, self.clock)
+        self.group_coordinator = GroupCoordinator(
+            config,
+            self.clock,
+            self.metadata_cache,
+            self,
+            ReplicaManagerLog(self.replica_manager, OFFSETS_TOPIC),
+            self.scheduler,
+        )
         await self.group_coordinator.startup()
-        self.txn_coordinator = TransactionCoordinator(self, config)
+        self.txn_coordinator = TransactionCoordinator(
+            config,
+            self.clock,
+            self.metadata_cache,
+            self,
+            ReplicaManagerLog(self.replica_manager, TXN_TOPIC),
+            TxnMarkerChannel(
+                self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
+            ),
+            self.producer_id_manager,
+            self.scheduler,
+        )
         await self.txn_coordinator.startup()
-        self.txn_verifier = TxnVerifier(self)
+        self.txn_verifier = TxnVerifier(
+            self.broker_id,
+            self.config.inter_broker_listener_name,
+            self.config["request.timeout.ms"],
+            self.metadata_cache,
+            self.txn_coordinator,
+        )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
+        self._started = True  # every component is up: shutdown() stops them from here
         if self._zk is None:
             self.controller = Controller(
                 self.broker_id,
                 self.store,
                 LocalChannel(self.broker_id, self.control_plane),
                 config["unclean.leader.election.enable"],
+                scheduler=self.scheduler,
             )
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
             await self.controller.startup([broker_info])
-        else:
-            self._server.listen()  # before registering: the controller connects as soon as it hears of us
-            await self._join_cluster()
-        self._start_periodic_tasks()
-        self._started = True
-        if self._zk is None:
             self._server.listen()
+        elif not await self._join_cluster():
+            return  # asked to stop while it waited to register: serve_until_stopped() shuts it down
+        self._start_periodic_jobs()
         if self._http is not None:
             await self._http.serve()
         log.info(
@@ -396,7 +459,7 @@ class Broker:
         this broker through its first advertised listener); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
         own = self.advertised_endpoints()[0]
-        self._console = Console(f"{own.host}:{own.port}", self._hosted_sizes)
+        self._console = Console(f"{own.host}:{own.port}", self.scheduler, self._hosted_sizes)
         self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
 
@@ -416,21 +479,38 @@ class Broker:
             return FileProducerIdBlockSource(self.config.log_dirs[0], self.broker_id)
         return ZkProducerIdBlockSource(self._zk, self.broker_id)
 
-    def _start_periodic_tasks(self) -> None:
+    def _start_periodic_jobs(self) -> None:
         log_manager = self.log_manager
 
         def current(name: str) -> Callable[[], int]:
             return lambda: self.config[name]
 
-        schedule: list[tuple[str, Callable[[], int], Callable[[int], object]]] = [
-            ("log-retention", current("log.retention.check.interval.ms"), log_manager.run_retention),
-            ("log-flusher", self._flush_interval_ms, log_manager.flush_dirty),
-            ("log-cleaner", lambda: max(self.config["log.cleaner.backoff.ms"], 1), log_manager.run_cleaner),
-            ("log-checkpoint", current("log.flush.offset.checkpoint.interval.ms"), self._checkpoint),
+        schedule: list[tuple[str, Callable[[], int], Lane, Callable[[int], object]]] = [
+            (
+                "log-retention",
+                current("log.retention.check.interval.ms"),
+                Lane.LOG_IO,
+                log_manager.run_retention,
+            ),
+            ("log-flusher", self._flush_interval_ms, Lane.LOG_IO, log_manager.flush_dirty),
+            (
+                "log-cleaner",
+                lambda: max(self.config["log.cleaner.backoff.ms"], 1),
+                Lane.CLEANER,
+                log_manager.run_cleaner,
+            ),
+            (
+                "log-checkpoint",
+                current("log.flush.offset.checkpoint.interval.ms"),
+                Lane.LOG_IO,
+                self._checkpoint,
+            ),
         ]
-        for name, interval_ms, job in schedule:
+        failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
+        for name, interval_ms, lane, job in schedule:
             if interval_ms() > 0:
-                self._tasks.append(asyncio.create_task(self._every(interval_ms, job), name=name))
+                run = self._storage_job(name, lane, job, failures)
+                self._periodic_jobs.append(self.scheduler.every(name, interval_ms, run))
 
     def _checkpoint(self, now_ms: int) -> None:
         self.log_manager.checkpoint()
@@ -438,30 +518,29 @@ class Broker:
     def _flush_interval_ms(self) -> int:
         return min(self.config["log.flush.scheduler.interval.ms"], ROLLED_SEGMENT_FLUSH_MS)
 
-    async def _every(self, interval_ms: Callable[[], int], job: Callable[[int], object]) -> None:
-        """Run `job(now_ms)` in a worker thread every `interval_ms()` (read before each wait: a
-        dynamic config may change it); a failure is logged, not fatal."""
-        failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
-        while True:
-            await asyncio.sleep(interval_ms() / 1000)
-            task = asyncio.current_task()
-            name = task.get_name() if task is not None else "?"
+    def _storage_job(
+        self, name: str, lane: Lane, job: Callable[[int], object], failures: RepeatedFailures
+    ) -> Callable[[], Awaitable[None]]:
+        """`job(now_ms)` in `lane`; a failing disk is logged once (and once when it works again),
+        anything else by the scheduler, with a traceback, at each failure."""
+
+        async def run() -> None:
             try:
-                await asyncio.to_thread(job, self.clock.time_ms())
+                await self.scheduler.run(lane, job, self.clock.time_ms())
             except (OSError, KafkaStorageError) as exc:
                 failures.failed(
                     name, "Periodic task %s failed: %s (logged again only if the error changes)", name, exc
                 )
-                continue
-            except Exception:
-                log.exception("Periodic task %s failed", name)
             else:
                 failures.succeeded(name, "Periodic task %s succeeds again", name)
+
+        return run
 
     async def shutdown(self) -> None:
         """Stop accepting, finish in-flight requests, flush, checkpoint, mark the shutdown clean."""
         log.info("odradek broker %d shutting down", self.broker_id)
-        if self._started and self._zk is not None and self.config["controlled.shutdown.enable"]:
+        registered = self._zk is not None and self.broker_epoch != fencing.NO_EPOCH
+        if self._started and registered and self.config["controlled.shutdown.enable"]:
             await self._controlled_shutdown()
         if self._http is not None:
             await self._http.close()
@@ -483,9 +562,10 @@ class Broker:
             await self._leave_cluster()
             await self.replica_manager.shutdown()
             await self.to_controller.close()
-        await cancel_and_wait(*self._tasks)
-        self._tasks.clear()
+        await self.scheduler.cancel(*self._periodic_jobs)
+        self._periodic_jobs.clear()
         self.log_manager.shutdown()
+        await self.scheduler.close()
         log.info("odradek broker %d shut down", self.broker_id)
 
     # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------
@@ -497,12 +577,14 @@ class Broker:
         led = self._replicated_partitions_led()
         remaining: set[tuple[str, int]] | None = None
         attempts = max(self.config["controlled.shutdown.max.retries"], 1)
+        backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
         for attempt in range(1, attempts + 1):
             remaining = await self._ask_controlled_shutdown()
-            if remaining is not None and not remaining:
+            if (remaining is not None and not remaining) or attempt == attempts:
                 break
-            if attempt < attempts:
-                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+            if await wait_until(self._alone, backoff_s, self.metadata_cache.changed):
+                log.info("Controlled shutdown of broker %d: no other live broker, no retry", self.broker_id)
+                break
         if remaining is None:  # no answer at all: what the metadata cache says now
             remaining = self._replicated_partitions_led()
         log.info(
@@ -538,6 +620,10 @@ class Broker:
             )
         return remaining
 
+    def _alone(self) -> bool:
+        """Whether this broker's metadata lists no other live broker."""
+        return all(broker.broker_id == self.broker_id for broker in self.metadata_cache.brokers())
+
     def _replicated_partitions_led(self) -> set[tuple[str, int]]:
         """The partitions with more than one replica this broker leads, as its metadata cache says."""
         return {
@@ -559,6 +645,7 @@ class Broker:
             ZooKeeperConnect.parse(connect),
             config["zookeeper.session.timeout.ms"],
             config.zookeeper_connection_timeout_ms,
+            self.scheduler,
         )
         try:
             cluster_id = await zk.get_or_create_cluster_id(config.cluster_id or new_cluster_id())
@@ -593,24 +680,47 @@ class Broker:
             self.clock.time_ms(),
         )
 
-    async def _join_cluster(self) -> None:
-        """Register, then race for the controller seat; see the module docstring."""
+    async def _join_cluster(self) -> bool:
+        """Register, accept connections, then race for the controller seat; see the module docstring.
+        False when asked to stop before it could register (it waited for a dead session's
+        registration to expire)."""
         try:
-            epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
+            epoch = await self._unless_stopped(self._register())
         except BrokerIdInUseError:
             await self._zk_store.zk.close()
             raise
+        if epoch is None:
+            log.info("Broker %d stops before it registered in ZooKeeper", self.broker_id)
+            return False
+        self.broker_epoch = epoch
+        self._server.listen()  # only now: a port that accepts means a registered broker
         log.info("Registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, epoch)
         self._zk_store.on_brokers_changed(self._on_brokers_changed)
         self._zk_store.zk.on_session_state(self._on_session_state)
         await self._elect()
+        return True
+
+    async def _register(self) -> int:
+        """Create `/brokers/ids/<id>`; its broker epoch. A registration of another session is waited on
+        for zookeeper.session.timeout.ms + REGISTRATION_EXPIRY_MARGIN_MS: this broker's own, from
+        before a restart quicker than its session's expiry, goes by then; a live broker's stays."""
+        wait_ms = self.config["zookeeper.session.timeout.ms"] + REGISTRATION_EXPIRY_MARGIN_MS
+        return await self._zk_store.zk.register_broker(self._registration(), wait_ms / 1000)
+
+    async def _unless_stopped(self, job: Awaitable[T]) -> T | None:
+        """`job`'s result, or None (`job` cancelled) when the broker is asked to stop first."""
+        running = asyncio.ensure_future(job)
+        stopping = asyncio.ensure_future(self._stop_requested.wait())
+        await asyncio.wait((running, stopping), return_when=asyncio.FIRST_COMPLETED)
+        await cancel_and_wait(stopping, None if running.done() else running)
+        return None if running.cancelled() else running.result()
 
     async def _elect(self) -> None:
         """Race for `/controller` until this broker holds it or another broker does (then watch it)."""
         async with self._election_lock:
             while self.controller is None and not self._shutting_down:
                 live = await self._zk_store.read_brokers()
-                remote = RemoteChannel.from_config(self.config)
+                remote = controller_channel(self.config)
                 await remote.sync_brokers(live.values())
                 controller = Controller(
                     self.broker_id,
@@ -618,6 +728,7 @@ class Broker:
                     ClusterChannel(LocalChannel(self.broker_id, self.control_plane), remote),
                     self.config["unclean.leader.election.enable"],
                     reelect_live_leaders=False,
+                    scheduler=self.scheduler,
                     on_resign=self._on_resign,
                     rebalance=leader_rebalance(self.config),
                 )
@@ -723,7 +834,7 @@ class Broker:
             await controller.shutdown()
         self._zk_store.resign()
         await self._zk_store.load()
-        epoch = self.broker_epoch = await self._zk_store.zk.register_broker(self._registration())
+        epoch = self.broker_epoch = await self._register()
         log.info("Broker %d registered again after a session expiry (broker epoch %d)", self.broker_id, epoch)
         await self._elect()
 
@@ -793,6 +904,9 @@ class Broker:
     def _set_replication_rates(self) -> None:
         self.replica_manager.leader_quota.rate = self.config[LEADER_THROTTLED_RATE]
         self.replica_manager.follower_quota.rate = self.config[FOLLOWER_THROTTLED_RATE]
+        self.replica_manager.alter_log_dirs.quota.rate = self.config[
+            REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND
+        ]
 
     def _set_throttled_replicas(self, topic: str, configs: Mapping[str, str]) -> None:
         manager = self.replica_manager
@@ -942,3 +1056,13 @@ async def run_broker(config: KafkaConfig) -> None:
     await broker.start()
     settle_collector()
     await broker.serve_until_stopped()
+
+
+def controller_channel(config: KafkaConfig) -> RemoteChannel:
+    """The channel of the controller on the broker configured by `config`: to every broker's
+    inter-broker listener, each request bounded by controller.socket.timeout.ms."""
+    settings = ChannelSettings(
+        listener_name=config.inter_broker_listener_name,
+        request_timeout_ms=config["controller.socket.timeout.ms"],
+    )
+    return RemoteChannel(config.broker_id, settings)

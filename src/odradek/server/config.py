@@ -23,7 +23,7 @@ Connection limits (read by server/limits.py and server/network.py): `max.connect
 `max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
 `http.listeners` (an odradek key, `http://host:port,...`, empty by default: none) names where the
-broker serves HTTP (Prometheus `/metrics`, server/http_listener.py).
+broker serves HTTP (Prometheus `/metrics`, http_listener.py).
 `request.timeout.ms` (default 30000) is, as in Kafka, the timeout of the broker's own requests to
 the controller (AlterPartition, ControlledShutdown: server/to_controller.py); WriteTxnMarkers waits
 for its markers' replication up to it.
@@ -52,8 +52,9 @@ everything derived (topic defaults, `log_config`, `cleaner_config`) follows. Onl
 be dynamic: the primary broker synonym of every topic config (log.retention.ms, not
 log.retention.hours: Kafka's rule), the log cleaner's threads / dedupe buffer / load factor /
 backoff, max.connections, max.connections.per.ip, max.connections.per.ip.overrides (all cluster-wide
-in Kafka), and the replication throttles leader.replication.throttled.rate and
-follower.replication.throttled.rate (bytes/s, per broker or cluster-wide). `describe()` reports each
+in Kafka), and the replication throttles leader.replication.throttled.rate,
+follower.replication.throttled.rate and replica.alter.log.dirs.io.max.bytes.per.second (bytes/s,
+per broker or cluster-wide). `describe()` reports each
 key's source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 DEFAULT_CONFIG) and its synonyms in Kafka's order (level first: per-broker, cluster default, static;
 then each synonym name; the code default last). Deprecated configs Kafka 3.x still accepts (topic
@@ -86,12 +87,20 @@ LONG_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
-    """A configuration value Kafka would refuse; the message starts with the offending key."""
+    """A configuration value Kafka would refuse; the message names the offending key."""
 
-    def __init__(self, key: str, value: object, reason: str) -> None:
-        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+    MESSAGE = "Invalid value {value!r} for configuration {key}: {reason}"
+
+    def __init__(self, key: str, value: object, reason: str = "") -> None:
+        super().__init__(self.MESSAGE.format(key=key, value=value, reason=reason))
         self.key = key
         self.value = value
+
+
+class UnknownTopicConfigError(ConfigError):
+    """A topic config name Kafka does not know, said in Kafka's words (its INVALID_CONFIG message)."""
+
+    MESSAGE = "Unknown topic config name: {key}"
 
 
 class ConfigType(Enum):
@@ -320,8 +329,10 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         # replication throttles (KIP-73): replication/quotas.py
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
+        # moves between log dirs (KIP-113): replication/alter_log_dirs.py
+        ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", _L, LONG_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
-        # odradek's HTTP listeners (Prometheus /metrics): server/http_listener.py; empty = none
+        # odradek's HTTP listeners (Prometheus /metrics): http_listener.py; empty = none
         ConfigKey("http.listeners", _S, "", _http_listeners_validator),
         # logs
         ConfigKey("log.dirs", _LS, None),
@@ -329,9 +340,12 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("num.partitions", _I, 1, at_least(1)),
         ConfigKey("default.replication.factor", _I, 1, at_least(1)),
         ConfigKey("max.broker.partitions", _I, 10000, at_least(1)),
-        # the partition loader pool (creating and opening logs off the event loop): see broker.py
+        # the scheduler's lanes (odradek/scheduler.py): partition loading (the larger of num.io.threads
+        # and the recovery threads of all log dirs), the heavy parts of requests (num.io.threads),
+        # flushes, checkpoints and retention (background.threads); see broker.lane_threads
         ConfigKey("num.io.threads", _I, 8, at_least(1)),
         ConfigKey("num.recovery.threads.per.data.dir", _I, 1, at_least(1)),
+        ConfigKey("background.threads", _I, 10, at_least(1)),
         ConfigKey("log.segment.bytes", _I, 1073741824, at_least(14)),
         ConfigKey("log.roll.ms", _L, None, at_least(1)),
         ConfigKey("log.roll.hours", _I, 168, at_least(1)),
@@ -392,6 +406,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("leader.imbalance.per.broker.percentage", _I, 10, at_least(0)),
         ConfigKey("fetch.max.bytes", _I, 57671680, at_least(1024)),
         ConfigKey("max.incremental.fetch.session.cache.slots", _I, 1000, at_least(0)),
+        # the most partitions one DescribeTopicPartitions response holds
+        ConfigKey("max.request.partition.size.limit", _I, 2000, at_least(1)),
         # group coordinator and offsets
         ConfigKey("offsets.topic.num.partitions", _I, 50, at_least(1)),
         ConfigKey("offsets.topic.replication.factor", _SH, 1, at_least(1)),
@@ -420,12 +436,11 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     ]
 }
 
-# Kafka configs accepted and ignored: odradek has no thread pools, socket tuning, metrics, SSL, SASL
+# Kafka configs accepted and ignored: odradek has no network threads, socket tuning, metrics, SSL, SASL
 # or quotas (yet); a server.properties written for Kafka must still start.
 IGNORED_KEYS = frozenset(
     {
         "num.network.threads",
-        "background.threads",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
         "socket.listen.backlog.size",
@@ -555,6 +570,7 @@ DYNAMIC_KEYS = frozenset(synonyms[0] for synonyms in TOPIC_CONFIG_SYNONYMS.value
         "max.connections.per.ip.overrides",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
     }
 )
 
@@ -1120,7 +1136,7 @@ def validate_topic_configs(configs: Mapping[str, str]) -> None:
             if raw.strip().lower() != "false":
                 raise ConfigError(name, raw, "remote storage is not enabled on this broker")
         elif name not in TOPIC_ONLY_DEFAULTS and name not in DEPRECATED_TOPIC_CONFIGS:
-            raise ConfigError(name, raw, "Unknown topic config name")
+            raise UnknownTopicConfigError(name, raw)
 
 
 def _formatted(name: str, raw: str) -> str | None:

@@ -32,8 +32,8 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 
+from odradek.http_listener import Response, Route
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.http_listener import Response, Route
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker

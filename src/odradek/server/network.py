@@ -77,9 +77,11 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
   accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
 Listeners: `bind(listener_name, host, port, security_protocol)` once per entry of `listeners` (only
-PLAINTEXT is spoken); every connection knows, from its accept, the listener it arrived on
-(`ClientInfo.listener`; handlers answer with that listener's advertised endpoints, as Kafka does),
-its security protocol and its principal (security/principal.py: User:ANONYMOUS on PLAINTEXT).
+PLAINTEXT is spoken; an address that cannot be bound is an OSError naming the listener and the
+address, in Kafka's words "Socket server failed to bind to HOST:PORT: REASON."); every connection
+knows, from its accept, the listener it arrived on (`ClientInfo.listener`; handlers answer with that
+listener's advertised endpoints, as Kafka does), its security protocol and its principal
+(security/principal.py: User:ANONYMOUS on PLAINTEXT).
 
 Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
 the frames already received (bounded by a timeout) before the sockets close.
@@ -663,7 +665,14 @@ class KafkaServer:
         family, _, _, _, address = infos[0]
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
+        try:
+            sock.bind(address)
+        except OSError as exc:  # Kafka's message, naming the listener too
+            sock.close()
+            ip = f"[{address[0]}]" if family == socket.AF_INET6 else address[0]
+            raise OSError(
+                f"Socket server failed to bind to {ip}:{port} (listener {listener}): {exc.strerror}."
+            ) from exc
         sock.setblocking(False)
         self._listen_socks[listener] = sock
         self._security_protocols[listener] = security_protocol

@@ -55,7 +55,7 @@ truncation or deletion may run meanwhile; a group whose segments are no longer i
 dropped and the checkpoint left alone. Appends and fetches never wait for cleaning, only for the
 renames of a swap.
 
-Callers: `LogManager` (the broker runs `clean_logs` every log.cleaner.backoff.ms in a worker thread).
+Callers: `LogManager` (the broker runs `clean_logs` every log.cleaner.backoff.ms in the cleaner lane).
 One pass at a time: log.cleaner.threads > 1 runs one thread all the same (the map budget is still
 divided by it, as Kafka divides the dedupe buffer between threads); 0 disables cleaning.
 """

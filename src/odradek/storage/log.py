@@ -1,8 +1,10 @@
 """The partition log: an ordered list of segments, appended to at the end, read by offset.
 
-Owns one directory `<log.dir>/<topic>-<partition>/` and its segments (see `segment`, `index`), the
-log end offset (LEO: the offset the next record gets), the log start offset (the first offset a
-client may read), the recovery point (everything below it is fsynced) and the flush policy.
+Owns one directory `<log.dir>/<topic>-<partition>/` (or, for a future log, the copy of a replica
+being moved to another log dir, `<log.dir>/<topic>-<partition>.<unique id>-future/`: Kafka's names)
+and its segments (see `segment`, `index`), the log end offset (LEO: the offset the next record
+gets), the log start offset (the first offset a client may read), the recovery point (everything
+below it is fsynced) and the flush policy.
 
 Contracts:
 - `append_as_leader(records, leader_epoch)` validates every batch first (all-or-nothing: size
@@ -46,7 +48,7 @@ Contracts:
   `maybe_assign_epoch_start_offset` starts a new leader's epoch at the log end offset.
 
 - Flush: nothing on the append path fsyncs. flush.messages / flush.ms make the append call
-  `request_flush` (the LogManager queues the flush to its flusher thread); `flush` itself runs in
+  `request_flush` (the LogManager submits the flush to the log-io lane); `flush` itself runs in
   worker threads and holds the log's lock only to list the segments and write index tails: the
   leader-epoch checkpoint, the fdatasyncs, the index fsyncs and the directory fsync run outside
   it, so appends continue while a rolled 1 GiB segment is synced. Flushes of one log are
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,6 +96,7 @@ from odradek.storage.segment import LogSegment
 from odradek.storage.txn_index import AbortedTxn
 
 _READ_ATTEMPTS = 3
+FUTURE_DIR_SUFFIX = "-future"
 
 
 class LogAppendInfo(NamedTuple):
@@ -151,7 +155,7 @@ class Log:
         on_segment_recovered: Callable[[int], None] = lambda _size: None,
     ) -> None:
         self.dir = Path(directory)
-        self.topic, self.partition = parse_dir_name(self.dir.name)
+        self.topic, self.partition = parse_log_dir_name(self.dir.name)
         self.config = config
         self._clock = clock
         self._owns_files = files is None
@@ -210,6 +214,11 @@ class Log:
     def _set_segments(self, segments: list[LogSegment]) -> None:
         """Replace the segment list and its base offsets in one assignment, for lock-free readers."""
         self._layout = (segments, [segment.base_offset for segment in segments])
+
+    @property
+    def is_future(self) -> bool:
+        """Whether this is a future log (a replica being moved to another log dir)."""
+        return self.dir.name.endswith(FUTURE_DIR_SUFFIX)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -799,6 +808,24 @@ def parse_dir_name(name: str) -> tuple[str, int]:
 
 def dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """Kafka's name of a future log's directory: `<topic>-<partition>.<unique id>-future`."""
+    return f"{dir_name(topic, partition)}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def parse_future_dir_name(name: str) -> tuple[str, int]:
+    """`<topic>-<partition>.<unique id>-future` -> (topic, partition); ValueError if not one."""
+    stem, dot, unique_id = name.removesuffix(FUTURE_DIR_SUFFIX).rpartition(".")
+    if not name.endswith(FUTURE_DIR_SUFFIX) or not dot or not unique_id:
+        raise ValueError(f"{name!r} is not a future log directory name")
+    return parse_dir_name(stem)
+
+
+def parse_log_dir_name(name: str) -> tuple[str, int]:
+    """(topic, partition) of a current or a future log's directory."""
+    return parse_future_dir_name(name) if name.endswith(FUTURE_DIR_SUFFIX) else parse_dir_name(name)
 
 
 def _create_time_bounds(config: LogConfig, now: int) -> tuple[int, int] | None:

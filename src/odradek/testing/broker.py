@@ -5,7 +5,8 @@ scraping the log); `stop()` sends SIGTERM and waits for the graceful exit code; 
 (a crash, for recovery tests); `restart()` starts again on the same port and data dir. The broker's
 stdout and stderr go to `output_path`, whose tail is put in the exception when the process dies or
 never listens. The process runs in a process group of its own, so a Ctrl-C at the terminal reaches
-only its owner, which decides when and in what order to stop it.
+only its owner, which decides when and in what order to stop it; with `die_with_owner` it is also
+killed when its owner dies (testing/parent_death.py), so a kill -9 of the owner leaves no broker.
 
 Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
 """
@@ -21,6 +22,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+
+from odradek.testing.parent_death import die_with_owner
 
 _POLL_INTERVAL_S = 0.05
 
@@ -50,6 +53,7 @@ class BrokerProcess:
         config_file: str | os.PathLike[str] | None = None,
         output_path: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        die_with_owner: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
@@ -61,6 +65,7 @@ class BrokerProcess:
             Path(output_path) if output_path else self.data_dir.with_name(self.data_dir.name + ".out")
         )
         self.env = dict(env) if env is not None else None
+        self.die_with_owner = die_with_owner
         self.wrapper: list[str] = []  # argv the broker's command runs under (`ip netns exec NS`)
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -110,6 +115,7 @@ class BrokerProcess:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 process_group=0,
+                preexec_fn=die_with_owner() if self.die_with_owner else None,
             )
         self._wait_listening(timeout)
 

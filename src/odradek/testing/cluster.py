@@ -6,7 +6,9 @@ ZooKeeper chroot, and a kazoo client that reads that chroot as an operator with 
 (Kafka's znodes and JSON, see controller/zk/znodes.py). `start()` returns once every broker listens;
 `wait_for_controller()` once one of them holds `/controller`. `close()` kills what is still running
 and stops the ZooKeeper server it started; `stop()` shuts the brokers down gracefully (SIGTERM, the
-controlled shutdown path) first.
+controlled shutdown path) first, one after the other, telling `announce` what it waits for. With
+`die_with_owner`, every process it starts is killed when its owner dies (testing/parent_death.py:
+the owner starts the cluster from its main thread).
 
 Brokers are numbered from 1 (broker.id = 1..N) and put in racks `rack-<id>`, so rack-aware
 assignment spreads replicas the way a three-rack cluster would. Each listens on 127.0.0.1: on a free
@@ -85,6 +87,7 @@ class LocalCluster:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         overrides: Mapping[str, object] | None = None,
         base_port: int | None = None,
+        die_with_owner: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.broker_count = brokers
@@ -92,6 +95,7 @@ class LocalCluster:
         self.session_timeout_ms = session_timeout_ms
         self.overrides = dict(overrides or {})
         self.base_port = base_port
+        self.die_with_owner = die_with_owner
         self._zookeeper_connect = zookeeper_connect
         self.zookeeper: ZooKeeperServer | None = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -115,7 +119,7 @@ class LocalCluster:
         """Start ZooKeeper (unless one was named) and every broker; return once all listen."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._zookeeper_connect is None:
-            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper")
+            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", die_with_owner=self.die_with_owner)
             self.zookeeper.start(timeout_s)
             self._zookeeper_connect = self.zookeeper.connect_string
         for broker_id in range(1, self.broker_count + 1):
@@ -135,11 +139,24 @@ class LocalCluster:
         }
         directory = self.data_dir / (data or f"broker-{broker_id}")
         port = None if self.base_port is None else self.base_port + broker_id - 1
-        return BrokerProcess(directory, port=port, broker_id=broker_id, overrides=settings)
+        return BrokerProcess(
+            directory, port=port, broker_id=broker_id, overrides=settings, die_with_owner=self.die_with_owner
+        )
 
-    def stop(self, timeout_s: float = 30.0) -> dict[int, int | None]:
-        """Graceful shutdown of every broker (SIGTERM), then `close()`; each broker's exit code."""
-        codes = {broker_id: process.stop(timeout_s) for broker_id, process in self.brokers.items()}
+    def stop(
+        self, timeout_s: float = 30.0, announce: Callable[[str], None] | None = None
+    ) -> dict[int, int | None]:
+        """Graceful shutdown of every broker (SIGTERM) in turn, then `close()`; each broker's exit
+        code. `announce` hears each wait before it starts."""
+        codes: dict[int, int | None] = {}
+        for broker_id, process in self.brokers.items():
+            if announce is not None and process.is_running():
+                announce(
+                    f"stopping broker {broker_id} (pid {process.pid}): controlled shutdown, then a clean exit"
+                )
+            codes[broker_id] = process.stop(timeout_s)
+        if announce is not None and self.zookeeper is not None:
+            announce(f"stopping ZooKeeper (pid {self.zookeeper.pid})")
         self.close()
         return codes
 

@@ -6,7 +6,8 @@ names another classpath. `start()` returns once the server answers the `ruok` fo
 `imok` (never by scraping its log); `stop()` sends SIGTERM and waits; `kill()` sends SIGKILL. The
 server's output goes to `<data_dir>/zookeeper.out`, whose tail is put in the exception when it never
 comes up. Like a BrokerProcess, it runs in a process group of its own: a Ctrl-C at the terminal
-reaches only its owner, which stops the brokers before their ZooKeeper.
+reaches only its owner, which stops the brokers before their ZooKeeper; and with `die_with_owner` it
+is killed when its owner dies.
 
 The session timeouts it grants are bounded by `minSessionTimeout`/`maxSessionTimeout`, set wide
 (1 s .. 60 s) so tests can ask for short sessions and brokers for Kafka's 18 s default.
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from odradek.testing.broker import free_port
+from odradek.testing.parent_death import die_with_owner
 
 DEBIAN_CLASSPATH = "/usr/share/java/zookeeper.jar"
 _MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -60,10 +62,18 @@ def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) ->
 class ZooKeeperServer:
     """One standalone ZooKeeper server on `host:port` with its data in `data_dir`."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, port: int | None = None, host: str = "127.0.0.1"):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        die_with_owner: bool = False,
+    ):
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port if port is not None else free_port(host)
+        self.die_with_owner = die_with_owner
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -117,6 +127,7 @@ class ZooKeeperServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 process_group=0,
+                preexec_fn=die_with_owner() if self.die_with_owner else None,
             )
         deadline = time.monotonic() + timeout_s
         while four_letter_word(self.host, self.port, "ruok") != "imok":

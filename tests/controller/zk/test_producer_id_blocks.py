@@ -16,13 +16,15 @@ from odradek.controller.zk import znodes
 from odradek.controller.zk.client import KafkaZkClient
 from odradek.controller.zk.znodes import ProducerIdBlock, ZooKeeperConnect
 from odradek.protocol.errors import ErrorCode, KafkaError
-from tests.controller.zk.test_zk_client import on_loop
+from tests.controller.zk.test_zk_client import SCHEDULER, on_loop
 
 T = TypeVar("T")
 
 
 async def _client(connect: ZooKeeperConnect) -> KafkaZkClient:
-    return await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+    return await KafkaZkClient.connect(
+        connect, session_timeout_ms=6000, connection_timeout_ms=10000, scheduler=SCHEDULER
+    )
 
 
 def _operator(connect: ZooKeeperConnect, action: Callable[[KazooClient], T]) -> T:

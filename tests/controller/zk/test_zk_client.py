@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.zk import znodes
 from odradek.controller.zk.client import BrokerIdInUseError, ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.znodes import (
@@ -19,8 +20,11 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
+from odradek.scheduler import Scheduler
 from odradek.testing.proxy import FaultProxy
 from odradek.testing.zookeeper import ZooKeeperServer
+
+SCHEDULER = Scheduler(SYSTEM_CLOCK)  # lanes only (kazoo's start and stop): no timers
 
 
 def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
@@ -34,7 +38,9 @@ def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
 
 
 async def _client(connect: ZooKeeperConnect) -> KafkaZkClient:
-    return await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+    return await KafkaZkClient.connect(
+        connect, session_timeout_ms=6000, connection_timeout_ms=10000, scheduler=SCHEDULER
+    )
 
 
 def _registration(broker_id: int) -> BrokerRegistration:
@@ -54,6 +60,47 @@ async def test_registration_gives_a_broker_epoch_and_refuses_a_live_duplicate(ch
         assert list(brokers) == [1] and brokers[1] == (_registration(1), epoch)
         await first.close()
         assert await second.register_broker(_registration(1)) > epoch
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
+async def test_registration_of_this_session_is_its_own(chroot):
+    """A create whose answer was lost (the connection dropped) is retried: the znode this session
+    already holds is its registration, not another broker's (KAFKA-7165)."""
+    client = await _client(chroot)
+    try:
+        epoch = await client.register_broker(_registration(1))
+        assert await client.register_broker(_registration(1)) == epoch
+    finally:
+        await client.close()
+
+
+@on_loop
+async def test_registration_waits_for_another_sessions_registration_to_go(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        epoch = await first.register_broker(_registration(1))
+        waiting = asyncio.ensure_future(second.register_broker(_registration(1), expiry_wait_s=30))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        await first.close()
+        assert await asyncio.wait_for(waiting, 10) > epoch
+    finally:
+        await first.close()
+        await second.close()
+
+
+@on_loop
+async def test_registration_held_past_the_wait_is_refused(chroot):
+    first, second = await _client(chroot), await _client(chroot)
+    try:
+        await first.register_broker(_registration(1))
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(BrokerIdInUseError):
+            await second.register_broker(_registration(1), expiry_wait_s=1)
+        assert asyncio.get_running_loop().time() - started >= 1
     finally:
         await first.close()
         await second.close()

@@ -23,11 +23,13 @@ from odradek.controller.zk.client import ControllerMovedError, KafkaZkClient
 from odradek.controller.zk.store import ZkMetadataStore
 from odradek.controller.zk.znodes import ZooKeeperConnect
 from odradek.protocol.errors import ErrorCode, KafkaError
-from tests.controller.zk.test_zk_client import on_loop
+from tests.controller.zk.test_zk_client import SCHEDULER, on_loop
 
 
 async def _store(connect: ZooKeeperConnect, broker_id: int) -> ZkMetadataStore:
-    client = await KafkaZkClient.connect(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+    client = await KafkaZkClient.connect(
+        connect, session_timeout_ms=6000, connection_timeout_ms=10000, scheduler=SCHEDULER
+    )
     store = ZkMetadataStore(client, broker_id)
     await store.load()
     return store

@@ -10,7 +10,10 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
 (`znodes.py`):
 - the chroot of `zookeeper.connect` is created if missing, then Kafka's persistent paths;
 - `register_broker` creates the ephemeral `/brokers/ids/<id>` and returns the **broker epoch**, the
-  znode's czxid; NodeExists means another live broker has the id (`BrokerIdInUseError`);
+  znode's czxid. A registration this session already holds is its own (Kafka's checked ephemeral
+  create); one of another session is waited on, up to the time the caller gives, for its session
+  to expire (a broker restarted at once finds its dead session's registration); still there after
+  that, another live broker has the id (`BrokerIdInUseError`);
 - `elect_controller` creates the ephemeral `/controller` and bumps `/controller_epoch` in one `multi`
   conditional on the epoch's zkVersion, returning the new epoch and its zkVersion;
   `ControllerMovedError` when another broker holds the seat or the epoch moved meanwhile;
@@ -55,6 +58,7 @@ from odradek.controller.zk.znodes import (
     TopicAssignment,
     ZooKeeperConnect,
 )
+from odradek.scheduler import Lane, Scheduler
 
 __all__ = ["BrokerIdInUseError", "ControllerMovedError", "ControllerSeat", "KafkaZkClient", "VersionedState"]
 
@@ -87,8 +91,9 @@ class VersionedState:
 class KafkaZkClient:
     """One ZooKeeper session of a broker; create with `connect()`."""
 
-    def __init__(self, connect: ZooKeeperConnect, session_timeout_ms: int) -> None:
+    def __init__(self, connect: ZooKeeperConnect, session_timeout_ms: int, scheduler: Scheduler) -> None:
         self._loop = asyncio.get_running_loop()
+        self._scheduler = scheduler
         self._connect = connect
         self._session_timeout_s = session_timeout_ms / 1000
         self._kazoo = KazooClient(
@@ -101,11 +106,15 @@ class KafkaZkClient:
 
     @classmethod
     async def connect(
-        cls, connect: ZooKeeperConnect, session_timeout_ms: int, connection_timeout_ms: int
+        cls,
+        connect: ZooKeeperConnect,
+        session_timeout_ms: int,
+        connection_timeout_ms: int,
+        scheduler: Scheduler,
     ) -> KafkaZkClient:
         """Open the session (waiting at most `connection_timeout_ms`), create the chroot and Kafka's
-        persistent paths."""
-        client = cls(connect, session_timeout_ms)
+        persistent paths; kazoo's blocking start and stop run in the scheduler's metadata-store lane."""
+        client = cls(connect, session_timeout_ms, scheduler)
         await client._start(connection_timeout_ms, connect.chroot)
         return client
 
@@ -116,22 +125,22 @@ class KafkaZkClient:
             try:
                 await self._bridge(bootstrap.ensure_path_async(chroot))
             finally:
-                await asyncio.to_thread(_stop_and_close, bootstrap)
+                await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, bootstrap)
         await self._wait_started(self._kazoo, connection_timeout_ms)
         for path in znodes.PERSISTENT_PATHS:
             await self._bridge(self._kazoo.ensure_path_async(path))
 
     async def _wait_started(self, kazoo: KazooClient, connection_timeout_ms: int) -> None:
         event = kazoo.start_async()
-        if not await asyncio.to_thread(event.wait, connection_timeout_ms / 1000):
-            await asyncio.to_thread(_stop_and_close, kazoo)
+        if not await self._scheduler.run(Lane.METADATA_STORE, event.wait, connection_timeout_ms / 1000):
+            await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, kazoo)
             raise TimeoutError(
                 f"could not connect to ZooKeeper at {self._connect.hosts} within {connection_timeout_ms} ms"
             )
 
     async def close(self) -> None:
         """End the session: this broker's ephemeral znodes (registration, controller seat) go at once."""
-        await asyncio.to_thread(_stop_and_close, self._kazoo)
+        await self._scheduler.run(Lane.METADATA_STORE, _stop_and_close, self._kazoo)
 
     # -- the thread bridge ------------------------------------------------------------------------------
 
@@ -197,19 +206,59 @@ class KafkaZkClient:
         assert found is not None
         return znodes.decode_cluster_id(found[0])
 
-    async def register_broker(self, registration: BrokerRegistration) -> int:
-        """Create this broker's ephemeral registration; returns the broker epoch (its czxid)."""
+    async def register_broker(self, registration: BrokerRegistration, expiry_wait_s: float = 0.0) -> int:
+        """Create this broker's ephemeral registration; returns the broker epoch (its czxid). One this
+        session already holds (a create whose answer a lost connection swallowed) is taken as is; one
+        another session holds is waited on for up to `expiry_wait_s` (the session of this broker
+        before a quick restart expires within the session timeout), then BrokerIdInUseError."""
         path = znodes.broker_path(registration.broker_id)
         data = znodes.encode_broker_registration(registration)
+        deadline = self._loop.time() + expiry_wait_s
+        announced = False
+        while True:
+            try:
+                _, stat = await self._bridge(
+                    self._kazoo.create_async(path, data, ephemeral=True, include_data=True)
+                )
+                return int(stat.czxid)
+            except NodeExistsError:
+                pass
+            holder = await self._bridge(self._kazoo.exists_async(path))
+            if holder is None:
+                continue  # gone since: create it again
+            if holder.ephemeralOwner == self.session_id:
+                return int(holder.czxid)
+            remaining = deadline - self._loop.time()
+            if remaining <= 0:
+                raise BrokerIdInUseError(
+                    f"broker id {registration.broker_id} is already registered in ZooKeeper by a live broker"
+                )
+            if not announced:
+                announced = True
+                log.warning(
+                    "Broker id %d is registered in ZooKeeper by another session (0x%x): waiting up to %.1f s "
+                    "for it to expire (a broker restarted before its old session ended) before registering",
+                    registration.broker_id,
+                    holder.ephemeralOwner,
+                    remaining,
+                )
+            await self._until_deleted(path, remaining)
+
+    @property
+    def session_id(self) -> int | None:
+        """The ZooKeeper session id (an ephemeral znode's ephemeralOwner), None while not connected."""
+        client_id = self._kazoo.client_id
+        return client_id[0] if client_id else None
+
+    async def _until_deleted(self, path: str, timeout_s: float) -> None:
+        """Return once `path` is gone or changed (its watch fired), or after `timeout_s`."""
+        changed = asyncio.Event()
+        if await self._bridge(self._kazoo.exists_async(path, self._watch(changed.set))) is None:
+            return
         try:
-            _, stat = await self._bridge(
-                self._kazoo.create_async(path, data, ephemeral=True, include_data=True)
-            )
-        except NodeExistsError:
-            raise BrokerIdInUseError(
-                f"broker id {registration.broker_id} is already registered in ZooKeeper by a live broker"
-            ) from None
-        return int(stat.czxid)
+            await asyncio.wait_for(changed.wait(), timeout_s)
+        except TimeoutError:
+            pass
 
     async def live_brokers(self, watcher: Watcher | None = None) -> dict[int, tuple[BrokerRegistration, int]]:
         """Every registered broker with its broker epoch; `watcher` fires when the set changes."""

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 HANDLER_MODULES: list[str] = [
     "api_versions",
     "metadata",
+    "describe_topic_partitions",
     "create_topics",
     "delete_topics",
     "create_partitions",
@@ -42,6 +43,7 @@ HANDLER_MODULES: list[str] = [
     "elect_leaders",
     "alter_configs",
     "incremental_alter_configs",
+    "alter_replica_log_dirs",
     "describe_log_dirs",
     "alter_partition_reassignments",
     "list_partition_reassignments",

@@ -3,14 +3,15 @@
 API: v0-v4.
 
 Behaviour: one result per directory of log.dirs (its absolute path), listing the partitions whose
-logs it holds, each with its size in bytes (every segment's `.log` bytes) and its offset lag (the high
-watermark minus the log end offset when it is positive, 0 otherwise: Kafka's lag of a current, not
-future, replica); `topics` null asks for every partition, else only the named ones. v4 adds the
+logs it holds, each with its size in bytes (every segment's `.log` bytes) and its offset lag: for a
+current replica the high watermark minus the log end offset when it is positive, 0 otherwise; for a
+future replica (is_future_key true: the copy of a replica moving to this dir, AlterReplicaLogDirs)
+the current log's end offset minus the future's, as Kafka reports them. `topics` null asks for every
+partition, else only the named ones. v4 adds the
 directory's total and usable bytes (the file system's, as Kafka reports them). A directory that
 cannot be read answers KAFKA_STORAGE_ERROR with no topics.
 
-Deliberate deviation: odradek has no future replicas (no AlterReplicaLogDirs), so is_future_key is
-always false. throttle_time_ms is always 0.
+throttle_time_ms is always 0.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ PartitionResult = DescribeLogDirsResponse.DescribeLogDirsPartition
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     by_dir: dict[Path, list[Log]] = defaultdict(list)
-    for found in ctx.broker.log_manager.all_logs():
+    log_manager = ctx.broker.log_manager
+    for found in log_manager.all_logs() + log_manager.future_logs():
         if wanted is None or (found.topic, found.partition) in wanted:
             by_dir[found.dir.parent.resolve()].append(found)
     return DescribeLogDirsResponse(
@@ -53,12 +55,13 @@ def _describe(ctx: RequestContext, directory: Path, logs: list[Log]) -> Result:
     except OSError:
         return Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=str(directory))
     by_topic: dict[str, list[PartitionResult]] = defaultdict(list)
-    for found in sorted(logs, key=lambda entry: (entry.topic, entry.partition)):
+    for found in sorted(logs, key=lambda entry: (entry.topic, entry.partition, entry.is_future)):
         by_topic[found.topic].append(
             PartitionResult(
                 partition_index=found.partition,
                 partition_size=found.size_in_bytes,
                 offset_lag=_lag(ctx, found),
+                is_future_key=found.is_future,
             )
         )
     return Result(
@@ -71,4 +74,8 @@ def _describe(ctx: RequestContext, directory: Path, logs: list[Log]) -> Result:
 
 def _lag(ctx: RequestContext, found: Log) -> int:
     hosted = ctx.broker.replica_manager.partition(found.topic, found.partition)
-    return 0 if hosted is None else max(hosted.high_watermark - found.log_end_offset, 0)
+    if hosted is None:
+        return 0
+    if found.is_future:
+        return hosted.log_end_offset - found.log_end_offset
+    return max(hosted.high_watermark - found.log_end_offset, 0)

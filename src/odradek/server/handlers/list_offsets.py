@@ -32,7 +32,6 @@ served. throttle_time_ms is always 0.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 from odradek.protocol.api_keys import ApiKey
@@ -41,6 +40,7 @@ from odradek.protocol.messages.list_offsets import ListOffsetsRequest, ListOffse
 from odradek.replication.partition import MAX_TIMESTAMP
 from odradek.replication.replica_manager import OffsetLookups
 from odradek.replication.types import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
+from odradek.scheduler import Lane
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -58,7 +58,7 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     if _needs_worker(request):
         lookups = ctx.broker.replica_manager.offset_lookups(in_worker=True)  # on the loop
-        return await asyncio.to_thread(_answer, lookups, request)
+        return await ctx.broker.scheduler.run(Lane.REQUEST, _answer, lookups, request)
     return _answer(ctx.broker.replica_manager.offset_lookups(), request)
 
 

@@ -19,6 +19,8 @@ it names; missing topics are auto-created together, not one after another. Autho
 allowed.
 
 Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said).
+`PartitionLeaders` (whether a partition's leader serves on the request's listener, its offline
+replicas) is shared with the DescribeTopicPartitions handler.
 
 Deliberate deviations: a partition this broker leads whose log is still loading (after a restart, or
 while a large topic is being created) answers LEADER_NOT_AVAILABLE until it serves, so clients wait
@@ -32,7 +34,9 @@ is LEADER_NOT_AVAILABLE, as in Kafka.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from odradek.controller.metadata import TopicMetadata
 from odradek.protocol.api_keys import ApiKey
@@ -40,6 +44,9 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.server.context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.replication.replica_manager import ReplicaManager
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
@@ -61,18 +68,16 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     _check_topic_ids_allowed(request, version)
     broker = ctx.broker
     cache = broker.metadata_cache
-    live = {b.broker_id for b in cache.brokers()}
     brokers = [
         Broker(node_id=b.broker_id, host=endpoint.host, port=endpoint.port, rack=b.rack)
         for b in cache.brokers()
         if (endpoint := b.endpoint(ctx.listener)) is not None
     ]
-    reachable = {b.node_id for b in brokers}
     no_listener = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
     operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
     requested = await _requested_topics(ctx, request)
-    loading = _loading(ctx)
-    topics = [_describe(t, live, reachable, no_listener, operations, loading) for t in requested]
+    leaders = PartitionLeaders.of(ctx)
+    topics = [_describe(t, leaders, no_listener, operations) for t in requested]
     return MetadataResponse(
         brokers=brokers,
         cluster_id=broker.cluster_id,
@@ -124,42 +129,57 @@ async def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicM
     return created or Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
 
 
-def _loading(ctx: RequestContext) -> Callable[[str, int, int], bool]:
-    """Whether a partition led by `leader` is this broker's and does not serve yet."""
-    broker_id, replica_manager = ctx.broker.broker_id, ctx.broker.replica_manager
+@dataclass(frozen=True, slots=True)
+class PartitionLeaders:
+    """Whether a partition's leader can serve a client on the request's listener, and which replicas
+    are offline: the live brokers (the metadata cache's), those with an endpoint on the listener, and
+    this broker's partitions whose log does not serve yet."""
 
-    def loading(topic: str, index: int, leader: int) -> bool:
-        if leader != broker_id:
+    broker_id: int
+    live: frozenset[int]
+    reachable: frozenset[int]
+    replica_manager: ReplicaManager
+
+    @classmethod
+    def of(cls, ctx: RequestContext) -> PartitionLeaders:
+        brokers = ctx.broker.metadata_cache.brokers()
+        return cls(
+            broker_id=ctx.broker.broker_id,
+            live=frozenset(b.broker_id for b in brokers),
+            reachable=frozenset(b.broker_id for b in brokers if b.endpoint(ctx.listener) is not None),
+            replica_manager=ctx.broker.replica_manager,
+        )
+
+    def leader_error(self, topic: str, index: int, leader: int, no_listener: int) -> int:
+        """NONE when `leader` serves the partition to this listener, else the error Metadata answers."""
+        if self._loading(topic, index, leader) or leader not in self.live:
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        return ErrorCode.NONE if leader in self.reachable else no_listener
+
+    def offline_replicas(self, replicas: Iterable[int]) -> list[int]:
+        return [r for r in replicas if r not in self.live]
+
+    def _loading(self, topic: str, index: int, leader: int) -> bool:
+        if leader != self.broker_id:
             return False
-        hosted = replica_manager.partition(topic, index)
+        hosted = self.replica_manager.partition(topic, index)
         return hosted is None or not hosted.is_leader
-
-    return loading
 
 
 def _describe(
-    topic: TopicMetadata | Topic,
-    live: set[int],
-    reachable: set[int],
-    no_listener: int,
-    operations: int | None,
-    loading: Callable[[str, int, int], bool],
+    topic: TopicMetadata | Topic, leaders: PartitionLeaders, no_listener: int, operations: int | None
 ) -> Topic:
     if isinstance(topic, Topic):
         return topic
     partitions = [
         Partition(
-            error_code=(
-                ErrorCode.LEADER_NOT_AVAILABLE
-                if loading(topic.name, index, state.leader)
-                else _leader_error(state.leader, live, reachable, no_listener)
-            ),
+            error_code=leaders.leader_error(topic.name, index, state.leader, no_listener),
             partition_index=index,
             leader_id=state.leader,
             leader_epoch=state.leader_epoch,
             replica_nodes=list(state.replicas),
             isr_nodes=list(state.isr),
-            offline_replicas=[r for r in state.replicas if r not in live],
+            offline_replicas=leaders.offline_replicas(state.replicas),
         )
         for index, state in sorted(topic.partitions.items())
     ]
@@ -171,12 +191,6 @@ def _describe(
         partitions=partitions,
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED if operations is None else operations,
     )
-
-
-def _leader_error(leader: int, live: set[int], reachable: set[int], no_listener: int) -> int:
-    if leader not in live:
-        return ErrorCode.LEADER_NOT_AVAILABLE
-    return ErrorCode.NONE if leader in reachable else no_listener
 
 
 def error_response(request: MetadataRequest, version: int, code: int) -> MetadataResponse:

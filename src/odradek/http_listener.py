@@ -5,13 +5,17 @@ Owns the sockets of `http.listeners` and the HTTP exchange on them: one request 
 the query parameters, the last value of each, and returning the status, content type and body). The
 broker routes `/metrics` to the Prometheus text exposition of its registry (prometheus_client's
 `generate_latest`) and the web console's pages (odradek/console). Unknown paths answer 404, other
-methods 405, a malformed or oversized request 400; a client that sends nothing for REQUEST_TIMEOUT_S
-is dropped.
+methods 405, a malformed or oversized request 400, a page that fails to build 500 (logged); a
+client that sends nothing for REQUEST_TIMEOUT_S is dropped.
 
 Invariants: nothing blocks the loop beyond building a response (a metrics scrape reads the broker's
 state, which lives on the loop); request lines and headers are bounded (MAX_HEADER_BYTES).
 
-Callers: the broker (binds with its Kafka listeners, serves once started, closes first at shutdown).
+Like `clock` and `scheduler`, a leaf below every layer (it imports nothing from odradek), so the web
+console it serves sits below the broker that hosts it.
+
+Callers: the broker (binds with its Kafka listeners, serves once started, closes first at shutdown)
+and `odradek console` (the console on a listener of its own).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The consumer-group operations of `odradek consumer-groups` (and its older form `odradek groups`).
+"""The consumer-group operations of `odradek consumer-groups` (and its older form `odradek groups`)
+and the web console: a blocking group admin client.
 
 Owns `GroupAdmin`: over a connected `KafkaClient`, the group APIs as plain requests to the group's
 coordinator (FindCoordinator, ListGroups on every broker, DescribeGroups, OffsetFetch, OffsetCommit,
@@ -17,12 +18,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from odradek.cli.common import ToolError, check
 from odradek.client import KafkaClient, TopicPartition
 from odradek.client.connection import BrokerConnection
-from odradek.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
+from odradek.protocol.errors import ErrorCode, KafkaError, check
 from odradek.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -34,6 +34,12 @@ from odradek.protocol.messages import (
 )
 
 EARLIEST, LATEST = -2, -1
+
+
+class GroupAdminError(Exception):
+    """A group operation that cannot go on, said in one line (the tools print it and exit 1)."""
+
+
 _COORDINATOR_ERRORS = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )
@@ -306,7 +312,7 @@ def _requested(tp: TopicPartition, target: ResetTarget, committed: dict[TopicPar
     if target.kind == "offset":
         return target.value
     if tp not in committed:
-        raise ToolError(
+        raise GroupAdminError(
             f"Error: Expected a valid current offset for topic partition: {tp.topic}-{tp.partition}"
         )
     return committed[tp] + target.value

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from http import HTTPStatus
 
-from odradek.server.http_listener import HttpListener, Response
+from odradek.http_listener import HttpListener, Response
 
 
 async def _broken(query: dict[str, str]) -> Response:
@@ -40,7 +40,7 @@ async def _serve_and_get(paths: list[str]) -> list[tuple[int, bytes]]:
 
 
 def test_a_failing_page_answers_500_with_a_log_line_and_the_listener_goes_on(caplog):
-    with caplog.at_level(logging.ERROR, logger="odradek.server.http_listener"):
+    with caplog.at_level(logging.ERROR, logger="odradek.http_listener"):
         broken, fine = asyncio.run(_serve_and_get(["/broken", "/fine"]))
     assert broken[0] == 500 and b"internal error" in broken[1]
     assert fine == (200, b"fine\n")
