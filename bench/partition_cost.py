@@ -1,6 +1,6 @@
 """The broker's CPU cost per partition of one Fetch or Produce request, in process.
 
-A Broker (single node, in a temporary directory) with one topic of N partitions (default 100). The
+A KafkaServer (single node, in a temporary directory) with one topic of N partitions (default 100). The
 request frames go through the Dispatcher exactly as the network layer hands them over (decode,
 handler, encode; no sockets), timed with `time.process_time` after a warm-up (the median of the
 iterations, so that other load on the machine shows less):
@@ -42,10 +42,10 @@ from odradek.protocol.messages.fetch import FetchRequest
 from odradek.protocol.messages.produce import ProduceRequest
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.builder import SimpleRecord, build_batch
-from odradek.server.broker import Broker, settle_collector
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
-from odradek.server.network import ClientInfo
+from odradek.server.kafka_server import KafkaServer, settle_collector
+from odradek.server.socket_server import ClientInfo
 
 TOPIC = "cost"
 FETCH_VERSION = 16
@@ -60,7 +60,7 @@ def frame(api_key: int, version: int, message: Any) -> bytearray:
 
 
 class Scenario:
-    def __init__(self, broker: Broker, partitions: int, isolation_level: int) -> None:
+    def __init__(self, broker: KafkaServer, partitions: int, isolation_level: int) -> None:
         self.broker = broker
         self.partitions = partitions
         self.isolation_level = isolation_level
@@ -160,7 +160,7 @@ async def timed(
 
 async def run(root: Path, partitions: int, iterations: int, isolation_level: int) -> None:
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(root)})
-    broker = Broker(config)
+    broker = KafkaServer(config)
     await broker.start()
     settle_collector()  # as `odradek serve` does once started
     try:

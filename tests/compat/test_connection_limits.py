@@ -1,7 +1,7 @@
 """Connection limits and memory per connection against real broker processes, over raw sockets.
 
 What a client can do to a broker through its connections alone, and what the broker must do about
-it (Kafka's SocketServer behaviour, see server/network.py's header):
+it (Kafka's SocketServer behaviour, see server/socket_server.py's header):
 - 500 connections each sending a 100 MiB size prefix, then a byte a second: the broker's RSS grows by
   less than SLOW_FLOOD_RSS_BOUND (each holds a 32 KiB buffer, not 100 MiB), ApiVersions on another
   connection is answered within 100 ms throughout (the worst of hundreds of probes is asserted),

@@ -23,8 +23,8 @@ from odradek.protocol.headers import encode_response_header, parse_request_heade
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from odradek.protocol.messages.stop_replica import StopReplicaResponse
 from odradek.protocol.messages.update_metadata import UpdateMetadataResponse
-from odradek.server.broker import controller_channel
 from odradek.server.config import KafkaConfig
+from odradek.server.kafka_server import controller_channel
 
 SIZE = struct.Struct(">i")
 CANNED = {

@@ -29,11 +29,11 @@ from odradek.protocol.codec import decode_response
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.headers import parse_response_header, response_header_version
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
-from odradek.server.broker import Broker
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.handlers import registry
-from odradek.server.network import ClientInfo, CloseConnection
+from odradek.server.kafka_server import KafkaServer
+from odradek.server.socket_server import ClientInfo, CloseConnection
 from tests.server.raw_client import request_frame
 
 CLIENT = ClientInfo("127.0.0.1", 5555, 1)
@@ -60,7 +60,7 @@ async def call(dispatcher: Dispatcher, api_key: int, version: int, request: Any)
     return decode_response(api_key, version, memoryview(data)[offset:])
 
 
-Scenario = Callable[[Broker, Dispatcher], Awaitable[None]]
+Scenario = Callable[[KafkaServer, Dispatcher], Awaitable[None]]
 
 
 def run(tmp_path: Path, scenario: Scenario) -> None:
@@ -68,7 +68,7 @@ def run(tmp_path: Path, scenario: Scenario) -> None:
     dispatcher in front of it."""
 
     async def main() -> None:
-        broker = Broker(make_config(tmp_path))
+        broker = KafkaServer(make_config(tmp_path))
         await broker.start()
         try:
             topic = await broker.admin.create_topic("orders", 1, 1, {})
@@ -80,7 +80,7 @@ def run(tmp_path: Path, scenario: Scenario) -> None:
     asyncio.run(main())
 
 
-def orders(broker: Broker, **changes: Any) -> dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]:
+def orders(broker: KafkaServer, **changes: Any) -> dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]:
     """`orders`-0's current state with `changes`, leader epoch one higher."""
     topic = broker.metadata_cache.topic("orders")
     assert topic is not None
@@ -105,7 +105,7 @@ def identity(controller_epoch: int, broker_epoch: int = -1) -> ControllerIdentit
     return ControllerIdentity(OTHER_BROKER, controller_epoch, broker_epoch)
 
 
-def takeover(broker: Broker, api_key: int, sender: ControllerIdentity) -> Any:
+def takeover(broker: KafkaServer, api_key: int, sender: ControllerIdentity) -> Any:
     """A request of `api_key` that would move `orders`-0 away from this broker if accepted."""
     if api_key == ApiKey.LEADER_AND_ISR:
         return leader_and_isr_request(sender, orders(broker, leader=OTHER_BROKER), [other_broker()])
@@ -114,13 +114,13 @@ def takeover(broker: Broker, api_key: int, sender: ControllerIdentity) -> Any:
     return stop_replica_request(sender, {"orders": {0: -1}}, delete=True)
 
 
-def leader_of_orders(broker: Broker) -> tuple[int, int]:
+def leader_of_orders(broker: KafkaServer) -> tuple[int, int]:
     partition = broker.replica_manager.partition("orders", 0)
     assert partition is not None
     return partition.leader_id, partition.leader_epoch
 
 
-def cached_leader(broker: Broker) -> int:
+def cached_leader(broker: KafkaServer) -> int:
     state = broker.metadata_cache.partition("orders", 0)
     assert state is not None
     return state.leader
@@ -130,7 +130,7 @@ def cached_leader(broker: Broker) -> int:
 
 
 def test_leader_and_isr_from_a_stale_controller_epoch_changes_nothing(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         before = leader_of_orders(broker)
         stale = identity(broker.controller.epoch - 1)
         request = leader_and_isr_request(stale, orders(broker, leader=OTHER_BROKER), [other_broker()])
@@ -145,7 +145,7 @@ def test_leader_and_isr_from_a_stale_controller_epoch_changes_nothing(tmp_path):
 
 
 def test_update_metadata_from_a_stale_controller_epoch_changes_nothing(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         stale = identity(broker.controller.epoch - 1)
         request = update_metadata_request(stale, orders(broker, leader=OTHER_BROKER), [other_broker()])
         response = await call(zk, ApiKey.UPDATE_METADATA, 8, request)
@@ -157,7 +157,7 @@ def test_update_metadata_from_a_stale_controller_epoch_changes_nothing(tmp_path)
 
 
 def test_stop_replica_from_a_stale_controller_epoch_stops_nothing(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         stale = identity(broker.controller.epoch - 1)
         request = stop_replica_request(stale, {"orders": {0: -1}}, delete=True)
         response = await call(zk, ApiKey.STOP_REPLICA, 4, request)
@@ -169,7 +169,7 @@ def test_stop_replica_from_a_stale_controller_epoch_stops_nothing(tmp_path):
 
 
 def test_a_newer_controller_epoch_from_update_metadata_fences_an_older_leader_and_isr(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         epoch = broker.controller.epoch
         newer = update_metadata_request(identity(epoch + 1), orders(broker), [other_broker()])
         assert (await call(zk, ApiKey.UPDATE_METADATA, 8, newer)).error_code == ErrorCode.NONE
@@ -190,7 +190,7 @@ def test_a_newer_controller_epoch_from_update_metadata_fences_an_older_leader_an
     [(ApiKey.LEADER_AND_ISR, 7), (ApiKey.UPDATE_METADATA, 8), (ApiKey.STOP_REPLICA, 4)],
 )
 def test_a_stale_broker_epoch_is_refused_and_changes_nothing(tmp_path, api_key, version):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         broker.broker_epoch = 100
         sender = identity(broker.controller.epoch, broker_epoch=99)
         before = leader_of_orders(broker)
@@ -204,7 +204,7 @@ def test_a_stale_broker_epoch_is_refused_and_changes_nothing(tmp_path, api_key, 
 
 
 def test_broker_epoch_minus_one_or_current_is_accepted(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         broker.broker_epoch = 100
         epoch = broker.controller.epoch
         unchecked = update_metadata_request(identity(epoch, -1), orders(broker), [other_broker()])
@@ -222,7 +222,7 @@ def test_broker_epoch_minus_one_or_current_is_accepted(tmp_path):
 
 
 def test_leader_and_isr_v4_from_the_wire_makes_a_follower_and_answers_flat_partition_errors(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         _, epoch_before = leader_of_orders(broker)
         state = orders(broker, leader=OTHER_BROKER, replicas=(broker.broker_id, OTHER_BROKER))
         request = leader_and_isr_request(identity(broker.controller.epoch), state, [other_broker()])
@@ -247,7 +247,7 @@ def test_leader_and_isr_v4_from_the_wire_makes_a_follower_and_answers_flat_parti
 
 @pytest.mark.parametrize(("api_key", "version"), [(ApiKey.LEADER_AND_ISR, 1), (ApiKey.STOP_REPLICA, 2)])
 def test_versions_before_the_topic_grouped_forms_are_unsupported(tmp_path, api_key, version):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         before = leader_of_orders(broker)
         sender = identity(broker.controller.epoch)
         request = takeover(broker, api_key, sender)
@@ -266,7 +266,7 @@ def test_versions_before_the_topic_grouped_forms_are_unsupported(tmp_path, api_k
     [(ApiKey.LEADER_AND_ISR, 7), (ApiKey.UPDATE_METADATA, 8), (ApiKey.STOP_REPLICA, 4)],
 )
 def test_a_single_node_broker_closes_the_connection_of_a_controller_request(tmp_path, api_key, version):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         single = Dispatcher(broker)
         before = leader_of_orders(broker)
         sender = identity(broker.controller.epoch + 1)
@@ -280,7 +280,7 @@ def test_a_single_node_broker_closes_the_connection_of_a_controller_request(tmp_
 
 
 def test_api_versions_advertises_the_controller_apis_only_with_zookeeper_connect(tmp_path):
-    async def scenario(broker: Broker, zk: Dispatcher) -> None:
+    async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         request = ApiVersionsRequest(client_software_name="tests", client_software_version="1")
         single = await call(Dispatcher(broker), ApiKey.API_VERSIONS, 3, request)
         single_keys = {k.api_key for k in single.api_keys}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.channel import (
     ControllerIdentity,
     leader_and_isr_request,
@@ -18,11 +19,12 @@ from odradek.controller.channel import (
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.remote_channel import ChannelSettings, RemoteChannel
 from odradek.protocol.errors import ErrorCode
-from odradek.server.broker import Broker
+from odradek.scheduler import Scheduler
 from odradek.server.config import KafkaConfig
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.handlers import registry
-from odradek.server.network import KafkaServer
+from odradek.server.kafka_server import KafkaServer
+from odradek.server.socket_server import SocketServer
 
 OTHER_BROKER = 7
 
@@ -35,16 +37,18 @@ async def wait_for(condition, timeout_s: float = 5.0) -> bool:
     return condition()
 
 
-def leader_in_replica_manager(broker: Broker) -> int | None:
+def leader_in_replica_manager(broker: KafkaServer) -> int | None:
     partition = broker.replica_manager.partition("orders", 0)
     return None if partition is None else partition.leader_id
 
 
 def test_remote_channel_drives_a_broker_through_the_wire_handlers(tmp_path: Path) -> None:
     async def main() -> None:
-        broker = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}))
+        broker = KafkaServer(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}))
         await broker.start()
-        server = KafkaServer(Dispatcher(broker, handlers=registry(zookeeper_mode=True)))
+        server = SocketServer(
+            Dispatcher(broker, handlers=registry(zookeeper_mode=True)), Scheduler(SYSTEM_CLOCK)
+        )
         channel = RemoteChannel(OTHER_BROKER, ChannelSettings(request_timeout_ms=10_000))
         try:
             created = await broker.admin.create_topic("orders", 1, 1, {})

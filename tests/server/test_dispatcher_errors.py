@@ -14,7 +14,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.headers import parse_response_header
 from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from odradek.server.dispatcher import Dispatcher
-from odradek.server.network import ClientInfo, CloseConnection
+from odradek.server.socket_server import ClientInfo, CloseConnection
 from tests.server.raw_client import request_frame
 
 CLIENT = ClientInfo("127.0.0.1", 5555, 1)

@@ -11,17 +11,19 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import decode_response
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.headers import parse_response_header
 from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from odradek.scheduler import Scheduler
 from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Resource
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import NoQuotas
 from odradek.server.context import RequestContext
 from odradek.server.dispatcher import Dispatcher
-from odradek.server.network import ClientInfo, KafkaServer
+from odradek.server.socket_server import ClientInfo, SocketServer
 from tests.server.raw_client import request_frame
 
 METADATA = ApiKey.METADATA
@@ -93,7 +95,7 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
 
 async def exchange(dispatcher: Dispatcher, listener: str, count: int) -> list[tuple[int, MetadataResponse]]:
     """`count` Metadata requests on one real connection to a server listening as `listener`."""
-    server = KafkaServer(dispatcher)
+    server = SocketServer(dispatcher, Scheduler(SYSTEM_CLOCK))
     _, port = await server.bind(listener, "127.0.0.1", 0)
     server.listen()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)

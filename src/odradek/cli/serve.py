@@ -4,7 +4,7 @@ With no arguments: broker 0 on PLAINTEXT://127.0.0.1:9092 storing its logs in th
 A bad configuration is printed (naming the key) and exits 2, as does one that asks for a protection
 odradek does not provide (ACLs, TLS, SASL); a failure to start (a log dir owned by another broker,
 the port in use, a broker id a live broker holds in ZooKeeper, once the wait for a dead session's
-registration to expire has passed: server/broker.py) exits 1; a graceful shutdown exits 0.
+registration to expire has passed: server/kafka_server.py) exits 1; a graceful shutdown exits 0.
 Before the broker starts, the soft open-file limit is raised to the hard limit (server/limits.py),
 both logged.
 """
@@ -20,8 +20,8 @@ from odradek.controller.meta_properties import MetaPropertiesError
 from odradek.controller.zk.errors import BrokerIdInUseError
 from odradek.log_setup import configure_logging
 from odradek.protocol.records import record_loops
-from odradek.server.broker import run_broker
 from odradek.server.config import ConfigError, KafkaConfig
+from odradek.server.kafka_server import run_broker
 from odradek.server.limits import raise_open_file_limit
 from odradek.storage.errors import StorageError
 

@@ -12,7 +12,7 @@ Two hosts: the broker serves it at `/` of `http.listeners`, reading itself over 
 (and giving the replica sizes it hosts), and `odradek console --bootstrap-server` serves it for any
 cluster, without a size column: it hosts no replicas.
 
-Callers: server/broker.py, cli/console.py.
+Callers: server/kafka_server.py, cli/console.py.
 """
 
 from __future__ import annotations

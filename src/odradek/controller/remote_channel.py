@@ -30,7 +30,7 @@ controller sent them; never blocks the event loop; after `close()` no task or co
 Deliberate deviations: the reconnect backoff doubles up to 1 s (Kafka's send thread waits a fixed
 100 ms); the client id is `controller-<id>-to-broker-<id>`.
 
-Callers: the ZooKeeper-mode controller wiring (server/broker.py's `controller_channel`), then
+Callers: the ZooKeeper-mode controller wiring (server/kafka_server.py's `controller_channel`), then
 `add_broker` / `remove_broker` as broker registrations come and go, `close()` on resignation or
 shutdown.
 """

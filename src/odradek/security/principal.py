@@ -8,7 +8,7 @@ request path carries it in every RequestContext (server/context.py).
 Deliberate deviation: only PLAINTEXT is served, so no other security protocol has a principal yet
 (SSL and SASL authentication come with the security issue).
 
-Callers: the network layer (server/network.py), the authorizer hook (authorizer.py).
+Callers: the network layer (server/socket_server.py), the authorizer hook (authorizer.py).
 """
 
 from __future__ import annotations

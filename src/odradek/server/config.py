@@ -18,7 +18,7 @@ other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEX
 to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
 connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
 
-Connection limits (read by server/limits.py and server/network.py): `max.connections`,
+Connection limits (read by server/limits.py and server/socket_server.py): `max.connections`,
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
 `max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).

@@ -20,13 +20,13 @@ from odradek.protocol.headers import RequestHeader
 from odradek.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.kafka_server import KafkaServer
 
 
 @dataclass(slots=True)
 class RequestContext:
     header: RequestHeader
-    broker: Broker
+    broker: KafkaServer
     client_host: str
     listener: str
     security_protocol: str

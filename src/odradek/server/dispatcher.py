@@ -2,7 +2,7 @@
 
 The request path, from bytes to handler and back, in named stages (Kafka's SocketServer, then
 RequestChannel and KafkaApis):
-1. frame (network.py): a connection cuts size-prefixed frames out of what it receives, within the
+1. frame (socket_server.py): a connection cuts size-prefixed frames out of what it receives, within the
    connection limits, and queues them; one request per connection is in the path at a time;
 2. header (here): the API key and version route to the handler module; the request header (api
    key, version, correlation id, client id) is parsed;
@@ -17,7 +17,7 @@ RequestChannel and KafkaApis):
 6. decode: the body is decoded by the codec (records stay a memoryview of the frame);
 7. handle: `handle(ctx, request)` of the handler module;
 8. encode: the response header (v0 or v1, as the API version demands) and body become chunks;
-9. send (network.py): the chunks go out in request order (bytes with sendmsg, file ranges with
+9. send (socket_server.py): the chunks go out in request order (bytes with sendmsg, file ranges with
    sendfile); a muted connection then waits out its mute before its next request.
 It is the network layer's `RequestHandler`.
 
@@ -37,7 +37,7 @@ Behaviour, following Kafka:
 - `handle` returning None sends nothing (Produce with acks=0); `handle` raising `CloseConnection`
   drops the client without an answer (Kafka closes the connection of a failed acks=0 produce).
 
-Callers: the broker builds one `Dispatcher` and gives it to `KafkaServer`.
+Callers: the broker builds one `Dispatcher` and gives it to `SocketServer`.
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ from odradek.server.client_quotas import NoQuotas, QuotaManager
 from odradek.server.context import RequestContext
 from odradek.server.handlers import registry_for
 from odradek.server.handlers.api_versions import supported_versions
-from odradek.server.network import ClientInfo, CloseConnection
+from odradek.server.socket_server import ClientInfo, CloseConnection
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        broker: Broker,
+        broker: KafkaServer,
         handlers: Mapping[int, ModuleType] | None = None,
         authorizer: Authorizer | None = None,
         quotas: QuotaManager | None = None,

@@ -14,16 +14,16 @@ Owns three computations, each a small pure function over numbers the caller pass
   connections can never take the descriptors checkpoints, segment rolls and recovery need: the
   listeners never accept more than `max_client_connections`. `max_open_files` is the number to give
   the LogManager's cache of open segment files.
-- `connection_limits(config)`: the `ConnectionLimits` value server/network.py enforces, from Kafka's
+- `connection_limits(config)`: the `ConnectionLimits` value server/socket_server.py enforces, from Kafka's
   configs (`socket.request.max.bytes`, `queued.max.requests`, `queued.max.request.bytes`,
   `max.connections` capped by the budget, `max.connections.per.ip` and its overrides with host names
   resolved once here, `max.connection.creation.rate`, `connections.max.idle.ms`).
 
 Also `release_free_memory()`: glibc's malloc_trim(0), which gives freed heap pages back to the
-kernel; server/network.py calls it (in a worker thread) after a flood of large receive buffers.
+kernel; server/socket_server.py calls it (in a worker thread) after a flood of large receive buffers.
 
-Callers: cli/serve.py (raise_open_file_limit, at start), broker.py (connection_limits, for the
-KafkaServer; descriptor_budget_for_config(config).max_open_files is the LogManager's budget).
+Callers: cli/serve.py (raise_open_file_limit, at start), kafka_server.py (connection_limits, for the
+SocketServer; descriptor_budget_for_config(config).max_open_files is the LogManager's budget).
 """
 
 from __future__ import annotations

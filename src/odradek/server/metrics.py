@@ -2,7 +2,7 @@
 Kafka's JMX beans (docs/metrics.md lists every name).
 
 Owns:
-- `RequestMetrics`, the network layer's request observer (server/network.py): per API the requests
+- `RequestMetrics`, the network layer's request observer (server/socket_server.py): per API the requests
   per version, and the last SAMPLES total times (arrival to response sent) and request queue times
   (arrival to handling), from which scrapes compute Kafka's histogram percentiles;
 - `BrokerCollector`, a prometheus_client collector that reads everything else when scraped: the
@@ -36,8 +36,8 @@ from odradek.http_listener import Response, Route
 from odradek.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
-    from odradek.server.network import KafkaServer
+    from odradek.server.kafka_server import KafkaServer
+    from odradek.server.socket_server import SocketServer
 
 SAMPLES = 1024  # per API, the most recent requests the percentiles are computed over
 # Kafka's histogram percentiles, labelled as the JMX exporter labels `<N>thPercentile` ("0.$N")
@@ -101,7 +101,7 @@ class RequestMetrics:
 class BrokerCollector:
     """Reads the broker's state into metric families at each scrape."""
 
-    def __init__(self, broker: Broker, server: KafkaServer, requests: RequestMetrics) -> None:
+    def __init__(self, broker: KafkaServer, server: SocketServer, requests: RequestMetrics) -> None:
         self._broker = broker
         self._server = server
         self._requests = requests
@@ -267,7 +267,7 @@ def _add_summary(
     family.add_metric([request], count, total)
 
 
-def broker_registry(broker: Broker, server: KafkaServer, requests: RequestMetrics) -> CollectorRegistry:
+def broker_registry(broker: KafkaServer, server: SocketServer, requests: RequestMetrics) -> CollectorRegistry:
     """A registry of the broker's own (no process or platform collectors: brokers may share a
     process)."""
     registry = CollectorRegistry(auto_describe=False)

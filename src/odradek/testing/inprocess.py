@@ -1,7 +1,7 @@
 """A broker inside the calling process, for tests of code that talks to Kafka: no JVM, no Docker, no
 subprocess.
 
-Owns one single-node `Broker` (server/broker.py) running in a daemon thread on an event loop of its
+Owns one single-node `KafkaServer` (server/kafka_server.py) running in a daemon thread on an event loop of its
 own, listening on PLAINTEXT://127.0.0.1 on a port the kernel picks, storing its logs in a temporary
 directory (removed at stop) unless the caller names one. `start()` returns once the broker answers
 (its listener accepts and every component is up) and records how long that took in `start_seconds`;
@@ -9,7 +9,7 @@ directory (removed at stop) unless the caller names one. `start()` returns once 
 
 Test-friendly defaults (`TEST_DEFAULTS`, overridable): `__consumer_offsets` with one partition,
 so the first consumer group does not create fifty logs. Everything else is the broker's default.
-The broker sets the interpreter's thread switch interval when it starts (server/broker.py); stopping
+The broker sets the interpreter's thread switch interval when it starts (server/kafka_server.py); stopping
 the last running broker puts back the interval it found.
 
 Callers: the pytest plugin (testing/pytest_plugin.py), bench/startup.py, and anyone's tests as a
@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from odradek.server.broker import Broker
 from odradek.server.config import KafkaConfig
+from odradek.server.kafka_server import KafkaServer
 
 TEST_DEFAULTS: Mapping[str, str] = {"offsets.topic.num.partitions": "1"}
 _switch_interval_lock = threading.Lock()
@@ -49,13 +49,13 @@ class InProcessBroker:
         self._overrides = {key: str(value) for key, value in (overrides or {}).items()}
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._broker: Broker | None = None
+        self._broker: KafkaServer | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self.start_seconds = 0.0
 
     @property
-    def broker(self) -> Broker:
+    def broker(self) -> KafkaServer:
         if self._broker is None:
             raise RuntimeError("the broker is not running")
         return self._broker
@@ -132,7 +132,7 @@ class InProcessBroker:
             self._ready.set()
 
     async def _serve(self, config: KafkaConfig) -> None:
-        broker = Broker(config)
+        broker = KafkaServer(config)
         try:
             await broker.start()
         except BaseException as exc:

@@ -2,7 +2,7 @@
 
 Every module `odradek.server.handlers.<name>` defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION`,
 `async def handle(ctx, request) -> response | None` (None: send nothing; raising
-`odradek.server.network.CloseConnection`: drop the client; raising `KafkaError`: answer with the
+`odradek.server.socket_server.CloseConnection`: drop the client; raising `KafkaError`: answer with the
 error response), and optionally `def error_response(request, version, code) -> response`. Adding a
 module name here adds the API: the dispatcher routes to it and ApiVersions advertises its range.
 

@@ -18,7 +18,7 @@ and changes nothing.
   broker's config validation refuses (the resulting config is built with both dynamic levels), is
   INVALID_CONFIG with the reason, and nothing is stored. `log.message.format.version` is accepted
   and ignored. The set is written to the store, whose notification makes every broker concerned
-  apply it live (server/broker.py) before the response leaves this one.
+  apply it live (server/kafka_server.py) before the response leaves this one.
 
 Deliberate deviations: Kafka answers a bad broker config value INVALID_REQUEST ("Invalid config
 value for resource ..."), odradek INVALID_CONFIG as for topics; Kafka stores unknown broker config

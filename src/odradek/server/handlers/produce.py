@@ -87,7 +87,7 @@ from odradek.replication.partition import Verified
 from odradek.replication.txn_verification import produce_error
 from odradek.replication.types import PartitionResponse, TopicPartition
 from odradek.server.context import RequestContext
-from odradek.server.network import CloseConnection
+from odradek.server.socket_server import CloseConnection
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3

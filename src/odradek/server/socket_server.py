@@ -1,5 +1,6 @@
-"""The listener: TCP connections, Kafka's size-prefixed framing, in-order responses, sendfile, and the
-connection limits that keep one client from freezing, bloating or stopping the broker.
+"""The listener (`SocketServer`, Kafka's SocketServer): TCP connections, Kafka's size-prefixed framing,
+in-order responses, sendfile, and the connection limits that keep one client from freezing, bloating
+or stopping the broker.
 
 The request path: this layer is its first and last stages, `frame` (cut requests out of the bytes
 received, within the connection limits) and `send` (the response chunks, in request order); the
@@ -86,7 +87,7 @@ listener's advertised endpoints, as Kafka does), its security protocol and its p
 Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
 the frames already received (bounded by a timeout) before the sockets close.
 
-Callers: the broker (creates `KafkaServer` with the dispatcher as its request handler and
+Callers: the broker (creates `SocketServer` with the dispatcher as its request handler and
 `limits.connection_limits(config)`).
 """
 
@@ -96,6 +97,7 @@ import asyncio
 import collections
 import errno
 import logging
+import math
 import os
 import socket
 import struct
@@ -104,6 +106,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from odradek.protocol.primitives import FileSlice
+from odradek.scheduler import Job, Lane, Lanes, Scheduler, Timer
 from odradek.security.principal import ANONYMOUS, PLAINTEXT, KafkaPrincipal, principal_for
 from odradek.server.limits import INT_MAX, ConnectionLimits, normalize_ip, release_free_memory
 
@@ -188,8 +191,9 @@ class MemoryPool:
     """The bytes of request frames held by the connections (`queued.max.request.bytes`; <= 0:
     unbounded), and connections waiting for room. Gives freed heap back to the kernel after a flood."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, lanes: Lanes) -> None:
         self.capacity = capacity
+        self._lanes = lanes
         self.used = 0
         self._high_water = 0
         self._trim_at = -1  # trim once `used` falls to this (a quarter of a high water >= TRIM_AFTER_BYTES)
@@ -227,7 +231,7 @@ class MemoryPool:
         if self._trimming:
             return
         self._trimming = True
-        done = asyncio.get_running_loop().run_in_executor(None, release_free_memory)
+        done = asyncio.wrap_future(self._lanes.submit(Lane.REQUEST, release_free_memory))
         done.add_done_callback(self._trimmed)
 
     def _trimmed(self, _: asyncio.Future[None]) -> None:
@@ -603,21 +607,23 @@ class CreationRate:
             self._tokens -= 1
 
 
-class KafkaServer:
+class SocketServer:
     """Accepts connections on its listeners within the connection limits and runs a `Connection` for
     each."""
 
     def __init__(
         self,
         handler: RequestHandler,
+        scheduler: Scheduler,
         limits: ConnectionLimits | None = None,
         observer: RequestObserver | None = None,
     ) -> None:
         self._handler = handler
+        self._scheduler = scheduler
         self._observer = observer
         self._limits = limits or ConnectionLimits()
         self._receive_buffer = bytearray(RECEIVE_BUFFER_SIZE)
-        self._pool = MemoryPool(self._limits.queued_max_request_bytes)
+        self._pool = MemoryPool(self._limits.queued_max_request_bytes, scheduler.lanes)
         self._listen_socks: dict[str, socket.socket] = {}
         self._security_protocols: dict[str, str] = {}
         self._connections: set[Connection] = set()
@@ -627,7 +633,8 @@ class KafkaServer:
         self._accept_paused = False
         self._paused_until = 0.0
         self._rate: CreationRate | None = None
-        self._housekeeping: asyncio.Task[None] | None = None
+        self._idle_expiration: Job | None = None
+        self._accept_resumption: Timer | None = None
         self._log_at_limit = ThrottledLog(logging.WARNING)
         self._log_rate = ThrottledLog(logging.INFO)
         self._log_per_ip: dict[str, ThrottledLog] = {}
@@ -689,7 +696,10 @@ class KafkaServer:
         self._rate = CreationRate(self._limits.max_connection_creation_rate, loop.time())
         self._resume_accepting()
         if self._limits.connections_max_idle_ms >= 0:
-            self._housekeeping = loop.create_task(self._expire_idle_connections(), name="idle-connections")
+            interval_ms = min(max(self._limits.connections_max_idle_ms // 2, 10), 1000)
+            self._idle_expiration = self._scheduler.every(
+                "idle-connections", interval_ms, self._expire_idle_connections
+            )
 
     # -- accepting -----------------------------------------------------------------------------------
 
@@ -707,7 +717,12 @@ class KafkaServer:
             self._accept_paused = True
         if seconds > 0:
             self._paused_until = loop.time() + seconds
-            loop.call_later(seconds, self._maybe_resume_accepting)
+            if self._accept_resumption is not None:
+                self._accept_resumption.cancel()
+            deadline_ms = self._scheduler.clock.monotonic_ms() + math.ceil(seconds * 1000)
+            self._accept_resumption = self._scheduler.at(
+                "accept-resumption", deadline_ms, self._maybe_resume_accepting
+            )
 
     def _maybe_resume_accepting(self) -> None:
         loop = asyncio.get_running_loop()
@@ -814,24 +829,19 @@ class KafkaServer:
 
     # -- idle connections ------------------------------------------------------------------------------
 
-    async def _expire_idle_connections(self) -> None:
+    def _expire_idle_connections(self) -> None:
+        """The periodic job "idle-connections": close those idle past connections.max.idle.ms."""
         idle_s = self._limits.connections_max_idle_ms / 1000
-        interval = min(max(idle_s / 2, 0.01), 1.0)
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(interval)
-            now = loop.time()
-            expired = [c for c in self._connections if c.idle_for(now) > idle_s]
-            for connection in expired:
-                connection.close(
-                    f"idle for more than {self._limits.connections_max_idle_ms} ms", logging.DEBUG
-                )
-            if expired:
-                log.info(
-                    "Closed %d connections idle for more than %d ms (connections.max.idle.ms)",
-                    len(expired),
-                    self._limits.connections_max_idle_ms,
-                )
+        now = asyncio.get_running_loop().time()
+        expired = [c for c in self._connections if c.idle_for(now) > idle_s]
+        for connection in expired:
+            connection.close(f"idle for more than {self._limits.connections_max_idle_ms} ms", logging.DEBUG)
+        if expired:
+            log.info(
+                "Closed %d connections idle for more than %d ms (connections.max.idle.ms)",
+                len(expired),
+                self._limits.connections_max_idle_ms,
+            )
 
     # -- shutdown ------------------------------------------------------------------------------------
 
@@ -840,9 +850,12 @@ class KafkaServer:
         if self._accepting:
             self._pause_accepting()
         self._accepting = False
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
-            self._housekeeping = None
+        if self._idle_expiration is not None and self._idle_expiration.task is not None:
+            self._idle_expiration.task.cancel()
+            self._idle_expiration = None
+        if self._accept_resumption is not None:
+            self._accept_resumption.cancel()
+            self._accept_resumption = None
         for sock in self._listen_socks.values():
             sock.close()
         self._listen_socks.clear()

@@ -1,4 +1,4 @@
-"""The Broker wiring in-process: admin changes go through the store and the controller to the
+"""The KafkaServer wiring in-process: admin changes go through the store and the controller to the
 ReplicaManager, the metadata cache and the logs."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from pathlib import Path
 
 from odradek.clock import ManualClock
 from odradek.protocol.records.builder import SimpleRecord, build_batch
-from odradek.server.broker import Broker
 from odradek.server.config import KafkaConfig
+from odradek.server.kafka_server import KafkaServer
 
 
 def make_config(data: Path, **overrides: str) -> KafkaConfig:
     return KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data), **overrides})
 
 
-async def create(broker: Broker, name: str, partitions: int, configs: dict[str, str]) -> None:
+async def create(broker: KafkaServer, name: str, partitions: int, configs: dict[str, str]) -> None:
     topic = await broker.admin.create_topic(name, partitions, 1, configs)
     assert await broker.wait_for_leaders(name, topic.assignment, 10)
 
@@ -30,7 +30,7 @@ def run(scenario):
 
 def test_topic_lifecycle_reaches_partitions_and_logs(tmp_path):
     async def scenario():
-        broker = Broker(make_config(tmp_path), ManualClock())
+        broker = KafkaServer(make_config(tmp_path), ManualClock())
         await broker.start()
         try:
             (endpoint,) = broker.advertised_endpoints()
@@ -58,7 +58,7 @@ def test_topic_lifecycle_reaches_partitions_and_logs(tmp_path):
 
 def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
     async def first_run():
-        broker = Broker(make_config(tmp_path))
+        broker = KafkaServer(make_config(tmp_path))
         await broker.start()
         await create(broker, "kept", 1, {})
         epoch = broker.replica_manager.partition("kept", 0).leader_epoch
@@ -66,7 +66,7 @@ def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
         return epoch
 
     async def second_run():
-        broker = Broker(make_config(tmp_path))
+        broker = KafkaServer(make_config(tmp_path))
         await broker.start()
         try:
             assert await broker.wait_for_leaders("kept", [0], 10)
@@ -81,7 +81,9 @@ def test_restart_takes_up_existing_partitions_with_a_new_leader_epoch(tmp_path):
 
 def test_auto_created_topics_use_broker_defaults(tmp_path):
     async def scenario():
-        broker = Broker(make_config(tmp_path, **{"num.partitions": "4", "offsets.topic.num.partitions": "3"}))
+        broker = KafkaServer(
+            make_config(tmp_path, **{"num.partitions": "4", "offsets.topic.num.partitions": "3"})
+        )
         await broker.start()
         try:
             plain = await broker.auto_create_topic("plain")
@@ -103,7 +105,7 @@ def test_periodic_tasks_checkpoint_the_logs(tmp_path):
 
     async def scenario():
         config = make_config(tmp_path, **{"log.flush.offset.checkpoint.interval.ms": "20"})
-        broker = Broker(config, clock)
+        broker = KafkaServer(config, clock)
         await broker.start()
         try:
             assert {job.name for job in broker.scheduler.jobs() if job.periodic} >= {
@@ -136,7 +138,7 @@ def test_producer_id_expiration_ms_reaches_the_logs(tmp_path):
     idle_ms = 5000
 
     async def scenario():
-        broker = Broker(make_config(tmp_path, **{"producer.id.expiration.ms": str(idle_ms)}), clock)
+        broker = KafkaServer(make_config(tmp_path, **{"producer.id.expiration.ms": str(idle_ms)}), clock)
         await broker.start()
         try:
             await create(broker, "idempotent", 1, {})
@@ -157,7 +159,7 @@ def test_a_started_broker_settles_the_collector() -> None:
     """`odradek serve` freezes start-up's objects and raises the collector's young threshold."""
     import gc
 
-    from odradek.server.broker import GC_THRESHOLDS, settle_collector
+    from odradek.server.kafka_server import GC_THRESHOLDS, settle_collector
 
     before = gc.get_threshold()
     try:

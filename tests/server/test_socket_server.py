@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from odradek.clock import SYSTEM_CLOCK
 from odradek.protocol.primitives import FileSlice
-from odradek.server import network
+from odradek.scheduler import Scheduler
+from odradek.server import socket_server
 from odradek.server.limits import ConnectionLimits
-from odradek.server.network import RECEIVE_BUFFER_SIZE, CloseConnection, KafkaServer
+from odradek.server.socket_server import RECEIVE_BUFFER_SIZE, CloseConnection, SocketServer
 
 
 def frame(payload: bytes) -> bytes:
@@ -29,9 +31,9 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def serve(handler, **limits) -> tuple[KafkaServer, int]:
+async def serve(handler, **limits) -> tuple[SocketServer, int]:
     limits.setdefault("max_request_size", 64 << 20)
-    server = KafkaServer(handler, ConnectionLimits(**limits))
+    server = SocketServer(handler, Scheduler(SYSTEM_CLOCK), ConnectionLimits(**limits))
     _, port = await server.bind("PLAINTEXT", "127.0.0.1", 0)
     server.listen()
     return server, port
@@ -153,13 +155,13 @@ def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(
 def count_writability_waits(monkeypatch) -> list[int]:
     """Each time a connection waits for its socket to become writable, its fd is appended."""
     waits: list[int] = []
-    original = network.Connection._writable
+    original = socket_server.Connection._writable
 
     async def counting(self):
         waits.append(self._fd)
         await original(self)
 
-    monkeypatch.setattr(network.Connection, "_writable", counting)
+    monkeypatch.setattr(socket_server.Connection, "_writable", counting)
     return waits
 
 
@@ -331,7 +333,7 @@ def test_a_client_that_resets_its_connection_is_logged_at_debug(caplog):
         server.close()
         await server.drain(1)
 
-    with caplog.at_level(logging.DEBUG, logger="odradek.server.network"):
+    with caplog.at_level(logging.DEBUG, logger="odradek.server.socket_server"):
         run(scenario())
     closes = [r for r in caplog.records if "closed" in r.getMessage()]
     assert closes, "the reset connection was not logged at all"
@@ -363,7 +365,7 @@ def test_accepting_pauses_without_spinning_when_descriptors_run_out(caplog):
         server.close()
         await server.drain(1)
 
-    with caplog.at_level(logging.WARNING, logger="odradek.server.network"):
+    with caplog.at_level(logging.WARNING, logger="odradek.server.socket_server"):
         run(scenario())
     failures = [r for r in caplog.records if "Accept failed" in r.getMessage()]
     assert len(failures) == 1 and "Too many open files" in failures[0].getMessage()

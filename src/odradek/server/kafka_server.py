@@ -1,5 +1,5 @@
-"""The broker: wires config, storage, the metadata cache, the controller, replication, the group
-coordinator and the listeners.
+"""The broker (`KafkaServer`, Kafka's KafkaServer of ZooKeeper mode): wires config, storage, the
+metadata cache, the controller, replication, the group coordinator and the listeners.
 
 Owns the broker's life cycle.
 - Startup: set the interpreter's thread switch interval to 1 ms (THREAD_SWITCH_INTERVAL_S), so
@@ -40,7 +40,7 @@ Owns the broker's life cycle.
   `__transaction_state` partitions load and unload the group and transaction coordinators' shards
   (Kafka's onLeadershipChange).
 - The coordinators, the transaction-marker channel and the transaction verifier never see the
-  Broker: each takes small Protocols of its own layer, given here the objects that satisfy them (the
+  KafkaServer: each takes small Protocols of its own layer, given here the objects that satisfy them (the
   metadata cache; the broker itself for `auto_create_topic` and `write_txn_markers`; the
   ReplicaManager through `ReplicaManagerLog`; the ProducerIdManager; the transaction coordinator as
   the verifier's coordinator locator).
@@ -187,7 +187,7 @@ from odradek.server.limits import (
 )
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
-from odradek.server.network import KafkaServer
+from odradek.server.socket_server import SocketServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import KafkaStorageError
@@ -266,7 +266,7 @@ def partition_loader_threads(config: KafkaConfig) -> int:
     return max(config["num.io.threads"], config["num.recovery.threads.per.data.dir"] * len(config.log_dirs))
 
 
-class Broker:
+class KafkaServer:
     """One broker process's state and components. Components exist once `start()` returned."""
 
     log_manager: LogManager
@@ -302,7 +302,7 @@ class Broker:
         self._start_limits = connection_limits(config)
         self.request_metrics = RequestMetrics()
         observer = self.request_metrics if config.http_listeners else None
-        self._server = KafkaServer(Dispatcher(self), self._start_limits, observer)
+        self._server = SocketServer(Dispatcher(self), self.scheduler, self._start_limits, observer)
         self._http: HttpListener | None = None
         self._console: Console | None = None
         self._periodic_jobs: list[Job] = []
@@ -1049,7 +1049,7 @@ def settle_collector() -> None:
 
 async def run_broker(config: KafkaConfig) -> None:
     """Start a broker, serve until SIGTERM or SIGINT, shut down gracefully."""
-    broker = Broker(config)
+    broker = KafkaServer(config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, broker.request_stop)
