@@ -1,6 +1,7 @@
 # odradek: the two commands the README names (`make serve`, `make test`) plus bench and lint.
 #   make serve [ARGS="--config server.properties --override num.partitions=3"]   (installs first if needed)
 #   make test          installs test dependencies, then runs the whole suite (slow tests included)
+#   make lint          ruff, the import layers and import cycles (CI runs it before the tests)
 PYTHON ?= python3
 ARGS ?=
 
@@ -28,6 +29,11 @@ bench-quick: install
 	$(PYTHON) -m pip install -q -e '.[bench]'
 	$(PYTHON) bench/throughput.py --quick
 
+# ruff, then the layers (import-linter's contracts in pyproject.toml) and no import cycle between modules
 lint:
-	ruff check .
-	ruff format --check .
+	@$(PYTHON) -c "import importlinter, ruff" 2>/dev/null || \
+	    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON) -m pip install -q -e '.[lint]'
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	lint-imports
+	$(PYTHON) tools/import_cycles.py

@@ -56,6 +56,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import SimpleRecord, build_batch
 from odradek.protocol.records.batch import BatchHeader
 from odradek.protocol.records.record import Record, iter_batch_records
+from odradek.protocol.topic_partition import TopicPartition
 from odradek.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -114,8 +115,8 @@ class LocalReplicas(Protocol):
     def partition(self, topic: str, partition: int) -> HostedReplica | None: ...
 
     async def append_records(
-        self, entries: Mapping[tuple[str, int], memoryview], acks: int, timeout_ms: int
-    ) -> Mapping[tuple[str, int], AppendResponse]: ...
+        self, entries: Mapping[TopicPartition, memoryview], acks: int, timeout_ms: int
+    ) -> Mapping[TopicPartition, AppendResponse]: ...
 
 
 class ReplicaManagerLog:
@@ -144,7 +145,7 @@ class ReplicaManagerLog:
         return b"".join(os.pread(s.fd, s.length, s.offset) for s in info.records)
 
     async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
-        key = (self._topic, partition)
+        key = TopicPartition(self._topic, partition)
         results = await self._replicas.append_records({key: memoryview(records)}, -1, timeout_ms)
         return int(results[key].error_code)
 

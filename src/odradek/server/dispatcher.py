@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from odradek.protocol.api_keys import API_SPECS, ApiKey
 from odradek.protocol.codec import Chunk, decode_request, encode_response
@@ -61,13 +61,10 @@ from odradek.protocol.messages.api_versions import ApiVersionsResponse
 from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
 from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Authorizer
 from odradek.server.client_quotas import NoQuotas, QuotaManager
-from odradek.server.context import RequestContext
+from odradek.server.context import BrokerServices, RequestContext
 from odradek.server.handlers import registry_for
 from odradek.server.handlers.api_versions import supported_versions
 from odradek.server.socket_server import ClientInfo, CloseConnection
-
-if TYPE_CHECKING:
-    from odradek.server.kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +83,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        broker: KafkaServer,
+        broker: BrokerServices,
         handlers: Mapping[int, ModuleType] | None = None,
         authorizer: Authorizer | None = None,
         quotas: QuotaManager | None = None,

@@ -36,7 +36,7 @@ from odradek.http_listener import Response, Route
 from odradek.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
-    from odradek.server.kafka_server import KafkaServer
+    from odradek.server.context import BrokerServices
     from odradek.server.socket_server import SocketServer
 
 SAMPLES = 1024  # per API, the most recent requests the percentiles are computed over
@@ -101,7 +101,7 @@ class RequestMetrics:
 class BrokerCollector:
     """Reads the broker's state into metric families at each scrape."""
 
-    def __init__(self, broker: KafkaServer, server: SocketServer, requests: RequestMetrics) -> None:
+    def __init__(self, broker: BrokerServices, server: SocketServer, requests: RequestMetrics) -> None:
         self._broker = broker
         self._server = server
         self._requests = requests
@@ -267,7 +267,9 @@ def _add_summary(
     family.add_metric([request], count, total)
 
 
-def broker_registry(broker: KafkaServer, server: SocketServer, requests: RequestMetrics) -> CollectorRegistry:
+def broker_registry(
+    broker: BrokerServices, server: SocketServer, requests: RequestMetrics
+) -> CollectorRegistry:
     """A registry of the broker's own (no process or platform collectors: brokers may share a
     process)."""
     registry = CollectorRegistry(auto_describe=False)
