@@ -114,6 +114,16 @@ def takeover(broker: KafkaServer, api_key: int, sender: ControllerIdentity) -> A
     return stop_replica_request(sender, {"orders": {0: -1}}, delete=True)
 
 
+def zookeeper_names(broker: KafkaServer, controller_id: int, controller_epoch: int) -> None:
+    """Stand for ZooKeeper naming `controller_id` at `controller_epoch` as the controller (this broker
+    runs single-node, with no ZooKeeper to ask)."""
+
+    async def registered() -> tuple[int | None, int | None]:
+        return controller_id, controller_epoch
+
+    broker.control_plane.registered_controller = registered
+
+
 def leader_of_orders(broker: KafkaServer) -> tuple[int, int]:
     partition = broker.replica_manager.partition("orders", 0)
     assert partition is not None
@@ -171,6 +181,7 @@ def test_stop_replica_from_a_stale_controller_epoch_stops_nothing(tmp_path):
 def test_a_newer_controller_epoch_from_update_metadata_fences_an_older_leader_and_isr(tmp_path):
     async def scenario(broker: KafkaServer, zk: Dispatcher) -> None:
         epoch = broker.controller.epoch
+        zookeeper_names(broker, OTHER_BROKER, epoch + 1)
         newer = update_metadata_request(identity(epoch + 1), orders(broker), [other_broker()])
         assert (await call(zk, ApiKey.UPDATE_METADATA, 8, newer)).error_code == ErrorCode.NONE
         before = leader_of_orders(broker)

@@ -37,6 +37,15 @@ async def wait_for(condition, timeout_s: float = 5.0) -> bool:
     return condition()
 
 
+def registered(sender: ControllerIdentity):
+    """Stands for ZooKeeper naming `sender` as the controller (the broker runs single-node)."""
+
+    async def read() -> tuple[int | None, int | None]:
+        return sender.controller_id, sender.controller_epoch
+
+    return read
+
+
 def leader_in_replica_manager(broker: KafkaServer) -> int | None:
     partition = broker.replica_manager.partition("orders", 0)
     return None if partition is None else partition.leader_id
@@ -62,6 +71,7 @@ def test_remote_channel_drives_a_broker_through_the_wire_handlers(tmp_path: Path
             assert topic is not None
             current = topic.partitions[0]
             sender = ControllerIdentity(OTHER_BROKER, broker.controller.epoch + 1)
+            broker.control_plane.registered_controller = registered(sender)
             follower = PartitionState(
                 OTHER_BROKER,
                 current.leader_epoch + 1,

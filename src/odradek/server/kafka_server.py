@@ -20,8 +20,10 @@ Owns the broker's life cycle.
 - Control plane (`control_plane`, server/control_plane.py): the in-process `LocalChannel` and, in
   ZooKeeper mode, the wire handlers (handlers/leader_and_isr.py, update_metadata.py,
   stop_replica.py) hand it the controller's requests; it fences each whole request by controller
-  epoch and broker epoch (`broker_epoch`, this broker's registration epoch, KIP-380), then gives
-  LeaderAndIsr and StopReplica to the ReplicaManager and UpdateMetadata to the metadata cache.
+  epoch (a newer one from the wire checked against ZooKeeper's /controller and /controller_epoch,
+  `KafkaZkClient.synced_controller`) and broker epoch (`broker_epoch`, this broker's registration
+  epoch, KIP-380), then gives LeaderAndIsr and StopReplica to the ReplicaManager and UpdateMetadata
+  to the metadata cache.
   Topic config changes come from the store's watch (Kafka: /config/changes) and reach the metadata
   cache and the existing logs.
 - Dynamic broker configs (Kafka's DynamicBrokerConfig): at start, after the store is read, and on
@@ -385,7 +387,11 @@ class KafkaServer:
             broker_epoch=lambda: self.broker_epoch,
         )
         self.control_plane = ControlPlane(
-            self.replica_manager, self.metadata_cache, lambda: self.broker_epoch
+            self.replica_manager,
+            self.metadata_cache,
+            lambda: self.broker_epoch,
+            self._zk.synced_controller if self._zk is not None else None,
+            config["zookeeper.session.timeout.ms"] / 1000,
         )
         self.replica_manager.start()
         self._set_replication_rates()

@@ -14,6 +14,8 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
   create); one of another session is waited on, up to the time the caller gives, for its session
   to expire (a broker restarted at once finds its dead session's registration); still there after
   that, another live broker has the id (`BrokerIdInUseError`);
+- `synced_controller` reads the controller's id and epoch after a `sync` (the brokers' check of a
+  controller request with a newer epoch, server/control_plane.py);
 - `elect_controller` creates the ephemeral `/controller` and bumps `/controller_epoch` in one `multi`
   conditional on the epoch's zkVersion, returning the new epoch and its zkVersion;
   `ControllerMovedError` when another broker holds the seat or the epoch moved meanwhile;
@@ -277,6 +279,13 @@ class KafkaZkClient:
     async def controller_id(self, watcher: Watcher | None = None) -> int | None:
         found = await self.get(znodes.CONTROLLER_PATH, watcher)
         return znodes.decode_controller(found[0]) if found is not None else None
+
+    async def synced_controller(self) -> tuple[int | None, int | None]:
+        """The controller's broker id and epoch (/controller, /controller_epoch; None when missing), read
+        after a `sync`, so a session behind the ZooKeeper leader still sees a controller elected just now."""
+        await self._bridge(self._kazoo.sync_async(znodes.CONTROLLER_EPOCH_PATH))
+        epoch = await self.get(znodes.CONTROLLER_EPOCH_PATH)
+        return await self.controller_id(), znodes.decode_controller_epoch(epoch[0]) if epoch else None
 
     async def delete_controller(self, broker_id: int) -> None:
         """Give up the controller seat if `broker_id` holds it (Kafka's triggerControllerMove), so the

@@ -7,13 +7,16 @@ advertised.
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
 controller and closes the connection of a LeaderAndIsr from the wire, as a Kafka broker does for an
 API its mode does not enable). The request goes to the broker's control plane
-(server/control_plane.py), as from the in-process `LocalChannel`, which fences it as Kafka does: a
-controller epoch older than the newest this broker has seen is refused whole with
-STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's registration (neither being -1) with
-STALE_BROKER_EPOCH; partition states are then checked one by one (replication/fencing.py). Responses
-before v5 carry the partition errors flat, with topic names.
+(server/control_plane.py), which checks it: a controller epoch newer than the newest seen is
+accepted only when ZooKeeper's /controller and /controller_epoch name the request's controller id
+and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged; every refusal logs a WARNING with
+the peer address, listener and principal); a controller epoch older than the newest this broker has
+seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's
+registration (neither being -1) with STALE_BROKER_EPOCH; partition states are then checked one by
+one (replication/fencing.py). Responses before v5 carry the partition errors flat, with topic names.
 
-Deliberate deviations: none known for v2-v7.
+Deliberate deviations: a newer controller epoch is checked against ZooKeeper (Kafka takes it as it
+comes).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from odradek.server.context import RequestContext
-from odradek.server.control_plane import leader_and_isr_refusal
+from odradek.server.control_plane import controller_peer, leader_and_isr_refusal
 
 API_KEY = ApiKey.LEADER_AND_ISR
 MIN_VERSION = 2
@@ -31,7 +34,9 @@ _FIRST_TOPIC_GROUPED_RESPONSE = 5
 
 
 async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-    return for_version(ctx.broker.control_plane.handle_leader_and_isr(request), ctx.api_version)
+    return for_version(
+        await ctx.broker.control_plane.leader_and_isr_from(controller_peer(ctx), request), ctx.api_version
+    )
 
 
 def for_version(response: LeaderAndIsrResponse, version: int) -> LeaderAndIsrResponse:

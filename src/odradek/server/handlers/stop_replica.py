@@ -7,13 +7,16 @@ UNSUPPORTED_VERSION by the dispatcher and not advertised.
 Behaviour: served only in ZooKeeper mode (`ZK_BROKER_ONLY`: a single-node broker is its own
 controller and closes the connection of a StopReplica from the wire, as a Kafka broker does for an
 API its mode does not enable). The request goes to the broker's control plane
-(server/control_plane.py), as from the in-process `LocalChannel`: a controller epoch older than the
-newest this broker has seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than
-this broker's registration (neither being -1) with STALE_BROKER_EPOCH, every partition carrying the
-same error and no replica stopped; otherwise each partition is fenced by its leader epoch
-(replication/fencing.py).
+(server/control_plane.py), which checks it: a controller epoch newer than the newest seen is
+accepted only when ZooKeeper's /controller and /controller_epoch name the request's controller id
+and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged; every refusal logs a WARNING with
+the peer address, listener and principal); a controller epoch older than the newest this broker has
+seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's
+registration (neither being -1) with STALE_BROKER_EPOCH, every partition carrying the same error and
+no replica stopped; otherwise each partition is fenced by its leader epoch (replication/fencing.py).
 
-Deliberate deviations: `isKRaftController` (v4) is ignored (no KRaft migration).
+Deliberate deviations: `isKRaftController` (v4) is ignored (no KRaft migration); a newer controller
+epoch is checked against ZooKeeper (Kafka takes it as it comes).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from odradek.server.context import RequestContext
-from odradek.server.control_plane import stop_replica_refusal
+from odradek.server.control_plane import controller_peer, stop_replica_refusal
 
 API_KEY = ApiKey.STOP_REPLICA
 MIN_VERSION = 3
@@ -30,7 +33,7 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    return ctx.broker.control_plane.handle_stop_replica(request)
+    return await ctx.broker.control_plane.stop_replica_from(controller_peer(ctx), request)
 
 
 def error_response(request: StopReplicaRequest, version: int, code: int) -> StopReplicaResponse:
