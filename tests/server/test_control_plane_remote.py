@@ -2,7 +2,8 @@
 StopReplica v4 over TCP to a listener whose dispatcher serves the ZooKeeper-mode registry, in front
 of a started broker; the broker's replica manager and metadata cache take them, and the encoded
 responses come back decoded. (A single-node broker's own listeners refuse these requests, so the
-ZooKeeper-mode listener is bound by the test.)"""
+ZooKeeper-mode listener is bound by the test, and a stand-in answers for ZooKeeper that the sender
+is the controller at its newer epoch.)"""
 
 from __future__ import annotations
 

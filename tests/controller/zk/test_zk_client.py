@@ -1,6 +1,7 @@
 """KafkaZkClient against a real ZooKeeper server: registration and broker epochs, the controller
-election and its fencing, topic creation, conditional partition state writes, watches on the loop,
-and how often a lost connection is dialled again."""
+election and its fencing, the synced read of the controller's seat and epoch, topic creation,
+conditional partition state writes, watches on the loop, and how often a lost connection is dialled
+again."""
 
 from __future__ import annotations
 
@@ -104,6 +105,21 @@ async def test_registration_held_past_the_wait_is_refused(chroot):
     finally:
         await first.close()
         await second.close()
+
+
+@on_loop
+async def test_synced_controller_reads_the_seat_and_epoch_another_session_just_wrote(chroot):
+    reader, elector = await _client(chroot), await _client(chroot)
+    try:
+        assert await reader.synced_controller() == (None, None)
+        await elector.elect_controller(3, now_ms=1)
+        assert await reader.synced_controller() == (3, 1)
+        await elector.close()
+        await reader.elect_controller(2, now_ms=2)
+        assert await reader.synced_controller() == (2, 2)
+    finally:
+        await reader.close()
+        await elector.close()
 
 
 @on_loop
