@@ -34,6 +34,7 @@ from odradek.server.control_plane import (
     stop_replica_refusal,
     update_metadata_refusal,
 )
+from odradek.server.socket_server import CloseConnection
 
 BROKER = BrokerInfo(0, (Endpoint("PLAINTEXT", "localhost", 9092),))
 STATES = {
@@ -223,17 +224,28 @@ def warning(caplog: pytest.LogCaptureFixture) -> str:
     return line
 
 
-@pytest.mark.parametrize("trouble", ["failure", "hang", "no-zookeeper"])
-def test_a_newer_epoch_is_refused_when_zookeeper_cannot_be_read(trouble, caplog):
+@pytest.mark.parametrize("trouble", ["failure", "hang"])
+def test_a_newer_epoch_closes_the_connection_when_zookeeper_cannot_be_read(trouble, caplog):
+    """Closed, not answered: the controller's channel resends on a new connection."""
     zookeeper = ZooKeeper(1, 3)
     zookeeper.failure = ConnectionError("connection loss") if trouble == "failure" else None
     zookeeper.hang = trouble == "hang"
-    plane, recorder = control_plane(zookeeper=None if trouble == "no-zookeeper" else zookeeper)
+    plane, recorder = control_plane(zookeeper=zookeeper)
+    with caplog.at_level(logging.WARNING, logger="odradek.server.control_plane"):
+        with pytest.raises(CloseConnection):
+            from_wire(plane, "StopReplica", request("StopReplica", 3))
+    assert recorder.calls == [] and plane.controller_epoch == -1
+    line = warning(caplog)
+    assert "connection closed (ZooKeeper could not be read" in line and "10.1.2.3" in line
+
+
+def test_a_newer_epoch_is_refused_without_zookeeper(caplog):
+    plane, recorder = control_plane()
     with caplog.at_level(logging.WARNING, logger="odradek.server.control_plane"):
         response = from_wire(plane, "StopReplica", request("StopReplica", 3))
     assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
     assert recorder.calls == [] and plane.controller_epoch == -1
-    assert "STALE_CONTROLLER_EPOCH" in warning(caplog)
+    assert "no ZooKeeper to check" in warning(caplog)
 
 
 def test_a_request_at_the_epoch_seen_reads_no_zookeeper():

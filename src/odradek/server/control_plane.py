@@ -12,10 +12,12 @@ ReplicaManager do:
 - a controller epoch *newer* than the newest seen, from the wire, is accepted only when ZooKeeper
   agrees (`registered_controller`: /controller_epoch and /controller read after a `sync`, within
   `lookup_timeout_s`): the request's controller epoch must be /controller_epoch's value and its
-  controller id /controller's brokerid. Otherwise, or when ZooKeeper cannot be read (the controller
-  retries), or on a broker with no ZooKeeper, it is refused with STALE_CONTROLLER_EPOCH (the closest
-  Kafka error) and the epoch seen is left as it was, so a forged epoch neither changes anything nor
-  fences the real controller. Nothing is cached but the accepted epoch: a request at the epoch
+  controller id /controller's brokerid. Otherwise, or on a broker with no ZooKeeper, it is refused
+  with STALE_CONTROLLER_EPOCH (the closest Kafka error) and the epoch seen is left as it was, so a
+  forged epoch neither changes anything nor fences the real controller. When ZooKeeper cannot be
+  read the connection is closed (`CloseConnection`), refusing the request so that the controller's
+  channel sends it again (controller/remote_channel.py resends on a new connection; an error answer
+  it would take as final). Nothing is cached but the accepted epoch: a request at the epoch
   seen costs no ZooKeeper read. Deliberate deviation: Kafka takes a newer epoch as it comes;
 - broker epoch (KIP-380): a request addressed to an older registration of this broker (its broker
   epoch below the current one, neither being -1) gets STALE_BROKER_EPOCH;
@@ -49,6 +51,7 @@ from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, Upd
 from odradek.replication.fencing import NO_EPOCH
 from odradek.replication.replica_manager import ReplicaManager, leader_and_isr_response, stop_error
 from odradek.server.metadata_cache import MetadataCache
+from odradek.server.socket_server import CloseConnection
 
 if TYPE_CHECKING:
     from odradek.server.context import RequestContext
@@ -135,23 +138,25 @@ class ControlPlane:
     async def _fence_remote(self, api: str, request: ControllerRequest, peer: ControllerPeer) -> ErrorCode:
         """`_fence`, after checking a controller epoch newer than the newest seen against ZooKeeper."""
         if request.controller_epoch > self.controller_epoch:
-            reason = await self._registered(request)
+            reason = await self._registered(api, request, peer)
             if reason is not None:
-                self._refused(api, request, peer, ErrorCode.STALE_CONTROLLER_EPOCH, reason)
+                self._refused(api, request, peer, ErrorCode.STALE_CONTROLLER_EPOCH.name, reason)
                 return ErrorCode.STALE_CONTROLLER_EPOCH
         return self._fence(api, request, peer)
 
-    async def _registered(self, request: ControllerRequest) -> str | None:
+    async def _registered(self, api: str, request: ControllerRequest, peer: ControllerPeer) -> str | None:
         """None when ZooKeeper names the request's controller id and epoch as the controller's now;
-        otherwise why not."""
+        otherwise why not. CloseConnection when ZooKeeper cannot be read: the controller's channel
+        then sends the request again on a new connection (an error answer it would not resend)."""
         if self.registered_controller is None:
             return "no ZooKeeper to check a newer controller epoch against"
         try:
             controller_id, epoch = await asyncio.wait_for(
                 self.registered_controller(), self._lookup_timeout_s
             )
-        except Exception as exc:  # noqa: BLE001 - any failure to read ZooKeeper refuses; the controller retries
-            return f"ZooKeeper could not be read ({exc!r})"
+        except Exception as exc:  # noqa: BLE001 - any failure to read ZooKeeper refuses
+            self._refused(api, request, peer, "connection closed", f"ZooKeeper could not be read: {exc!r}")
+            raise CloseConnection(f"{api} not checked against ZooKeeper") from exc
         if (request.controller_id, request.controller_epoch) != (controller_id, epoch):
             return f"ZooKeeper has controller {controller_id} at controller epoch {epoch}"
         return None
@@ -165,11 +170,11 @@ class ControlPlane:
         else:
             self.controller_epoch = request.controller_epoch
             return ErrorCode.NONE
-        self._refused(api, request, peer, error, "")
+        self._refused(api, request, peer, error.name, "")
         return error
 
     def _refused(
-        self, api: str, request: ControllerRequest, peer: ControllerPeer, error: ErrorCode, reason: str
+        self, api: str, request: ControllerRequest, peer: ControllerPeer, outcome: str, reason: str
     ) -> None:
         log.warning(
             "Refused %s from %s claiming controller %d (controller epoch %d, broker epoch %d): %s%s; "
@@ -179,7 +184,7 @@ class ControlPlane:
             request.controller_id,
             request.controller_epoch,
             request.broker_epoch,
-            error.name,
+            outcome,
             f" ({reason})" if reason else "",
             self.controller_epoch,
             self._broker_epoch(),
