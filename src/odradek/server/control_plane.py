@@ -42,7 +42,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -52,9 +52,6 @@ from odradek.replication.fencing import NO_EPOCH
 from odradek.replication.replica_manager import ReplicaManager, leader_and_isr_response, stop_error
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.socket_server import CloseConnection
-
-if TYPE_CHECKING:
-    from odradek.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +205,21 @@ class ControllerPeer:
 LOCAL = ControllerPeer("the controller in this process", "", "")
 
 
-def controller_peer(ctx: RequestContext) -> ControllerPeer:
-    """The peer of a controller request from the wire."""
+class Connection(Protocol):
+    """What the control plane reads of a handler's RequestContext (server/context.py)."""
+
+    @property
+    def client_host(self) -> str: ...
+
+    @property
+    def listener(self) -> str: ...
+
+    @property
+    def principal(self) -> object: ...
+
+
+def controller_peer(ctx: Connection) -> ControllerPeer:
+    """The peer of a controller request from the wire, from its RequestContext."""
     return ControllerPeer(ctx.client_host, ctx.listener, str(ctx.principal))
 
 
