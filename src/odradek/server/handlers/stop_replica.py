@@ -9,11 +9,12 @@ controller and closes the connection of a StopReplica from the wire, as a Kafka 
 API its mode does not enable). The request goes to the broker's control plane
 (server/control_plane.py), which checks it: a controller epoch newer than the newest seen is
 accepted only when ZooKeeper's /controller and /controller_epoch name the request's controller id
-and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged; every refusal logs a WARNING with
-the peer address, listener and principal); a controller epoch older than the newest this broker has
-seen is refused whole with STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's
-registration (neither being -1) with STALE_BROKER_EPOCH, every partition carrying the same error and
-no replica stopped; otherwise each partition is fenced by its leader epoch (replication/fencing.py).
+and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged, or the connection closed when
+ZooKeeper cannot be read; every refusal logs a WARNING with the peer address, listener and
+principal); a controller epoch older than the newest this broker has seen is refused whole with
+STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's registration (neither being -1) with
+STALE_BROKER_EPOCH, every partition carrying the same error and no replica stopped; otherwise each
+partition is fenced by its leader epoch (replication/fencing.py).
 
 Deliberate deviations: `isKRaftController` (v4) is ignored (no KRaft migration); a newer controller
 epoch is checked against ZooKeeper (Kafka takes it as it comes).

@@ -9,11 +9,12 @@ controller and closes the connection of an UpdateMetadata from the wire, as a Ka
 an API its mode does not enable). The request goes to the broker's control plane
 (server/control_plane.py), which checks it: a controller epoch newer than the newest seen is
 accepted only when ZooKeeper's /controller and /controller_epoch name the request's controller id
-and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged; every refusal logs a WARNING with
-the peer address, listener and principal); a controller epoch older than the newest this broker has
-seen (from any of the three controller requests) is refused with STALE_CONTROLLER_EPOCH, a broker
-epoch older than this broker's registration (neither being -1) with STALE_BROKER_EPOCH, and either
-way the metadata cache is unchanged; otherwise the cache takes the request.
+and epoch (else STALE_CONTROLLER_EPOCH, the epoch seen unchanged, or the connection closed when
+ZooKeeper cannot be read; every refusal logs a WARNING with the peer address, listener and
+principal); a controller epoch older than the newest this broker has seen (from any of the three
+controller requests) is refused with STALE_CONTROLLER_EPOCH, a broker epoch older than this broker's
+registration (neither being -1) with STALE_BROKER_EPOCH, and either way the metadata cache is
+unchanged; otherwise the cache takes the request.
 
 Deliberate deviations: a newer controller epoch is checked against ZooKeeper (Kafka takes it as it
 comes); before v7 the request carries no topic ids, so the cache records the zero id for topics it
