@@ -622,6 +622,16 @@ def test_a_fetch_with_a_fenced_leader_epoch_is_refused(ib_cluster: LocalCluster)
         new = ib_cluster.state(CANARY, 0)["leader_epoch"]
         assert new > old and leader(ib_cluster, CANARY) == boss
         bootstrap = ib_cluster.brokers[boss].bootstrap
+        # ZooKeeper holds the new epoch before the controller's LeaderAndIsr reaches the leader: wait
+        # until the leader serves at it (a fetch at an epoch it does not know yet is refused)
+        eventually(
+            lambda: (
+                fetch(bootstrap, 12, replica_fetch(ib_cluster, -1, CANARY, 0, 0, new)).error_code
+                == ErrorCode.NONE
+            ),
+            TIMEOUT_S,
+            "the leader at the new leader epoch",
+        )
         for replica in (-1, survivor):
             for version in (9, 12, 17):
                 fenced = fetch(bootstrap, version, replica_fetch(ib_cluster, replica, CANARY, 0, 0, old))

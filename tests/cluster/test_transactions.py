@@ -20,6 +20,7 @@ from odradek.network_client import NodeConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest
+from odradek.testing.cluster import eventually
 from tests.compat import helpers
 from tests.compat.test_transactions import PARTITIONS, confluent_read, produce_txn, txn_producer, values
 from tests.server.raw_client import RawClient
@@ -108,7 +109,7 @@ def test_a_leader_verifies_a_transactional_produce_with_the_coordinator_on_anoth
     to_coordinator = RawClient(cluster.brokers[coordinator].bootstrap)
     to_leader = RawClient(cluster.brokers[leader].bootstrap)
     try:
-        started = init(to_coordinator, tid)
+        started = eventually(lambda: _served(init(to_coordinator, tid)), helpers.TIMEOUT_S, "InitProducerId")
         assert started.error_code == ErrorCode.NONE
         pid, epoch = started.producer_id, started.producer_epoch
         other = next(index for index in leaders if index != partition)
@@ -148,3 +149,11 @@ def test_a_leader_verifies_a_transactional_produce_with_the_coordinator_on_anoth
     finally:
         to_coordinator.close()
         to_leader.close()
+
+
+def _served(response):
+    """`response` unless the coordinator is not serving the id's partition yet (FindCoordinator, asked
+    of another broker, names the leader before that leader has loaded it): None, to ask again, as a
+    client does on these retriable errors."""
+    retriable = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    return None if response.error_code in retriable else response
