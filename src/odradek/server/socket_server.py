@@ -631,7 +631,7 @@ class SocketServer:
         self._next_connection_id = 0
         self._accepting = False
         self._accept_paused = False
-        self._paused_until = 0.0
+        self._paused_until_ms = 0  # on the scheduler's clock, as the accept-resumption timer
         self._rate: CreationRate | None = None
         self._idle_expiration: Job | None = None
         self._accept_resumption: Timer | None = None
@@ -716,20 +716,18 @@ class SocketServer:
                 loop.remove_reader(sock.fileno())
             self._accept_paused = True
         if seconds > 0:
-            self._paused_until = loop.time() + seconds
+            self._paused_until_ms = self._scheduler.clock.monotonic_ms() + math.ceil(seconds * 1000)
             if self._accept_resumption is not None:
                 self._accept_resumption.cancel()
-            deadline_ms = self._scheduler.clock.monotonic_ms() + math.ceil(seconds * 1000)
             self._accept_resumption = self._scheduler.at(
-                "accept-resumption", deadline_ms, self._maybe_resume_accepting
+                "accept-resumption", self._paused_until_ms, self._maybe_resume_accepting
             )
 
     def _maybe_resume_accepting(self) -> None:
-        loop = asyncio.get_running_loop()
         if (
             self._accepting
             and self._accept_paused
-            and loop.time() >= self._paused_until
+            and self._scheduler.clock.monotonic_ms() >= self._paused_until_ms
             and len(self._connections) < self._limits.max_connections
         ):
             self._resume_accepting()
