@@ -1,19 +1,19 @@
 """The authorizer hook of the request path (Kafka's org.apache.kafka.server.authorizer.Authorizer).
 
 Owns:
-- `Authorizer`: `authorize(ctx, operation, resource) -> bool`, asked with the request's context
-  (`AuthorizableRequestContext`: listener, security protocol, principal, client host, header);
+- `Authorizer`: `authorize(ctx, operation, resource, log_if_denied=True) -> bool`, asked with the
+  request's context (`AuthorizableRequestContext`: listener, security protocol, principal, client
+  host, header);
 - Kafka's vocabulary for it: `AclOperation` and `ResourceType` (their wire codes), `Resource`
   (a type and a name) and `CLUSTER` (the cluster resource, named `kafka-cluster` as in Kafka);
+- `AUTHORIZER_CLASS_NAMES`, the values of `authorizer.class.name` that turn ACLs on;
 - `AllowEverything`, the default: every request is allowed, as a Kafka broker without
   `authorizer.class.name` allows everything.
 
-The request path (server/dispatcher.py) asks it once per request, after the header is read, for
-ANY operation on CLUSTER: whether the principal may use this cluster at all; a refusal answers the
-request's error response with CLUSTER_AUTHORIZATION_FAILED. The per-resource checks Kafka makes in
-its handlers (WRITE on a topic for Produce, ...) come with the security issue, with the ACLs.
+The handlers ask it for each resource a request touches, as Kafka's KafkaApis asks (server/authz.py
+holds their helpers); the ACL authorizer is security/acl_authorizer.py.
 
-Callers: the dispatcher.
+Callers: the handlers (through server/authz.py), the quota hook (the context protocol).
 """
 
 from __future__ import annotations
@@ -25,6 +25,15 @@ from odradek.protocol.headers import RequestHeader
 from odradek.security.principal import KafkaPrincipal
 
 CLUSTER_NAME = "kafka-cluster"
+# The values of authorizer.class.name that turn ACLs on (security/acl_authorizer.py): odradek's own name
+# and Kafka's two, all meaning the same semantics.
+AUTHORIZER_CLASS_NAMES = frozenset(
+    {
+        "odradek.security.AclAuthorizer",
+        "kafka.security.authorizer.AclAuthorizer",
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    }
+)
 
 
 class AclOperation(enum.IntEnum):
@@ -84,13 +93,26 @@ class AuthorizableRequestContext(Protocol):
 
 
 class Authorizer(Protocol):
-    def authorize(self, ctx: AuthorizableRequestContext, operation: AclOperation, resource: Resource) -> bool:
-        """Whether the request of `ctx` may perform `operation` on `resource`."""
+    def authorize(
+        self,
+        ctx: AuthorizableRequestContext,
+        operation: AclOperation,
+        resource: Resource,
+        log_if_denied: bool = True,
+    ) -> bool:
+        """Whether the request of `ctx` may perform `operation` on `resource` (a refusal is logged
+        unless `log_if_denied` is false)."""
         ...
 
 
 class AllowEverything:
     """The default authorizer: allows every request (no authorizer configured)."""
 
-    def authorize(self, ctx: AuthorizableRequestContext, operation: AclOperation, resource: Resource) -> bool:
+    def authorize(
+        self,
+        ctx: AuthorizableRequestContext,
+        operation: AclOperation,
+        resource: Resource,
+        log_if_denied: bool = True,
+    ) -> bool:
         return True

@@ -12,8 +12,8 @@ Invariants: a `KafkaConfig` is immutable once built; every value in it has passe
 value is refused at start with a `ConfigError` that names the key. Unknown keys are kept out and
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
 pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
-key that asks for a protection odradek does not provide is never ignored: `authorizer.class.name`,
-`super.users`, `sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
+key that asks for a protection odradek does not provide is never ignored: `principal.builder.class`,
+`sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
 other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEXT, a listener mapped
 to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
 connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.controller.zk.znodes import ZooKeeperConnect
+from odradek.security.authorizer import AUTHORIZER_CLASS_NAMES
 from odradek.storage.cleaner import CleanerConfig
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
@@ -433,6 +434,10 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000, at_least(1)),
         ConfigKey("producer.id.expiration.ms", _I, 86400000, at_least(1)),
         ConfigKey("transaction.partition.verification.enable", _B, True),
+        # authorization: security/acl_authorizer.py (empty class name: every request is allowed)
+        ConfigKey("authorizer.class.name", _S, "", one_of("", *AUTHORIZER_CLASS_NAMES)),
+        ConfigKey("super.users", _S, None),
+        ConfigKey("allow.everyone.if.no.acl.found", _B, False),
     ]
 }
 
@@ -471,8 +476,6 @@ IGNORED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "metrics.", "zookeeper.ss
 # at start, naming the key.
 PROTECTION_KEYS = frozenset(
     {
-        "authorizer.class.name",
-        "super.users",
         "principal.builder.class",
         "sasl.enabled.mechanisms",
         "delegation.token.secret.key",

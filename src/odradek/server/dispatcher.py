@@ -8,9 +8,8 @@ RequestChannel and KafkaApis):
    key, version, correlation id, client id) is parsed;
 3. principal: the `RequestContext` is built with the connection's listener, security protocol and
    principal (set by the network layer at accept: User:ANONYMOUS on PLAINTEXT);
-4. authorize: the `Authorizer` (security/authorizer.py; default `AllowEverything`) is asked once
-   whether the principal may use the cluster; a refusal is answered with the request's error
-   response carrying CLUSTER_AUTHORIZATION_FAILED, without handling it;
+4. authorize: nothing here; each handler asks the broker's `Authorizer` about the resources of its
+   request, as Kafka's KafkaApis does (server/authz.py);
 5. quota: the `QuotaManager` (server/client_quotas.py; default `NoQuotas`) records the request's
    cost (its frame's size) and answers a throttle time; a positive one mutes the connection until
    then (`ClientInfo.throttle`);
@@ -59,7 +58,6 @@ from odradek.protocol.headers import (
 )
 from odradek.protocol.messages.api_versions import ApiVersionsResponse
 from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
-from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Authorizer
 from odradek.server.client_quotas import NoQuotas, QuotaManager
 from odradek.server.context import BrokerServices, RequestContext
 from odradek.server.handlers import registry_for
@@ -85,12 +83,10 @@ class Dispatcher:
         self,
         broker: BrokerServices,
         handlers: Mapping[int, ModuleType] | None = None,
-        authorizer: Authorizer | None = None,
         quotas: QuotaManager | None = None,
     ) -> None:
         self._broker = broker
         self._handlers = registry_for(broker.config) if handlers is None else handlers
-        self._authorizer = authorizer or AllowEverything()
         self._quotas = quotas or NoQuotas()
 
     @property
@@ -113,8 +109,6 @@ class Dispatcher:
         ctx = RequestContext(
             header, self._broker, client.host, client.listener, client.security_protocol, client.principal
         )
-        # authorize
-        allowed = self._authorizer.authorize(ctx, AclOperation.ANY, CLUSTER)
         # quota
         throttle_ms = self._quotas.record(ctx, len(frame))
         if throttle_ms > 0:
@@ -122,30 +116,16 @@ class Dispatcher:
         # decode
         request = self._decode(header, frame, body_offset, client)
         # handle
-        if not allowed:
-            response = self._refused(module, request, ctx, client)
-        else:
-            try:
-                response = await module.handle(ctx, request)
-            except CloseConnection:
-                raise
-            except Exception as exc:
-                response = self._failed(module, request, header, exc, client)
+        try:
+            response = await module.handle(ctx, request)
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            response = self._failed(module, request, header, exc, client)
         if response is None:
             return None
         # encode
         return self._encode(header.api_key, header.api_version, header.correlation_id, response, client)
-
-    def _refused(self, module: ModuleType, request: Any, ctx: RequestContext, client: ClientInfo) -> Any:
-        header = ctx.header
-        log.info(
-            "%s v%d from %s (%s) not authorized",
-            _api_name(header.api_key),
-            header.api_version,
-            client,
-            ctx.principal,
-        )
-        return self._error_response(module, request, header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, client)
 
     def _failed(
         self, module: ModuleType, request: Any, header: RequestHeader, exc: Exception, client: ClientInfo

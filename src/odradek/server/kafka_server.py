@@ -46,6 +46,10 @@ Owns the broker's life cycle.
   metadata cache; the broker itself for `auto_create_topic` and `write_txn_markers`; the
   ReplicaManager through `ReplicaManagerLog`; the ProducerIdManager; the transaction coordinator as
   the verifier's coordinator locator).
+- Authorization: `authorizer` is `AllowEverything` without `authorizer.class.name`, else an
+  `AclAuthorizer` (security/acl_authorizer.py) fed, once the store is loaded, by `acl_store`: Kafka's
+  ACL znodes in ZooKeeper mode (reloaded after a session expiry), `__acls.json` in the first log dir
+  on a single node (security/acl_store.py). The handlers ask it (server/authz.py).
 - Admin: `admin` (AdminManager) checks and writes topic changes to the store; the controller reacts.
   `wait_for_leaders` is the wait of Kafka's delayed admin operations: every partition is in the
   metadata cache with a live leader, and those this broker leads serve.
@@ -110,7 +114,7 @@ is always the controller. With it, a ZooKeeper-mode cluster member (Kafka's Kafk
   a loser watches `/controller` and races again when it goes; a controller whose fenced write fails
   resigns and watches again;
 - ZooKeeper session expiry: when the new session is up, the broker resigns if it was controller,
-  reloads the store (its watches died with the session), registers again and races again;
+  reloads the store and the ACLs (their watches died with the session), registers again and races again;
 - producer ids: the broker's `ProducerIdManager` claims its blocks in `/latest_producer_id_block`
   (cluster-wide), where a single node records them in `<first log dir>/producer-id-block`;
 - shutdown closes the session after the controller stopped (registration and seat go at once).
@@ -177,6 +181,8 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
 from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
+from odradek.security.acl_authorizer import AclAuthorizer, authorizer_for
+from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
@@ -292,6 +298,8 @@ class KafkaServer:
         self.broker_epoch = fencing.NO_EPOCH
         self.scheduler = Scheduler(clock, Lanes(lane_threads(config)))
         self.store = LocalMetadataStore(config.log_dirs[0], self.scheduler)
+        self.authorizer = authorizer_for(config)
+        self.acl_store: AclStore | None = None  # with an AclAuthorizer, once started
         self.metadata_cache = MetadataCache(config.broker_id)
         self.admin = AdminManager(
             self.store,
@@ -398,6 +406,7 @@ class KafkaServer:
         for name, topic in self.store.topics().items():
             self.metadata_cache.update_topic_configs(name, topic.configs)
             self._set_throttled_replicas(name, topic.configs)
+        await self._start_authorizer()
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
         if not self._dynamic_config_current():
@@ -573,6 +582,20 @@ class KafkaServer:
         self.log_manager.shutdown()
         await self.scheduler.close()
         log.info("odradek broker %d shut down", self.broker_id)
+
+    async def _start_authorizer(self) -> None:
+        """Load the ACLs of an AclAuthorizer: Kafka's znodes in ZooKeeper mode, else the local file."""
+        if not isinstance(self.authorizer, AclAuthorizer):
+            return
+        if self._zk is not None:
+            zk_store = ZkAclStore(self._zk)
+            await zk_store.load()
+            self.acl_store = zk_store
+        else:
+            local = LocalAclStore(self.config.log_dirs[0], self.scheduler)
+            local.load()
+            self.acl_store = local
+        self.authorizer.attach(self.acl_store)
 
     # -- ZooKeeper mode (start-up, membership, election, shutdown) -------------------------------------
 
@@ -840,6 +863,8 @@ class KafkaServer:
             await controller.shutdown()
         self._zk_store.resign()
         await self._zk_store.load()
+        if isinstance(self.acl_store, ZkAclStore):
+            await self.acl_store.load()
         epoch = self.broker_epoch = await self._register()
         log.info("Broker %d registered again after a session expiry (broker epoch %d)", self.broker_id, epoch)
         await self._elect()
@@ -849,6 +874,8 @@ class KafkaServer:
         if self._zk is None:
             return
         await cancel_and_wait(*self._background)
+        if isinstance(self.acl_store, ZkAclStore):
+            await self.acl_store.close()
         await self._zk_store.close()
         await self._zk.close()
         self._zk = None

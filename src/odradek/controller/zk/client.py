@@ -28,6 +28,8 @@ Operations are Kafka's (KafkaZkClient in Kafka's ZooKeeper mode), with its znode
   zkVersion read with the previous block (a create when the znode is missing), so two brokers never
   claim the same block;
 - reads return decoded values with the zkVersion where a later conditional write needs it.
+- generic `get`/`children` and `create`/`set`/`delete` (conditional on a zkVersion) serve the stores
+  that keep their own znodes (the ACL store, security/acl_store.py).
 
 Session: `on_session_state(callback)` hears "connected", "suspended" (connection lost, session may
 survive) and "expired" (ephemeral znodes gone: the broker must re-register and, if it was controller,
@@ -191,6 +193,23 @@ class KafkaZkClient:
         except NoNodeError:
             return []
         return sorted(found)
+
+    # -- generic writes ---------------------------------------------------------------------------------
+
+    async def create(self, path: str, data: bytes, sequence: bool = False) -> str:
+        """Create `path` (and missing parents); returns the path created (with its sequence number)."""
+        return await self._bridge(self._kazoo.create_async(path, data, sequence=sequence, makepath=True))
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> None:
+        """Write `path` if its zkVersion is still `version` (-1: any); BadVersionError, NoNodeError."""
+        await self._bridge(self._kazoo.set_async(path, data, version))
+
+    async def delete(self, path: str, version: int = -1) -> None:
+        """Delete `path` if its zkVersion is still `version` (-1: any); BadVersionError, NoNodeError."""
+        await self._bridge(self._kazoo.delete_async(path, version))
+
+    async def ensure_path(self, path: str) -> None:
+        await self._bridge(self._kazoo.ensure_path_async(path))
 
     # -- cluster id and brokers -------------------------------------------------------------------------
 

@@ -15,6 +15,10 @@ field for field, so a person who knows Kafka's ZooKeeper mode reads an odradek c
     /config/changes/config_change_<seq>            {"version":2,"entity_path":"topics/foo"}
     /admin/delete_topics/<t>                       empty marker
     /latest_producer_id_block                      {"version":1,"broker":N,"block_start":..,"block_end":..}
+    /kafka-acl/<Type>/<name>                       literal ACLs: {"version":1,"acls":[{principal,...}]}
+    /kafka-acl-extended/prefixed/<Type>/<name>     prefixed ACLs, same JSON
+    /kafka-acl-changes/acl_changes_<seq>           `TOPIC:foo` (a literal pattern changed)
+    /kafka-acl-extended-changes/acl_changes_<seq>  {"version":1,"resourceType":..,"name":..,"patternType":..}
 
 Behaviour: encoders write Kafka's compact JSON (numbers Kafka writes as strings stay strings);
 decoders accept every version Kafka has written (a v1 topic znode without topic_id, a v1 controller
@@ -441,3 +445,63 @@ def decode_producer_id_block(data: bytes) -> ProducerIdBlock:
         _int(value.get("block_start"), kind, "block_start"),
         _int(value.get("block_end"), kind, "block_end"),
     )
+
+
+# -- ACLs (Kafka's ZkAclStore and ZkAclChangeStore) -------------------------------------------------
+
+LITERAL_ACL_PATH = "/kafka-acl"
+PREFIXED_ACL_PATH = "/kafka-acl-extended/prefixed"
+LITERAL_ACL_CHANGES_PATH = "/kafka-acl-changes"
+EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+ACL_PATHS = (LITERAL_ACL_PATH, PREFIXED_ACL_PATH, LITERAL_ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH)
+
+
+def acl_root(prefixed: bool) -> str:
+    return PREFIXED_ACL_PATH if prefixed else LITERAL_ACL_PATH
+
+
+def acl_path(resource_type: str, name: str, prefixed: bool) -> str:
+    """`/kafka-acl/Topic/foo` (literal) or `/kafka-acl-extended/prefixed/Topic/foo`; the type is
+    Kafka's PascalCase name."""
+    return f"{acl_root(prefixed)}/{resource_type}/{name}"
+
+
+def acl_changes_path(prefixed: bool) -> str:
+    return EXTENDED_ACL_CHANGES_PATH if prefixed else LITERAL_ACL_CHANGES_PATH
+
+
+def encode_acls(entries: Sequence[Mapping[str, str]]) -> bytes:
+    """A resource znode: `{"version":1,"acls":[{"principal","permissionType","operation","host"}]}`."""
+    return _dump({"version": 1, "acls": [dict(e) for e in entries]})
+
+
+def decode_acls(data: bytes) -> list[dict[str, str]]:
+    kind = "acl"
+    acls = _load(data, kind).get("acls", [])
+    if not isinstance(acls, list):
+        raise ZNodeFormatError(f"acl znode: acls {acls!r} is not a list")
+    return [_str_map(entry, kind, "acls") for entry in acls]
+
+
+def encode_acl_change(resource_type: str, name: str, pattern_type: str) -> bytes:
+    """A change notification: literal patterns `TOPIC:foo` (Kafka's legacy form) under
+    `/kafka-acl-changes`, others `{"version":1,"resourceType","name","patternType"}` under
+    `/kafka-acl-extended-changes`; types and pattern types in Kafka's enum names (TOPIC, PREFIXED)."""
+    if pattern_type == "LITERAL":
+        return f"{resource_type}:{name}".encode()
+    return _dump({"version": 1, "resourceType": resource_type, "name": name, "patternType": pattern_type})
+
+
+def decode_acl_change(data: bytes, prefixed: bool) -> tuple[str, str, str]:
+    """The (resource type, name, pattern type) a notification of either store names."""
+    if not prefixed:
+        resource_type, sep, name = data.decode("utf-8", "replace").partition(":")
+        if not sep:
+            raise ZNodeFormatError(f"acl change znode: {data!r} is not ResourceType:ResourceName")
+        return resource_type, name, "LITERAL"
+    value = _load(data, "acl change")
+    parts = tuple(value.get(k) for k in ("resourceType", "name", "patternType"))
+    if not all(isinstance(p, str) for p in parts):
+        raise ZNodeFormatError(f"acl change znode: {value!r} lacks resourceType, name or patternType")
+    return parts  # type: ignore[return-value]

@@ -1,0 +1,121 @@
+"""The handlers' authorization checks, as Kafka's KafkaApis / AuthHelper make them.
+
+Owns the helpers every handler uses to ask the broker's `Authorizer` (security/authorizer.py) about
+the resources of its request:
+- `authorize(ctx, operation, resource_type, name)` and `authorize_cluster(ctx, operation)`;
+- `require_cluster(ctx, operation)`: raises KafkaError(CLUSTER_AUTHORIZATION_FAILED), which the
+  dispatcher answers with the API's error response (Kafka's whole-request refusal);
+- `require_cluster_action(ctx)`: the same for the inter-broker APIs (LeaderAndIsr, UpdateMetadata,
+  StopReplica, ControlledShutdown, AlterPartition, WriteTxnMarkers, a replica's Fetch), with a
+  WARNING naming the API, the peer and the principal;
+- `authorized_names(ctx, operation, resource_type, names)`: the subset of names allowed (Kafka's
+  filterByAuthorized), asked once per distinct name;
+- `authorized_operations(ctx, resource_type, name)`: the bit field of the operations allowed on a
+  resource, for the `*_authorized_operations` fields (Metadata, DescribeCluster, DescribeGroups,
+  DescribeTopicPartitions), over Kafka's supported operations of each resource type.
+
+Callers: the handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.security.authorizer import CLUSTER, AclOperation, Resource, ResourceType
+from odradek.server.context import RequestContext
+
+log = logging.getLogger(__name__)
+
+_OP = AclOperation
+# Kafka's AclEntry.supportedOperations: what the authorized-operations fields report on.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        _OP.READ,
+        _OP.WRITE,
+        _OP.CREATE,
+        _OP.DESCRIBE,
+        _OP.DELETE,
+        _OP.ALTER,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (_OP.READ, _OP.DESCRIBE, _OP.DELETE),
+    ResourceType.CLUSTER: (
+        _OP.CREATE,
+        _OP.CLUSTER_ACTION,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+        _OP.IDEMPOTENT_WRITE,
+        _OP.ALTER,
+        _OP.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (_OP.DESCRIBE, _OP.WRITE),
+    ResourceType.DELEGATION_TOKEN: (_OP.DESCRIBE,),
+    ResourceType.USER: (_OP.CREATE_TOKENS, _OP.DESCRIBE_TOKENS),
+}
+
+
+def authorize(
+    ctx: RequestContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    name: str,
+    log_if_denied: bool = True,
+) -> bool:
+    return ctx.broker.authorizer.authorize(ctx, operation, Resource(resource_type, name), log_if_denied)
+
+
+def authorize_cluster(ctx: RequestContext, operation: AclOperation, log_if_denied: bool = True) -> bool:
+    return ctx.broker.authorizer.authorize(ctx, operation, CLUSTER, log_if_denied)
+
+
+def require_cluster(ctx: RequestContext, operation: AclOperation) -> None:
+    if not authorize_cluster(ctx, operation):
+        raise KafkaError(
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            f"Request {_api(ctx)} needs {operation.name} on the cluster, which {ctx.principal} may not",
+        )
+
+
+def require_cluster_action(ctx: RequestContext) -> None:
+    """CLUSTER_ACTION on the cluster, for an inter-broker request; a refusal is a WARNING."""
+    if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return
+    log.warning(
+        "Refused inter-broker request %s from %s on listener %s: principal %s lacks CLUSTER_ACTION",
+        _api(ctx),
+        ctx.client_host,
+        ctx.listener,
+        ctx.principal,
+    )
+    raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{ctx.principal} may not use {_api(ctx)}")
+
+
+def authorized_names(
+    ctx: RequestContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    names: Iterable[str],
+    log_if_denied: bool = True,
+) -> set[str]:
+    return {n for n in set(names) if authorize(ctx, operation, resource_type, n, log_if_denied)}
+
+
+def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
+    """The bit field (1 << AclOperation) of the supported operations allowed on the resource."""
+    resource = Resource(resource_type, name)
+    authorizer = ctx.broker.authorizer
+    allowed = (
+        op for op in SUPPORTED_OPERATIONS[resource_type] if authorizer.authorize(ctx, op, resource, False)
+    )
+    return sum(1 << op for op in allowed)
+
+
+def _api(ctx: RequestContext) -> str:
+    try:
+        return ApiKey(ctx.header.api_key).name
+    except ValueError:
+        return str(ctx.header.api_key)
