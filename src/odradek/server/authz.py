@@ -12,7 +12,8 @@ the resources of its request:
   filterByAuthorized), asked once per distinct name;
 - `authorized_operations(ctx, resource_type, name)`: the bit field of the operations allowed on a
   resource, for the `*_authorized_operations` fields (Metadata, DescribeCluster, DescribeGroups,
-  DescribeTopicPartitions), over Kafka's supported operations of each resource type.
+  DescribeTopicPartitions), over Kafka's supported operations of each resource type;
+- `acl_store(ctx)`: the ACL store of the ACL APIs (None without an ACL authorizer).
 
 Callers: the handlers.
 """
@@ -24,6 +25,8 @@ from collections.abc import Iterable
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.security.acl_authorizer import AclAuthorizer
+from odradek.security.acl_store import AclStore
 from odradek.security.authorizer import CLUSTER, AclOperation, Resource, ResourceType
 from odradek.server.context import RequestContext
 
@@ -119,3 +122,13 @@ def _api(ctx: RequestContext) -> str:
         return ApiKey(ctx.header.api_key).name
     except ValueError:
         return str(ctx.header.api_key)
+
+
+def acl_store(ctx: RequestContext) -> AclStore | None:
+    """The ACL store of the broker's AclAuthorizer; None without one (the ACL APIs then answer
+    SECURITY_DISABLED, as Kafka's do without an authorizer)."""
+    authorizer = ctx.broker.authorizer
+    return authorizer.store if isinstance(authorizer, AclAuthorizer) else None
+
+
+SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"

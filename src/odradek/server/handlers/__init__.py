@@ -75,6 +75,10 @@ HANDLER_MODULES: list[str] = [
     "list_groups",
     "delete_groups",
     "offset_delete",
+    # ACLs
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
     # controller to broker (ZooKeeper mode only)
     "leader_and_isr",
     "update_metadata",
