@@ -28,9 +28,9 @@ ReplicaManager do:
   seen, then LeaderAndIsr and StopReplica go to the ReplicaManager (which fences each partition by
   its leader epoch, replication/fencing.py) and UpdateMetadata to the metadata cache.
 
-Known gap: a forged request at the *current* controller epoch with the real controller's id cannot
-be told from the controller's own without authenticating the peer (CLUSTER_ACTION ACLs on the
-inter-broker listener, not here yet); it is accepted.
+A forged request at the *current* controller epoch with the real controller's id cannot be told
+from the controller's own here; with an authorizer on, the wire handlers refuse it before it gets
+here unless its principal has CLUSTER_ACTION on the cluster (server/authz.py), as in Kafka.
 
 Callers: the broker (builds one, gives it to the `LocalChannel`s and exposes it to handlers as
 `control_plane`) and the three handlers.

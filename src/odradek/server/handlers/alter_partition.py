@@ -14,6 +14,9 @@ STALE_BROKER_EPOCH at the top.
 
 Deliberate deviations: leader_recovery_state (KIP-704) is always 0 (RECOVERED): an unclean leader
 does not go through a recovering state.
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED and a
+WARNING naming the peer and the principal (server/authz.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ALTER_PARTITION
@@ -30,6 +34,7 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    require_cluster_action(ctx)
     controller = ctx.broker.controller
     if controller is None:
         return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)

@@ -11,6 +11,9 @@ answer names the partitions it still leads (remaining_partitions). A broker that
 NOT_CONTROLLER, and the asking broker's channel (server/to_controller.py) finds the controller
 again and resends; a broker that is not live: BROKER_NOT_AVAILABLE; a stale broker epoch:
 STALE_BROKER_EPOCH.
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED and a
+WARNING naming the peer and the principal (server/authz.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from odradek.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CONTROLLED_SHUTDOWN
@@ -30,6 +34,7 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+    require_cluster_action(ctx)
     controller = ctx.broker.controller
     if controller is None:
         return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)

@@ -18,12 +18,16 @@ before v5 carry the partition errors flat, with topic names.
 
 Deliberate deviations: a newer controller epoch is checked against ZooKeeper (Kafka takes it as it
 comes).
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED and a
+WARNING naming the peer and the principal (server/authz.py).
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 from odradek.server.control_plane import controller_peer, leader_and_isr_refusal
 
@@ -35,6 +39,7 @@ _FIRST_TOPIC_GROUPED_RESPONSE = 5
 
 
 async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    require_cluster_action(ctx)
     return for_version(
         await ctx.broker.control_plane.leader_and_isr_from(controller_peer(ctx), request), ctx.api_version
     )

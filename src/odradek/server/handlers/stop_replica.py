@@ -18,12 +18,16 @@ partition is fenced by its leader epoch (replication/fencing.py).
 
 Deliberate deviations: `isKRaftController` (v4) is ignored (no KRaft migration); a newer controller
 epoch is checked against ZooKeeper (Kafka takes it as it comes).
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED and a
+WARNING naming the peer and the principal (server/authz.py).
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 from odradek.server.control_plane import controller_peer, stop_replica_refusal
 
@@ -34,6 +38,7 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    require_cluster_action(ctx)
     return await ctx.broker.control_plane.stop_replica_from(controller_peer(ctx), request)
 
 

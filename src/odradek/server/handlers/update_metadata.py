@@ -19,12 +19,16 @@ unchanged; otherwise the cache takes the request.
 Deliberate deviations: a newer controller epoch is checked against ZooKeeper (Kafka takes it as it
 comes); before v7 the request carries no topic ids, so the cache records the zero id for topics it
 learns from a v5-v6 request; `type` and `isKRaftController` (v8) are ignored (no KRaft migration).
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED and a
+WARNING naming the peer and the principal (server/authz.py).
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 from odradek.server.control_plane import controller_peer, update_metadata_refusal
 
@@ -35,6 +39,7 @@ ZK_BROKER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    require_cluster_action(ctx)
     return await ctx.broker.control_plane.update_metadata_from(controller_peer(ctx), request)
 
 

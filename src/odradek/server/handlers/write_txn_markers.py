@@ -14,7 +14,10 @@ min.insync.replicas), INVALID_PRODUCER_EPOCH (a producer epoch older than the pa
 TRANSACTION_COORDINATOR_FENCED (a coordinator epoch older than the producer's last marker),
 KAFKA_STORAGE_ERROR.
 
-Deliberate deviations: no authorization (odradek has no ACLs; Kafka requires CLUSTER_ACTION). A
+Authorization (Kafka's): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every
+partition and a WARNING naming the peer and the principal (server/authz.py).
+
+Deliberate deviations: a
 partition of the cluster that this broker does not host answers NOT_LEADER_OR_FOLLOWER, as Produce
 does here (Kafka answers UNKNOWN_TOPIC_OR_PARTITION; its coordinator retries after either). odradek's
 transaction coordinator writes the markers of the partitions its own broker leads directly, without
@@ -28,6 +31,7 @@ import asyncio
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from odradek.replication.types import TopicPartition, TxnMarker
+from odradek.server.authz import require_cluster_action
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
@@ -40,6 +44,7 @@ PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 
 
 async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    require_cluster_action(ctx)
     timeout_ms = ctx.broker.config["request.timeout.ms"]
     results = await asyncio.gather(*(_write(ctx, marker, timeout_ms) for marker in request.markers))
     return WriteTxnMarkersResponse(markers=list(results))
@@ -68,4 +73,20 @@ async def _write(
             )
             for topic in marker.topics
         ],
+    )
+
+
+def error_response(request: WriteTxnMarkersRequest, version: int, code: int) -> WriteTxnMarkersResponse:
+    """Every partition of every marker answering `code`."""
+    return WriteTxnMarkersResponse(
+        markers=[
+            MarkerResult(
+                producer_id=marker.producer_id,
+                topics=[
+                    TopicResult(t.name, [PartitionResult(i, code) for i in t.partition_indexes])
+                    for t in marker.topics
+                ],
+            )
+            for marker in request.markers
+        ]
     )
