@@ -40,6 +40,11 @@ Divergence (v12+, KIP-595's check, used by follower fetchers): a partition whose
 for that epoch) answers no records and diverging_epoch = (the newest epoch at or below it, where it
 ends here), so the fetcher truncates before fetching again.
 
+Authorization (Kafka's): a replica's fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster
+(refused: a WARNING naming the peer and the principal, and every partition answers
+TOPIC_AUTHORIZATION_FAILED), a consumer's READ on each topic (its partitions answer
+TOPIC_AUTHORIZATION_FAILED and are not read); checked at every fetch, incremental ones included.
+
 Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion).
 throttle_time_ms is always 0. Kafka reads every partition of a session at every incremental fetch;
 odradek skips the quiet ones (above), which changes what is answered in no case, only the order:
@@ -56,13 +61,15 @@ from typing import TypeVar
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import encode_element
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.quiet import QuietMark
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.types import FetchParams, FetchPartitionRequest, FetchPartitionResult
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorized_names, require_cluster_action
 from odradek.server.context import RequestContext
 from odradek.server.fetch_session import CachedPartition, FetchSession
 
@@ -122,12 +129,12 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
     replica_manager = ctx.broker.replica_manager
     active, resting, quiet = _split_quiet(replica_manager, session, request.isolation_level)
     groups = _by_topic(active)
-    names = _topic_names(ctx, groups)
+    names, refused = _readable(ctx, request, _topic_names(ctx, groups))
     fetched = await replica_manager.fetch_session(
         _partition_reads(groups, names), quiet, _fetch_params(ctx, request), session.clock
     )
     read = [
-        *zip(active, _spread(groups, names, fetched.results), strict=True),
+        *zip(active, _with_refusals(groups, refused, _spread(groups, names, fetched.results)), strict=True),
         *((resting[index], result) for index, result in fetched.woken.items()),
     ]
     changed, moved = _changes(read, _answerer(ctx.api_version, request.isolation_level == READ_COMMITTED))
@@ -220,7 +227,7 @@ async def _read_results(
 ) -> list[FetchPartitionResult | None]:
     """Read every partition of `groups` in order through the ReplicaManager (long poll included);
     one result each, None for a partition of an unknown topic id (not read: UNKNOWN_TOPIC_ID)."""
-    names = _topic_names(ctx, groups)
+    names, refused = _readable(ctx, request, _topic_names(ctx, groups))
     params = _fetch_params(ctx, request)
     results = await ctx.broker.replica_manager.fetch_messages(
         _partition_reads(groups, names),
@@ -230,7 +237,7 @@ async def _read_results(
         params.isolation_level,
         params.replica_id,
     )
-    return _spread(groups, names, results)
+    return _with_refusals(groups, refused, _spread(groups, names, results))
 
 
 def _fetch_params(ctx: RequestContext, request: FetchRequest) -> FetchParams:
@@ -287,6 +294,43 @@ def _topic_names(ctx: RequestContext, groups: Iterable[TopicGroup]) -> list[str 
     if ctx.api_version < TOPIC_IDS_VERSION:
         return [topic for topic, _, _ in groups]
     return [ctx.broker.replica_manager.topic_name(topic_id) for _, topic_id, _ in groups]
+
+
+def _readable(
+    ctx: RequestContext, request: FetchRequest, names: list[str | None]
+) -> tuple[list[str | None], dict[int, str]]:
+    """`names` with the topics this fetch may not read replaced by None, and those groups' names by
+    index: a replica's fetch needs CLUSTER_ACTION on the cluster (refused: every topic, with a
+    WARNING), a consumer's READ on each topic."""
+    if _replica_id(request) >= 0:
+        try:
+            require_cluster_action(ctx)
+            return names, {}
+        except KafkaError:
+            refused = {i: n for i, n in enumerate(names) if n is not None}
+    else:
+        allowed = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (n for n in names if n))
+        refused = {i: n for i, n in enumerate(names) if n is not None and n not in allowed}
+    if not refused:
+        return names, refused
+    return [None if i in refused else n for i, n in enumerate(names)], refused
+
+
+def _with_refusals(
+    groups: Sequence[TopicGroup], refused: dict[int, str], results: list[FetchPartitionResult | None]
+) -> list[FetchPartitionResult | None]:
+    """`results` with the partitions of the refused groups answering TOPIC_AUTHORIZATION_FAILED."""
+    if not refused:
+        return results
+    start = 0
+    for index, (_, _, partitions) in enumerate(groups):
+        if index in refused:
+            for offset, p in enumerate(partitions, start):
+                results[offset] = FetchPartitionResult(
+                    refused[index], p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                )
+        start += len(partitions)
+    return results
 
 
 def _topic_responses(groups: Sequence[TopicGroup], answers: list[Answer]) -> list[TopicResponse]:

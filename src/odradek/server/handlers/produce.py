@@ -52,6 +52,9 @@ ended) voids it, and the append answers INVALID_TXN_STATE. Once the producer's t
 ongoing in a partition, its later batches there are not verified again. The partition's producer
 state then checks epoch and sequence as for any idempotent batch.
 
+Authorization (Kafka's): a request holding transactional batches needs WRITE on its transactional id
+(else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request); each topic needs WRITE (else
+TOPIC_AUTHORIZATION_FAILED for its partitions, before any other check of the topic).
 Deliberate deviations: v0-v2 are not served (their magic 0/1 message sets cannot be stored: only
 RecordBatch v2 is), so ApiVersions advertises v3+ and older requests get UNSUPPORTED_VERSION.
 record_errors is always empty: a record that fails validation fails its whole partition, and
@@ -86,6 +89,8 @@ from odradek.protocol.records.validation import has_batch_with
 from odradek.replication.partition import Verified
 from odradek.replication.txn_verification import produce_error
 from odradek.replication.types import PartitionResponse, TopicPartition
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 from odradek.server.socket_server import CloseConnection
 
@@ -106,6 +111,12 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         raise KafkaError(
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need a transactional id"
         )
+    if (
+        request.transactional_id is not None
+        and not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+        and _has_transactional_records(request)
+    ):
+        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if request.acks not in VALID_ACKS:
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks} is not -1, 0 or 1")
     responses, entries = _check_topics(ctx, request)
@@ -194,17 +205,21 @@ def _transactional_producers(records: memoryview) -> set[tuple[int, int]]:
 def _check_topics(
     ctx: RequestContext, request: ProduceRequest
 ) -> tuple[dict[TopicPartition, PartitionResponse], dict[TopicPartition, memoryview]]:
-    """Refuse internal topics for ordinary clients; collect the rest as (topic, partition) -> records."""
+    """Refuse topics the principal may not write and internal topics for ordinary clients; collect the
+    rest as (topic, partition) -> records."""
     responses: dict[TopicPartition, PartitionResponse] = {}
     entries: dict[TopicPartition, memoryview] = {}
     admin = ctx.header.client_id == ADMIN_CLIENT_ID
     for topic in request.topic_data:
         known = ctx.broker.metadata_cache.topic(topic.name)
         refused = known is not None and known.is_internal and not admin
+        authorized = authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)
         for data in topic.partition_data:
             # a plain tuple, equal to TopicPartition and cheaper to build on this path
             key: TopicPartition = (topic.name, data.index)  # type: ignore[assignment]
-            if refused:
+            if not authorized:
+                responses[key] = PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif refused:
                 message = f"Cannot append to internal topic {topic.name}"
                 responses[key] = PartitionResponse(ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=message)
             else:
