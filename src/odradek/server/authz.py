@@ -9,7 +9,9 @@ the resources of its request:
   StopReplica, ControlledShutdown, AlterPartition, WriteTxnMarkers, a replica's Fetch), with a
   WARNING naming the API, the peer and the principal;
 - `authorized_names(ctx, operation, resource_type, names)`: the subset of names allowed (Kafka's
-  filterByAuthorized), asked once per distinct name;
+  filterByAuthorized), asked once per distinct name; `split_by_authorized` splits request entries
+  by it (Kafka's partitionSeqByAuthorized), and `refusing_topics` answers a request's refused topics
+  with TOPIC_AUTHORIZATION_FAILED through the handler's error response, handling the rest;
 - `authorized_operations(ctx, resource_type, name)`: the bit field of the operations allowed on a
   resource, for the `*_authorized_operations` fields (Metadata, DescribeCluster, DescribeGroups,
   DescribeTopicPartitions), over Kafka's supported operations of each resource type;
@@ -21,7 +23,9 @@ Callers: the handlers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -31,6 +35,15 @@ from odradek.security.authorizer import CLUSTER, AclOperation, Resource, Resourc
 from odradek.server.context import RequestContext
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class TopicsRequest(Protocol):
+    topics: list[Any]
+
+
+R = TypeVar("R", bound=TopicsRequest)
 
 _OP = AclOperation
 # Kafka's AclEntry.supportedOperations: what the authorized-operations fields report on.
@@ -132,3 +145,38 @@ def acl_store(ctx: RequestContext) -> AclStore | None:
 
 
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"
+
+
+def split_by_authorized(
+    ctx: RequestContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    items: Iterable[T],
+    name: Callable[[T], str],
+) -> tuple[list[T], list[T]]:
+    """`items` split into those whose resource (named by `name(item)`) allows `operation` and the
+    rest (Kafka's partitionSeqByAuthorized)."""
+    listed = list(items)
+    allowed = authorized_names(ctx, operation, resource_type, (name(i) for i in listed))
+    return [i for i in listed if name(i) in allowed], [i for i in listed if name(i) not in allowed]
+
+
+async def refusing_topics(
+    ctx: RequestContext,
+    request: R,
+    operation: AclOperation,
+    handle: Callable[[RequestContext, R], Awaitable[Any]],
+    error_response: Callable[[R, int, int], Any],
+    name: Callable[[Any], str] = lambda topic: topic.name,
+) -> Any:
+    """`handle` the request's topics that allow `operation`; the others are answered as
+    `error_response` answers them, with TOPIC_AUTHORIZATION_FAILED, after the handled ones."""
+    allowed, refused = split_by_authorized(ctx, operation, ResourceType.TOPIC, request.topics, name)
+    if not refused:
+        return await handle(ctx, request)
+    response = await handle(ctx, replace(request, topics=allowed))  # type: ignore[type-var]
+    refusal = error_response(
+        replace(request, topics=refused), ctx.api_version, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    )  # type: ignore[type-var]
+    response.topics.extend(refusal.topics)
+    return response

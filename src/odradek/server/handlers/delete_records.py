@@ -16,6 +16,9 @@ replica's log start offset reached the offset, and answers the smallest); they m
 start offset up to the leader's with their next fetch (odradek.replication.fetcher), so a follower
 elected leader before that fetch still serves the records below it until retention removes them.
 throttle_time_ms is always 0.
+
+Authorization (Kafka's): DELETE on each topic; a refused topic's partitions answer
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from collections import Counter
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import refusing_topics
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_RECORDS
@@ -38,6 +43,10 @@ PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
 async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    return await refusing_topics(ctx, request, AclOperation.DELETE, _handle, error_response)
+
+
+async def _handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     return DeleteRecordsResponse(
         topics=[

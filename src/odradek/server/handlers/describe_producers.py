@@ -10,12 +10,17 @@ coordinator epoch of its last marker (-1: none) and the first offset of its ongo
 none). A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER; one it does not
 host: NOT_LEADER_OR_FOLLOWER when the cluster has it, UNKNOWN_TOPIC_OR_PARTITION otherwise.
 throttle_time_ms is always 0.
+
+Authorization (Kafka's): READ on each topic; a refused topic's partitions answer
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import refusing_topics
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
@@ -28,6 +33,10 @@ ProducerState = DescribeProducersResponse.ProducerState
 
 
 async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
+    return await refusing_topics(ctx, request, AclOperation.READ, _handle, error_response)
+
+
+async def _handle(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     return DescribeProducersResponse(
         topics=[
             TopicResponse(name=t.name, partitions=[_partition(ctx, t.name, p) for p in t.partition_indexes])

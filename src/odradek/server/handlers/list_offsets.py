@@ -28,6 +28,9 @@ about 0.12 s.)
 
 Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
 served. throttle_time_ms is always 0.
+
+Authorization (Kafka's): DESCRIBE on each topic; a refused topic's partitions answer
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from odradek.replication.partition import MAX_TIMESTAMP
 from odradek.replication.replica_manager import OffsetLookups
 from odradek.replication.types import ListOffsetsPartitionRequest, ListOffsetsPartitionResult
 from odradek.scheduler import Lane
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import refusing_topics
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -56,6 +61,10 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    return await refusing_topics(ctx, request, AclOperation.DESCRIBE, _handle, error_response)
+
+
+async def _handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     if _needs_worker(request):
         lookups = ctx.broker.replica_manager.offset_lookups(in_worker=True)  # on the loop
         return await ctx.broker.scheduler.run(Lane.REQUEST, _answer, lookups, request)

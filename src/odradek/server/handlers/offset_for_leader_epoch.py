@@ -15,6 +15,9 @@ than the partition's (-1 skips the check).
 
 replica_id (v3+) is accepted and not used: as in Kafka 3.9, the leader answers everyone the same.
 throttle_time_ms is always 0.
+
+Authorization (Kafka's): CLUSTER_ACTION on the cluster (a replica) or DESCRIBE on each topic; a refused
+topic's partitions answer TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from odradek.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import authorize_cluster, refusing_topics
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
@@ -36,6 +41,14 @@ TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 
 
 async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
+        return await _handle(ctx, request)
+    return await refusing_topics(
+        ctx, request, AclOperation.DESCRIBE, _handle, error_response, lambda t: t.topic
+    )
+
+
+async def _handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     return OffsetForLeaderEpochResponse(
         topics=[
             TopicResult(topic=t.topic, partitions=[_partition(ctx, t.topic, p) for p in t.partitions])
