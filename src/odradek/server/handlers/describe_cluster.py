@@ -5,7 +5,8 @@ API: v0-v1.
 Behaviour: cluster id, controller id and the live brokers with their endpoints advertised on the
 listener the request arrived on. Only the brokers endpoint type (1) is served; asking for
 controllers (2) answers UNSUPPORTED_ENDPOINT_TYPE, as a broker does. Cluster authorized operations
-are reported when asked for (no authorizer: all).
+are reported when asked for (those the principal is allowed; no authorizer: all). As in Kafka
+3.9, no other authorization.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from odradek.security.authorizer import CLUSTER_NAME, ResourceType
+from odradek.server.authz import authorized_operations
 from odradek.server.context import RequestContext
-from odradek.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from odradek.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
@@ -33,7 +36,7 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
     metadata = ctx.broker.metadata_cache
     operations = AUTHORIZED_OPERATIONS_OMITTED
     if request.include_cluster_authorized_operations:
-        operations = CLUSTER_OPERATIONS
+        operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return DescribeClusterResponse(
         cluster_id=ctx.broker.cluster_id,
         controller_id=metadata.controller_id(),

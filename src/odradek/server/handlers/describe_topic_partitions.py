@@ -18,8 +18,11 @@ Per partition: leader (-1 when it does not serve on the request's listener: not 
 the listener, or this broker's log still loading, exactly when Metadata answers an error for it),
 leader epoch, replicas, ISR and offline replicas as Metadata reports them (`PartitionLeaders`);
 partition error codes are always NONE, as in Kafka. Eligible leader replicas and last known ELR are
-empty: there is no ELR without KRaft. Topic authorized operations are always filled (no authorizer:
-every topic operation), as Kafka fills them for every topic of the response.
+empty: there is no ELR without KRaft. Topic authorized operations are always filled (the supported topic
+operations the principal is allowed; no authorizer: every one), as Kafka fills them for every topic.
+
+Authorization (Kafka's): every topic needs DESCRIBE; when all topics are asked for, the others are
+left out, and a listed one answers TOPIC_AUTHORIZATION_FAILED.
 
 Deliberate deviations: Kafka serves this API on KRaft brokers only (its `"listeners": ["broker"]`; a
 ZooKeeper-mode broker does not advertise it). odradek serves it on single-node and ZooKeeper-mode
@@ -37,8 +40,10 @@ from odradek.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
 )
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorized_operations
 from odradek.server.context import RequestContext
-from odradek.server.handlers.metadata import TOPIC_OPERATIONS, PartitionLeaders
+from odradek.server.handlers.metadata import PartitionLeaders
 
 API_KEY = ApiKey.DESCRIBE_TOPIC_PARTITIONS
 MIN_VERSION = 0
@@ -66,13 +71,20 @@ async def handle(
                 response.next_cursor = Cursor(topic_name=name, partition_index=0)
             break
         topic = cache.topic(name)
+        if not authorize(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=bool(request.topics)
+        ):
+            if request.topics:
+                response.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
+            continue
+        operations = authorized_operations(ctx, ResourceType.TOPIC, name)
         if topic is None:
             if request.topics:
-                response.topics.append(_unknown(name))
+                response.topics.append(_unknown(name, operations))
             continue
         start = _start_index(request, name)
         end = min(len(topic.partitions), start + remaining)
-        described = _describe(topic, range(start, end), leaders)
+        described = _describe(topic, range(start, end), leaders, operations)
         response.topics.append(described)
         if end < len(topic.partitions):
             response.next_cursor = Cursor(topic_name=name, partition_index=end)
@@ -105,7 +117,7 @@ def _start_index(request: DescribeTopicPartitionsRequest, name: str) -> int:
     return cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
 
 
-def _describe(topic: TopicMetadata, indexes: range, leaders: PartitionLeaders) -> Topic:
+def _describe(topic: TopicMetadata, indexes: range, leaders: PartitionLeaders, operations: int) -> Topic:
     partitions = []
     for index in indexes:
         state = topic.partitions.get(index)
@@ -129,11 +141,11 @@ def _describe(topic: TopicMetadata, indexes: range, leaders: PartitionLeaders) -
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS,
+        topic_authorized_operations=operations,
     )
 
 
-def _unknown(name: str) -> Topic:
+def _unknown(name: str, operations: int) -> Topic:
     try:
         validate_topic_name(name)
         error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -143,7 +155,7 @@ def _unknown(name: str) -> Topic:
         error_code=error,
         name=name,
         is_internal=name in INTERNAL_TOPICS,
-        topic_authorized_operations=TOPIC_OPERATIONS,
+        topic_authorized_operations=operations,
     )
 
 

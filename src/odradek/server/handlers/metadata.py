@@ -15,8 +15,13 @@ A missing topic is created when the request allows it (always before v4) and
 topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. The requested topics are a set, as in
 Kafka: a name (or id) named twice is answered once, so a request's cost follows the distinct topics
 it names; missing topics are auto-created together, not one after another. Authorized operations
-(v8+) are reported only when asked for: with no authorizer every operation on the resource is
-allowed.
+(v8+) are reported only when asked for: the supported operations the principal is allowed
+(server/authz.py; with no authorizer, every one).
+
+Authorization (Kafka's): the all-topics list leaves out the topics the principal may not DESCRIBE
+(quietly); a named topic (or topic id) it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED; a
+missing topic is auto-created only with CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED.
 
 Everything comes from the broker's metadata cache (what the controller's UpdateMetadata said).
 `PartitionLeaders` (whether a partition's leader serves on the request's listener, its offline
@@ -34,7 +39,8 @@ is LEADER_NOT_AVAILABLE, as in Kafka.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +49,8 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from odradek.protocol.primitives import ZERO_UUID
+from odradek.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from odradek.server.authz import authorize, authorize_cluster, authorized_names, authorized_operations
 from odradek.server.context import RequestContext
 
 if TYPE_CHECKING:
@@ -53,10 +61,6 @@ MIN_VERSION = 0
 MAX_VERSION = 12
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 Broker = MetadataResponse.MetadataResponseBroker
 Topic = MetadataResponse.MetadataResponseTopic
@@ -74,7 +78,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         if (endpoint := b.endpoint(ctx.listener)) is not None
     ]
     no_listener = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
-    operations = TOPIC_OPERATIONS if request.include_topic_authorized_operations else None
+    operations = _topic_operations(ctx) if request.include_topic_authorized_operations else None
     requested = await _requested_topics(ctx, request)
     leaders = PartitionLeaders.of(ctx)
     topics = [_describe(t, leaders, no_listener, operations) for t in requested]
@@ -84,7 +88,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         controller_id=cache.controller_id(),
         topics=topics,
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS
+            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
             if request.include_cluster_authorized_operations
             else AUTHORIZED_OPERATIONS_OMITTED
         ),
@@ -106,22 +110,51 @@ async def _requested_topics(ctx: RequestContext, request: MetadataRequest) -> li
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     if all_topics:
         topics = metadata.topics()
-        return [topics[name] for name in sorted(topics)]
+        return [topics[name] for name in sorted(topics) if _may_describe(ctx, name, log_if_denied=False)]
     allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
     ids = dict.fromkeys(wanted.topic_id for wanted in request.topics or [] if wanted.name is None)
     names = dict.fromkeys(wanted.name for wanted in request.topics or [] if wanted.name is not None)
-    by_id = [metadata.topic_by_id(i) or Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=i) for i in ids]
-    missing = [name for name in names if metadata.topic(name) is None]
+    by_id = [_by_id(ctx, i) for i in ids]
+    refused = {n: Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=n) for n in names}
+    for name in authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names):
+        del refused[name]
+    missing = [name for name in names if name not in refused and metadata.topic(name) is None]
     created = dict(
         zip(missing, await asyncio.gather(*(_missing(ctx, n, allow_create) for n in missing)), strict=True)
     )
-    return [*by_id, *(metadata.topic(name) or created[name] for name in names)]
+    return [*by_id, *(refused.get(name) or metadata.topic(name) or created[name] for name in names)]
+
+
+def _by_id(ctx: RequestContext, topic_id: uuid.UUID) -> TopicMetadata | Topic:
+    found = ctx.broker.metadata_cache.topic_by_id(topic_id)
+    if found is None:
+        return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, topic_id=topic_id)
+    if not _may_describe(ctx, found.name):
+        return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id=topic_id)
+    return found
+
+
+def _may_describe(ctx: RequestContext, name: str, log_if_denied: bool = True) -> bool:
+    return authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied)
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster or on the topic (Kafka's check before an auto-creation)."""
+    return authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) or authorize(
+        ctx, AclOperation.CREATE, ResourceType.TOPIC, name
+    )
+
+
+def _topic_operations(ctx: RequestContext) -> Callable[[str], int]:
+    return lambda name: authorized_operations(ctx, ResourceType.TOPIC, name)
 
 
 async def _missing(ctx: RequestContext, name: str, allow_create: bool) -> TopicMetadata | Topic:
     """Auto-create the topic when allowed, else the error Kafka answers for it."""
     if not (allow_create and ctx.broker.config["auto.create.topics.enable"]):
         return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    if not _may_create(ctx, name):
+        return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name)
     try:
         created = await ctx.broker.auto_create_topic(name)
     except KafkaError as exc:
@@ -167,7 +200,10 @@ class PartitionLeaders:
 
 
 def _describe(
-    topic: TopicMetadata | Topic, leaders: PartitionLeaders, no_listener: int, operations: int | None
+    topic: TopicMetadata | Topic,
+    leaders: PartitionLeaders,
+    no_listener: int,
+    operations: Callable[[str], int] | None,
 ) -> Topic:
     if isinstance(topic, Topic):
         return topic
@@ -189,7 +225,9 @@ def _describe(
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         partitions=partitions,
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED if operations is None else operations,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED
+        if operations is None
+        else operations(topic.name),
     )
 
 
