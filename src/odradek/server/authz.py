@@ -5,6 +5,8 @@ the resources of its request:
 - `authorize(ctx, operation, resource_type, name)` and `authorize_cluster(ctx, operation)`;
 - `require_cluster(ctx, operation)`: raises KafkaError(CLUSTER_AUTHORIZATION_FAILED), which the
   dispatcher answers with the API's error response (Kafka's whole-request refusal);
+- `require_group(ctx, operation, group_id)` and `require_transactional_id(...)`: the same with
+  GROUP_AUTHORIZATION_FAILED and TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 - `require_cluster_action(ctx)`: the same for the inter-broker APIs (LeaderAndIsr, UpdateMetadata,
   StopReplica, ControlledShutdown, AlterPartition, WriteTxnMarkers, a replica's Fetch), with a
   WARNING naming the API, the peer and the principal;
@@ -180,3 +182,13 @@ async def refusing_topics(
     )  # type: ignore[type-var]
     response.topics.extend(refusal.topics)
     return response
+
+
+def require_group(ctx: RequestContext, operation: AclOperation, group_id: str) -> None:
+    if not authorize(ctx, operation, ResourceType.GROUP, group_id):
+        raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+def require_transactional_id(ctx: RequestContext, operation: AclOperation, transactional_id: str) -> None:
+    if not authorize(ctx, operation, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

@@ -14,6 +14,9 @@ Deliberate deviations: the first call creates `__consumer_offsets` (or `__transa
 and waits (up to two seconds, without blocking the broker) until this broker serves its partitions,
 so it usually answers with the coordinator at once (Kafka answers COORDINATOR_NOT_AVAILABLE until the
 topic exists); it then waits up to a second for the group's (or id's) partition to finish loading.
+
+Authorization (Kafka's): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) or on the
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from odradek.coordinator.coordinator import CoordinatorLocation
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -52,8 +57,12 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
 async def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     location: CoordinatorLocation
     if key_type == TRANSACTION_KEY_TYPE:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
         location = await ctx.broker.txn_coordinator.find_coordinator(key)
     elif key_type == GROUP_KEY_TYPE:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return _failed(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         location = await ctx.broker.group_coordinator.find_coordinator(key)
     else:
         return _failed(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}.")

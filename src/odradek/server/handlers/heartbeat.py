@@ -5,6 +5,8 @@ API: v0-v4.
 Behaviour: Kafka's classic Heartbeat: keeps the member's session alive; REBALANCE_IN_PROGRESS tells
 it to rejoin, ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID that it is no longer part
 of the generation. An empty group id answers INVALID_GROUP_ID.
+
+Authorization (Kafka's): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from odradek.coordinator.classic import HeartbeatArgs
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.HEARTBEAT
@@ -21,6 +25,7 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    require_group(ctx, AclOperation.READ, request.group_id)
     if not request.group_id:
         return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     args = HeartbeatArgs(

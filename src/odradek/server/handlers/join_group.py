@@ -11,6 +11,8 @@ An empty group id answers INVALID_GROUP_ID; a session timeout outside
 [group.min.session.timeout.ms, group.max.session.timeout.ms] INVALID_SESSION_TIMEOUT.
 
 Deliberate deviations: the `reason` (v8+) is accepted and not logged.
+
+Authorization (Kafka's): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from odradek.coordinator.group import Protocol
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -30,6 +34,7 @@ FIRST_VERSION_REQUIRING_MEMBER_ID = 4
 
 
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    require_group(ctx, AclOperation.READ, request.group_id)
     version = ctx.api_version
     if not request.group_id:
         return error_response(request, version, ErrorCode.INVALID_GROUP_ID)

@@ -9,6 +9,8 @@ instance id with another member id answers FENCED_INSTANCE_ID. Members leaving t
 of the others. An empty group id answers INVALID_GROUP_ID.
 
 Deliberate deviations: the per-member `reason` (v5) is accepted and not logged.
+
+Authorization (Kafka's): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from odradek.coordinator.classic import LeaveResult, LeavingMember
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LEAVE_GROUP
@@ -33,6 +37,7 @@ def _leaving(request: LeaveGroupRequest, version: int) -> tuple[LeavingMember, .
 
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    require_group(ctx, AclOperation.READ, request.group_id)
     version = ctx.api_version
     if not request.group_id:
         return error_response(request, version, ErrorCode.INVALID_GROUP_ID)

@@ -13,6 +13,9 @@ v6+ carry the committed leader epoch. v9's `generation_id_or_member_epoch` is th
 
 Deliberate deviations: v0 commits are stored in `__consumer_offsets` like every other version
 (Kafka stored them in ZooKeeper).
+
+Authorization (Kafka's): READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition)
+and READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from odradek.coordinator.group import CommittedOffset, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT
@@ -36,6 +41,7 @@ Partition = OffsetCommitResponse.OffsetCommitResponsePartition
 
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    require_group(ctx, AclOperation.READ, request.group_id)
     version = ctx.api_version
     coordinator = ctx.broker.group_coordinator
     errors, offsets = checked_offsets(
@@ -56,7 +62,8 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
 def checked_offsets(
     ctx: RequestContext, topics: Iterable[Any], committed: Callable[[Any, int], CommittedOffset]
 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, CommittedOffset]]:
-    """The per-partition checks of an offset commit (OffsetCommit, TxnOffsetCommit): the errors of
+    """The per-partition checks of an offset commit (OffsetCommit, TxnOffsetCommit; READ on the topic
+    first, as Kafka checks it, else TOPIC_AUTHORIZATION_FAILED): the errors of
     the partitions that fail them, and `committed(partition, now_ms)` for the others."""
     now_ms = ctx.broker.clock.time_ms()
     max_metadata = ctx.broker.group_coordinator.config.offset_metadata_max_bytes
@@ -64,9 +71,12 @@ def checked_offsets(
     offsets: dict[TopicPartition, CommittedOffset] = {}
     for topic in topics:
         known = ctx.broker.metadata_cache.topic(topic.name)
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            if known is None or p.partition_index not in known.partitions:
+            if not readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif known is None or p.partition_index not in known.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif len((p.committed_metadata or "").encode()) > max_metadata:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE

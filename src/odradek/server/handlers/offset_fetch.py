@@ -15,6 +15,10 @@ retries; without it, the last committed offset is answered.
 
 Deliberate deviations: the v9 member id / member epoch (KIP-848) are not
 checked: classic groups do not validate them.
+
+Authorization (Kafka's): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for it) and on each
+topic: a named topic's partitions answer TOPIC_AUTHORIZATION_FAILED, and when all the group's
+offsets are asked for, the topics the principal may not describe are left out.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from odradek.coordinator.group import CommittedOffset, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorized_names
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.OFFSET_FETCH
@@ -73,13 +79,21 @@ async def _fetch(
     partitions = None
     if requested is not None:
         partitions = tuple(TopicPartition(name, p) for name, indexes in requested for p in indexes)
-    error, offsets = await ctx.broker.group_coordinator.fetch_offsets(group_id, partitions)
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+    else:
+        error, offsets = await ctx.broker.group_coordinator.fetch_offsets(group_id, partitions)
     fetched: Fetched = defaultdict(list)
     if error != ErrorCode.NONE and partitions is not None:
         offsets = {tp: None for tp in partitions}
     unstable = ctx.broker.group_coordinator.pending_txn_partitions(group_id) if require_stable else set()
+    topics = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp.topic for tp in offsets))
     for tp, committed in offsets.items():
         partition_error = ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable and not error else error
+        if tp.topic not in topics:
+            if partitions is None:
+                continue  # all of the group's offsets: the topics it may not describe are left out
+            committed, partition_error = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
         fetched[tp.topic].append((tp.partition, committed, partition_error))
     return error, fetched
 

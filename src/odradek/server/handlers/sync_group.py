@@ -6,6 +6,8 @@ Behaviour: Kafka's classic SyncGroup. A follower's request waits until the leade
 stored in `__consumer_offsets`; the leader's request stores it and answers everyone. v5 requests
 must name the protocol type and name (else INCONSISTENT_GROUP_PROTOCOL) and get them back. An empty
 group id answers INVALID_GROUP_ID.
+
+Authorization (Kafka's): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from odradek.coordinator.classic import SyncArgs, SyncResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.SYNC_GROUP
@@ -22,6 +26,7 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    require_group(ctx, AclOperation.READ, request.group_id)
     version = ctx.api_version
     if not request.group_id:
         return error_response(request, version, ErrorCode.INVALID_GROUP_ID)
