@@ -6,12 +6,17 @@ Behaviour: deletes each named group that has no members: its committed offsets a
 are tombstoned in `__consumer_offsets`. Per group: NON_EMPTY_GROUP while it has members,
 GROUP_ID_NOT_FOUND when it does not exist, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its
 coordinator is elsewhere or loading.
+
+Authorization (Kafka's): DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
@@ -23,7 +28,17 @@ Result = DeleteGroupsResponse.DeletableGroupResult
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     coordinator = ctx.broker.group_coordinator
-    results = [Result(group_id=g, error_code=await coordinator.delete_group(g)) for g in request.groups_names]
+    results = [
+        Result(
+            group_id=g,
+            error_code=(
+                await coordinator.delete_group(g)
+                if authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g)
+                else ErrorCode.GROUP_AUTHORIZATION_FAILED
+            ),
+        )
+        for g in request.groups_names
+    ]
     return DeleteGroupsResponse(results=results)
 
 

@@ -7,14 +7,19 @@ CompletingRebalance, Stable; Dead for a group that does not exist), protocol typ
 (member id, group.instance.id v4+, client id, client host). The selected protocol and each member's
 metadata and assignment are reported only when the group is Stable, as Kafka does. A group whose
 coordinator is elsewhere or loading carries that error. v3+ authorized operations are reported only
-when asked for: with no authorizer every group operation (READ, DELETE, DESCRIBE) is allowed.
+when asked for: those of READ, DELETE, DESCRIBE the principal is allowed (no authorizer: all).
+
+Authorization (Kafka's): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 
 from __future__ import annotations
 
 from odradek.coordinator.classic import GroupDescription
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorized_operations
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -22,16 +27,22 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE
 
 Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    operations = GROUP_OPERATIONS if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
     coordinator = ctx.broker.group_coordinator
-    described = [_described(await coordinator.describe_group(g), operations) for g in request.groups]
+    described = []
+    for group_id in request.groups:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(Described(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        if request.include_authorized_operations:
+            operations = authorized_operations(ctx, ResourceType.GROUP, group_id)
+        described.append(_described(await coordinator.describe_group(group_id), operations))
     return DescribeGroupsResponse(groups=described)
 
 

@@ -6,12 +6,17 @@ Behaviour: the groups this broker coordinates (group id, protocol type; state v4
 v5+), filtered by state (v4+, case-insensitive, empty = all) and by type (v5+, empty = all; every
 odradek group is a classic group). While a `__consumer_offsets` partition is still loading the
 answer carries COORDINATOR_LOAD_IN_PROGRESS along with the groups already loaded, as Kafka does.
+
+Authorization (Kafka's): with DESCRIBE on the cluster every group is listed, else only the groups
+the principal may DESCRIBE.
 """
 
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize_cluster, authorized_names
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_GROUPS
@@ -23,6 +28,11 @@ CLASSIC_GROUP_TYPE = "classic"
 
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     error, listings = ctx.broker.group_coordinator.list_groups()
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
+        allowed = authorized_names(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in listings)
+        )
+        listings = [g for g in listings if g.group_id in allowed]
     states = {s.lower() for s in request.states_filter}
     types = {t.lower() for t in request.types_filter}
     if types and CLASSIC_GROUP_TYPE not in types:

@@ -8,6 +8,9 @@ consumer group, INVALID_GROUP_ID for an empty id, NOT_COORDINATOR / COORDINATOR_
 Per partition: UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have,
 GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to the topic. An Empty group left
 without offsets is deleted, as Kafka does.
+
+Authorization (Kafka's): DELETE on the group (else GROUP_AUTHORIZATION_FAILED) and READ on each
+topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from odradek.coordinator.group import TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, require_group
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.OFFSET_DELETE
@@ -27,13 +32,17 @@ Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    require_group(ctx, AclOperation.DELETE, request.group_id)
     if not request.group_id:
         return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     errors: dict[TopicPartition, int] = {}
     for topic in request.topics:
         known = ctx.broker.metadata_cache.topic(topic.name)
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
-            if known is None or p.partition_index not in known.partitions:
+            if not readable:
+                errors[TopicPartition(topic.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif known is None or p.partition_index not in known.partitions:
                 errors[TopicPartition(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wanted = tuple(
         TopicPartition(t.name, p.partition_index)
