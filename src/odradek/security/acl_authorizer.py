@@ -166,6 +166,50 @@ class AclAuthorizer:
             )
         return allowed
 
+    def authorize_by_resource_type(
+        self, ctx: AuthorizableRequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether some resource of `resource_type` allows `operation` and no DENY covers it (Kafka's
+        authorizeByResourceType: InitProducerId's WRITE on any topic); not cached."""
+        principal = str(ctx.principal)
+        if principal in self.super_users:
+            return True
+        by_type = self._index.get(resource_type)
+        if by_type is None:
+            return self.allow_everyone_if_no_acl_found
+        principals, hosts = (principal, WILDCARD_PRINCIPAL), (ctx.client_host, WILDCARD_HOST)
+
+        def has(
+            entries: Entries, permission: AclPermissionType, operations: tuple[AclOperation, ...]
+        ) -> bool:
+            return any(
+                e.permission_type == permission
+                and e.operation in operations
+                and e.principal in principals
+                and e.host in hosts
+                for e in entries
+            )
+
+        deny_ops = (operation, AclOperation.ALL)
+        allow_ops = (*IMPLYING.get(operation, (operation,)), AclOperation.ALL)
+        denied = {
+            n for n, entries in by_type.literal.items() if has(entries, AclPermissionType.DENY, deny_ops)
+        }
+        denied_prefixes = [
+            p for p, entries in by_type.prefixed if has(entries, AclPermissionType.DENY, deny_ops)
+        ]
+        if WILDCARD_RESOURCE in denied:
+            return False
+        candidates = [
+            *(
+                n
+                for n, entries in by_type.literal.items()
+                if n not in denied and has(entries, AclPermissionType.ALLOW, allow_ops)
+            ),
+            *(p for p, entries in by_type.prefixed if has(entries, AclPermissionType.ALLOW, allow_ops)),
+        ]
+        return any(not any(c.startswith(d) for d in denied_prefixes) for c in candidates)
+
     def _decide(self, principal: str, host: str, operation: AclOperation, resource: Resource) -> bool:
         if principal in self.super_users:
             return True

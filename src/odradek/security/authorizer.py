@@ -104,6 +104,12 @@ class Authorizer(Protocol):
         unless `log_if_denied` is false)."""
         ...
 
+    def authorize_by_resource_type(
+        self, ctx: AuthorizableRequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the principal may perform `operation` on some resource of `resource_type`."""
+        ...
+
 
 class AllowEverything:
     """The default authorizer: allows every request (no authorizer configured)."""
@@ -114,5 +120,10 @@ class AllowEverything:
         operation: AclOperation,
         resource: Resource,
         log_if_denied: bool = True,
+    ) -> bool:
+        return True
+
+    def authorize_by_resource_type(
+        self, ctx: AuthorizableRequestContext, operation: AclOperation, resource_type: ResourceType
     ) -> bool:
         return True

@@ -11,6 +11,9 @@ clients send AddOffsetsToTxn before they look for the group's coordinator);
 COORDINATOR_NOT_AVAILABLE when it cannot be.
 
 Deliberate deviations: throttle_time_ms is always 0.
+
+Authorization (Kafka's): WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+then READ on the group (else GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group, require_transactional_id
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
@@ -26,6 +31,8 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    require_transactional_id(ctx, AclOperation.WRITE, request.transactional_id)
+    require_group(ctx, AclOperation.READ, request.group_id)
     error = await ctx.broker.txn_coordinator.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
     )

@@ -26,6 +26,11 @@ unanswered, as in Kafka).
 Deliberate deviations: Kafka accepts v4+ only from brokers (CLUSTER_ACTION on the cluster,
 CLUSTER_AUTHORIZATION_FAILED otherwise); odradek has no ACLs, so any client may send v4+, as it may
 send WriteTxnMarkers. throttle_time_ms is always 0.
+
+Authorization (Kafka's): v4+ (brokers' batched requests) needs CLUSTER_ACTION on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED and a WARNING); each transaction WRITE on its transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for its partitions) and on each topic (else
+TOPIC_AUTHORIZATION_FAILED for that topic's partitions, OPERATION_NOT_ATTEMPTED for the others).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from odradek.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnResponse,
 )
 from odradek.protocol.topic_partition import TopicPartition
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorized_names, require_cluster_action
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
@@ -64,6 +71,7 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Add
         errors = await _handle_transaction(ctx, transaction)
         results = _topic_results(transaction.topics, errors)
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
+    require_cluster_action(ctx)
     answered = await asyncio.gather(*(_handle_transaction(ctx, t) for t in request.transactions))
     return AddPartitionsToTxnResponse(
         results_by_transaction=[
@@ -75,6 +83,18 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Add
 
 async def _handle_transaction(ctx: RequestContext, transaction: Transaction) -> dict[TopicPartition, int]:
     keys = [TopicPartition(t.name, p) for t in transaction.topics for p in t.partitions]
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transaction.transactional_id):
+        return dict.fromkeys(keys, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    writable = authorized_names(
+        ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in transaction.topics)
+    )
+    if any(key.topic not in writable for key in keys):
+        return {
+            key: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if key.topic not in writable
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for key in keys
+        }
     unknown = {key for key in keys if ctx.broker.metadata_cache.partition(*key) is None}
     if unknown:
         return {

@@ -9,16 +9,23 @@ NOT_COORDINATOR (its `__transaction_state` partition is not led here), COORDINAT
 TRANSACTIONAL_ID_NOT_FOUND.
 
 Deliberate deviations: no authorization (odradek has no ACLs). throttle_time_ms is always 0.
+
+Authorization (Kafka's): DESCRIBE on each transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it); the topics the principal may not DESCRIBE are left out
+of a transaction's partitions.
 """
 
 from __future__ import annotations
 
 from odradek.coordinator.txn_metadata import TxnMetadata
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorized_names
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
@@ -31,15 +38,22 @@ State = DescribeTransactionsResponse.TransactionState
 async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     states = []
     for transactional_id in request.transactional_ids:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(State(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id))
+            continue
         error, meta = ctx.broker.txn_coordinator.describe(transactional_id)
-        states.append(_state(meta) if meta is not None else State(error, transactional_id))
+        states.append(_state(ctx, meta) if meta is not None else State(error, transactional_id))
     return DescribeTransactionsResponse(transaction_states=states)
 
 
-def _state(meta: TxnMetadata) -> DescribeTransactionsResponse.TransactionState:
+def _state(ctx: RequestContext, meta: TxnMetadata) -> DescribeTransactionsResponse.TransactionState:
     topics: dict[str, list[int]] = {}
+    described = authorized_names(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in meta.partitions)
+    )
     for topic, partition in sorted(meta.partitions):
-        topics.setdefault(topic, []).append(partition)
+        if topic in described:
+            topics.setdefault(topic, []).append(partition)
     return State(
         transactional_id=meta.transactional_id,
         transaction_state=meta.state.kafka_name,

@@ -12,6 +12,8 @@ decision answers NONE. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINA
 the other coordinator APIs.
 
 Deliberate deviations: throttle_time_ms is always 0.
+
+Authorization (Kafka's): WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_transactional_id
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.END_TXN
@@ -27,6 +31,7 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    require_transactional_id(ctx, AclOperation.WRITE, request.transactional_id)
     error = await ctx.broker.txn_coordinator.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
     )

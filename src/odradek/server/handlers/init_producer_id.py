@@ -33,6 +33,10 @@ Deliberate deviations: a Kafka 3.x broker asks its
 controller for id blocks (AllocateProducerIds) and the controller claims them in ZooKeeper; an
 odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same znode, same JSON).
 throttle_time_ms is always 0.
+
+Authorization (Kafka's): a transactional id needs WRITE on it (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE
+on some topic (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from __future__ import annotations
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize_cluster, require_transactional_id
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
@@ -55,7 +61,13 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         pair = f"producer id {request.producer_id} and epoch {request.producer_epoch}"
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"{pair} must be both set or both -1")
     if request.transactional_id is not None:
+        require_transactional_id(ctx, AclOperation.WRITE, request.transactional_id)
         return await _init_transactional(ctx, request, request.transactional_id)
+    if not authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False):
+        if not ctx.broker.authorizer.authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+            raise KafkaError(
+                ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "idempotent producer needs IDEMPOTENT_WRITE"
+            )
     producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
 

@@ -10,6 +10,8 @@ transaction started at least that many milliseconds ago). State filters that nam
 ones hold).
 
 Deliberate deviations: no authorization (odradek has no ACLs). throttle_time_ms is always 0.
+
+Authorization (Kafka's): only the transactional ids the principal may DESCRIBE are listed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from odradek.coordinator.txn_metadata import TxnMetadata, TxnState
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
@@ -33,6 +37,7 @@ async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListT
         ListTransactionsResponse.TransactionState(m.transactional_id, m.producer_id, m.state.kafka_name)
         for m in found
         if _wanted(m, request, now_ms)
+        and authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactional_id, False)
     ]
     return ListTransactionsResponse(
         error_code=error,

@@ -18,6 +18,10 @@ producer state as the batch is appended and again when its marker is written. Th
 partition's only writer, numbers its transactional batches itself from what it replayed; were the
 producer's batches cleaned from the partition while its producer state remains, the next batch of
 that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms is always 0.
+
+Authorization (Kafka's): WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+READ on the group (else GROUP_AUTHORIZATION_FAILED), both for every partition; READ on each topic
+(else TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from odradek.coordinator.classic import CommitArgs
 from odradek.coordinator.group import CommittedOffset, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_group, require_transactional_id
 from odradek.server.context import RequestContext
 from odradek.server.handlers.offset_commit import checked_offsets
 
@@ -40,6 +46,8 @@ Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 
 async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    require_transactional_id(ctx, AclOperation.WRITE, request.transactional_id)
+    require_group(ctx, AclOperation.READ, request.group_id)
     coordinator = ctx.broker.group_coordinator
     errors, offsets = checked_offsets(
         ctx,
