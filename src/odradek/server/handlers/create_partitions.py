@@ -10,6 +10,8 @@ max.broker.partitions: POLICY_VIOLATION. `validate_only` checks and changes noth
 is written to the metadata store; the controller brings the new partitions online and their logs are
 created in the background. With `timeout_ms` > 0 the response waits (as CreateTopics does) for their
 leaders, REQUEST_TIMED_OUT past it; with `timeout_ms` <= 0 it answers at once.
+
+Authorization (Kafka's): ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections import Counter
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -38,6 +42,9 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
         if counts[topic.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = "Duplicate topic in request."
+        elif not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "Authorization failed."
         else:
             added = await _grow(ctx, topic, request.validate_only, result)
             if added:

@@ -24,6 +24,8 @@ all the same); with `timeout_ms` <= 0 it answers at once.
 
 Deliberate deviations: a new partition led by this broker counts as having its leader once it
 serves here (its log is ready), so a produce right after the answer finds the partition.
+
+Authorization (Kafka's): CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from odradek.controller.store import StoredTopic
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize, authorize_cluster
 from odradek.server.config import (
     DEPRECATED_TOPIC_CONFIGS,
     ConfigError,
@@ -54,11 +58,20 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
     counts = Counter(t.name for t in request.topics)
     results = []
     created: dict[str, StoredTopic] = {}
+    may_create_any = authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False)
     for topic in request.topics:
         if counts[topic.name] > 1:
             message = f"Create topics request contains multiple entries for the topic {topic.name}"
             results.append(
                 Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST, error_message=message)
+            )
+            continue
+        if not may_create_any and not authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name):
+            message = "Authorization failed."
+            results.append(
+                Result(
+                    name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=message
+                )
             )
             continue
         try:

@@ -11,6 +11,9 @@ stops the topic's replicas (StopReplica with delete: their logs are deleted in t
 tells the brokers to forget it. As Kafka's DelayedDeleteTopics: with `timeout_ms` > 0 the response
 waits until this broker's metadata cache no longer has the topic, REQUEST_TIMED_OUT past it; with
 `timeout_ms` <= 0 it answers at once.
+
+Authorization (Kafka's): DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for it (checked
+before whether it exists, when named).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from odradek.protocol.primitives import ZERO_UUID
+from odradek.security.authorizer import AclOperation, ResourceType
+from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
@@ -58,16 +63,24 @@ async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicSt
     if wanted.name is not None and wanted.topic_id != ZERO_UUID:
         return _failed(result, ErrorCode.INVALID_REQUEST, "Give either a topic name or a topic id, not both.")
     topic = metadata.topic(wanted.name) if wanted.name is not None else metadata.topic_by_id(wanted.topic_id)
+    if topic is None and wanted.name is not None and not _may_delete(ctx, wanted.name):
+        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     if topic is None:
         if wanted.name is None:
             return _failed(result, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
         return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
+    if not _may_delete(ctx, topic.name):
+        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     try:
         await ctx.broker.admin.delete_topic(topic.name)
     except KafkaError as exc:
         return _failed(result, exc.code, exc.message)
     result.name, result.topic_id = topic.name, topic.topic_id
     return result
+
+
+def _may_delete(ctx: RequestContext, name: str) -> bool:
+    return authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name)
 
 
 def _failed(result: Result, code: ErrorCode, message: str | None) -> Result:
