@@ -192,3 +192,19 @@ def require_group(ctx: RequestContext, operation: AclOperation, group_id: str) -
 def require_transactional_id(ctx: RequestContext, operation: AclOperation, transactional_id: str) -> None:
     if not authorize(ctx, operation, ResourceType.TRANSACTIONAL_ID, transactional_id):
         raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+
+
+# ConfigResource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+
+
+def require_config_resource(
+    ctx: RequestContext, operation: AclOperation, resource_type: int, name: str
+) -> None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on a config resource: a topic's on the topic (else
+    TOPIC_AUTHORIZATION_FAILED), a broker's or broker logger's on the cluster (else
+    CLUSTER_AUTHORIZATION_FAILED)."""
+    if resource_type == CONFIG_TOPIC and not authorize(ctx, operation, ResourceType.TOPIC, name):
+        raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    if resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER) and not authorize_cluster(ctx, operation):
+        raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")

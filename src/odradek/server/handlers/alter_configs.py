@@ -25,6 +25,9 @@ value for resource ..."), odradek INVALID_CONFIG as for topics; Kafka stores unk
 names (custom configs), odradek refuses them; only the keys odradek applies live are dynamic, so
 some that Kafka marks per-broker or cluster-wide (thread pool sizes, SSL, quotas, ...) are refused.
 Other resource types answer INVALID_REQUEST.
+
+Authorization (Kafka's): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a
+broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from odradek.controller.store import DEFAULT_BROKER_ENTITY
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_config_resource
 from odradek.server.config import (
     DEPRECATED_BROKER_CONFIGS,
     DEPRECATED_TOPIC_CONFIGS,
@@ -71,6 +76,7 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
 async def _alter(
     ctx: RequestContext, resource: AlterConfigsRequest.AlterConfigsResource, validate_only: bool
 ) -> None:
+    require_config_resource(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
     configs = {c.name: c.value for c in resource.configs}
     if resource.resource_type == BROKER_RESOURCE:
         entity = broker_entity(ctx, resource.resource_name)

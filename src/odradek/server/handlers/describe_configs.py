@@ -20,6 +20,9 @@ Deliberate deviations: BROKER_LOGGER resources (type 8) answer INVALID_REQUEST; 
 are empty; a resource named twice (same type, name and keys) is described once (Kafka describes it
 again each time, so a small request naming one topic thousands of times asks for an answer hundreds
 of times its size).
+
+Authorization (Kafka's): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a
+broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from odradek.controller.metadata import validate_topic_name
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_config_resource
 from odradek.server.config import ConfigEntry
 from odradek.server.context import RequestContext
 
@@ -63,6 +68,9 @@ def _describe(
 ) -> Result:
     result = Result(resource_type=resource.resource_type, resource_name=resource.resource_name)
     try:
+        require_config_resource(
+            ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
         entries = _entries(ctx, resource.resource_type, resource.resource_name)
     except KafkaError as exc:
         result.error_code, result.error_message = exc.code, exc.message

@@ -17,6 +17,9 @@ INVALID_REQUEST as Kafka does. The resulting set is validated as a whole before 
 
 Deliberate deviations: as AlterConfigs (the dynamic keys are those odradek applies live; a bad
 broker config value is INVALID_CONFIG).
+
+Authorization (Kafka's): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a
+broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from odradek.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_config_resource
 from odradek.server.config import CONFIG_KEYS, ConfigType, format_value, topic_config_type
 from odradek.server.context import RequestContext
 from odradek.server.handlers.alter_configs import (
@@ -71,6 +76,7 @@ async def handle(
 
 
 async def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None:
+    require_config_resource(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
     if resource.resource_type == BROKER_RESOURCE:
         entity = broker_entity(ctx, resource.resource_name)
         current = ctx.broker.store.broker_configs(entity)
