@@ -12,6 +12,8 @@ being reassigned). A broker that is not the controller answers NOT_CONTROLLER at
 
 A single node serves it too (it is its own controller): a target of its own broker id changes
 nothing, any other broker is not live (INVALID_REPLICA_ASSIGNMENT, as Kafka answers).
+
+Authorization (Kafka's): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from odradek.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
@@ -32,6 +36,7 @@ MAX_VERSION = 0
 async def handle(
     ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
+    require_cluster(ctx, AclOperation.ALTER)
     controller = ctx.broker.controller
     if controller is None:
         return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)

@@ -13,6 +13,8 @@ directory name would pass 255 characters); NONE otherwise, including a move to t
 is already in (which cancels a move in progress elsewhere). Results are grouped by topic.
 
 odradek has no ACLs, so the CLUSTER ALTER check Kafka makes always passes.
+
+Authorization (Kafka's): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from odradek.protocol.messages.alter_replica_log_dirs import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ALTER_REPLICA_LOG_DIRS
@@ -35,6 +39,7 @@ PartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 
 
 async def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+    require_cluster(ctx, AclOperation.ALTER)
     destinations = {
         (topic.name, partition): entry.path
         for entry in request.dirs

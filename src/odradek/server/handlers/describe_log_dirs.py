@@ -12,6 +12,9 @@ directory's total and usable bytes (the file system's, as Kafka reports them). A
 cannot be read answers KAFKA_STORAGE_ERROR with no topics.
 
 throttle_time_ms is always 0.
+
+Authorization (Kafka's): DESCRIBE on the cluster, else no log dirs (and, v3+,
+CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import authorize_cluster
 from odradek.server.context import RequestContext
 from odradek.storage.log import Log
 
@@ -36,6 +41,8 @@ PartitionResult = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     by_dir: dict[Path, list[Log]] = defaultdict(list)
     log_manager = ctx.broker.log_manager

@@ -17,6 +17,8 @@ Kafka does. An election_type other than 0 and 1: INVALID_REQUEST.
 Deliberate deviations: a broker that is not the controller answers NOT_CONTROLLER at the top (v1+)
 as well as per partition (Kafka sets it per partition only), so a client refreshes its controller
 whichever it reads. No authorization (odradek has no ACLs).
+
+Authorization (Kafka's): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from odradek.controller.waiters import wait_until
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ELECT_LEADERS
@@ -37,6 +41,7 @@ TIMED_OUT = ElectionResult(error=ErrorCode.REQUEST_TIMED_OUT, message="Timed out
 
 
 async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    require_cluster(ctx, AclOperation.ALTER)
     controller = ctx.broker.controller
     if controller is None:
         raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {ctx.broker.broker_id} is not the controller.")

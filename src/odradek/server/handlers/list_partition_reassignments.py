@@ -8,6 +8,8 @@ for that are (others, unknown ones included, are left out, as Kafka's ZooKeeper-
 does), each with its full replicas, the replicas being added and those being removed. A broker that
 is not the controller answers NOT_CONTROLLER. A single node, its own controller, answers with an
 empty list: nothing can move there.
+
+Authorization (Kafka's): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from odradek.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
@@ -28,6 +32,7 @@ MAX_VERSION = 0
 async def handle(
     ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
+    require_cluster(ctx, AclOperation.DESCRIBE)
     controller = ctx.broker.controller
     if controller is None:
         return ListPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
