@@ -180,8 +180,6 @@ def test_unknown_keys_warn_and_ignored_keys_do_not(caplog):
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
-        ("super.users", "User:admin"),
         ("principal.builder.class", "com.example.Builder"),
         ("sasl.enabled.mechanisms", "GSSAPI"),
         ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256"),

@@ -1,7 +1,6 @@
 """The request path's stages in-process (server/dispatcher.py): a real connection's context carries
-its listener, security protocol and principal; the authorize and quota hooks are asked once per
-request (test doubles: no denying authorizer or quota is wired into the broker yet); a refusal is
-answered with CLUSTER_AUTHORIZATION_FAILED unhandled; a throttle mutes the connection."""
+its listener, security protocol and principal; the quota hook is asked once per request (a test
+double); a throttle mutes the connection. Authorization is the handlers' (tests/security/)."""
 
 from __future__ import annotations
 
@@ -14,11 +13,10 @@ from typing import Any
 from odradek.clock import SYSTEM_CLOCK
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import decode_response
-from odradek.protocol.errors import ErrorCode
 from odradek.protocol.headers import parse_response_header
 from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from odradek.scheduler import Scheduler
-from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Resource
+from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import NoQuotas
 from odradek.server.context import RequestContext
@@ -56,16 +54,6 @@ class Recording:
                 for t in request.topics or ()
             ]
         )
-
-
-class Authorizer:
-    def __init__(self, allow: bool) -> None:
-        self.allow = allow
-        self.asked: list[tuple[KafkaPrincipal, AclOperation, Resource]] = []
-
-    def authorize(self, ctx: Any, operation: AclOperation, resource: Resource) -> bool:
-        self.asked.append((ctx.principal, operation, resource))
-        return self.allow
 
 
 class Quotas:
@@ -123,32 +111,16 @@ def test_a_real_connection_carries_its_listener_security_protocol_and_anonymous_
         assert str(ctx.principal) == "User:ANONYMOUS"
 
 
-def test_the_authorize_and_quota_hooks_are_asked_once_per_request():
-    handler, authorizer, quotas = Recording(), Authorizer(allow=True), Quotas()
+def test_the_quota_hook_is_asked_once_per_request():
+    handler, quotas = Recording(), Quotas()
     dispatcher = Dispatcher(
         broker=None,  # type: ignore[arg-type]
         handlers={METADATA: handler},
-        authorizer=authorizer,
         quotas=quotas,
     )
     answers = run(exchange(dispatcher, "PLAINTEXT", 3))
     assert len(answers) == len(handler.contexts) == 3
-    assert authorizer.asked == [(ANONYMOUS, AclOperation.ANY, CLUSTER)] * 3
     assert quotas.recorded == [("tests", len(metadata_frame(0)) - 4)] * 3
-
-
-def test_a_refused_request_is_answered_cluster_authorization_failed_without_being_handled():
-    handler = Recording()
-    dispatcher = Dispatcher(
-        broker=None,  # type: ignore[arg-type]
-        handlers={METADATA: handler},
-        authorizer=Authorizer(allow=False),
-    )
-    chunks = asyncio.run(dispatcher(metadata_frame(5)[4:], CLIENT))
-    assert chunks is not None
-    correlation_id, response = decode(b"".join(bytes(chunk) for chunk in chunks))
-    assert correlation_id == 5 and handler.contexts == []
-    assert [t.error_code for t in response.topics] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
 
 
 def test_a_throttled_connection_handles_its_next_request_after_the_mute():

@@ -32,6 +32,35 @@ WILDCARD_RESOURCE = "*"
 WILDCARD_HOST = "*"
 WILDCARD_PRINCIPAL = "User:*"
 
+_OP = AclOperation
+# Kafka's AclEntry.supportedOperations: what each resource type's ACLs may name (`odradek acls`
+# checks it) and what the authorized-operations fields report on.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        _OP.READ,
+        _OP.WRITE,
+        _OP.CREATE,
+        _OP.DESCRIBE,
+        _OP.DELETE,
+        _OP.ALTER,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (_OP.READ, _OP.DESCRIBE, _OP.DELETE),
+    ResourceType.CLUSTER: (
+        _OP.CREATE,
+        _OP.CLUSTER_ACTION,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+        _OP.IDEMPOTENT_WRITE,
+        _OP.ALTER,
+        _OP.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (_OP.DESCRIBE, _OP.WRITE),
+    ResourceType.DELEGATION_TOKEN: (_OP.DESCRIBE,),
+    ResourceType.USER: (_OP.CREATE_TOKENS, _OP.DESCRIBE_TOKENS),
+}
+
 
 class PatternType(enum.IntEnum):
     UNKNOWN = 0

@@ -33,6 +33,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.security.acl_authorizer import AclAuthorizer
 from odradek.security.acl_store import AclStore
+from odradek.security.acls import SUPPORTED_OPERATIONS
 from odradek.security.authorizer import CLUSTER, AclOperation, Resource, ResourceType
 from odradek.server.context import RequestContext
 
@@ -46,34 +47,6 @@ class TopicsRequest(Protocol):
 
 
 R = TypeVar("R", bound=TopicsRequest)
-
-_OP = AclOperation
-# Kafka's AclEntry.supportedOperations: what the authorized-operations fields report on.
-SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
-    ResourceType.TOPIC: (
-        _OP.READ,
-        _OP.WRITE,
-        _OP.CREATE,
-        _OP.DESCRIBE,
-        _OP.DELETE,
-        _OP.ALTER,
-        _OP.DESCRIBE_CONFIGS,
-        _OP.ALTER_CONFIGS,
-    ),
-    ResourceType.GROUP: (_OP.READ, _OP.DESCRIBE, _OP.DELETE),
-    ResourceType.CLUSTER: (
-        _OP.CREATE,
-        _OP.CLUSTER_ACTION,
-        _OP.DESCRIBE_CONFIGS,
-        _OP.ALTER_CONFIGS,
-        _OP.IDEMPOTENT_WRITE,
-        _OP.ALTER,
-        _OP.DESCRIBE,
-    ),
-    ResourceType.TRANSACTIONAL_ID: (_OP.DESCRIBE, _OP.WRITE),
-    ResourceType.DELEGATION_TOKEN: (_OP.DESCRIBE,),
-    ResourceType.USER: (_OP.CREATE_TOKENS, _OP.DESCRIBE_TOKENS),
-}
 
 
 def authorize(
