@@ -69,6 +69,9 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.ADD_OFFSETS_TO_TXN: 4,
     ApiKey.END_TXN: 4,
     ApiKey.TXN_OFFSET_COMMIT: 4,
+    ApiKey.DESCRIBE_ACLS: 3,
+    ApiKey.CREATE_ACLS: 3,
+    ApiKey.DELETE_ACLS: 3,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,
