@@ -6,7 +6,8 @@ may create the first ACLs), and each test puts ALLOW / DENY ACLs for User:ANONYM
 its own, through `odradek acls` (kafka-acls.sh's flags) or the admin client's CreateAcls. Then
 confluent-kafka, kafka-python and aiokafka are refused or served as Kafka would: produce, consume,
 consumer groups, admin calls and transactions. Also: the ACLs survive a restart (the local file),
-super.users overrides a DENY, and a broker without an authorizer answers SECURITY_DISABLED.
+super.users overrides a DENY, a broker without an authorizer answers SECURITY_DISABLED, and Metadata
+reports the operations the principal is allowed.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.errors import TopicAuthorizationFailedError as KafkaPythonTopicAuthorizationFailed
 
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages import MetadataRequest
 from odradek.security.acl_store import ACLS_FILE
 from odradek.testing.broker import BrokerProcess
 from tests.cli.tooling import ok, run_odradek
 from tests.compat.helpers import QUIET, TIMEOUT_S, admin, consume, create_topic, produce
+from tests.server.raw_client import RawClient
 
 ANONYMOUS = "User:ANONYMOUS"
 SECURED = {
@@ -280,3 +284,22 @@ def test_a_broker_without_an_authorizer_answers_security_disabled(tmp_path: Path
     with BrokerProcess(tmp_path / "data", output_path=tmp_path / "broker.out") as process:
         done = run_odradek("acls", "--bootstrap-server", process.bootstrap, "--list")
     assert done.returncode == 1 and "No Authorizer is configured on the broker" in done.stderr
+
+
+def test_metadata_reports_the_principals_authorized_operations(broker):
+    topic = name("ops")
+    create_topic(broker.bootstrap, topic)
+    acls(broker, "--add", "--allow-principal", ANONYMOUS, "--operation", "Read", "--topic", topic)
+    request = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+    with RawClient(broker.bootstrap) as client:
+        response = client.call(ApiKey.METADATA, 10, request)
+    (described,) = response.topics
+    # READ, and DESCRIBE which READ implies; nothing else
+    assert described.topic_authorized_operations == (1 << 3) | (1 << 8)
+    # the cluster has no ACL: allow.everyone.if.no.acl.found allows every cluster operation
+    assert response.cluster_authorized_operations == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
