@@ -10,15 +10,15 @@ Owns `AclStore` (`acls()`: every resource pattern with its entries; `add` / `rem
   `/kafka-acl-extended-changes/acl_changes_<seq>` holding the JSON event). Every broker watches both
   notification parents and re-reads the named resource's znode for each new notification, so a
   change made through one broker applies on all of them at once (Kafka's AclAuthorizer change
-  listeners). After a session expiry `load()` reads everything again.
+  listeners); at each pass the notifications older than 15 minutes are deleted (Kafka's purge of
+  obsolete notifications). After a session expiry `load()` reads everything again.
 - `LocalAclStore` (single node): `<first log dir>/__acls.json`,
   `{"version":1,"acls":[{"resourceType":"Topic","name":..,"patternType":"LITERAL","acls":[...]}]}`
   with the same entry JSON, written atomically (temp file, fsync, rename) in the metadata-store lane
   before the change shows in `acls()`.
 
 Deliberate deviations: the single node keeps its ACLs in a file of their own next to
-`__cluster_metadata.json` rather than inside it; change notifications are not purged after 15
-minutes (Kafka's ZkNodeChangeNotificationListener deletes older ones).
+`__cluster_metadata.json` rather than inside it.
 
 Callers: the broker (construction, `load()`), the authorizer (reads and watches), the ACL handlers
 (writes).
@@ -30,6 +30,7 @@ import abc
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +60,7 @@ log = logging.getLogger(__name__)
 ACLS_FILE = "__acls.json"
 FORMAT_VERSION = 1
 RETRY_AFTER_CONNECTION_LOSS_S = 0.5
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener changeExpirationMs
 
 Acls = Mapping[ResourcePattern, frozenset[AccessControlEntry]]
 
@@ -181,7 +183,7 @@ class ZkAclStore(AclStore):
 
     def __init__(self, zk: KafkaZkClient) -> None:
         super().__init__()
-        self._zk = zk
+        self.zk = zk  # the broker's session
         self._last_change = {False: "", True: ""}  # per store (prefixed or not): last notification seen
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -189,16 +191,16 @@ class ZkAclStore(AclStore):
     async def load(self) -> None:
         """Read every ACL znode and watch both notification parents (again after a session expiry)."""
         for path in znodes.ACL_PATHS:
-            await self._zk.ensure_path(path)
+            await self.zk.ensure_path(path)
         async with self._lock:
             for prefixed in (False, True):
-                changes = await self._zk.children(znodes.acl_changes_path(prefixed), self._watcher(prefixed))
+                changes = await self.zk.children(znodes.acl_changes_path(prefixed), self._watcher(prefixed))
                 self._last_change[prefixed] = changes[-1] if changes else ""
             self._acls = {}
             for prefixed in (False, True):
                 root = znodes.acl_root(prefixed)
-                for type_name in await self._zk.children(root):
-                    for name in await self._zk.children(f"{root}/{type_name}"):
+                for type_name in await self.zk.children(root):
+                    for name in await self.zk.children(f"{root}/{type_name}"):
                         pattern = _pattern(
                             type_name, name, PatternType.PREFIXED if prefixed else PatternType.LITERAL
                         )
@@ -238,13 +240,14 @@ class ZkAclStore(AclStore):
     async def _read_new_changes(self, prefixed: bool) -> bool:
         parent = znodes.acl_changes_path(prefixed)
         changed = False
-        for child in await self._zk.children(parent, self._watcher(prefixed)):
+        for child in await self.zk.children(parent, self._watcher(prefixed)):
+            found = await self.zk.get(f"{parent}/{child}")
+            if found is None:
+                continue
+            await self._purge_if_expired(f"{parent}/{child}", found[1].ctime)
             if child <= self._last_change[prefixed]:
                 continue
             self._last_change[prefixed] = child
-            found = await self._zk.get(f"{parent}/{child}")
-            if found is None:
-                continue
             type_name, name, pattern_type = znodes.decode_acl_change(found[0], prefixed)
             pattern = _pattern(type_name, name, parse_enum(PatternType, pattern_type))
             self._set(pattern, (await self._read(pattern))[0])
@@ -252,9 +255,20 @@ class ZkAclStore(AclStore):
             changed = True
         return changed
 
+    async def _purge_if_expired(self, path: str, created_ms: int) -> None:
+        """Delete a notification older than CHANGE_EXPIRATION_MS (any broker may; one wins)."""
+        if time.time() * 1000 - created_ms < CHANGE_EXPIRATION_MS:
+            return
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            await self.zk.delete(path)
+        except NoNodeError:
+            pass
+
     async def _read(self, pattern: ResourcePattern) -> tuple[frozenset[AccessControlEntry], int]:
         """The pattern's entries and zkVersion (-1: no znode)."""
-        found = await self._zk.get(_path(pattern))
+        found = await self.zk.get(_path(pattern))
         if found is None:
             return frozenset(), -1
         return frozenset(entry_from_json(e) for e in znodes.decode_acls(found[0])), found[1].version
@@ -292,7 +306,7 @@ class ZkAclStore(AclStore):
         self._set(pattern, new)
         data = znodes.encode_acl_change(pattern.resource_type.name, pattern.name, pattern.pattern_type.name)
         prefixed = pattern.pattern_type == PatternType.PREFIXED
-        await self._zk.create(
+        await self.zk.create(
             f"{znodes.acl_changes_path(prefixed)}/{znodes.ACL_CHANGE_PREFIX}", data, sequence=True
         )
 
@@ -301,13 +315,13 @@ class ZkAclStore(AclStore):
     ) -> None:
         path = _path(pattern)
         if not entries:
-            await self._zk.delete(path, version)
+            await self.zk.delete(path, version)
             return
         data = znodes.encode_acls([entry_to_json(e) for e in sorted(entries, key=str)])
         if version < 0:
-            await self._zk.create(path, data)
+            await self.zk.create(path, data)
         else:
-            await self._zk.set(path, data, version)
+            await self.zk.set(path, data, version)
 
 
 def _pattern(type_name: str, name: str, pattern_type: PatternType) -> ResourcePattern:
