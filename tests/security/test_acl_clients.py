@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import TopicAuthorizationFailedError
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
@@ -303,3 +303,34 @@ def test_metadata_reports_the_principals_authorized_operations(broker):
     assert described.topic_authorized_operations == (1 << 3) | (1 << 8)
     # the cluster has no ACL: allow.everyone.if.no.acl.found allows every cluster operation
     assert response.cluster_authorized_operations == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def test_the_producer_and_consumer_conveniences_are_all_a_client_needs(broker):
+    topic, group = name("convenient"), name("readers")
+    create_topic(broker.bootstrap, topic)
+    acls(broker, "--add", "--allow-principal", ANONYMOUS, "--producer", "--topic", topic)
+    acls(broker, "--add", "--allow-principal", ANONYMOUS, "--consumer", "--topic", topic, "--group", group)
+    listed = acls(broker, "--list", "--topic", topic) + acls(broker, "--list", "--group", group)
+    for operation in ("WRITE", "DESCRIBE", "CREATE", "READ"):
+        assert f"operation={operation}, permissionType=ALLOW" in listed
+
+    async def round_trip() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"through-acls")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=broker.bootstrap, group_id=group, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        try:
+            message = await asyncio.wait_for(consumer.getone(), TIMEOUT_S)
+            await consumer.commit()
+            return [message.value]
+        finally:
+            await consumer.stop()
+
+    # once the topic and the group have ACLs, only they decide: these are enough
+    assert asyncio.run(round_trip()) == [b"through-acls"]
