@@ -72,7 +72,7 @@ IMPLYING: Mapping[AclOperation, tuple[AclOperation, ...]] = {
 MAX_CACHED_DECISIONS = 65536
 
 Entries = tuple[AccessControlEntry, ...]
-DecisionKey = tuple[str, str, AclOperation, ResourceType, str]
+DecisionKey = tuple[object, str, AclOperation, Resource]
 
 
 def parse_super_users(value: str | None) -> frozenset[str]:
@@ -145,11 +145,10 @@ class AclAuthorizer:
         resource: Resource,
         log_if_denied: bool = True,
     ) -> bool:
-        principal = str(ctx.principal)
-        key = (principal, ctx.client_host, operation, resource.resource_type, resource.name)
+        key = (ctx.principal, ctx.client_host, operation, resource)
         allowed = self._decisions.get(key)
         if allowed is None:
-            allowed = self._decide(principal, ctx.client_host, operation, resource)
+            allowed = self._decide(str(ctx.principal), ctx.client_host, operation, resource)
             if len(self._decisions) >= MAX_CACHED_DECISIONS:
                 self._decisions.clear()
             self._decisions[key] = allowed
@@ -157,7 +156,7 @@ class AclAuthorizer:
             log.info(
                 "Principal = %s is Denied Operation = %s from host = %s on resource = %s:LITERAL:%s "
                 "for request = %s",
-                principal,
+                ctx.principal,
                 pascal_name(operation),
                 ctx.client_host,
                 pascal_name(resource.resource_type),
