@@ -36,7 +36,13 @@ from kafka import TopicPartition as KafkaPythonPartition
 from kafka.errors import TopicAuthorizationFailedError as KafkaPythonTopicAuthorizationFailed
 
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.messages import MetadataRequest
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+    MetadataRequest,
+)
 from odradek.security.acl_store import ACLS_FILE
 from odradek.testing.broker import BrokerProcess
 from tests.cli.tooling import ok, run_odradek
@@ -334,3 +340,57 @@ def test_the_producer_and_consumer_conveniences_are_all_a_client_needs(broker):
 
     # once the topic and the group have ACLs, only they decide: these are enough
     assert asyncio.run(round_trip()) == [b"through-acls"]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_every_version_of_the_acl_apis_creates_describes_and_deletes(broker, version):
+    topic = name(f"v{version}")
+    creation = CreateAclsRequest.AclCreation(
+        resource_type=2, resource_name=topic, principal="User:carol", host="*", operation=3, permission_type=3
+    )
+    wanted = {"resource_type_filter": 2, "resource_name_filter": topic, "operation": 1, "permission_type": 1}
+    with RawClient(broker.bootstrap) as client:
+        created = client.call(ApiKey.CREATE_ACLS, version, CreateAclsRequest(creations=[creation]))
+        described = client.call(ApiKey.DESCRIBE_ACLS, version, DescribeAclsRequest(**wanted))
+        deleted = client.call(
+            ApiKey.DELETE_ACLS,
+            version,
+            DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**wanted)]),
+        )
+        after = client.call(ApiKey.DESCRIBE_ACLS, version, DescribeAclsRequest(**wanted))
+    assert [r.error_code for r in created.results] == [ErrorCode.NONE]
+    assert [
+        (r.resource_name, r.pattern_type, [a.principal for a in r.acls]) for r in described.resources
+    ] == [(topic, 3, ["User:carol"])]
+    (result,) = deleted.filter_results
+    assert result.error_code == ErrorCode.NONE and [m.resource_name for m in result.matching_acls] == [topic]
+    assert after.resources == []
+
+
+def test_an_invalid_acl_is_refused_with_invalid_request(broker):
+    creations = [
+        CreateAclsRequest.AclCreation(
+            resource_type=4,
+            resource_name="other-cluster",
+            principal=ANONYMOUS,
+            host="*",
+            operation=7,
+            permission_type=3,
+        ),
+        CreateAclsRequest.AclCreation(
+            resource_type=2, resource_name="t", principal="no-colon", host="*", operation=3, permission_type=3
+        ),
+        CreateAclsRequest.AclCreation(
+            resource_type=2,
+            resource_name="t",
+            resource_pattern_type=1,
+            principal=ANONYMOUS,
+            host="*",
+            operation=3,
+            permission_type=3,
+        ),
+    ]
+    with RawClient(broker.bootstrap) as client:
+        response = client.call(ApiKey.CREATE_ACLS, 3, CreateAclsRequest(creations=creations))
+    assert [r.error_code for r in response.results] == [ErrorCode.INVALID_REQUEST] * 3
+    assert "kafka-cluster" in (response.results[0].error_message or "")
