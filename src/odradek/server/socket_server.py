@@ -694,9 +694,8 @@ class TlsConnection(Connection):
             return False
         except ssl.SSLError as exc:
             stream.flush()  # the alert, if the socket takes it
-            log.info(
-                "Failed authentication with %s (SSL handshake failed: %s)", self.client, exc.reason or exc
-            )
+            reason = getattr(exc, "verify_message", None) or exc.reason or exc
+            log.info("Failed authentication with %s (SSL handshake failed: %s)", self.client, reason)
             self.close(None)
             return False
         except OSError as exc:
