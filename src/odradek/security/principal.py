@@ -129,7 +129,7 @@ def _parse_rules(text: str) -> list[_Rule]:
     rules, position = [], 0
     text = text.strip() or "DEFAULT"
     while position < len(text):
-        position = _skip_space(text, position)
+        position = _skip_space(text, position, " \t\r\n")
         if text.startswith("DEFAULT", position):
             rules.append(_Rule(None, "", ""))
             position += len("DEFAULT")
@@ -152,8 +152,8 @@ def _parse_rules(text: str) -> list[_Rule]:
     return rules
 
 
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r":
+def _skip_space(text: str, position: int, spaces: str = " \t\r") -> int:
+    while position < len(text) and text[position] in spaces:
         position += 1
     return position
 
