@@ -591,7 +591,7 @@ class _TlsStream:
         self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         self.tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self._raw_buffer = memoryview(raw_buffer)
-        self._unsent = b""
+        self._unsent = memoryview(b"")
         self.filled = False  # the last recv_into filled its buffer: more plaintext may be held here
 
     def fileno(self) -> int:
@@ -626,14 +626,18 @@ class _TlsStream:
         return total
 
     def flush(self) -> bool:
-        """Send the ciphertext waiting; True once all of it is out."""
-        data = self._unsent + self._outgoing.read() if self._outgoing.pending else self._unsent
-        try:
-            sent = self.raw.send(data) if data else 0
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        self._unsent = data[sent:]
-        return not self._unsent
+        """Send the ciphertext waiting, until the socket takes no more; True once all of it is out.
+        A partly sent buffer is resumed from a view (no copy)."""
+        while True:
+            if not self._unsent:
+                if not self._outgoing.pending:
+                    return True
+                self._unsent = memoryview(self._outgoing.read())
+            try:
+                sent = self.raw.send(self._unsent)
+            except (BlockingIOError, InterruptedError):
+                return False
+            self._unsent = self._unsent[sent:]
 
 
 class TlsConnection(Connection):
