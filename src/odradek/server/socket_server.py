@@ -142,7 +142,7 @@ _FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
 TLS_SEND_BATCH = 256 * 1024
-TLS_RECEIVE_SIZE = 64 * 1024
+TLS_RECEIVE_SIZE = 256 * 1024
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
 _PEER_GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT, errno.ENOTCONN})
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -616,8 +616,13 @@ class _TlsStream:
                 received = self.tls.read(wanted - total, view[total:])
             except ssl.SSLWantReadError:
                 self.flush()  # a TLS 1.3 post-handshake message may have been answered
-                if total or not self.receive_raw():
-                    break
+                try:
+                    if not self.receive_raw():
+                        break
+                except (BlockingIOError, InterruptedError):
+                    if total:
+                        break
+                    raise
                 continue
             if not received:  # the client's close_notify
                 break
