@@ -1,7 +1,8 @@
 """The TLS transport of the listener, in-process: pipelined frames of every size through TLS (the
 plaintext the TLS engine holds after a read that filled its buffer is read without waiting for more
-bytes), file slices read in bounded pieces and encrypted instead of sendfile'd while a PLAINTEXT
-listener of the same server keeps sendfile, and the memory a large TLS fetch holds."""
+bytes), a SASL_SSL listener's TLS layer (its principal is SASL's to set, never the certificate's),
+file slices read in bounded pieces and encrypted instead of sendfile'd while a PLAINTEXT listener
+of the same server keeps sendfile, and the memory a large TLS fetch holds."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from odradek.clock import SYSTEM_CLOCK
 from odradek.protocol.primitives import FileSlice
 from odradek.scheduler import Scheduler
+from odradek.security.principal import ANONYMOUS
 from odradek.security.ssl_config import listener_ssl
 from odradek.server import socket_server
 from odradek.server.limits import ConnectionLimits
@@ -73,6 +75,41 @@ def test_pipelined_frames_of_every_size_arrive_whole_through_tls(ca):
         await stop(server, writer)
 
     run(scenario())
+
+
+def test_a_sasl_ssl_listener_runs_tls_and_leaves_the_principal_to_sasl(ca):
+    seen = []
+
+    async def handler(frame_bytes, client):
+        seen.append((client.security_protocol, client.principal))
+        return [bytes(frame_bytes)]
+
+    async def scenario():
+        broker, client = ca.issue("broker"), ca.issue("client")
+        tls = listener_ssl(
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(broker.keystore_path),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(ca.cert_path),
+                "ssl.client.auth": "required",
+            },
+            "SASL_SSL",
+        )
+        server = SocketServer(handler, Scheduler(SYSTEM_CLOCK))
+        _, port = await server.bind("SASL_SSL", "127.0.0.1", 0, "SASL_SSL", tls)
+        server.listen()
+        context = ssl.create_default_context(cafile=str(ca.cert_path))
+        context.load_cert_chain(str(client.cert_path), str(client.key_path))
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=context, server_hostname="localhost"
+        )
+        writer.write(frame(b"hello"))
+        assert await read_frame(reader) == b"hello"
+        await stop(server, writer)
+
+    run(scenario())
+    assert seen == [("SASL_SSL", ANONYMOUS)]  # a certificate names no principal on SASL_SSL
 
 
 def test_file_slices_go_through_tls_in_bounded_pieces_and_plaintext_keeps_sendfile(ca, tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 
 Owns the value `KafkaPrincipal(principal_type, name)`, written `type:name` (`User:ANONYMOUS`),
 `principal_for(security_protocol)`, the principal a connection has at accept (Kafka's
-DefaultKafkaPrincipalBuilder before authentication: `ANONYMOUS`), and the principal of a TLS client
+DefaultKafkaPrincipalBuilder before authentication: `ANONYMOUS`, on each of Kafka's four security
+protocols; the broker's config decides which of them it serves), and the principal of a TLS client
 certificate: `distinguished_name(subject)` writes the certificate's subject as Java's
 X500Principal.getName() does (RFC 2253: the last RDN first, CN/C/L/ST/O/OU/STREET/DC/UID keywords,
 `,+"\\<>;` escaped), and `SslPrincipalMapper` applies `ssl.principal.mapping.rules` to it (Kafka's
@@ -11,8 +12,7 @@ matches the whole name wins; `$1` in a replacement is a group; no rule matching 
 A client without a certificate (ssl.client.auth none, or requested and none sent) is User:ANONYMOUS,
 as in Kafka.
 
-Deliberate deviations: SASL_* protocols have no principal here yet (the SASL work sets it after
-authentication). Java writes a subject attribute it has no keyword for as `OID=#hex`; Python's
+Deliberate deviations: Java writes a subject attribute it has no keyword for as `OID=#hex`; Python's
 certificate dict names it but keeps neither its OID nor its string type, so emailAddress is written
 as Java writes it (`1.2.840.113549.1.9.1=#16...`) and any other such attribute as `longName=value`.
 
@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
+SECURITY_PROTOCOLS = frozenset({PLAINTEXT, SSL, "SASL_PLAINTEXT", "SASL_SSL"})
 USER_TYPE = "User"
 
 # Java's X500Principal RFC 2253 keywords, by the attribute names of Python's certificate dict.
@@ -58,11 +59,10 @@ ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
 
 
 def principal_for(security_protocol: str) -> KafkaPrincipal:
-    """The principal of a connection of `security_protocol` before any authentication."""
-    if security_protocol not in (PLAINTEXT, SSL):
-        raise ValueError(
-            f"security protocol {security_protocol} is not supported (only {PLAINTEXT} and {SSL})"
-        )
+    """The principal of a connection of `security_protocol` before any authentication (TLS sets an
+    SSL connection's after its handshake, SASL a SASL_* connection's after authentication)."""
+    if security_protocol not in SECURITY_PROTOCOLS:
+        raise ValueError(f"unknown security protocol {security_protocol}")
     return ANONYMOUS
 
 
