@@ -23,7 +23,7 @@ the handshake), ssl_config.py (the mapping rules of a listener), the authorizer 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 PLAINTEXT = "PLAINTEXT"
@@ -44,7 +44,7 @@ _RFC2253_KEYWORDS = {
     "userId": "UID",
 }
 _EMAIL_OID = "1.2.840.113549.1.9.1"
-_RULE_FLAGS = {"": str, "L": str.lower, "U": str.upper}
+_RULE_FLAGS: dict[str, Callable[[str], str]] = {"": str, "L": str.lower, "U": str.upper}
 
 
 class KafkaPrincipal(NamedTuple):

@@ -117,6 +117,7 @@ import struct
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from odradek.protocol.primitives import FileSlice
 from odradek.scheduler import Job, Lane, Lanes, Scheduler, Timer
@@ -613,7 +614,7 @@ class _TlsStream:
         self.filled, total, wanted = False, 0, len(view)
         while total < wanted:
             try:
-                received = self.tls.read(wanted - total, view[total:])
+                received = cast(int, self.tls.read(wanted - total, view[total:]))
             except ssl.SSLWantReadError:
                 self.flush()  # a TLS 1.3 post-handshake message may have been answered
                 try:
@@ -719,10 +720,11 @@ class TlsConnection(Connection):
         if self.client.security_protocol != SSL:
             return True  # SASL_SSL: the principal comes from SASL
         certificate = self._tls_stream.tls.getpeercert()
+        subject = cast(
+            Sequence[Sequence[tuple[str, str]]], certificate.get("subject") if certificate else None
+        )
         try:
-            self.client.principal = self._tls_settings.principal_mapper.principal(
-                certificate.get("subject") if certificate else None
-            )
+            self.client.principal = self._tls_settings.principal_mapper.principal(subject)
         except ValueError as exc:
             log.info("Failed authentication with %s (%s)", self.client, exc)
             self.close(None)

@@ -105,8 +105,10 @@ class CertificateAuthority:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
         ).decode()
         chain_pem = cert.public_bytes(serialization.Encoding.PEM).decode() + self.cert_pem
-        paths = tuple(self.directory / f"{name}.{suffix}" for suffix in ("key", "crt", "keystore.pem"))
-        paths[0].write_text(key_pem)
-        paths[1].write_text(chain_pem)
-        paths[2].write_text(key_pem + chain_pem)
-        return Issued(*paths, key_pem, chain_pem, cert.subject.rfc4514_string())
+        key_path, cert_path, keystore_path = (
+            self.directory / f"{name}.{suffix}" for suffix in ("key", "crt", "keystore.pem")
+        )
+        key_path.write_text(key_pem)
+        cert_path.write_text(chain_pem)
+        keystore_path.write_text(key_pem + chain_pem)
+        return Issued(key_path, cert_path, keystore_path, key_pem, chain_pem, cert.subject.rfc4514_string())
