@@ -138,6 +138,8 @@ def test_security_inter_broker_protocol_ssl_picks_the_ssl_listener(ca):
         )
     with pytest.raises(ConfigError):
         _config(**_stores(ca), **{"security.inter.broker.protocol": "SASL_SSL"})  # SASL is not served yet
+    with pytest.raises(ConfigError, match="no listener speaks SSL"):
+        _config(**{"listeners": "PLAINTEXT://127.0.0.1:9092", "security.inter.broker.protocol": "SSL"})
 
 
 def test_cipher_suites_take_kafkas_names():

@@ -944,6 +944,10 @@ class KafkaConfig:
         name = self._values["inter.broker.listener.name"]
         if name is not None and name not in {listener.name for listener in self.listeners}:
             raise ConfigError("inter.broker.listener.name", name, "must be the name of one of the listeners")
+        protocol = self._values["security.inter.broker.protocol"]
+        spoken = {listener.security_protocol for listener in self.listeners}
+        if name is None and self.is_set("security.inter.broker.protocol") and protocol not in spoken:
+            raise ConfigError("security.inter.broker.protocol", protocol, f"no listener speaks {protocol}")
         if name is not None and self.is_set("security.inter.broker.protocol"):
             raise ConfigError(
                 "security.inter.broker.protocol",
