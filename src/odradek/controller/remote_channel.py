@@ -3,7 +3,8 @@ ControllerChannelManager).
 
 Owns, per broker the controller knows: one `NodeConnection` to the broker's endpoint on the
 inter-broker listener (`KafkaConfig.inter_broker_listener_name`: `inter.broker.listener.name`, else
-the first PLAINTEXT listener, the one every broker registers first), a queue of requests and one
+the first listener speaking security.inter.broker.protocol, the one every broker registers first;
+secured as `ChannelSettings.security` says: TLS when that listener is SSL), a queue of requests and one
 sender task (Kafka's RequestSendThread) that delivers them one at a time, in the order sent, each
 awaiting its response before the next goes out.
 

@@ -7,7 +7,7 @@ RequestChannel and KafkaApis):
 2. header (here): the API key and version route to the handler module; the request header (api
    key, version, correlation id, client id) is parsed;
 3. principal: the `RequestContext` is built with the connection's listener, security protocol and
-   principal (set by the network layer at accept: User:ANONYMOUS on PLAINTEXT);
+   principal (set by the network layer: User:ANONYMOUS on PLAINTEXT, the client certificate's on SSL);
 4. authorize: the `Authorizer` (security/authorizer.py; default `AllowEverything`) is asked once
    whether the principal may use the cluster; a refusal is answered with the request's error
    response carrying CLUSTER_AUTHORIZATION_FAILED, without handling it;

@@ -10,7 +10,10 @@ Owns the broker's life cycle.
   ZooKeeper: see Modes); lock and load the log dirs (LogManager: recovery, per-topic log configs,
   producer.id.expiration.ms; the partitions on disk the store does not assign here are reported and
   left out of the start-up progress lines); check or write meta.properties (broker.id, cluster.id);
-  bind every listener; start the ReplicaManager and the group coordinator; become controller (local
+  bind every listener (SSL ones with their TLS settings, loaded with the config); the broker's own
+  connections to other brokers (controller channel, replica fetchers, to-controller, transaction
+  markers and verification) are secured as the inter-broker listener is (`inter_broker_security`);
+  start the ReplicaManager and the group coordinator; become controller (local
   mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
   the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
   The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
