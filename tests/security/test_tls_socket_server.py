@@ -2,7 +2,8 @@
 plaintext the TLS engine holds after a read that filled its buffer is read without waiting for more
 bytes), a SASL_SSL listener's TLS layer (its principal is SASL's to set, never the certificate's),
 file slices read in bounded pieces and encrypted instead of sendfile'd while a PLAINTEXT listener
-of the same server keeps sendfile, and the memory a large TLS fetch holds."""
+of the same server keeps sendfile, the memory a large TLS fetch holds, and a handshake never
+finished (closed by connections.max.idle.ms)."""
 
 from __future__ import annotations
 
@@ -197,3 +198,22 @@ def test_a_large_tls_fetch_holds_a_bounded_amount_of_memory(ca, tmp_path: Path):
         run(scenario())
     finally:
         os.close(fd)
+
+
+def test_a_client_that_never_finishes_the_tls_handshake_is_closed_when_idle(ca):
+    async def scenario():
+        broker = ca.issue("broker")
+        tls = listener_ssl(
+            {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker.keystore_path)}, "SSL"
+        )
+        limits = ConnectionLimits(connections_max_idle_ms=200)
+        server = SocketServer(echo, Scheduler(SYSTEM_CLOCK), limits)
+        _, port = await server.bind("SSL", "127.0.0.1", 0, "SSL", tls)
+        server.listen()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"\x16\x03\x01")  # the start of a ClientHello, never finished
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by connections.max.idle.ms
+        assert server.connections == 0
+        await stop(server, writer)
+
+    run(scenario())
