@@ -7,7 +7,10 @@ All brokers of a cluster run the same code, so requests go at the version the ca
 no version negotiation.
 
 Behaviour:
-- `connect()` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable` otherwise).
+- `connect(security)` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable`
+  otherwise); with a `ClientSecurity` holding an SSLContext (the inter-broker listener is SSL or
+  SASL_SSL) the TLS handshake is part of it, checking the broker's certificate (and its host name
+  when the context says so).
 - `send()` writes a request and awaits its response. Requests may be pipelined: they are written in
   call order and their responses, which a broker returns in order, are matched by correlation id by
   one reader task. A response that does not come within `request_timeout_ms` (Kafka's
@@ -31,7 +34,9 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import ssl
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.protocol.codec import decode_response, encode_request
@@ -43,6 +48,15 @@ from odradek.protocol.headers import (
 )
 
 _SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How the broker's own connections to the inter-broker listener are secured: its security
+    protocol and, for SSL / SASL_SSL, the client side's SSLContext."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
 
 
 class NodeUnreachable(ConnectionError):
@@ -94,10 +108,14 @@ class NodeConnection:
     def connected(self) -> bool:
         return self._writer is not None and not self._closed
 
-    async def connect(self) -> None:
+    async def connect(self, security: ClientSecurity | None = None) -> None:
+        context = security.ssl_context if security is not None else None
         try:
             reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
+                asyncio.open_connection(
+                    self.host, self.port, ssl=context, server_hostname=self.host if context else None
+                ),
+                self._connect_timeout_s,
             )
         except (OSError, TimeoutError) as exc:
             self._closed = True
@@ -178,11 +196,18 @@ class NodeConnection:
 
 
 class ReusedConnection:
-    """One connection kept open across requests: `to(node)` returns it while it is open and to that
-    node, otherwise closes it and opens a new one; `close()` drops it."""
+    """One connection kept open across requests, secured as `security` says: `to(node)` returns it
+    while it is open and to that node, otherwise closes it and opens a new one; `close()` drops it."""
 
-    def __init__(self, client_id: str, request_timeout_ms: int, connect_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        request_timeout_ms: int,
+        connect_timeout_ms: int = 10_000,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._client_id = client_id
+        self._security = security
         self._request_timeout_ms = request_timeout_ms
         self._connect_timeout_ms = connect_timeout_ms
         self._connection: NodeConnection | None = None
@@ -200,7 +225,7 @@ class ReusedConnection:
             request_timeout_ms=self._request_timeout_ms,
             connect_timeout_ms=self._connect_timeout_ms,
         )
-        await connection.connect()
+        await connection.connect(self._security)
         self._connection = connection
         return connection
 

@@ -3,7 +3,8 @@ ControllerChannelManager).
 
 Owns, per broker the controller knows: one `NodeConnection` to the broker's endpoint on the
 inter-broker listener (`KafkaConfig.inter_broker_listener_name`: `inter.broker.listener.name`, else
-the first PLAINTEXT listener, the one every broker registers first), a queue of requests and one
+the first listener speaking security.inter.broker.protocol, the one every broker registers first;
+secured as `ChannelSettings.security` says: TLS when that listener is SSL), a queue of requests and one
 sender task (Kafka's RequestSendThread) that delivers them one at a time, in the order sent, each
 awaiting its response before the next goes out.
 
@@ -50,7 +51,13 @@ from odradek.controller.channel import (
     ControllerChannel,
 )
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
+from odradek.network_client import (
+    ClientSecurity,
+    NodeDisconnected,
+    NodeUnreachable,
+    RequestTimedOut,
+    ReusedConnection,
+)
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -76,6 +83,7 @@ class ChannelSettings:
     connect_timeout_ms: int = 10_000  # Kafka's socket.connection.setup.timeout.ms default
     reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
     reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
+    security: ClientSecurity | None = None  # the inter-broker listener's TLS, if any
 
 
 @dataclass(slots=True)
@@ -100,6 +108,7 @@ class _BrokerSender:
             f"controller-{controller_id}-to-broker-{broker_id}",
             settings.request_timeout_ms,
             settings.connect_timeout_ms,
+            settings.security,
         )
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{broker_id}"

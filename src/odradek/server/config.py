@@ -13,10 +13,17 @@ value is refused at start with a `ConfigError` that names the key. Unknown keys 
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
 pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
 key that asks for a protection odradek does not provide is never ignored: `principal.builder.class`,
-`sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
-other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEXT, a listener mapped
-to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
+`sasl.enabled.mechanisms` (any value), an `ssl.*` key security/ssl_config.py does not
+apply, a `sasl.*` / `zookeeper.ssl.*` key, each other than Kafka's default, a listener mapped to
+SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
 connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
+
+TLS: listeners may be PLAINTEXT or SSL. The `ssl.*` keys of security/ssl_config.py (and their
+`listener.name.<listener>.ssl.*` overrides) are loaded at start for every SSL listener
+(`listener_ssl`: its contexts; an unreadable key store is a ConfigError naming the key).
+`security.inter.broker.protocol` (PLAINTEXT or SSL) picks the inter-broker listener when
+`inter.broker.listener.name` is not set (setting both is refused, as in Kafka); `inter_broker_ssl`
+is that listener's TLS, which the broker's own connections use.
 
 Connection limits (read by server/limits.py and server/socket_server.py): `max.connections`,
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
@@ -34,14 +41,15 @@ Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped sin
 ($XDG_STATE_HOME/odradek/data, else ~/.local/state/odradek/data; Kafka: /tmp/kafka-logs),
 `offsets.topic.replication.factor`, `transaction.state.log.replication.factor` and
 `transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
-Only PLAINTEXT listeners are accepted. `cluster.id` is an odradek key: when set it must match
+`cluster.id` is an odradek key: when set it must match
 the id in meta.properties; when absent the id stored there (or a new random one) is used.
 `broker.id.generation.enable` defaults to false (Kafka: true) and true is refused: broker ids are
 always configured.
 
 ZooKeeper mode: `zookeeper.connect` (checked as `host:port[,host:port...][/chroot]`),
 `zookeeper.session.timeout.ms`, `zookeeper.connection.timeout.ms` (else the session timeout),
-`inter.broker.listener.name` (must name a listener; else the first PLAINTEXT listener), and the
+`inter.broker.listener.name` (must name a listener; else the first listener speaking
+security.inter.broker.protocol), and the
 controlled shutdown's `controlled.shutdown.enable`, `controlled.shutdown.max.retries`,
 `controlled.shutdown.retry.backoff.ms` (Kafka's defaults: true, 3, 5000).
 
@@ -78,10 +86,20 @@ from typing import Any
 
 from odradek.controller.zk.znodes import ZooKeeperConnect
 from odradek.security.authorizer import AUTHORIZER_CLASS_NAMES
+from odradek.security.ssl_config import (
+    SSL_KEYS,
+    TLS_SECURITY_PROTOCOLS,
+    ListenerSsl,
+    SslConfigError,
+    listener_ssl,
+)
 from odradek.storage.cleaner import CleanerConfig
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
 log = logging.getLogger(__name__)
+
+# The security protocols of the listeners odradek serves.
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -305,6 +323,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("zookeeper.connection.timeout.ms", _I, None, at_least(1)),
         ConfigKey("broker.id.generation.enable", _B, False),
         ConfigKey("inter.broker.listener.name", _S, None),
+        ConfigKey("security.inter.broker.protocol", _S, "PLAINTEXT", one_of(*SERVED_PROTOCOLS)),
         ConfigKey("reserved.broker.max.id", _I, 1000, at_least(0)),
         ConfigKey("delete.topic.enable", _B, True),
         ConfigKey("auto.create.topics.enable", _B, True),
@@ -518,7 +537,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
 }
 # Keys with one value that asks for nothing (Kafka's default); any other value is refused.
 PROTECTION_ONLY_VALUE: dict[str, str] = {
-    "security.inter.broker.protocol": "PLAINTEXT",
     "zookeeper.set.acl": "false",
     "connections.max.reauth.ms": "0",
 }
@@ -812,6 +830,7 @@ class KafkaConfig:
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
         self.listeners = self._bound_listeners()
         self.advertised_listeners = self._advertised()
+        self.listener_ssl = self._listener_ssl()
         self._validate_cross_key()
         self._static_values = self._values
 
@@ -853,12 +872,12 @@ class KafkaConfig:
         if not listeners:
             raise ConfigError(key, self._values[key], "at least one listener is required")
         for listener in listeners:
-            if listener.security_protocol != "PLAINTEXT":
+            if listener.security_protocol not in SERVED_PROTOCOLS:
                 raise ConfigError(
                     key,
                     self._values[key],
                     f"listener {listener.name} uses security protocol {listener.security_protocol}: "
-                    "odradek provides no TLS or SASL, only PLAINTEXT listeners",
+                    f"odradek provides no SASL, only {' and '.join(SERVED_PROTOCOLS)} listeners",
                 )
         return listeners
 
@@ -928,15 +947,44 @@ class KafkaConfig:
         name = self._values["inter.broker.listener.name"]
         if name is not None and name not in {listener.name for listener in self.listeners}:
             raise ConfigError("inter.broker.listener.name", name, "must be the name of one of the listeners")
+        protocol = self._values["security.inter.broker.protocol"]
+        spoken = {listener.security_protocol for listener in self.listeners}
+        if name is None and self.is_set("security.inter.broker.protocol") and protocol not in spoken:
+            raise ConfigError("security.inter.broker.protocol", protocol, f"no listener speaks {protocol}")
+        if name is not None and self.is_set("security.inter.broker.protocol"):
+            raise ConfigError(
+                "security.inter.broker.protocol",
+                self._values["security.inter.broker.protocol"],
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+            )
 
     @property
     def inter_broker_listener_name(self) -> str:
         """inter.broker.listener.name, else the first listener speaking security.inter.broker.protocol
-        (PLAINTEXT, the only protocol odradek accepts)."""
+        (default PLAINTEXT)."""
         name = self._values["inter.broker.listener.name"]
         if name is not None:
             return str(name)
-        return next((lis.name for lis in self.listeners if lis.security_protocol == "PLAINTEXT"), "PLAINTEXT")
+        protocol = self._values["security.inter.broker.protocol"]
+        return next((lis.name for lis in self.listeners if lis.security_protocol == protocol), protocol)
+
+    @property
+    def inter_broker_ssl(self) -> ListenerSsl | None:
+        """The TLS settings of the inter-broker listener (None when it is not SSL / SASL_SSL): this
+        broker's client side when it connects to other brokers."""
+        return self.listener_ssl.get(self.inter_broker_listener_name)
+
+    def _listener_ssl(self) -> dict[str, ListenerSsl]:
+        """The TLS settings of every SSL / SASL_SSL listener, loaded now so that a bad key or an
+        unreadable key store stops the start, naming the key."""
+        settings = {}
+        for listener in self.listeners:
+            if listener.security_protocol in TLS_SECURITY_PROTOCOLS:
+                try:
+                    settings[listener.name] = listener_ssl(self.originals, listener.name)
+                except SslConfigError as exc:
+                    raise ConfigError(exc.key, exc.value, str(exc)) from None
+        return settings
 
     @property
     def http_listeners(self) -> list[tuple[str, int]]:
@@ -1157,6 +1205,8 @@ def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
 
 
 def _unprovided(name: str, value: str) -> str | None:
+    if name in SSL_KEYS:
+        return None  # applied by security/ssl_config.py
     if name.startswith("listener.name."):
         listener, _, key = name.removeprefix("listener.name.").partition(".")
         if key in PER_LISTENER_LIMITS:

@@ -7,7 +7,7 @@ RequestChannel and KafkaApis):
 2. header (here): the API key and version route to the handler module; the request header (api
    key, version, correlation id, client id) is parsed;
 3. principal: the `RequestContext` is built with the connection's listener, security protocol and
-   principal (set by the network layer at accept: User:ANONYMOUS on PLAINTEXT);
+   principal (set by the network layer: User:ANONYMOUS on PLAINTEXT, the client certificate's on SSL);
 4. authorize: nothing here; each handler asks the broker's `Authorizer` about the resources of its
    request, as Kafka's KafkaApis does (server/authz.py);
 5. quota: the `QuotaManager` (server/client_quotas.py; default `NoQuotas`) records the request's

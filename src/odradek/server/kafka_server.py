@@ -10,7 +10,10 @@ Owns the broker's life cycle.
   ZooKeeper: see Modes); lock and load the log dirs (LogManager: recovery, per-topic log configs,
   producer.id.expiration.ms; the partitions on disk the store does not assign here are reported and
   left out of the start-up progress lines); check or write meta.properties (broker.id, cluster.id);
-  bind every listener; start the ReplicaManager and the group coordinator; become controller (local
+  bind every listener (SSL ones with their TLS settings, loaded with the config); the broker's own
+  connections to other brokers (controller channel, replica fetchers, to-controller, transaction
+  markers and verification) are secured as the inter-broker listener is (`inter_broker_security`);
+  start the ReplicaManager and the group coordinator; become controller (local
   mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
   the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
   The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
@@ -165,6 +168,7 @@ from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.http_listener import HttpListener
+from odradek.network_client import ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.repeated_failures import RepeatedFailures
@@ -253,6 +257,7 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
         backoff_ms=config["replica.fetch.backoff.ms"],
         request_timeout_ms=config["replica.socket.timeout.ms"],
         num_fetchers=config["num.replica.fetchers"],
+        security=inter_broker_security(config),
     )
 
 
@@ -370,7 +375,13 @@ class KafkaServer:
         self.metadata_cache.cluster_id = self.cluster_id
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
-            self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+            self._bound[listener.name] = await self._server.bind(
+                listener.name,
+                listener.host,
+                listener.port,
+                listener.security_protocol,
+                config.listener_ssl.get(listener.name),
+            )
         if config.http_listeners:
             await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
@@ -379,6 +390,7 @@ class KafkaServer:
             config.inter_broker_listener_name,
             lambda: self.controller,
             request_timeout_ms=config["request.timeout.ms"],
+            security=inter_broker_security(config),
         )
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -427,7 +439,11 @@ class KafkaServer:
             self,
             ReplicaManagerLog(self.replica_manager, TXN_TOPIC),
             TxnMarkerChannel(
-                self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
+                self.broker_id,
+                self.config.inter_broker_listener_name,
+                self.metadata_cache,
+                self,
+                inter_broker_security(config),
             ),
             self.producer_id_manager,
             self.scheduler,
@@ -439,6 +455,7 @@ class KafkaServer:
             self.config["request.timeout.ms"],
             self.metadata_cache,
             self.txn_coordinator,
+            inter_broker_security(config),
         )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         self._started = True  # every component is up: shutdown() stops them from here
@@ -1097,5 +1114,17 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
     settings = ChannelSettings(
         listener_name=config.inter_broker_listener_name,
         request_timeout_ms=config["controller.socket.timeout.ms"],
+        security=inter_broker_security(config),
     )
     return RemoteChannel(config.broker_id, settings)
+
+
+def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
+    """How this broker's own connections to other brokers are secured: the inter-broker listener's
+    security protocol, and its TLS client side when it is SSL."""
+    tls = config.inter_broker_ssl
+    protocol = next(
+        (lis.security_protocol for lis in config.listeners if lis.name == config.inter_broker_listener_name),
+        "PLAINTEXT",
+    )
+    return ClientSecurity(protocol, tls.client_context if tls is not None else None)
