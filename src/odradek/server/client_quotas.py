@@ -130,13 +130,19 @@ class Rate:
 class QuotaGroup:
     """One quota group's sensor: its tags, limit, rate and the throttle times it was answered."""
 
-    __slots__ = ("user", "client_id", "limit", "rate", "throttle", "last_ms")
+    __slots__ = ("user", "client_id", "limit", "rate", "throttle", "throttled", "last_ms")
 
     def __init__(self, user: str, client_id: str, limit: float, now_ms: float) -> None:
         self.user, self.client_id, self.limit = user, client_id, limit
         self.rate = Rate(now_ms)
-        self.throttle = Rate(now_ms)  # throttle time answered, summed per sample (Kafka's throttle-time avg)
+        # the throttle times answered and how many (Kafka's throttle-time: their average)
+        self.throttle = Rate(now_ms)
+        self.throttled = Rate(now_ms)
         self.last_ms = now_ms
+
+    def record_throttle(self, throttle_ms: int, now_ms: float, window: QuotaWindow) -> None:
+        self.throttle.record(throttle_ms, now_ms, window)
+        self.throttled.record(1, now_ms, window)
 
 
 # The eight levels: (user component, client-id component) of the entity looked up, and whether the
@@ -217,7 +223,7 @@ class ClientQuotaManager:
         group.last_ms = now_ms
         throttle_ms = self._throttle_ms(group, now_ms)
         if throttle_ms:
-            group.throttle.record(throttle_ms, now_ms, self.window)
+            group.record_throttle(throttle_ms, now_ms, self.window)
         self.maybe_sweep(now_ms)
         return throttle_ms
 
@@ -266,8 +272,10 @@ class ClientQuotaManager:
         return iter(list(self._groups.values()))
 
     def measure(self, group: QuotaGroup, now_ms: float) -> tuple[float, float]:
-        """(the group's rate per second, the throttle time it was answered per second of its window)."""
-        return group.rate.measure(now_ms, self.window)[0], group.throttle.measure(now_ms, self.window)[0]
+        """(the group's rate per second, the average throttle time of its throttled requests)."""
+        throttled = group.throttled.measure(now_ms, self.window)[0]
+        throttle = group.throttle.measure(now_ms, self.window)[0] / throttled if throttled else 0.0
+        return group.rate.measure(now_ms, self.window)[0], throttle
 
 
 class ControllerMutationQuota:
@@ -297,6 +305,8 @@ class ControllerMutationQuota:
         bucket.tokens -= partitions
         bucket.group.rate.record(partitions, self._now_ms, bucket.window)
         self.throttle_time_ms = max(self.throttle_time_ms, bucket.throttle_ms())
+        if self.throttle_time_ms:
+            bucket.group.record_throttle(self.throttle_time_ms, self._now_ms, bucket.window)
 
 
 class TokenBucket:
