@@ -93,14 +93,18 @@ class QuotaWindow:
 
 
 class Rate:
-    """Kafka's SampledStat Rate: a ring of samples, each a window long from its first record."""
+    """Kafka's SampledStat Rate: a ring of samples, each a window long from its first record. The
+    total and the oldest start are kept as samples change, so a record and a measure cost O(1) but
+    once per window (a sample starting) or per obsolete sample (Kafka's purgeObsoleteSamples)."""
 
-    __slots__ = ("_starts", "_values", "_current")
+    __slots__ = ("_starts", "_values", "_current", "_total", "_oldest")
 
     def __init__(self, now_ms: float) -> None:
         self._starts = [now_ms]
         self._values = [0.0]
         self._current = 0
+        self._total = 0.0
+        self._oldest = now_ms
 
     def record(self, value: float, now_ms: float, window: QuotaWindow) -> None:
         if now_ms >= self._starts[self._current] + window.size_ms:
@@ -109,22 +113,27 @@ class Rate:
                 self._starts.append(now_ms)
                 self._values.append(0.0)
             else:
-                self._starts[self._current], self._values[self._current] = now_ms, 0.0
+                self._reset(self._current, now_ms)
+                self._oldest = min(self._starts)
         self._values[self._current] += value
+        self._total += value
+
+    def _reset(self, index: int, now_ms: float) -> None:
+        self._total -= self._values[index]
+        self._starts[index], self._values[index] = now_ms, 0.0
 
     def measure(self, now_ms: float, window: QuotaWindow) -> tuple[float, float]:
         """(the rate per second, the window in ms it is measured over)."""
-        for i, start in enumerate(self._starts):
-            if now_ms - start >= window.total_ms:  # obsolete: Kafka's purgeObsoleteSamples
-                self._starts[i], self._values[i] = now_ms, 0.0
-        elapsed = now_ms - min(self._starts)
+        if now_ms - self._oldest >= window.total_ms:
+            for i, start in enumerate(self._starts):
+                if now_ms - start >= window.total_ms:  # obsolete
+                    self._reset(i, now_ms)
+            self._oldest = min(self._starts)
+        elapsed = now_ms - self._oldest
         full = int(elapsed // window.size_ms)
         if full < window.samples - 1:
             elapsed += (window.samples - 1 - full) * window.size_ms
-        return sum(self._values) * 1000.0 / elapsed, elapsed
-
-    def last_ms(self) -> float:
-        return self._starts[self._current]
+        return self._total * 1000.0 / elapsed, elapsed
 
 
 class QuotaGroup:
@@ -197,9 +206,10 @@ class ClientQuotaManager:
         self._resolved.clear()
 
     def group(self, user: str, client_id: str, now_ms: float) -> QuotaGroup | None:
-        """The group of `user` / `client_id` (None: no quota applies)."""
+        """The group of `user` / `client_id` (None: no quota applies); resolved once, until the
+        limits change or the group is swept."""
         known = self._resolved.get((user, client_id), False)
-        if known is not False and (known is None or self._groups.get((known.user, known.client_id)) is known):
+        if known is not False:
             return known
         found = quota_entity_for(self._limits, user, client_id)
         group = None
