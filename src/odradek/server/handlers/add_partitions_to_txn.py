@@ -25,7 +25,7 @@ unanswered, as in Kafka).
 
 Deliberate deviations: Kafka accepts v4+ only from brokers (CLUSTER_ACTION on the cluster,
 CLUSTER_AUTHORIZATION_FAILED otherwise); odradek has no ACLs, so any client may send v4+, as it may
-send WriteTxnMarkers. throttle_time_ms is always 0.
+send WriteTxnMarkers. throttle_time_ms comes from the request quota.
 """
 
 from __future__ import annotations
