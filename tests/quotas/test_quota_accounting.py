@@ -6,13 +6,18 @@ timer that counts only a handler's own steps."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
 from odradek.controller.store import CLIENT_ID, USER
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.headers import RequestHeader
+from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import (
     ClientQuotaManager,
+    ClientQuotas,
     ControllerMutationQuotaManager,
     HandlingTimer,
     QuotaWindow,
@@ -165,3 +170,16 @@ def test_the_handling_timer_counts_the_handlers_steps_not_its_waits():
 
     result, elapsed_ns = asyncio.run(timed())
     assert result == "done" and 0 < elapsed_ns < 200_000_000
+
+
+def test_the_user_is_the_connections_principal_and_its_quota_overrides_a_client_id_default():
+    """What the SASL test of a user quota needs of the quotas: the principal a connection carries
+    (User:ANONYMOUS without authentication) picks the user levels."""
+    quotas = ClientQuotas(WINDOW)
+    quotas.produce.set_limits({((USER, "alice"),): 1e9, ((CLIENT_ID, None),): 1000.0})
+    header = RequestHeader(ApiKey.PRODUCE, 9, 1, "app")
+    alice = SimpleNamespace(principal=KafkaPrincipal("User", "alice"), header=header)
+    anonymous = SimpleNamespace(principal=ANONYMOUS, header=header)
+    assert quotas.record_request(alice, 1 << 20, 0) == 0  # alice's own quota, not the default
+    assert quotas.record_request(anonymous, 1 << 20, 0) > 0  # the client-id default
+    assert sorted((g.user, g.client_id) for g in quotas.produce.groups()) == [("", "app"), ("alice", "")]
