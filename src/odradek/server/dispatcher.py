@@ -21,7 +21,10 @@ RequestChannel and KafkaApis):
    consumer_byte_rate, the controller mutation quota) in the response's throttle_time_ms. A
    positive one goes into throttle_time_ms, mutes the connection until then
    (`ClientInfo.throttle`, KIP-219: even an acks=0 producer, which gets no response, is held)
-   and is logged as Kafka's request logger line (`kafka.request.logger`, INFO here);
+   and is logged as Kafka's request logger line (`kafka.request.logger`, INFO here; Kafka logs
+   every request there at DEBUG). Deliberate deviation: Kafka delays the response instead for the
+   versions before KIP-219 (Produce v0-v5, Fetch v0-v7...); odradek answers every version at once
+   and mutes, which holds an old client back the same way;
 8. encode: the response header (v0 or v1, as the API version demands) and body become chunks;
 9. send (socket_server.py): the chunks go out in request order (bytes with sendmsg, file ranges with
    sendfile); a muted connection then waits out its mute before its next request.
