@@ -115,6 +115,12 @@ def test_quotas_are_altered_and_described_with_kafkas_match_types(broker):
         assert describe(client, Component("client-id", ANY, None), strict=True) == {app}
         assert describe(client, Component("ip", ANY, None)) == set()
 
+        # the default user would take the other tests' anonymous clients (it ranks above client ids)
+        assert alter(client, 1, ([Entity("user", None)], [Op("producer_byte_rate", 0.0, remove=True)])) == [
+            (0, None)
+        ]
+        assert default_user not in describe(client)
+
         for components in (
             [Component("user", EXACT, None)],
             [Component("user", DEFAULT, "x")],
