@@ -114,7 +114,8 @@ class ZkMetadataStore(MetadataStore):
         self._last_config_change = changes[-1] if changes else ""
         for entity in self._broker_entities():
             await self._refresh_broker_configs(entity)
-        for entity_type, name in await self.zk.client_entity_names():
+        names = await self.zk.client_entity_names()
+        for entity_type, name in sorted(set(names) | self._client_configs.keys()):  # gone ones too
             await self._refresh_client_entity(entity_type, name)
         await self._on_topic_children(rewatch=True)
         await self._on_deletion_markers()
