@@ -110,3 +110,19 @@ async def test_zk_client_entities_reach_every_broker(chroot):
         await _close(restarted)
     finally:
         await _close(writer, other)
+
+
+@on_loop
+async def test_a_reload_forgets_an_entity_deleted_meanwhile(chroot):
+    store = await _store(chroot, 1)
+    heard: list[tuple[str, str]] = []
+    store.watch_client_entity_configs(lambda t, n: heard.append((t, n)))
+    try:
+        await store.alter_client_entity_configs("clients", "gone", {"producer_byte_rate": "1"}, ())
+        await asyncio.sleep(0.5)  # the store's own notification has been read by now, and ignored
+        await store.zk._bridge(store.zk._kazoo.delete_async("/config/clients/gone"))  # as if while expired
+        await store.load()  # what a new session does
+        assert store.client_entity_configs("clients", "gone") == {}
+        assert heard[-1] == ("clients", "gone")
+    finally:
+        await _close(store)
