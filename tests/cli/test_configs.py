@@ -105,7 +105,7 @@ def test_unknown_topic_and_unsupported_entities_are_one_line(tool_broker, unique
     )
     assert (missing.returncode, missing.stdout) == (1, "")
     assert missing.stderr.splitlines() == [f"Error: Topic {unique_topic} does not exist."]
-    for kind in ("users", "clients", "broker-loggers"):
+    for kind in ("ips", "broker-loggers"):
         done = run_odradek(
             "configs", "--bootstrap-server", tool_broker.bootstrap, "--entity-type", kind, "--describe"
         )

@@ -1,6 +1,7 @@
 """The request path's stages in-process (server/dispatcher.py): a real connection's context carries
 its listener, security protocol and principal; the quota hook is asked once per request (a test
-double); a throttle mutes the connection. Authorization is the handlers' (tests/security/)."""
+double); a throttle goes into the response's throttle_time_ms and mutes the connection.
+Authorization is the handlers' (tests/security/)."""
 
 from __future__ import annotations
 
@@ -57,12 +58,14 @@ class Recording:
 
 
 class Quotas:
+    request_quota_enabled = True
+
     def __init__(self, throttle_ms: int = 0) -> None:
         self.throttle_ms = throttle_ms
-        self.recorded: list[tuple[str | None, int]] = []
+        self.recorded: list[tuple[str | None, int, int]] = []
 
-    def record(self, ctx: Any, cost: int) -> int:
-        self.recorded.append((ctx.header.client_id, cost))
+    def record_request(self, ctx: Any, produce_bytes: int, handling_ns: int) -> int:
+        self.recorded.append((ctx.header.client_id, produce_bytes, handling_ns))
         return self.throttle_ms
 
 
@@ -120,7 +123,10 @@ def test_the_quota_hook_is_asked_once_per_request():
     )
     answers = run(exchange(dispatcher, "PLAINTEXT", 3))
     assert len(answers) == len(handler.contexts) == 3
-    assert quotas.recorded == [("tests", len(metadata_frame(0)) - 4)] * 3
+    assert [(client_id, produce_bytes) for client_id, produce_bytes, _ in quotas.recorded] == [
+        ("tests", 0)
+    ] * 3
+    assert all(handling_ns > 0 for _, _, handling_ns in quotas.recorded)  # request quotas time the handling
 
 
 def test_a_throttled_connection_handles_its_next_request_after_the_mute():
@@ -128,6 +134,7 @@ def test_a_throttled_connection_handles_its_next_request_after_the_mute():
     dispatcher = Dispatcher(broker=None, handlers={METADATA: handler}, quotas=quotas)  # type: ignore[arg-type]
     answers = run(exchange(dispatcher, "PLAINTEXT", 2))
     assert [correlation_id for correlation_id, _ in answers] == [0, 1]
+    assert [response.throttle_time_ms for _, response in answers] == [300, 300]
     first, second = handler.handled
     assert second - first >= 0.3
 
@@ -135,4 +142,4 @@ def test_a_throttled_connection_handles_its_next_request_after_the_mute():
 def test_the_defaults_allow_everything_and_never_throttle():
     ctx = SimpleNamespace(principal=ANONYMOUS, header=None)
     assert AllowEverything().authorize(ctx, AclOperation.WRITE, CLUSTER)  # type: ignore[arg-type]
-    assert NoQuotas().record(ctx, 1 << 20) == 0  # type: ignore[arg-type]
+    assert NoQuotas().record_request(ctx, 1 << 20, 1000) == 0  # type: ignore[arg-type]

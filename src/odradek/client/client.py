@@ -12,7 +12,9 @@ Behaviour:
   (latest: the high watermark); any other value finds the first offset whose timestamp is at or
   after it (-1 when there is none).
 - `fetch` reads one partition and returns the partition's error code instead of raising, so callers
-  decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them.
+  decide what OFFSET_OUT_OF_RANGE or UNKNOWN_TOPIC_OR_PARTITION mean to them. A fetch a consumer
+  quota throttled is answered with no partitions (KIP-219): the client waits out its
+  throttle_time_ms and asks again.
 - Isolation: READ_UNCOMMITTED by default; with `read_committed`, Fetch and ListOffsets ask for
   READ_COMMITTED, so reads stop at the last stable offset and -1 (latest) is the last stable offset.
   A fetch returns the answer's aborted transactions with its records; `read_range` leaves their
@@ -281,7 +283,11 @@ class KafkaClient:
             leader = next(iter(self._leaders([tp])))
         except KafkaError as exc:
             return FetchResult(exc.code, -1, -1, b"")
-        response = self._broker_connection(leader).request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
+        connection = self._broker_connection(leader)
+        response = connection.request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
+        while not response.responses and response.throttle_time_ms > 0:  # throttled: answered empty
+            time.sleep(response.throttle_time_ms / 1000)
+            response = connection.request(ApiKey.FETCH, request, reuse_buffer=reuse_buffer)
         if response.error_code:
             _check(response.error_code, tp)
         part = response.responses[0].partitions[0]

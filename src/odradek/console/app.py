@@ -1,7 +1,7 @@
 """The web console: HTTP routes for the pages, over a `ClusterReader` of one cluster.
 
 Owns the routes (`/`, `/topics`, `/topic?name=`, `/groups`, `/group?id=`, `/messages?topic=
-&partition=&offset=|time=&limit=`) a `HttpListener` serves and the lag history: once a page has
+&partition=&offset=|time=&limit=`, `/quotas`) a `HttpListener` serves and the lag history: once a page has
 been viewed, a periodic job of the scheduler ("console-lag-sample") samples each group's total lag
 every SAMPLE_S and WINDOW_S of samples are kept for the group page's chart (a group page adds a
 sample of its own). Every blocking read runs in the scheduler's console lane (one thread: the
@@ -65,6 +65,7 @@ class Console:
             "/groups": self._groups,
             "/group": self._group,
             "/messages": self._messages,
+            "/quotas": self._quotas,
         }
         return {path: functools.partial(self._page, page) for path, page in pages_by_path.items()}
 
@@ -130,6 +131,9 @@ class Console:
             self._reader.messages, tp, offset=offset, timestamp=timestamp, limit=limit
         )
         return pages.messages_page(query, messages, None)
+
+    async def _quotas(self, query: dict[str, str]) -> bytes:
+        return pages.quotas_page(await self._read(self._reader.quotas))
 
     # -- lag history ------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from odradek.client import TopicPartition
 from odradek.client.group_admin import GroupListing, GroupReport
-from odradek.console.reader import Cluster, Message, Topic
+from odradek.console.reader import ClientQuota, Cluster, Message, Topic
 
 CHART_WIDTH, CHART_HEIGHT = 640, 160
 STYLE = """
@@ -42,7 +42,7 @@ def layout(title: str, body: str) -> bytes:
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{escape(title)} - odradek</title><style>{STYLE}</style></head><body>"
         "<nav><a href='/'>Cluster</a><a href='/topics'>Topics</a><a href='/groups'>Consumer groups</a>"
-        "<a href='/messages'>Messages</a>"
+        "<a href='/messages'>Messages</a><a href='/quotas'>Quotas</a>"
         "<label style='color:#fff;float:right'><input type='checkbox' id='refresh'> refresh every 5 s</label>"
         f"</nav><main><h1>{escape(title)}</h1>{body}</main><script>{SCRIPT}</script></body></html>"
     ).encode()
@@ -265,7 +265,7 @@ def _time(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def _or_dash(value: int | None) -> str:
+def _or_dash(value: float | None) -> str:
     return "-" if value is None else str(value)
 
 
@@ -275,3 +275,32 @@ def _warn(count: int) -> str:
 
 def _partitions(partitions: Sequence[TopicPartition]) -> str:
     return ", ".join(f"{tp.topic}-{tp.partition}" for tp in partitions)
+
+
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
+
+
+def quotas_page(quotas: Sequence[ClientQuota]) -> bytes:
+    """The client quotas: one row per entity (user, client id; `<default>` for a default)."""
+
+    def name(entity: dict[str, str | None], kind: str) -> str:
+        if kind not in entity:
+            return ""
+        value = entity[kind]
+        return "&lt;default&gt;" if value is None else escape(value)
+
+    rows = [
+        [name(q.entity, "user"), name(q.entity, "client-id")]
+        + [_or_dash(_number(q.values.get(key))) for key in QUOTA_KEYS]
+        for q in quotas
+    ]
+    body = table(["User", "Client id", *QUOTA_KEYS], rows, (2, 3, 4, 5))
+    if not quotas:
+        body = (
+            "<p>No client quotas are set (odradek configs --alter --add-config producer_byte_rate=N ...).</p>"
+        )
+    return layout("Client quotas", body)
+
+
+def _number(value: float | None) -> int | float | None:
+    return int(value) if value is not None and value.is_integer() else value

@@ -4,8 +4,8 @@ Owns one blocking `KafkaClient` on a bootstrap address and one `GroupAdmin` (cli
 over it, and turns their answers into the values the pages draw: the brokers and the controller
 (Metadata), each topic's partitions with leader, replicas, ISR and start / end offsets (Metadata,
 ListOffsets), the consumer groups with state, members, assignments, committed offsets and lag
-(ListGroups, DescribeGroups, OffsetFetch, ListOffsets), and the records of a partition from an
-offset or a time (ListOffsets by timestamp, Fetch).
+(ListGroups, DescribeGroups, OffsetFetch, ListOffsets), the records of a partition from an
+offset or a time (ListOffsets by timestamp, Fetch), and the client quotas (DescribeClientQuotas).
 
 Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
 event loop: a broker serving its own console answers these requests on its loop meanwhile); the
@@ -23,7 +23,8 @@ from odradek.client import KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
 from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, check
+from odradek.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 
 EARLIEST, LATEST = -2, -1
@@ -74,6 +75,14 @@ class Message:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuota:
+    """A client quota entity (`user` / `client-id` -> name, None for the default) and its quotas."""
+
+    entity: dict[str, str | None]
+    values: dict[str, float]
 
 
 class ClusterReader:
@@ -132,6 +141,18 @@ class ClusterReader:
             )
             for t in topics
         )
+
+    def quotas(self) -> list[ClientQuota]:
+        """Every client quota entity with its quotas (DescribeClientQuotas matching everything)."""
+        client, _ = self._clients()
+        response = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, DescribeClientQuotasRequest())
+        check(response.error_code, response.error_message)
+        return [
+            ClientQuota(
+                {e.entity_type: e.entity_name for e in entry.entity}, {v.key: v.value for v in entry.values}
+            )
+            for entry in response.entries or ()
+        ]
 
     def groups(self) -> list[GroupListing]:
         return self._clients()[1].list_groups()

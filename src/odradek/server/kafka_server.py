@@ -187,6 +187,7 @@ from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarke
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.security.acl_authorizer import AclAuthorizer, authorizer_for
 from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
+from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
@@ -317,7 +318,12 @@ class KafkaServer:
         self._start_limits = connection_limits(config)
         self.request_metrics = RequestMetrics()
         observer = self.request_metrics if config.http_listeners else None
-        self._server = SocketServer(Dispatcher(self), self.scheduler, self._start_limits, observer)
+        self.quotas = ClientQuotas(
+            QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
+        )
+        self._server = SocketServer(
+            Dispatcher(self, quotas=self.quotas), self.scheduler, self._start_limits, observer
+        )
         self._http: HttpListener | None = None
         self._console: Console | None = None
         self._periodic_jobs: list[Job] = []
@@ -421,6 +427,7 @@ class KafkaServer:
         await self._start_authorizer()
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
+        self.quotas.watch(self.store)
         if not self._dynamic_config_current():
             self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(

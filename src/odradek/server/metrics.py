@@ -7,7 +7,11 @@ Owns:
   (arrival to handling), from which scrapes compute Kafka's histogram percentiles;
 - `BrokerCollector`, a prometheus_client collector that reads everything else when scraped: the
   ReplicaManager's counters (replication/stats.py), per-partition log sizes and offsets, replica
-  and controller gauges, consumer group lag, purgatory sizes and connection counts;
+  and controller gauges, consumer group lag, purgatory sizes, connection counts, and the client
+  quota groups (server/client_quotas.py) as Kafka's `kafka.server:type=Produce|Fetch|Request|
+  ControllerMutation,user=..,client-id=..` beans come out of the JMX exporter's quota rules:
+  `kafka_server_quota_<attribute>{resource, user, clientId}`, an empty tag left out as Kafka's
+  JmxReporter leaves it out of the bean name;
 - `broker_registry`, a registry of its own per broker (several brokers may share a process).
 
 Invariants: on the request path the cost is one observer call per request (two header bytes read, a
@@ -34,6 +38,7 @@ from prometheus_client.core import (
 
 from odradek.http_listener import Response, Route
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.client_quotas import now_monotonic_ms
 
 if TYPE_CHECKING:
     from odradek.server.context import BrokerServices
@@ -115,6 +120,7 @@ class BrokerCollector:
         yield from self._group_lag()
         yield from self._purgatories()
         yield from self._network()
+        yield from self._quota_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         stats = self._broker.replica_manager.topic_stats
@@ -249,6 +255,36 @@ class BrokerCollector:
             "Bytes of request frames held",
             self._server.memory_pool.used,
         )
+
+    def _quota_metrics(self) -> Iterator[Metric]:
+        quotas = self._broker.quotas
+        now_ms = now_monotonic_ms()
+        families: dict[str, Metric] = {}
+        for resource, manager, attribute in (
+            ("Produce", quotas.produce, "byte_rate"),
+            ("Fetch", quotas.fetch, "byte_rate"),
+            ("Request", quotas.request, "request_time"),
+            ("ControllerMutation", quotas.controller_mutation, "mutation_rate"),
+        ):
+            for group in manager.groups():
+                rate, throttle_ms = manager.measure(group, now_ms)
+                labels = {"resource": resource}
+                labels |= {"user": group.user} if group.user else {}
+                labels |= {"clientId": group.client_id} if group.client_id else {}
+                for name, value in ((attribute, rate), ("throttle_time", throttle_ms)):
+                    family = families.setdefault(
+                        name, Metric(f"kafka_server_quota_{name}", QUOTA_DOCS[name], "gauge")
+                    )
+                    family.add_sample(f"kafka_server_quota_{name}", labels, value)
+        yield from families.values()
+
+
+QUOTA_DOCS = {
+    "byte_rate": "Bytes per second of the quota group (Produce: requests; Fetch: records answered)",
+    "request_time": "Percentage of request-handling time per second taken by the quota group",
+    "mutation_rate": "Partitions created or deleted per second by the quota group",
+    "throttle_time": "Average throttle time in ms of the quota group's throttled requests",
+}
 
 
 def _times(name: str, doc: str, by_api: list[tuple[str, ApiRequestStats]], ring: str, total: str) -> Metric:

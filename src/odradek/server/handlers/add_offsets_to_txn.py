@@ -10,7 +10,7 @@ that does not exist yet is created first, as a FindCoordinator for the group wou
 clients send AddOffsetsToTxn before they look for the group's coordinator);
 COORDINATOR_NOT_AVAILABLE when it cannot be.
 
-Deliberate deviations: throttle_time_ms is always 0.
+Deliberate deviations: none (throttle_time_ms comes from the request quota).
 
 Authorization (Kafka's): WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 then READ on the group (else GROUP_AUTHORIZATION_FAILED).

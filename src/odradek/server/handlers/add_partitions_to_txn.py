@@ -25,7 +25,7 @@ unanswered, as in Kafka).
 
 Deliberate deviations: Kafka accepts v4+ only from brokers (CLUSTER_ACTION on the cluster,
 CLUSTER_AUTHORIZATION_FAILED otherwise); odradek has no ACLs, so any client may send v4+, as it may
-send WriteTxnMarkers. throttle_time_ms is always 0.
+send WriteTxnMarkers. throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): v4+ (brokers' batched requests) needs CLUSTER_ACTION on the cluster (else
 CLUSTER_AUTHORIZATION_FAILED and a WARNING); each transaction WRITE on its transactional id (else

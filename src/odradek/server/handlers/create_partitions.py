@@ -12,6 +12,11 @@ created in the background. With `timeout_ms` > 0 the response waits (as CreateTo
 leaders, REQUEST_TIMED_OUT past it; with `timeout_ms` <= 0 it answers at once.
 
 Authorization (Kafka's): ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
+
+Controller mutation quota (KIP-599): the new partitions of a growth that passed every check count
+against the group's controller_mutation_rate; while its bucket is empty v3+ answers the topic
+THROTTLING_QUOTA_EXCEEDED (nothing written), older versions grow it; throttle_time_ms says how long
+the group must wait. validate_only is not counted.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from odradek.security.authorizer import AclOperation, ResourceType
 from odradek.server.authz import authorize
+from odradek.server.client_quotas import ControllerMutationQuota
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
 MAX_VERSION = 3
+STRICT_QUOTA_VERSION = 3  # KIP-599: from v3 a throttled mutation is refused
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -37,6 +44,9 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
     counts = Counter(t.name for t in request.topics)
     results = []
     grown: dict[str, list[int]] = {}
+    quota = ctx.broker.quotas.controller_mutation_quota(
+        ctx, ctx.api_version >= STRICT_QUOTA_VERSION, request.validate_only
+    )
     for topic in request.topics:
         result = Result(name=topic.name)
         if counts[topic.name] > 1:
@@ -46,7 +56,7 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             result.error_message = "Authorization failed."
         else:
-            added = await _grow(ctx, topic, request.validate_only, result)
+            added = await _grow(ctx, topic, request.validate_only, result, quota)
             if added:
                 grown[topic.name] = added
         results.append(result)
@@ -61,7 +71,7 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
             ):
                 result.error_code = ErrorCode.REQUEST_TIMED_OUT
                 result.error_message = "Timed out waiting for the leaders of the new partitions."
-    return CreatePartitionsResponse(results=results)
+    return CreatePartitionsResponse(throttle_time_ms=quota.throttle_time_ms, results=results)
 
 
 async def _grow(
@@ -69,11 +79,16 @@ async def _grow(
     topic: CreatePartitionsRequest.CreatePartitionsTopic,
     validate_only: bool,
     result: Result,
+    quota: ControllerMutationQuota,
 ) -> list[int]:
-    """The new partitions' indexes (none when refused)."""
+    """The new partitions' indexes (none when refused); with a controller mutation quota, they are
+    counted once the growth passed every check."""
     assignments = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+    admin = ctx.broker.admin
     try:
-        added = await ctx.broker.admin.create_partitions(topic.name, topic.count, assignments, validate_only)
+        if quota.limited and not validate_only:
+            quota.record(len(await admin.create_partitions(topic.name, topic.count, assignments, True)))
+        added = await admin.create_partitions(topic.name, topic.count, assignments, validate_only)
     except KafkaError as exc:
         result.error_code, result.error_message = exc.code, exc.message
         return []

@@ -15,7 +15,7 @@ Deliberate deviation: the answer does not wait for the followers (Kafka's purgat
 replica's log start offset reached the offset, and answers the smallest); they move their own log
 start offset up to the leader's with their next fetch (odradek.replication.fetcher), so a follower
 elected leader before that fetch still serves the records below it until retention removes them.
-throttle_time_ms is always 0.
+throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): DELETE on each topic; a refused topic's partitions answer
 TOPIC_AUTHORIZATION_FAILED.

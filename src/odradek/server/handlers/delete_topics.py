@@ -14,6 +14,11 @@ waits until this broker's metadata cache no longer has the topic, REQUEST_TIMED_
 
 Authorization (Kafka's): DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for it (checked
 before whether it exists, when named).
+
+Controller mutation quota (KIP-599): a found topic's partitions count against the group's
+controller_mutation_rate before it is marked; while the bucket is empty v5+ answers the topic
+THROTTLING_QUOTA_EXCEEDED (not deleted), older versions delete it; throttle_time_ms says how long the
+group must wait.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from odradek.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteT
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.security.authorizer import AclOperation, ResourceType
 from odradek.server.authz import authorize
+from odradek.server.client_quotas import ControllerMutationQuota
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 0
 MAX_VERSION = 6
+STRICT_QUOTA_VERSION = 5  # KIP-599: from v5 a throttled mutation is refused
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -42,7 +49,8 @@ def _requested(request: DeleteTopicsRequest, version: int) -> list[DeleteTopicsR
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    results = [await _delete(ctx, t) for t in _requested(request, ctx.api_version)]
+    quota = ctx.broker.quotas.controller_mutation_quota(ctx, ctx.api_version >= STRICT_QUOTA_VERSION)
+    results = [await _delete(ctx, t, quota) for t in _requested(request, ctx.api_version)]
     if request.timeout_ms > 0:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.timeout_ms / 1000
@@ -51,10 +59,12 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
                 remaining = max(0.0, deadline - loop.time())
                 if not await ctx.broker.wait_for_deletion(result.name, remaining):
                     _failed(result, ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for the deletion.")
-    return DeleteTopicsResponse(responses=results)
+    return DeleteTopicsResponse(throttle_time_ms=quota.throttle_time_ms, responses=results)
 
 
-async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -> Result:
+async def _delete(
+    ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState, quota: ControllerMutationQuota
+) -> Result:
     result = Result(name=wanted.name, topic_id=wanted.topic_id)
     metadata = ctx.broker.metadata_cache
     if not ctx.broker.config["delete.topic.enable"]:
@@ -72,6 +82,7 @@ async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicSt
     if not _may_delete(ctx, topic.name):
         return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     try:
+        quota.record(len(topic.partitions))
         await ctx.broker.admin.delete_topic(topic.name)
     except KafkaError as exc:
         return _failed(result, exc.code, exc.message)

@@ -11,7 +11,7 @@ partition, else only the named ones. v4 adds the
 directory's total and usable bytes (the file system's, as Kafka reports them). A directory that
 cannot be read answers KAFKA_STORAGE_ERROR with no topics.
 
-throttle_time_ms is always 0.
+throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): DESCRIBE on the cluster, else no log dirs (and, v3+,
 CLUSTER_AUTHORIZATION_FAILED).

@@ -9,7 +9,7 @@ marker of that epoch is known), the timestamp of the producer's last batch or ma
 coordinator epoch of its last marker (-1: none) and the first offset of its ongoing transaction (-1:
 none). A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER; one it does not
 host: NOT_LEADER_OR_FOLLOWER when the cluster has it, UNKNOWN_TOPIC_OR_PARTITION otherwise.
-throttle_time_ms is always 0.
+throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): READ on each topic; a refused topic's partitions answer
 TOPIC_AUTHORIZATION_FAILED.

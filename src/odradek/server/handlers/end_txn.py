@@ -11,7 +11,7 @@ INVALID_TXN_STATE (no transaction, or the opposite decision already taken); a re
 decision answers NONE. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE as
 the other coordinator APIs.
 
-Deliberate deviations: throttle_time_ms is always 0.
+Deliberate deviations: none (throttle_time_ms comes from the request quota).
 
 Authorization (Kafka's): WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """

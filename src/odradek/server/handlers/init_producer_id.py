@@ -32,7 +32,7 @@ across the cluster; on a single node the same record lives in `<first log dir>/p
 Deliberate deviations: a Kafka 3.x broker asks its
 controller for id blocks (AllocateProducerIds) and the controller claims them in ZooKeeper; an
 odradek broker claims them in ZooKeeper itself, as Kafka 2.x brokers do (same znode, same JSON).
-throttle_time_ms is always 0.
+throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): a transactional id needs WRITE on it (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE

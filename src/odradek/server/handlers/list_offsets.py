@@ -27,7 +27,7 @@ encoding the response stay on the loop: a 3 MB request naming 250,000 partitions
 about 0.12 s.)
 
 Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
-served. throttle_time_ms is always 0.
+served. throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): DESCRIBE on each topic; a refused topic's partitions answer
 TOPIC_AUTHORIZATION_FAILED.

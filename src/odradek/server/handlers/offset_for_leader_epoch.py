@@ -14,7 +14,7 @@ led here), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current_leader_epoch
 than the partition's (-1 skips the check).
 
 replica_id (v3+) is accepted and not used: as in Kafka 3.9, the leader answers everyone the same.
-throttle_time_ms is always 0.
+throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): CLUSTER_ACTION on the cluster (a replica) or DESCRIBE on each topic; a refused
 topic's partitions answer TOPIC_AUTHORIZATION_FAILED.

@@ -17,7 +17,7 @@ Deliberate deviations: the transactional id is not checked against the transacti
 producer state as the batch is appended and again when its marker is written. The shard, the
 partition's only writer, numbers its transactional batches itself from what it replayed; were the
 producer's batches cleaned from the partition while its producer state remains, the next batch of
-that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms is always 0.
+that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms comes from the request quota.
 
 Authorization (Kafka's): WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 READ on the group (else GROUP_AUTHORIZATION_FAILED), both for every partition; READ on each topic
