@@ -5,8 +5,9 @@ Owns the value `KafkaPrincipal(principal_type, name)`, written `type:name` (`Use
 is `ANONYMOUS` (User:ANONYMOUS). The network layer sets it once per connection, at accept; the
 request path carries it in every RequestContext (server/context.py).
 
-Deliberate deviation: only PLAINTEXT is served, so no other security protocol has a principal yet
-(SSL and SASL authentication come with the security issue).
+A SASL_PLAINTEXT connection starts as `ANONYMOUS` too and gets `User:<authorization id>` once it has
+authenticated (security/sasl/authenticator.py); until then the SASL gate lets none of its requests
+but ApiVersions and the SASL exchange through. SSL is not served yet.
 
 Callers: the network layer (server/socket_server.py), the authorizer hook (authorizer.py).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 PLAINTEXT = "PLAINTEXT"
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
 USER_TYPE = "User"
 
 
@@ -32,6 +34,8 @@ ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
 
 def principal_for(security_protocol: str) -> KafkaPrincipal:
     """The principal of a connection of `security_protocol` before any authentication."""
-    if security_protocol != PLAINTEXT:
-        raise ValueError(f"security protocol {security_protocol} is not supported (only {PLAINTEXT})")
+    if security_protocol not in (PLAINTEXT, SASL_PLAINTEXT):
+        raise ValueError(
+            f"security protocol {security_protocol} is not supported ({PLAINTEXT}, {SASL_PLAINTEXT})"
+        )
     return ANONYMOUS

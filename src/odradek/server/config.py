@@ -13,10 +13,14 @@ value is refused at start with a `ConfigError` that names the key. Unknown keys 
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
 pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
 key that asks for a protection odradek does not provide is never ignored: `authorizer.class.name`,
-`super.users`, `sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
-other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEXT, a listener mapped
-to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
-connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
+`super.users`, an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key other than Kafka's default and other
+than the SASL keys odradek implements (a known key: `sasl.enabled.mechanisms`,
+`sasl.mechanism.inter.broker.protocol`, `sasl.server.max.receive.size`; per listener
+`listener.name.<l>.sasl.enabled.mechanisms` and `listener.name.<l>.<mechanism>.sasl.jaas.config`,
+read by security/sasl/listener.py), a listener mapped to SSL / SASL_SSL, the same under
+`listener.name.<listener>.`, and the per-listener connection limits are refused at start with a
+`ConfigError` naming the key (`odradek serve` exits 2). SASL_PLAINTEXT listeners and
+`security.inter.broker.protocol` SASL_PLAINTEXT are served.
 
 Connection limits (read by server/limits.py and server/socket_server.py): `max.connections`,
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
@@ -326,6 +330,13 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
+        # SASL: per-listener and per-mechanism overrides are read by security/sasl/listener.py
+        ConfigKey("security.inter.broker.protocol", _S, "PLAINTEXT", one_of("PLAINTEXT", "SASL_PLAINTEXT")),
+        ConfigKey("sasl.enabled.mechanisms", _LS, "GSSAPI"),
+        ConfigKey("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
+        ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),
+        ConfigKey("connection.failed.authentication.delay.ms", _I, 100, at_least(0)),
+        ConfigKey("sasl.server.max.receive.size", _I, 524288, at_least(1)),
         # replication throttles (KIP-73): replication/quotas.py
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
@@ -474,7 +485,6 @@ PROTECTION_KEYS = frozenset(
         "authorizer.class.name",
         "super.users",
         "principal.builder.class",
-        "sasl.enabled.mechanisms",
         "delegation.token.secret.key",
         "delegation.token.master.key",
     }
@@ -494,7 +504,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "ssl.principal.mapping.rules": "DEFAULT",
     "ssl.allow.dn.changes": "false",
     "ssl.allow.san.changes": "false",
-    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
     "sasl.kerberos.min.time.before.relogin": "60000",
     "sasl.kerberos.principal.to.local.rules": "DEFAULT",
@@ -506,7 +515,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "sasl.login.refresh.window.jitter": "0.05",
     "sasl.login.retry.backoff.max.ms": "10000",
     "sasl.login.retry.backoff.ms": "100",
-    "sasl.server.max.receive.size": "524288",
     "zookeeper.ssl.client.enable": "false",
     "zookeeper.ssl.protocol": "TLSv1.2",
     "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
@@ -515,9 +523,7 @@ PROTECTION_DEFAULTS: dict[str, str] = {
 }
 # Keys with one value that asks for nothing (Kafka's default); any other value is refused.
 PROTECTION_ONLY_VALUE: dict[str, str] = {
-    "security.inter.broker.protocol": "PLAINTEXT",
     "zookeeper.set.acl": "false",
-    "connections.max.reauth.ms": "0",
 }
 # Per-listener overrides (listener.name.<listener>.<key>) of limits odradek applies broker-wide only.
 PER_LISTENER_LIMITS = frozenset({"max.connections", "max.connection.creation.rate"})
@@ -850,12 +856,12 @@ class KafkaConfig:
         if not listeners:
             raise ConfigError(key, self._values[key], "at least one listener is required")
         for listener in listeners:
-            if listener.security_protocol != "PLAINTEXT":
+            if listener.security_protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
                 raise ConfigError(
                     key,
                     self._values[key],
                     f"listener {listener.name} uses security protocol {listener.security_protocol}: "
-                    "odradek provides no TLS or SASL, only PLAINTEXT listeners",
+                    "odradek provides no TLS, only PLAINTEXT and SASL_PLAINTEXT listeners",
                 )
         return listeners
 
@@ -928,12 +934,12 @@ class KafkaConfig:
 
     @property
     def inter_broker_listener_name(self) -> str:
-        """inter.broker.listener.name, else the first listener speaking security.inter.broker.protocol
-        (PLAINTEXT, the only protocol odradek accepts)."""
+        """inter.broker.listener.name, else the first listener speaking security.inter.broker.protocol."""
         name = self._values["inter.broker.listener.name"]
         if name is not None:
             return str(name)
-        return next((lis.name for lis in self.listeners if lis.security_protocol == "PLAINTEXT"), "PLAINTEXT")
+        protocol = self._values["security.inter.broker.protocol"]
+        return next((lis.name for lis in self.listeners if lis.security_protocol == protocol), protocol)
 
     @property
     def http_listeners(self) -> list[tuple[str, int]]:
@@ -1154,6 +1160,8 @@ def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
 
 
 def _unprovided(name: str, value: str) -> str | None:
+    if name in CONFIG_KEYS:
+        return None
     if name.startswith("listener.name."):
         listener, _, key = name.removeprefix("listener.name.").partition(".")
         if key in PER_LISTENER_LIMITS:
