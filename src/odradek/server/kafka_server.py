@@ -177,6 +177,10 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
 from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
+from odradek.security.sasl import credentials as scram_credentials
+from odradek.security.sasl.authenticator import authenticator_for
+from odradek.security.sasl.listener import sasl_listeners
+from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
@@ -304,7 +308,9 @@ class KafkaServer:
         self._start_limits = connection_limits(config)
         self.request_metrics = RequestMetrics()
         observer = self.request_metrics if config.http_listeners else None
-        self._server = SocketServer(Dispatcher(self), self.scheduler, self._start_limits, observer)
+        self._dispatcher = Dispatcher(self)
+        self._server = SocketServer(self._dispatcher, self.scheduler, self._start_limits, observer)
+        self._sasl_listeners = sasl_listeners(config, self._scram_credential)  # ConfigError when invalid
         self._http: HttpListener | None = None
         self._console: Console | None = None
         self._periodic_jobs: list[Job] = []
@@ -317,6 +323,10 @@ class KafkaServer:
         self._membership_lock = asyncio.Lock()
         self._session_expired = False
         self._background: set[asyncio.Task[None]] = set()
+
+    def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the store of the moment (ZooKeeper's once connected)."""
+        return scram_credentials.lookup(self.store, mechanism, user)
 
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
         """Where clients are told to connect, per listener (advertised.listeners, else listeners): an
@@ -362,7 +372,11 @@ class KafkaServer:
         self.metadata_cache.cluster_id = self.cluster_id
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
-            self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+            self._bound[listener.name] = await self._server.bind(
+                listener.name, listener.host, listener.port, listener.security_protocol
+            )
+        for name, sasl_listener in self._sasl_listeners.items():
+            self._server.authenticate(name, authenticator_for(sasl_listener, self._dispatcher.handlers))
         if config.http_listeners:
             await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
