@@ -7,7 +7,12 @@ All brokers of a cluster run the same code, so requests go at the version the ca
 no version negotiation.
 
 Behaviour:
-- `connect()` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable` otherwise).
+- `connect()` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable` otherwise),
+  then runs the connection's `authenticate` step, if it has one (the broker's SASL client,
+  security/sasl/client.py), before any other request; a failed authentication closes the connection
+  and is a `NodeUnreachable` naming why. An authentication may give the session a lifetime
+  (`session_lifetime_ms`, KIP-368): once REAUTHENTICATE_AT of it has passed, `ReusedConnection`
+  opens a new, freshly authenticated connection instead of re-authenticating in place.
 - `send()` writes a request and awaits its response. Requests may be pipelined: they are written in
   call order and their responses, which a broker returns in order, are matched by correlation id by
   one reader task. A response that does not come within `request_timeout_ms` (Kafka's
@@ -32,6 +37,8 @@ import collections
 import contextlib
 import itertools
 import struct
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from odradek.protocol.codec import decode_response, encode_request
@@ -43,6 +50,7 @@ from odradek.protocol.headers import (
 )
 
 _SIZE = struct.Struct(">i")
+REAUTHENTICATE_AT = 0.85  # of a session's lifetime
 
 
 class NodeUnreachable(ConnectionError):
@@ -60,6 +68,9 @@ class RequestTimedOut(TimeoutError):
 class NodeConnection:
     """One connection to broker `node_id` at `host:port`."""
 
+    # Run by `connect()` once the connection is open, before any other request (SASL).
+    Authenticate = Callable[["NodeConnection"], Awaitable[None]]
+
     def __init__(
         self,
         node_id: int,
@@ -69,6 +80,7 @@ class NodeConnection:
         client_id: str,
         request_timeout_ms: int = 30_000,
         connect_timeout_ms: int = 10_000,
+        authenticate: NodeConnection.Authenticate | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -81,6 +93,8 @@ class NodeConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._authenticate = authenticate
+        self._reauthenticate_at: float | None = None  # time.monotonic()
 
     def __repr__(self) -> str:
         return f"NodeConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -93,6 +107,16 @@ class NodeConnection:
     @property
     def connected(self) -> bool:
         return self._writer is not None and not self._closed
+
+    @property
+    def reauthentication_due(self) -> bool:
+        return self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at
+
+    def session_lifetime(self, lifetime_ms: int) -> None:
+        """The authenticated session lasts `lifetime_ms` (0: no limit)."""
+        self._reauthenticate_at = (
+            time.monotonic() + REAUTHENTICATE_AT * lifetime_ms / 1000 if lifetime_ms else None
+        )
 
     async def connect(self) -> None:
         try:
@@ -107,6 +131,14 @@ class NodeConnection:
         self._reader_task = asyncio.get_running_loop().create_task(
             self._read_responses(reader), name=f"responses-from-broker-{self.node_id}"
         )
+        if self._authenticate is not None:
+            try:
+                await self._authenticate(self)
+            except (ConnectionError, TimeoutError) as exc:
+                await self.close()
+                raise NodeUnreachable(
+                    f"cannot authenticate to broker {self.node_id} at {self.host}:{self.port}: {exc}"
+                ) from None
 
     async def send(self, api_key: int, api_version: int, request: Any) -> Any:
         """Send `request` and return the decoded response."""
@@ -181,15 +213,27 @@ class ReusedConnection:
     """One connection kept open across requests: `to(node)` returns it while it is open and to that
     node, otherwise closes it and opens a new one; `close()` drops it."""
 
-    def __init__(self, client_id: str, request_timeout_ms: int, connect_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        request_timeout_ms: int,
+        connect_timeout_ms: int = 10_000,
+        authenticate: NodeConnection.Authenticate | None = None,
+    ) -> None:
         self._client_id = client_id
+        self._authenticate = authenticate
         self._request_timeout_ms = request_timeout_ms
         self._connect_timeout_ms = connect_timeout_ms
         self._connection: NodeConnection | None = None
 
     async def to(self, node_id: int, host: str, port: int) -> NodeConnection:
         current = self._connection
-        if current is not None and current.connected and current.address == (node_id, host, port):
+        if (
+            current is not None
+            and current.connected
+            and current.address == (node_id, host, port)
+            and not current.reauthentication_due
+        ):
             return current
         await self.close()
         connection = NodeConnection(
@@ -199,6 +243,7 @@ class ReusedConnection:
             client_id=self._client_id,
             request_timeout_ms=self._request_timeout_ms,
             connect_timeout_ms=self._connect_timeout_ms,
+            authenticate=self._authenticate,
         )
         await connection.connect()
         self._connection = connection

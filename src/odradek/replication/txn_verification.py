@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.network_client import ReusedConnection
+from odradek.network_client import NodeConnection, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.add_partitions_to_txn import (
@@ -180,8 +180,10 @@ class TxnVerifier:
         request_timeout_ms: int,
         brokers: BrokerDirectory,
         locator: TxnCoordinatorLocator,
+        authenticate: NodeConnection.Authenticate | None = None,  # SASL on the inter-broker listener
     ) -> None:
         self._broker_id = broker_id
+        self._authenticate = authenticate
         self._listener = listener  # inter.broker.listener.name
         self._request_timeout_ms = request_timeout_ms
         self._brokers = brokers
@@ -310,7 +312,9 @@ class TxnVerifier:
         connection = self._connections.get(coordinator)
         if connection is None:
             client_id = f"broker-{self._broker_id}-txn-verification"
-            connection = ReusedConnection(client_id, self._request_timeout_ms)
+            connection = ReusedConnection(
+                client_id, self._request_timeout_ms, authenticate=self._authenticate
+            )
             self._connections[coordinator] = connection
         return connection
 

@@ -179,6 +179,7 @@ from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarke
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.security.sasl import credentials as scram_credentials
 from odradek.security.sasl.authenticator import authenticator_for
+from odradek.security.sasl.client import inter_broker_authenticate
 from odradek.security.sasl.listener import sasl_listeners
 from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
@@ -251,6 +252,7 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
         backoff_ms=config["replica.fetch.backoff.ms"],
         request_timeout_ms=config["replica.socket.timeout.ms"],
         num_fetchers=config["num.replica.fetchers"],
+        authenticate=inter_broker_authenticate(config),
     )
 
 
@@ -385,6 +387,7 @@ class KafkaServer:
             config.inter_broker_listener_name,
             lambda: self.controller,
             request_timeout_ms=config["request.timeout.ms"],
+            authenticate=inter_broker_authenticate(config),
         )
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -432,7 +435,11 @@ class KafkaServer:
             self,
             ReplicaManagerLog(self.replica_manager, TXN_TOPIC),
             TxnMarkerChannel(
-                self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
+                self.broker_id,
+                self.config.inter_broker_listener_name,
+                self.metadata_cache,
+                self,
+                inter_broker_authenticate(self.config),
             ),
             self.producer_id_manager,
             self.scheduler,
@@ -444,6 +451,7 @@ class KafkaServer:
             self.config["request.timeout.ms"],
             self.metadata_cache,
             self.txn_coordinator,
+            inter_broker_authenticate(self.config),
         )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         self._started = True  # every component is up: shutdown() stops them from here
@@ -1084,5 +1092,6 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
     settings = ChannelSettings(
         listener_name=config.inter_broker_listener_name,
         request_timeout_ms=config["controller.socket.timeout.ms"],
+        authenticate=inter_broker_authenticate(config),
     )
     return RemoteChannel(config.broker_id, settings)

@@ -86,13 +86,16 @@ class BrokerToControllerChannel:
         *,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
+        authenticate: NodeConnection.Authenticate | None = None,  # SASL on the inter-broker listener
     ) -> None:
         self.broker_id = broker_id
         self._metadata = metadata
         self._listener_name = listener_name
         self._local_controller = local_controller
         self._retry_backoff_s = retry_backoff_ms / 1000
-        self._connection = ReusedConnection(f"broker-{broker_id}-to-controller", request_timeout_ms)
+        self._connection = ReusedConnection(
+            f"broker-{broker_id}-to-controller", request_timeout_ms, authenticate=authenticate
+        )
         self._closed = False
 
     async def alter_partition(

@@ -15,6 +15,9 @@ assignment spreads replicas the way a three-rack cluster would. Each listens on 
 port, or with `base_port` on base_port + id - 1. The chroot is the caller's (`""`: none) or a fresh
 one per cluster.
 
+With `authenticate` (a SASL step: security/sasl/client.py's `sasl_authenticate`), the
+cluster's own Metadata probes authenticate first, for brokers whose listener is a SASL one.
+
 Callers: cluster and fault tests (tests/cluster), benchmarks, and the `odradek cluster` command.
 Not used by the broker itself.
 """
@@ -44,11 +47,20 @@ T = TypeVar("T")
 DEFAULT_SESSION_TIMEOUT_MS = 6000
 
 
-def metadata_view(process: BrokerProcess) -> tuple[int, list[int]] | None:
-    """(controller id, broker ids) as `process` answers Metadata v12 now; None when unreachable."""
+def metadata_view(
+    process: BrokerProcess, authenticate: NodeConnection.Authenticate | None = None
+) -> tuple[int, list[int]] | None:
+    """(controller id, broker ids) as `process` answers Metadata v12 now (after `authenticate`, on a
+    SASL listener); None when unreachable."""
 
     async def ask() -> tuple[int, list[int]]:
-        connection = NodeConnection(process.broker_id, process.host, process.port, client_id="local-cluster")
+        connection = NodeConnection(
+            process.broker_id,
+            process.host,
+            process.port,
+            client_id="local-cluster",
+            authenticate=authenticate,
+        )
         await connection.connect()
         try:
             response = await connection.send(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
@@ -88,8 +100,10 @@ class LocalCluster:
         overrides: Mapping[str, object] | None = None,
         base_port: int | None = None,
         die_with_owner: bool = False,
+        authenticate: NodeConnection.Authenticate | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.authenticate = authenticate  # how the cluster's own probes authenticate (SASL listeners)
         self.broker_count = brokers
         self.chroot = chroot if chroot is not None else f"/odradek-{uuid.uuid4().hex[:8]}"
         self.session_timeout_ms = session_timeout_ms
@@ -220,9 +234,10 @@ class LocalCluster:
                 self._wait_for_metadata(process, (controller, expected), timeout_s)
         return controller
 
-    @staticmethod
-    def _wait_for_metadata(process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float) -> None:
+    def _wait_for_metadata(
+        self, process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float
+    ) -> None:
         def told() -> bool:
-            return metadata_view(process) == view
+            return metadata_view(process, self.authenticate) == view
 
         eventually(told, timeout_s, f"broker {process.broker_id}'s metadata naming controller {view[0]}")
