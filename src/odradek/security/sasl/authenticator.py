@@ -157,13 +157,13 @@ class SaslServerAuthenticator:
 
     async def _kafka_request(self, frame: bytes | bytearray, client: ClientInfo) -> list[Chunk] | None:
         if len(frame) < _MIN_HEADER_SIZE:
-            raise self._unexpected(client, f"a frame of {len(frame)} bytes")
+            raise self._unexpected(client, f"frame of {len(frame)} bytes")
         api_key, _ = peek_api_key_version(frame)
         if self._state is State.HANDSHAKE:
             if api_key == ApiKey.API_VERSIONS and not self._reauthenticating:
                 return await self._handler(frame, client)  # type: ignore[return-value]
             if api_key != ApiKey.SASL_HANDSHAKE:
-                raise self._unexpected(client, f"a {_api_name(api_key)} request")
+                raise self._unexpected(client, f"{_api_name(api_key)} request")
             header, request = self._decode(frame, client, HANDSHAKE_VERSIONS)
             return self._handshake(header, request)
         header, request = self._decode(frame, client, None)
@@ -256,7 +256,7 @@ class SaslServerAuthenticator:
                 raise ProtocolDecodeError(f"unsupported version {header.api_version}")
             return header, decode_request(header.api_key, header.api_version, memoryview(frame)[offset:])
         except ProtocolDecodeError as exc:
-            raise self._unexpected(client, f"a malformed request ({exc})") from None
+            raise self._unexpected(client, f"malformed request ({exc})") from None
 
     def _illegal_state_response(self, header: RequestHeader, request: Any) -> list[Chunk] | None:
         module = self._handlers.get(header.api_key)

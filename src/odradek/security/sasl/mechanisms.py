@@ -11,7 +11,9 @@ credentials" message (its detail is logged, never sent: it could tell whether a 
   options of the listener's PlainLoginModule JAAS config, compared in constant time.
 - SCRAM-SHA-256/512 (RFC 5802, Kafka's ScramSaslServer): the credential of the user named in the
   client-first message is looked up (the store: ZooKeeper /config/users or the local metadata);
-  channel binding is not supported (gs2 header `n`); Kafka's delegation-token extension
+  channel binding is not supported (gs2 header `n`); as Kafka 3.9 (after CVE-2024-56128), the
+  client-final nonce must end with the combined nonce (librdkafka before 2.6.1 repeats the client
+  nonce in front); Kafka's delegation-token extension
   (`tokenauth=true`) is refused, since odradek has no delegation tokens.
 - OAUTHBEARER (RFC 7628) with Kafka's default unsecured JWT validation
   (OAuthBearerUnsecuredValidatorCallbackHandler): an unsigned JWS (`alg` none, empty signature)
@@ -166,7 +168,9 @@ class ScramServer:
         attrs = scram.attributes(without_proof)
         if base64.b64decode(attrs["c"]) != self._gs2_header.encode():
             raise SaslError("Invalid channel binding")
-        if attrs["r"] != self._nonce:
+        # Kafka 3.9 accepts a final nonce that only ends with the combined nonce: librdkafka before
+        # 2.6.1 sends the client nonce twice (Kafka 4 is strict)
+        if not attrs["r"].endswith(self._nonce):
             raise SaslError("Invalid client nonce in the final client message")
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = self._scram.hmac(credential.stored_key, auth_message)
