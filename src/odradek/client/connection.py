@@ -69,6 +69,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.ADD_OFFSETS_TO_TXN: 4,
     ApiKey.END_TXN: 4,
     ApiKey.TXN_OFFSET_COMMIT: 4,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1,
+    ApiKey.ALTER_CLIENT_QUOTAS: 1,
 }
 CLIENT_MIN_VERSIONS: dict[int, int] = {
     ApiKey.PRODUCE: 3,

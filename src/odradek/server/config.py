@@ -337,6 +337,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),
         ConfigKey("connection.failed.authentication.delay.ms", _I, 100, at_least(0)),
         ConfigKey("sasl.server.max.receive.size", _I, 524288, at_least(1)),
+        # client quotas (KIP-219): server/client_quotas.py
+        ConfigKey("quota.window.num", _I, 11, at_least(1)),
+        ConfigKey("quota.window.size.seconds", _I, 1, at_least(1)),
         # replication throttles (KIP-73): replication/quotas.py
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
@@ -467,8 +470,6 @@ IGNORED_KEYS = frozenset(
         "metrics.num.samples",
         "metrics.recording.level",
         "metrics.sample.window.ms",
-        "quota.window.num",
-        "quota.window.size.seconds",
         "remote.log.storage.system.enable",
         "group.coordinator.rebalance.protocols",
     }
@@ -802,6 +803,7 @@ class KafkaConfig:
         self.dynamic_broker: dict[str, str] = {}
         self._values: dict[str, Any] = {}
         refuse_unprovided_protections(self.originals)
+        refuse_static_quota_defaults(self.originals)
         for name, key in CONFIG_KEYS.items():
             raw = self.originals.get(name)
             value = key.default if raw is None else convert(key, raw)
@@ -1157,6 +1159,27 @@ def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
         reason = _unprovided(name, raw.strip())
         if reason is not None:
             raise ConfigError(name, raw, f"{reason}; odradek does not provide it, remove the setting")
+
+
+# The deprecated static quota defaults, and the dynamic default that replaces each.
+STATIC_QUOTA_DEFAULTS = {
+    "quota.producer.default": "producer_byte_rate",
+    "quota.consumer.default": "consumer_byte_rate",
+}
+
+
+def refuse_static_quota_defaults(props: Mapping[str, str]) -> None:
+    """Raise ConfigError for quota.producer.default / quota.consumer.default, naming the dynamic
+    default that replaces it (the seeds call them deprecated; odradek has only dynamic quotas)."""
+    for name, dynamic in STATIC_QUOTA_DEFAULTS.items():
+        if name in props:
+            raise ConfigError(
+                name,
+                props[name],
+                f"{name} is deprecated and not supported; set the dynamic default instead: odradek configs "
+                f"--bootstrap-server <broker> --alter --add-config {dynamic}=<bytes/s> --entity-type clients "
+                "--entity-default",
+            )
 
 
 def _unprovided(name: str, value: str) -> str | None:

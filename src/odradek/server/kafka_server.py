@@ -182,6 +182,7 @@ from odradek.security.sasl.authenticator import authenticator_for
 from odradek.security.sasl.client import inter_broker_authenticate
 from odradek.security.sasl.listener import sasl_listeners
 from odradek.security.sasl.scram import ScramCredential, ScramMechanism
+from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
@@ -310,7 +311,10 @@ class KafkaServer:
         self._start_limits = connection_limits(config)
         self.request_metrics = RequestMetrics()
         observer = self.request_metrics if config.http_listeners else None
-        self._dispatcher = Dispatcher(self)
+        self.quotas = ClientQuotas(
+            QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
+        )
+        self._dispatcher = Dispatcher(self, quotas=self.quotas)
         self._server = SocketServer(self._dispatcher, self.scheduler, self._start_limits, observer)
         self._sasl_listeners = sasl_listeners(config, self._scram_credential)  # ConfigError when invalid
         self._http: HttpListener | None = None
@@ -417,6 +421,7 @@ class KafkaServer:
             self._set_throttled_replicas(name, topic.configs)
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
+        self.quotas.watch(self.store)
         if not self._dynamic_config_current():
             self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(

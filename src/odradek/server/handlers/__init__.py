@@ -47,6 +47,8 @@ HANDLER_MODULES: list[str] = [
     "describe_log_dirs",
     "alter_partition_reassignments",
     "list_partition_reassignments",
+    "describe_client_quotas",
+    "alter_client_quotas",
     # data path
     "produce",
     "fetch",
