@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -458,3 +459,64 @@ def test_deleted_scram_credential_no_longer_authenticates(broker: Broker) -> Non
         client_side = mechanisms.ScramClient(Scram.SCRAM_SHA_512, "erin", "erin-pw")
         assert handshake(client, "SCRAM-SHA-512").error_code == 0
         assert authenticate(client, client_side.first()).error_code == SASL_AUTHENTICATION_FAILED
+
+
+# -- odradek configs --entity-type users ---------------------------------------------------------------
+
+
+def _configs(broker: Broker, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "odradek", "configs", "--bootstrap-server", broker.plaintext, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _scram_256_login(broker: Broker, user: str, password: str) -> int:
+    client_side = mechanisms.ScramClient(Scram.SCRAM_SHA_256, user, password)
+    with RawClient(broker.bootstrap) as client:
+        assert handshake(client, "SCRAM-SHA-256").error_code == 0
+        first = authenticate(client, client_side.first())
+        if first.error_code:
+            return first.error_code
+        return authenticate(client, client_side.evaluate(first.auth_bytes) or b"").error_code
+
+
+def test_configs_command_sets_describes_and_deletes_scram_credentials_beside_quotas(broker: Broker) -> None:
+    user = ["--entity-type", "users", "--entity-name", "gina"]
+    added = _configs(
+        broker,
+        *user,
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=gina-pw],producer_byte_rate=1024",
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == "Completed updating config for user gina."
+    described = _configs(broker, *user, "--describe")
+    assert described.stdout.splitlines() == [
+        "Quota configs for user-principal 'gina' are producer_byte_rate=1024.0",
+        "SCRAM credential configs for user-principal 'gina' are SCRAM-SHA-256=iterations=8192",
+    ]
+    assert _scram_256_login(broker, "gina", "gina-pw") == 0
+    deleted = _configs(broker, *user, "--alter", "--delete-config", "SCRAM-SHA-256")
+    assert deleted.returncode == 0, deleted.stderr
+    assert _configs(broker, *user, "--describe").stdout.splitlines() == [
+        "Quota configs for user-principal 'gina' are producer_byte_rate=1024.0"
+    ]
+    assert _scram_256_login(broker, "gina", "gina-pw") == SASL_AUTHENTICATION_FAILED
+
+
+def test_configs_command_refuses_scram_for_a_default_user(broker: Broker) -> None:
+    refused = _configs(
+        broker,
+        "--entity-type",
+        "users",
+        "--entity-default",
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-512=[password=x]",
+    )
+    assert refused.returncode != 0
+    assert "SCRAM credentials go with --entity-type users and an --entity-name only" in refused.stderr
