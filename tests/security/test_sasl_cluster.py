@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from odradek.network_client import ClientSecurity
 from odradek.security.sasl import mechanisms
 from odradek.security.sasl.client import sasl_authenticate
 from odradek.security.sasl.listener import SaslClientSettings
@@ -65,8 +66,11 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster
         chroot=chroot,
         session_timeout_ms=CLUSTER_SESSION_TIMEOUT_MS,
         overrides=overrides,
-        authenticate=sasl_authenticate(
-            SaslClientSettings("PLAIN", {"username": ADMIN, "password": ADMIN_PASSWORD})
+        security=ClientSecurity(
+            "SASL_PLAINTEXT",
+            authenticate=sasl_authenticate(
+                SaslClientSettings("PLAIN", {"username": ADMIN, "password": ADMIN_PASSWORD})
+            ),
         ),
     )
     try:

@@ -51,7 +51,7 @@ from odradek.controller.channel import (
 )
 from odradek.controller.metadata import BrokerInfo, Endpoint
 from odradek.network_client import (
-    NodeConnection,
+    ClientSecurity,
     NodeDisconnected,
     NodeUnreachable,
     RequestTimedOut,
@@ -82,7 +82,7 @@ class ChannelSettings:
     connect_timeout_ms: int = 10_000  # Kafka's socket.connection.setup.timeout.ms default
     reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
     reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
-    authenticate: NodeConnection.Authenticate | None = None  # SASL on the inter-broker listener
+    security: ClientSecurity | None = None  # the inter-broker listener's TLS, if any
 
 
 @dataclass(slots=True)
@@ -107,7 +107,7 @@ class _BrokerSender:
             f"controller-{controller_id}-to-broker-{broker_id}",
             settings.request_timeout_ms,
             settings.connect_timeout_ms,
-            settings.authenticate,
+            settings.security,
         )
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{broker_id}"

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from odradek.controller.metadata import Endpoint
 from odradek.coordinator.coordinator import ClusterMetadata
-from odradek.network_client import NodeConnection, ReusedConnection
+from odradek.network_client import ClientSecurity, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
@@ -48,10 +48,10 @@ class TxnMarkerChannel:
         listener: str,
         metadata: ClusterMetadata,
         local: MarkerWriter,
-        authenticate: NodeConnection.Authenticate | None = None,  # SASL on the inter-broker listener
+        security: ClientSecurity | None = None,
     ) -> None:
         self._broker_id = broker_id
-        self._authenticate = authenticate
+        self._security = security  # the inter-broker listener's TLS, if any
         self._listener = listener  # inter.broker.listener.name
         self._metadata = metadata
         self._local = local
@@ -113,7 +113,7 @@ class TxnMarkerChannel:
         if connection is None:
             client_id = f"broker-{self._broker_id}-txn-markers"
             connection = self._connections[leader] = ReusedConnection(
-                client_id, timeout_ms + 5000, authenticate=self._authenticate
+                client_id, timeout_ms + 5000, security=self._security
             )
         return connection
 

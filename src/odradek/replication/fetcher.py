@@ -63,7 +63,7 @@ from typing import NamedTuple
 
 from odradek.client.fetch_session import FetchPlan, FetchSessionHandler
 from odradek.network_client import (
-    NodeConnection,
+    ClientSecurity,
     NodeDisconnected,
     NodeUnreachable,
     RequestTimedOut,
@@ -100,7 +100,7 @@ class FetcherSettings:
     backoff_ms: int = 1000  # replica.fetch.backoff.ms
     request_timeout_ms: int = 30_000  # replica.socket.timeout.ms
     num_fetchers: int = 1  # num.replica.fetchers
-    authenticate: NodeConnection.Authenticate | None = None  # SASL on the inter-broker listener
+    security: ClientSecurity | None = None  # the inter-broker listener's TLS, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +159,7 @@ class ReplicaFetcher:
         self._connection = ReusedConnection(
             f"replica-fetcher-{settings.broker_id}",
             settings.request_timeout_ms + settings.max_wait_ms,
-            authenticate=settings.authenticate,
+            security=settings.security,
         )
         self._task: asyncio.Task[None] | None = None
         self._unreachable_logged = False

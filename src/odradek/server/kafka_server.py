@@ -161,6 +161,7 @@ from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.http_listener import HttpListener
+from odradek.network_client import ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.repeated_failures import RepeatedFailures
@@ -253,7 +254,7 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
         backoff_ms=config["replica.fetch.backoff.ms"],
         request_timeout_ms=config["replica.socket.timeout.ms"],
         num_fetchers=config["num.replica.fetchers"],
-        authenticate=inter_broker_authenticate(config),
+        security=inter_broker_security(config),
     )
 
 
@@ -379,7 +380,11 @@ class KafkaServer:
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
             self._bound[listener.name] = await self._server.bind(
-                listener.name, listener.host, listener.port, listener.security_protocol
+                listener.name,
+                listener.host,
+                listener.port,
+                listener.security_protocol,
+                config.listener_ssl.get(listener.name),
             )
         for name, sasl_listener in self._sasl_listeners.items():
             self._server.authenticate(name, authenticator_for(sasl_listener, self._dispatcher.handlers))
@@ -391,7 +396,7 @@ class KafkaServer:
             config.inter_broker_listener_name,
             lambda: self.controller,
             request_timeout_ms=config["request.timeout.ms"],
-            authenticate=inter_broker_authenticate(config),
+            security=inter_broker_security(config),
         )
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -444,7 +449,7 @@ class KafkaServer:
                 self.config.inter_broker_listener_name,
                 self.metadata_cache,
                 self,
-                inter_broker_authenticate(self.config),
+                inter_broker_security(config),
             ),
             self.producer_id_manager,
             self.scheduler,
@@ -456,7 +461,7 @@ class KafkaServer:
             self.config["request.timeout.ms"],
             self.metadata_cache,
             self.txn_coordinator,
-            inter_broker_authenticate(self.config),
+            inter_broker_security(config),
         )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         self._started = True  # every component is up: shutdown() stops them from here
@@ -1097,6 +1102,20 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
     settings = ChannelSettings(
         listener_name=config.inter_broker_listener_name,
         request_timeout_ms=config["controller.socket.timeout.ms"],
-        authenticate=inter_broker_authenticate(config),
+        security=inter_broker_security(config),
     )
     return RemoteChannel(config.broker_id, settings)
+
+
+def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
+    """How this broker's own connections to other brokers are secured: the inter-broker listener's
+    security protocol, its TLS client side when it is SSL, and its SASL authentication when it is
+    SASL_PLAINTEXT or SASL_SSL."""
+    tls = config.inter_broker_ssl
+    protocol = next(
+        (lis.security_protocol for lis in config.listeners if lis.name == config.inter_broker_listener_name),
+        "PLAINTEXT",
+    )
+    return ClientSecurity(
+        protocol, tls.client_context if tls is not None else None, inter_broker_authenticate(config)
+    )

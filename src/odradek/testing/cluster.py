@@ -15,8 +15,9 @@ assignment spreads replicas the way a three-rack cluster would. Each listens on 
 port, or with `base_port` on base_port + id - 1. The chroot is the caller's (`""`: none) or a fresh
 one per cluster.
 
-With `authenticate` (a SASL step: security/sasl/client.py's `sasl_authenticate`), the
-cluster's own Metadata probes authenticate first, for brokers whose listener is a SASL one.
+With `security` (a `ClientSecurity`: TLS and/or a SASL step such as security/sasl/client.py's
+`sasl_authenticate`), the cluster's own Metadata probes connect as that says, for brokers whose
+listener is not PLAINTEXT.
 
 Callers: cluster and fault tests (tests/cluster), benchmarks, and the `odradek cluster` command.
 Not used by the broker itself.
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 
 from odradek.controller.zk import znodes
-from odradek.network_client import NodeConnection
+from odradek.network_client import ClientSecurity, NodeConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess
@@ -48,20 +49,14 @@ DEFAULT_SESSION_TIMEOUT_MS = 6000
 
 
 def metadata_view(
-    process: BrokerProcess, authenticate: NodeConnection.Authenticate | None = None
+    process: BrokerProcess, security: ClientSecurity | None = None
 ) -> tuple[int, list[int]] | None:
-    """(controller id, broker ids) as `process` answers Metadata v12 now (after `authenticate`, on a
-    SASL listener); None when unreachable."""
+    """(controller id, broker ids) as `process` answers Metadata v12 now (connecting with `security`
+    when given); None when unreachable."""
 
     async def ask() -> tuple[int, list[int]]:
-        connection = NodeConnection(
-            process.broker_id,
-            process.host,
-            process.port,
-            client_id="local-cluster",
-            authenticate=authenticate,
-        )
-        await connection.connect()
+        connection = NodeConnection(process.broker_id, process.host, process.port, client_id="local-cluster")
+        await connection.connect(security)
         try:
             response = await connection.send(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
         finally:
@@ -100,10 +95,10 @@ class LocalCluster:
         overrides: Mapping[str, object] | None = None,
         base_port: int | None = None,
         die_with_owner: bool = False,
-        authenticate: NodeConnection.Authenticate | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.authenticate = authenticate  # how the cluster's own probes authenticate (SASL listeners)
+        self.security = security  # how the cluster's own probes connect (TLS, SASL)
         self.broker_count = brokers
         self.chroot = chroot if chroot is not None else f"/odradek-{uuid.uuid4().hex[:8]}"
         self.session_timeout_ms = session_timeout_ms
@@ -238,6 +233,6 @@ class LocalCluster:
         self, process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float
     ) -> None:
         def told() -> bool:
-            return metadata_view(process, self.authenticate) == view
+            return metadata_view(process, self.security) == view
 
         eventually(told, timeout_s, f"broker {process.broker_id}'s metadata naming controller {view[0]}")

@@ -1,6 +1,6 @@
 """The broker's own connections authenticating to another broker (Kafka's SaslClientAuthenticator).
 
-`sasl_authenticate(settings)` is a `NodeConnection.Authenticate` step: SaslHandshake v1 with
+`sasl_authenticate(settings)` is a `network_client.Authenticate` step: SaslHandshake v1 with
 `sasl.mechanism.inter.broker.protocol`, then SaslAuthenticate v2 until the mechanism is done, with
 the credentials of the inter-broker listener's JAAS config (listener.py). The session lifetime the
 server grants is handed to the connection, which is replaced by a new one before it ends
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from odradek.network_client import NodeConnection
+from odradek.network_client import Authenticate, NodeConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
@@ -74,7 +74,7 @@ def new_client(settings: SaslClientSettings) -> _Client:
     return ScramClient(mechanism, options["username"], options["password"])
 
 
-def sasl_authenticate(settings: SaslClientSettings) -> NodeConnection.Authenticate:
+def sasl_authenticate(settings: SaslClientSettings) -> Authenticate:
     async def authenticate(connection: NodeConnection) -> None:
         handshake = await connection.send(
             ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSION, SaslHandshakeRequest(settings.mechanism)
@@ -107,7 +107,7 @@ def sasl_authenticate(settings: SaslClientSettings) -> NodeConnection.Authentica
     return authenticate
 
 
-def inter_broker_authenticate(config: KafkaConfig) -> NodeConnection.Authenticate | None:
+def inter_broker_authenticate(config: KafkaConfig) -> Authenticate | None:
     """The authentication step of the broker's own connections; None when the inter-broker listener
     is not a SASL one (ConfigError when its SASL settings are incomplete)."""
     settings = inter_broker_client(config)
