@@ -350,7 +350,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
         # SASL: per-listener and per-mechanism overrides are read by security/sasl/listener.py
-        ConfigKey("sasl.enabled.mechanisms", _LS, "GSSAPI"),
+        ConfigKey("sasl.enabled.mechanisms", _LS, ["GSSAPI"]),
         ConfigKey("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
         ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),
         ConfigKey("connection.failed.authentication.delay.ms", _I, 100, at_least(0)),
