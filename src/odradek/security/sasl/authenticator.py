@@ -42,6 +42,7 @@ import asyncio
 import enum
 import logging
 import time
+import weakref
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -122,8 +123,9 @@ class SaslServerAuthenticator:
         self._supports_reauthentication = False
         self._session_end: float | None = None  # time.monotonic() seconds
         connection.limit_request_size(listener.max_receive_size, "sasl.server.max.receive.size")
+        # a weak reference: a connection closed early is not kept alive by its pending deadline
         self._deadline = asyncio.get_running_loop().call_later(
-            listener.handshake_timeout_ms / 1000, self._handshake_expired
+            listener.handshake_timeout_ms / 1000, _handshake_expired, weakref.ref(self)
         )
 
     async def __call__(self, frame: bytes | bytearray, client: ClientInfo) -> list[Chunk] | None:
@@ -281,8 +283,8 @@ class SaslServerAuthenticator:
     def _authentication_text(self) -> str:
         return "re-authentication" if self._reauthenticating else "authentication"
 
-    def _handshake_expired(self) -> None:
-        if self._state is State.COMPLETE:
+    def handshake_expired(self) -> None:
+        if self._state is State.COMPLETE or self._connection.closed:
             return
         log.info(
             "Closing connection from %s: SASL authentication did not complete within %d ms",
@@ -290,6 +292,12 @@ class SaslServerAuthenticator:
             self._listener.handshake_timeout_ms,
         )
         self._connection.close(None)
+
+
+def _handshake_expired(gate: weakref.ref[SaslServerAuthenticator]) -> None:
+    authenticator = gate()
+    if authenticator is not None:
+        authenticator.handshake_expired()
 
 
 class _BadMechanism:
