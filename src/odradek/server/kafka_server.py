@@ -10,9 +10,13 @@ Owns the broker's life cycle.
   ZooKeeper: see Modes); lock and load the log dirs (LogManager: recovery, per-topic log configs,
   producer.id.expiration.ms; the partitions on disk the store does not assign here are reported and
   left out of the start-up progress lines); check or write meta.properties (broker.id, cluster.id);
-  bind every listener; start the ReplicaManager and the group coordinator; become controller (local
-  mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
-  the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
+  bind every listener (a SASL listener's connections each get a SASL gate,
+  security/sasl/authenticator.py; its settings are checked when the broker is built, SCRAM
+  credentials read from the store of the moment; the broker's own connections to other brokers
+  secure and authenticate themselves as `inter_broker_security` says); start the ReplicaManager
+  and the group coordinator; become controller (local mode: the controller lives in this process
+  and talks to this broker through a `LocalChannel`, with the same LeaderAndIsr / UpdateMetadata /
+  StopReplica requests a ZooKeeper-mode controller sends).
   The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
   log-load lane (`partition_loader_threads`: the larger of num.io.threads and
   num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
