@@ -45,6 +45,7 @@ from tests.server.raw_client import RawClient
 
 LISTENER = "PLAINTEXT"  # the name LocalCluster's brokers listen under, mapped to SASL_PLAINTEXT here
 RECORDS = 100
+REAUTH_MS = 4000  # every session, the brokers' own included, ends this soon after authenticating
 
 
 @pytest.fixture
@@ -57,6 +58,7 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster
             "listener.security.protocol.map": f"{LISTENER}:SASL_PLAINTEXT",
             "inter.broker.listener.name": LISTENER,
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "connections.max.reauth.ms": REAUTH_MS,
         },
     )
     made = LocalCluster(
@@ -116,11 +118,15 @@ def test_brokers_authenticate_to_each_other_and_replicate(cluster: LocalCluster)
     finally:
         consumer.close()
     assert received == [str(i).encode() for i in range(RECORDS)]
-    assert len(cluster.state(topic, 0)["isr"]) == 3  # the followers fetched over SASL
+    time.sleep(REAUTH_MS / 1000 * 1.5)  # every session of the first records has ended
+    producer.produce(topic, b"after the sessions ended")
+    assert producer.flush(30) == 0  # acks=all with min.insync.replicas=2: a follower still fetches
+    assert len(cluster.state(topic, 0)["isr"]) == 3  # the followers fetched over SASL throughout
     for process in cluster.brokers.values():
         log = process.output_path.read_text(errors="replace")
         assert "Failed authentication" not in log
         assert "cannot authenticate to broker" not in log
+        assert "SASL session has expired" not in log  # brokers renew their connections in time
 
 
 def test_scram_credential_altered_through_one_broker_authenticates_on_every_broker(
