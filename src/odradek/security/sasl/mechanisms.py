@@ -94,7 +94,7 @@ class PlainServer:
             raise SaslAuthenticationError("Authentication failed: password not specified")
         expected = self._users.get(user)
         # compare even for an unknown user, so that the time taken does not tell whether it exists
-        matches = hmac.compare_digest((expected or "\x00" + password).encode(), password.encode())
+        matches = hmac.compare_digest((expected or "").encode(), password.encode())
         if expected is None or not matches:
             raise SaslAuthenticationError("Authentication failed: Invalid username or password")
         if authzid and authzid != user:
@@ -338,8 +338,11 @@ def unsecured_token(options: Mapping[str, str], now_s: float | None = None) -> s
             if k.startswith("unsecuredLoginStringClaim_")
         }
     )
-    part = lambda value: base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()  # noqa: E731
-    return f"{part({'alg': 'none'})}.{part(claims)}."
+    return f"{_b64url_json({'alg': 'none'})}.{_b64url_json(claims)}."
+
+
+def _b64url_json(value: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
 
 def oauthbearer_client_token(token: str) -> bytes:
