@@ -11,6 +11,11 @@ Behaviour:
   otherwise); with a `ClientSecurity` holding an SSLContext (the inter-broker listener is SSL or
   SASL_SSL) the TLS handshake is part of it, checking the broker's certificate (and its host name
   when the context says so).
+  Then the security's `authenticate` step runs, if it has one (SASL), before any other request; a
+  failed authentication closes the connection and is a `NodeUnreachable` naming why. The server may
+  give the session a lifetime (`session_lifetime_ms`, KIP-368): once REAUTHENTICATE_AT of it has
+  passed, `ReusedConnection` opens a new, freshly authenticated connection instead of
+  re-authenticating in place.
 - `send()` writes a request and awaits its response. Requests may be pipelined: they are written in
   call order and their responses, which a broker returns in order, are matched by correlation id by
   one reader task. A response that does not come within `request_timeout_ms` (Kafka's
@@ -36,6 +41,8 @@ import contextlib
 import itertools
 import ssl
 import struct
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,15 +55,21 @@ from odradek.protocol.headers import (
 )
 
 _SIZE = struct.Struct(">i")
+REAUTHENTICATE_AT = 0.85  # of a session's lifetime
+
+# An authentication step (the broker's SASL client, security/sasl/client.py) on a new connection.
+Authenticate = Callable[["NodeConnection"], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
 class ClientSecurity:
     """How the broker's own connections to the inter-broker listener are secured: its security
-    protocol and, for SSL / SASL_SSL, the client side's SSLContext."""
+    protocol, for SSL / SASL_SSL the client side's SSLContext, and for SASL_PLAINTEXT / SASL_SSL
+    the authentication step run once connected, before any other request."""
 
     security_protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
+    authenticate: Authenticate | None = None
 
 
 class NodeUnreachable(ConnectionError):
@@ -95,6 +108,7 @@ class NodeConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._reauthenticate_at: float | None = None  # time.monotonic()
 
     def __repr__(self) -> str:
         return f"NodeConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -124,6 +138,24 @@ class NodeConnection:
             ) from None
         self._reader_task = asyncio.get_running_loop().create_task(
             self._read_responses(reader), name=f"responses-from-broker-{self.node_id}"
+        )
+        if security is not None and security.authenticate is not None:
+            try:
+                await security.authenticate(self)
+            except (ConnectionError, TimeoutError) as exc:
+                await self.close()
+                raise NodeUnreachable(
+                    f"cannot authenticate to broker {self.node_id} at {self.host}:{self.port}: {exc}"
+                ) from None
+
+    @property
+    def reauthentication_due(self) -> bool:
+        return self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at
+
+    def session_lifetime(self, lifetime_ms: int) -> None:
+        """The authenticated session lasts `lifetime_ms` (0: no limit)."""
+        self._reauthenticate_at = (
+            time.monotonic() + REAUTHENTICATE_AT * lifetime_ms / 1000 if lifetime_ms else None
         )
 
     async def send(self, api_key: int, api_version: int, request: Any) -> Any:
@@ -214,7 +246,12 @@ class ReusedConnection:
 
     async def to(self, node_id: int, host: str, port: int) -> NodeConnection:
         current = self._connection
-        if current is not None and current.connected and current.address == (node_id, host, port):
+        if (
+            current is not None
+            and current.connected
+            and current.address == (node_id, host, port)
+            and not current.reauthentication_due
+        ):
             return current
         await self.close()
         connection = NodeConnection(

@@ -25,6 +25,14 @@ every name). --describe prints Kafka's `Quota configs for user-principal 'u', cl
 producer_byte_rate=1048576.0` (`the default client-id` for a default); --alter prints `Completed
 updating config for user u.` (`Completed updating default config for users in the cluster.`).
 
+SCRAM credentials (a user alone, by name): `--add-config 'SCRAM-SHA-256=[iterations=8192,
+password=pw],SCRAM-SHA-512=[password=pw]'` (iterations default 4096) salts and hashes the password
+here, with a random salt, and sends AlterUserScramCredentials (the password never travels);
+`--delete-config SCRAM-SHA-256` deletes one; other keys of the same command go to the quotas.
+--describe of users adds Kafka's `SCRAM credential configs for user-principal 'u' are
+SCRAM-SHA-256=iterations=8192` (DescribeUserScramCredentials; every user with one when no name is
+given). A default user, or a user with a client id, has no SCRAM credentials.
+
 Talks the protocol (DescribeConfigs with synonyms, IncrementalAlterConfigs, Metadata); a broker's own
 configs are asked of that broker, as Kafka's admin client does.
 """
@@ -32,6 +40,7 @@ configs are asked of that broker, as Kafka's admin client does.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +50,17 @@ from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import check
+from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import (
     AlterClientQuotasRequest,
+    AlterUserScramCredentialsRequest,
     DescribeClientQuotasRequest,
     DescribeConfigsRequest,
+    DescribeUserScramCredentialsRequest,
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
+from odradek.security.sasl.scram import DEFAULT_ITERATIONS, ScramMechanism
 
 COMMAND = "configs"
 HELP = "describe and alter topic and broker configs (kafka-configs)"
@@ -58,6 +70,7 @@ USERS, CLIENTS = "users", "clients"
 QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id"}  # --entity-type -> ClientQuotaEntity type
 QUOTA_TYPE_WORDS = {"user": "user-principal", "client-id": "client-id"}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+SALT_BYTES = 32
 UNSUPPORTED = {
     "ips": "odradek has no connection quotas by IP",
     "client-metrics": "odradek has no client metrics subscriptions",
@@ -276,13 +289,25 @@ def _run_client_quotas(args: argparse.Namespace) -> int:
     if args.alter and any(name is None for _, name in components):
         raise UsageError("--alter needs an --entity-name or --entity-default for each --entity-type")
 
+    scram_added, added = _split_scram(args.add_config or {})
+    scram_deleted, deleted = _split_scram(dict.fromkeys(args.delete_config or []))
+    if (scram_added or scram_deleted) and not _scram_user(components):
+        raise UsageError("SCRAM credentials go with --entity-type users and an --entity-name only")
+
     def body() -> int:
         with connect(args, COMMAND) as client:
             if args.alter:
-                _alter_quotas(client, components, args.add_config, args.delete_config)
+                if scram_added or scram_deleted:
+                    _alter_scram(client, str(components[0][1]), scram_added, list(scram_deleted))
+                if added or deleted:
+                    _alter_quotas(client, components, added, list(deleted))
+                _completed(components)
             else:
                 for line in _quota_lines(_describe_quotas(client, components)):
                     print(line)
+                if components[0][0] == "user" and len(components) == 1 and components[0][1] != DEFAULT_ENTITY:
+                    for line in _scram_lines(client, components[0][1]):
+                        print(line)
         return 0
 
     return guarded(COMMAND, body)
@@ -352,6 +377,9 @@ def _alter_quotas(
     request = AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(entity, ops)])
     for entry in client.request(ApiKey.ALTER_CLIENT_QUOTAS, request).entries:
         check(entry.error_code, entry.error_message)
+
+
+def _completed(components: QuotaComponents) -> None:
     kind, name = components[0]
     entity_type = next(t for t, k in QUOTA_ENTITY_TYPES.items() if k == kind)
     if name == DEFAULT_ENTITY:
@@ -365,3 +393,81 @@ def _quota_number(key: str, value: str) -> float:
         return float(value)
     except ValueError:
         raise ToolError(f"Error: Invalid value {value} for configuration {key}: not a number") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# SCRAM credentials (users)
+
+
+def _split_scram(configs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the SCRAM mechanism keys, the other keys) of an --add-config / --delete-config."""
+    scram = {k: v for k, v in configs.items() if ScramMechanism.named(k) is not None}
+    return scram, {k: v for k, v in configs.items() if k not in scram}
+
+
+def _scram_user(components: QuotaComponents) -> bool:
+    return (
+        len(components) == 1 and components[0][0] == "user" and components[0][1] not in (None, DEFAULT_ENTITY)
+    )
+
+
+def _alter_scram(client: KafkaClient, user: str, added: dict[str, str], deleted: list[str]) -> None:
+    request = AlterUserScramCredentialsRequest(
+        deletions=[
+            AlterUserScramCredentialsRequest.ScramCredentialDeletion(user, _mechanism(name).type_id)
+            for name in deleted
+        ],
+        upsertions=[_upsertion(user, name, value) for name, value in added.items()],
+    )
+    for result in client.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request).results:
+        check(result.error_code, result.error_message)
+
+
+def _upsertion(user: str, name: str, value: str) -> AlterUserScramCredentialsRequest.ScramCredentialUpsertion:
+    """Kafka's `[iterations=N,password=P]`: the salted password is computed here, with a new salt."""
+    options = dict(part.partition("=")[::2] for part in value.split(",") if part)
+    if not options.get("password"):
+        raise ToolError(f"Error: {name} needs a password: {name}=[iterations=N,password=P]")
+    try:
+        iterations = int(options.get("iterations", DEFAULT_ITERATIONS))
+    except ValueError:
+        raise ToolError(f"Error: Invalid iterations {options['iterations']} for {name}") from None
+    mechanism = _mechanism(name)
+    salt = os.urandom(SALT_BYTES)
+    return AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+        user,
+        mechanism.type_id,
+        iterations,
+        salt,
+        mechanism.salted_password(options["password"], salt, iterations),
+    )
+
+
+def _mechanism(name: str) -> ScramMechanism:
+    mechanism = ScramMechanism.named(name)
+    assert mechanism is not None
+    return mechanism
+
+
+def _scram_lines(client: KafkaClient, user: str | None) -> list[str]:
+    """Kafka's `SCRAM credential configs for user-principal 'u' are SCRAM-SHA-256=iterations=N`."""
+    users = None if user is None else [DescribeUserScramCredentialsRequest.UserName(user)]
+    response = client.request(
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest(users)
+    )
+    check(response.error_code, response.error_message)
+    lines = []
+    for result in response.results:
+        if result.error_code == ErrorCode.RESOURCE_NOT_FOUND:
+            continue
+        check(result.error_code, result.error_message)
+        described = ", ".join(
+            f"{_named_type(info.mechanism)}=iterations={info.iterations}" for info in result.credential_infos
+        )
+        lines.append(f"SCRAM credential configs for user-principal '{result.user}' are {described}")
+    return lines
+
+
+def _named_type(type_id: int) -> str:
+    mechanism = ScramMechanism.of_type(type_id)
+    return mechanism.mechanism_name if mechanism is not None else f"UNKNOWN({type_id})"

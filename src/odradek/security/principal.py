@@ -12,6 +12,11 @@ matches the whole name wins; `$1` in a replacement is a group; no rule matching 
 A client without a certificate (ssl.client.auth none, or requested and none sent) is User:ANONYMOUS,
 as in Kafka.
 
+A SASL_PLAINTEXT or SASL_SSL connection starts as `ANONYMOUS` too and gets `User:<authorization id>`
+once it has authenticated (security/sasl/authenticator.py); until then the SASL gate lets none of
+its requests but ApiVersions and the SASL exchange through. On SASL_SSL the SASL principal is the
+connection's, whatever certificate the client showed (as Kafka's default principal builder).
+
 Deliberate deviations: Java writes a subject attribute it has no keyword for as `OID=#hex`; Python's
 certificate dict names it but keeps neither its OID nor its string type, so emailAddress is written
 as Java writes it (`1.2.840.113549.1.9.1=#16...`) and any other such attribute as `longName=value`.
@@ -28,7 +33,8 @@ from typing import NamedTuple
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
-SECURITY_PROTOCOLS = frozenset({PLAINTEXT, SSL, "SASL_PLAINTEXT", "SASL_SSL"})
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_SSL = "SASL_SSL"
 USER_TYPE = "User"
 
 # Java's X500Principal RFC 2253 keywords, by the attribute names of Python's certificate dict.
@@ -59,10 +65,9 @@ ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
 
 
 def principal_for(security_protocol: str) -> KafkaPrincipal:
-    """The principal of a connection of `security_protocol` before any authentication (TLS sets an
-    SSL connection's after its handshake, SASL a SASL_* connection's after authentication)."""
-    if security_protocol not in SECURITY_PROTOCOLS:
-        raise ValueError(f"unknown security protocol {security_protocol}")
+    """The principal of a connection of `security_protocol` before any authentication."""
+    if security_protocol not in (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL):
+        raise ValueError(f"security protocol {security_protocol} is not supported")
     return ANONYMOUS
 
 

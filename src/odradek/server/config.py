@@ -13,17 +13,21 @@ value is refused at start with a `ConfigError` that names the key. Unknown keys 
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
 pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
 key that asks for a protection odradek does not provide is never ignored: `principal.builder.class`,
-`sasl.enabled.mechanisms` (any value), an `ssl.*` key security/ssl_config.py does not
-apply, a `sasl.*` / `zookeeper.ssl.*` key, each other than Kafka's default, a listener mapped to
-SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
-connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
+an `ssl.*` key security/ssl_config.py does not apply, a `sasl.*` / `zookeeper.ssl.*`
+key other than Kafka's default and other than the SASL keys odradek implements (a known key:
+`sasl.enabled.mechanisms`, `sasl.mechanism.inter.broker.protocol`, `sasl.server.max.receive.size`;
+per listener `listener.name.<l>.sasl.enabled.mechanisms` and
+`listener.name.<l>.<mechanism>.sasl.jaas.config`, read by security/sasl/listener.py), the same under
+`listener.name.<listener>.`, and the per-listener connection limits are refused at start with a
+`ConfigError` naming the key (`odradek serve` exits 2).
 
-TLS: listeners may be PLAINTEXT or SSL. The `ssl.*` keys of security/ssl_config.py (and their
-`listener.name.<listener>.ssl.*` overrides) are loaded at start for every SSL listener
-(`listener_ssl`: its contexts; an unreadable key store is a ConfigError naming the key).
-`security.inter.broker.protocol` (PLAINTEXT or SSL) picks the inter-broker listener when
-`inter.broker.listener.name` is not set (setting both is refused, as in Kafka); `inter_broker_ssl`
-is that listener's TLS, which the broker's own connections use.
+TLS and SASL: listeners may be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. The `ssl.*` keys of
+security/ssl_config.py (and their `listener.name.<listener>.ssl.*` overrides) are loaded at start
+for every SSL / SASL_SSL listener (`listener_ssl`: its contexts; an unreadable key store is a
+ConfigError naming the key); the SASL settings of SASL listeners are read by
+security/sasl/listener.py. `security.inter.broker.protocol` (any of the four) picks the
+inter-broker listener when `inter.broker.listener.name` is not set (setting both is refused, as
+in Kafka); `inter_broker_ssl` is that listener's TLS, which the broker's own connections use.
 
 Connection limits (read by server/limits.py and server/socket_server.py): `max.connections`,
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
@@ -99,7 +103,7 @@ from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 log = logging.getLogger(__name__)
 
 # The security protocols of the listeners odradek serves.
-SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -346,6 +350,12 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
+        # SASL: per-listener and per-mechanism overrides are read by security/sasl/listener.py
+        ConfigKey("sasl.enabled.mechanisms", _LS, ["GSSAPI"]),
+        ConfigKey("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
+        ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),
+        ConfigKey("connection.failed.authentication.delay.ms", _I, 100, at_least(0)),
+        ConfigKey("sasl.server.max.receive.size", _I, 524288, at_least(1)),
         # client quotas (KIP-219): server/client_quotas.py
         ConfigKey("quota.window.num", _I, 11, at_least(1)),
         ConfigKey("quota.window.size.seconds", _I, 1, at_least(1)),
@@ -497,7 +507,6 @@ IGNORED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "metrics.", "zookeeper.ss
 PROTECTION_KEYS = frozenset(
     {
         "principal.builder.class",
-        "sasl.enabled.mechanisms",
         "delegation.token.secret.key",
         "delegation.token.master.key",
     }
@@ -517,7 +526,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "ssl.principal.mapping.rules": "DEFAULT",
     "ssl.allow.dn.changes": "false",
     "ssl.allow.san.changes": "false",
-    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
     "sasl.kerberos.min.time.before.relogin": "60000",
     "sasl.kerberos.principal.to.local.rules": "DEFAULT",
@@ -529,7 +537,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "sasl.login.refresh.window.jitter": "0.05",
     "sasl.login.retry.backoff.max.ms": "10000",
     "sasl.login.retry.backoff.ms": "100",
-    "sasl.server.max.receive.size": "524288",
     "zookeeper.ssl.client.enable": "false",
     "zookeeper.ssl.protocol": "TLSv1.2",
     "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
@@ -539,7 +546,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
 # Keys with one value that asks for nothing (Kafka's default); any other value is refused.
 PROTECTION_ONLY_VALUE: dict[str, str] = {
     "zookeeper.set.acl": "false",
-    "connections.max.reauth.ms": "0",
 }
 # Per-listener overrides (listener.name.<listener>.<key>) of limits odradek applies broker-wide only.
 PER_LISTENER_LIMITS = frozenset({"max.connections", "max.connection.creation.rate"})
@@ -879,7 +885,7 @@ class KafkaConfig:
                     key,
                     self._values[key],
                     f"listener {listener.name} uses security protocol {listener.security_protocol}: "
-                    f"odradek provides no SASL, only {' and '.join(SERVED_PROTOCOLS)} listeners",
+                    f"odradek serves only {', '.join(SERVED_PROTOCOLS)} listeners",
                 )
         return listeners
 
@@ -1230,6 +1236,8 @@ def refuse_static_quota_defaults(props: Mapping[str, str]) -> None:
 def _unprovided(name: str, value: str) -> str | None:
     if name in SSL_KEYS:
         return None  # applied by security/ssl_config.py
+    if name in CONFIG_KEYS:
+        return None
     if name.startswith("listener.name."):
         listener, _, key = name.removeprefix("listener.name.").partition(".")
         if key in PER_LISTENER_LIMITS:

@@ -10,12 +10,15 @@ Owns the broker's life cycle.
   ZooKeeper: see Modes); lock and load the log dirs (LogManager: recovery, per-topic log configs,
   producer.id.expiration.ms; the partitions on disk the store does not assign here are reported and
   left out of the start-up progress lines); check or write meta.properties (broker.id, cluster.id);
-  bind every listener (SSL ones with their TLS settings, loaded with the config); the broker's own
+  bind every listener (SSL ones with their TLS settings, loaded with the config; a SASL listener's
+  connections each get a SASL gate, security/sasl/authenticator.py, its settings checked when the
+  broker is built, SCRAM credentials read from the store of the moment); the broker's own
   connections to other brokers (controller channel, replica fetchers, to-controller, transaction
-  markers and verification) are secured as the inter-broker listener is (`inter_broker_security`);
-  start the ReplicaManager and the group coordinator; become controller (local
-  mode: the controller lives in this process and talks to this broker through a `LocalChannel`, with
-  the same LeaderAndIsr / UpdateMetadata / StopReplica requests a ZooKeeper-mode controller sends).
+  markers and verification) secure and authenticate themselves as the inter-broker listener says
+  (`inter_broker_security`); start the ReplicaManager and the group coordinator; become controller
+  (local mode: the controller lives in this process and talks to this broker through a
+  `LocalChannel`, with the same LeaderAndIsr / UpdateMetadata / StopReplica requests a
+  ZooKeeper-mode controller sends).
   The controller's LeaderAndIsr only queues the partitions: their logs open in the scheduler's
   log-load lane (`partition_loader_threads`: the larger of num.io.threads and
   num.recovery.threads.per.data.dir per log dir) after the port is open, and each partition serves
@@ -187,6 +190,11 @@ from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarke
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.security.acl_authorizer import AclAuthorizer, authorizer_for
 from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
+from odradek.security.sasl import credentials as scram_credentials
+from odradek.security.sasl.authenticator import authenticator_for
+from odradek.security.sasl.client import inter_broker_authenticate
+from odradek.security.sasl.listener import sasl_listeners
+from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
@@ -321,9 +329,9 @@ class KafkaServer:
         self.quotas = ClientQuotas(
             QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
         )
-        self._server = SocketServer(
-            Dispatcher(self, quotas=self.quotas), self.scheduler, self._start_limits, observer
-        )
+        self._dispatcher = Dispatcher(self, quotas=self.quotas)
+        self._server = SocketServer(self._dispatcher, self.scheduler, self._start_limits, observer)
+        self._sasl_listeners = sasl_listeners(config, self._scram_credential)  # ConfigError when invalid
         self._http: HttpListener | None = None
         self._console: Console | None = None
         self._periodic_jobs: list[Job] = []
@@ -336,6 +344,10 @@ class KafkaServer:
         self._membership_lock = asyncio.Lock()
         self._session_expired = False
         self._background: set[asyncio.Task[None]] = set()
+
+    def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the store of the moment (ZooKeeper's once connected)."""
+        return scram_credentials.lookup(self.store, mechanism, user)
 
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
         """Where clients are told to connect, per listener (advertised.listeners, else listeners): an
@@ -388,6 +400,8 @@ class KafkaServer:
                 listener.security_protocol,
                 config.listener_ssl.get(listener.name),
             )
+        for name, sasl_listener in self._sasl_listeners.items():
+            self._server.authenticate(name, authenticator_for(sasl_listener, self._dispatcher.handlers))
         if config.http_listeners:
             await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
@@ -1128,10 +1142,13 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
 
 def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
     """How this broker's own connections to other brokers are secured: the inter-broker listener's
-    security protocol, and its TLS client side when it is SSL."""
+    security protocol, its TLS client side when it is SSL, and its SASL authentication when it is
+    SASL_PLAINTEXT or SASL_SSL."""
     tls = config.inter_broker_ssl
     protocol = next(
         (lis.security_protocol for lis in config.listeners if lis.name == config.inter_broker_listener_name),
         "PLAINTEXT",
     )
-    return ClientSecurity(protocol, tls.client_context if tls is not None else None)
+    return ClientSecurity(
+        protocol, tls.client_context if tls is not None else None, inter_broker_authenticate(config)
+    )

@@ -51,9 +51,10 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
 - End of stream: the frames already received are still processed (an acks=0 produce sent just
   before the client closed is appended, as in Kafka), then the connection closes.
 - Errors: the handler raises `CloseConnection` to drop a client (unknown API key, undecodable
-  request); any other exception is logged with the client address and closes the connection.
-  A client that closes its side (broken pipe, connection reset) is logged at DEBUG. A connection's
-  failure never affects another one.
+  request), optionally with a last response sent before the close and a delay held after it (a
+  failed SASL authentication); any other exception is logged with the client address and closes
+  the connection. A client that closes its side (broken pipe, connection reset) is logged at
+  DEBUG. A connection's failure never affects another one.
 
 Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
 - `max.connections`, capped by the file-descriptor budget (limits.py: descriptors stay reserved for
@@ -78,12 +79,16 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
   accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
 Listeners: `bind(listener_name, host, port, security_protocol, tls)` once per entry of `listeners`
-(PLAINTEXT, or SSL / SASL_SSL with the listener's `ListenerSsl`; an address that cannot be bound is
-an OSError naming the listener and the address, in Kafka's words "Socket server failed to bind to
-HOST:PORT: REASON."); every connection knows, from its accept, the listener it arrived on
+(PLAINTEXT and SASL_PLAINTEXT, or SSL / SASL_SSL with the listener's `ListenerSsl`; an address that
+cannot be bound is an OSError naming the listener and the address, in Kafka's words "Socket server
+failed to bind to HOST:PORT: REASON."); every connection knows, from its accept, the listener it arrived on
 (`ClientInfo.listener`; handlers answer with that listener's advertised endpoints, as Kafka does),
 its security protocol and its principal (security/principal.py: User:ANONYMOUS on PLAINTEXT; on SSL
-the client certificate's, once the handshake is done).
+the client certificate's, once the handshake is done). A listener given an `Authenticator`
+(`authenticate(listener, ...)`: the SASL gate of SASL_PLAINTEXT / SASL_SSL listeners,
+security/sasl/authenticator.py) routes each of its connections' frames through that connection's
+own gate, which sets `ClientInfo.principal` once the client has authenticated; the other listeners'
+frames go straight to the request handler, so they pay nothing for it.
 
 TLS (`TlsConnection`, a `Connection` of an SSL or SASL_SSL listener): an SSLObject over memory BIOs
 on the same raw non-blocking socket. The handshake runs before any frame is read; a failed one
@@ -176,10 +181,23 @@ class ClientInfo:
 
 
 class CloseConnection(Exception):
-    """Raised by a request handler to close the client's connection without answering."""
+    """Raised by a request handler to close the client's connection: without answering, or after
+    sending `response` and then waiting `delay_s` while reading nothing (Kafka's delayed close of a
+    failed authentication, connection.failed.authentication.delay.ms)."""
+
+    def __init__(
+        self, reason: str = "", response: Sequence[ResponseChunk] | None = None, delay_s: float = 0.0
+    ) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.delay_s = delay_s
 
 
 RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[ResponseChunk] | None]]
+# A listener's authentication (SASL): given the server's request handler and a new connection, the
+# request handler of that connection (security/sasl/authenticator.py). Listeners without one hand
+# every frame straight to the server's handler.
+Authenticator = Callable[[RequestHandler, "Connection"], RequestHandler]
 # Told of each answered request: its frame, and when it arrived, was taken from the queue, was answered
 # (time.monotonic() seconds).
 RequestObserver = Callable[[bytes | bytearray, float, float, float], None]
@@ -274,7 +292,8 @@ class Connection:
         self._fd = sock.fileno()
         self.client = client
         self._handler = handler
-        self._max_request_size = limits.max_request_size
+        self._max_request_size = self._default_max_request_size = limits.max_request_size
+        self._max_request_size_key = "socket.request.max.bytes"
         self._max_queued = limits.max_queued_requests
         self._shared_buffer = receive_buffer
         self._shared = memoryview(receive_buffer)
@@ -302,6 +321,17 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def authenticate_with(self, authenticator: Authenticator) -> None:
+        """Route this connection's frames through `authenticator` (before its first frame)."""
+        self._handler = authenticator(self._handler, self)
+
+    def limit_request_size(self, size: int | None, key: str = "socket.request.max.bytes") -> None:
+        """Refuse frames above `size` bytes (the config `key`, named in the log) from now on; None:
+        back to socket.request.max.bytes."""
+        if size is None:
+            size = self._default_max_request_size
+        self._max_request_size, self._max_request_size_key = size, key
 
     def idle_for(self, now: float) -> float:
         """Seconds since the last byte in or out; 0 while a request waits or is being handled (the
@@ -362,10 +392,11 @@ class Connection:
             (size,) = _FRAME_SIZE.unpack_from(buffer, start)
             if size < 0 or size > self._max_request_size:
                 log.warning(
-                    "Closing connection from %s: request size %d is outside 0..%d (socket.request.max.bytes)",
+                    "Closing connection from %s: request size %d is outside 0..%d (%s)",
                     self.client,
                     size,
                     self._max_request_size,
+                    self._max_request_size_key,
                 )
                 self.close("invalid request size")
                 return
@@ -460,7 +491,9 @@ class Connection:
                     observer(frame, arrived, started, time.monotonic())
                 if self.client.muted_until:
                     await self._wait_unmuted()
-        except CloseConnection:
+        except CloseConnection as exc:
+            if exc.response is not None or exc.delay_s > 0:
+                await self._answer_then_close(exc)
             self.close(None)  # the handler has logged why
         except OSError as exc:
             self._close_after_error("write failed", exc)
@@ -470,6 +503,17 @@ class Connection:
         finally:
             if self._draining:
                 self.close(None)
+
+    async def _answer_then_close(self, exc: CloseConnection) -> None:
+        """Send the closing request's response, then hold the connection `delay_s` without reading."""
+        self._pause_reading()
+        self._draining = True
+        try:
+            if exc.response is not None:
+                await self._send_response(exc.response)
+            await asyncio.sleep(exc.delay_s)
+        except OSError as error:
+            log.debug("Connection from %s gone before its last response was sent: %s", self.client, error)
 
     async def _wait_unmuted(self) -> None:
         """A throttled connection (`ClientInfo.throttle`): read and handle nothing until its mute ends."""
@@ -841,6 +885,7 @@ class SocketServer:
         self._pool = MemoryPool(self._limits.queued_max_request_bytes, scheduler.lanes)
         self._listen_socks: dict[str, socket.socket] = {}
         self._security_protocols: dict[str, str] = {}
+        self._authenticators: dict[str, Authenticator] = {}
         self._tls: dict[str, ListenerSsl] = {}
         self._tls_receive_buffer = bytearray(TLS_RECEIVE_SIZE)  # ciphertext, shared as _receive_buffer
         self._connections: set[Connection] = set()
@@ -912,6 +957,10 @@ class SocketServer:
             self._tls[listener] = tls
         bound = sock.getsockname()
         return bound[0], bound[1]
+
+    def authenticate(self, listener: str, authenticator: Authenticator) -> None:
+        """Authenticate every connection of `listener` with `authenticator` (its SASL gate)."""
+        self._authenticators[listener] = authenticator
 
     def listen(self) -> None:
         """Start accepting connections on every bound listener, and expiring idle ones."""
@@ -1031,6 +1080,9 @@ class SocketServer:
             if tls is None
             else TlsConnection(sock, client, tls, self._tls_receive_buffer, *self._connection_args())
         )
+        authenticator = self._authenticators.get(listener)
+        if authenticator is not None:
+            connection.authenticate_with(authenticator)
         self._connections.add(connection)
 
     def _connection_args(self) -> tuple:
