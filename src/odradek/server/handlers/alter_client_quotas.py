@@ -16,6 +16,8 @@ writes nothing. A write that fails answers that entry with its error.
 Deliberate deviations: ip entities (connection_creation_rate) answer INVALID_REQUEST (odradek has
 only the broker-wide max.connection.creation.rate); a value of 0 or below and an empty name answer
 INVALID_REQUEST.
+
+Authorization (Kafka's): ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every entry.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from odradek.controller.store import client_entity_path
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.client_quotas import quota_entity, quota_value
 from odradek.server.context import RequestContext
 
@@ -39,6 +43,7 @@ Entry = AlterClientQuotasResponse.EntryData
 
 
 async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+    require_cluster(ctx, AclOperation.ALTER_CONFIGS)
     return AlterClientQuotasResponse(
         entries=[await _alter(ctx, entry, request.validate_only) for entry in request.entries]
     )

@@ -10,6 +10,9 @@ user, with Kafka's messages, nothing of that user altered: an empty user name
 twice (DUPLICATE_RESOURCE), iterations outside 4096..16384 or an empty salt or salted password
 (UNACCEPTABLE_CREDENTIAL), the deletion of a credential that does not exist (RESOURCE_NOT_FOUND).
 Every broker learns of the change through the store (ZooKeeper's /config/changes notification).
+
+Authorization (Kafka's): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every user of
+the request.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from odradek.protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
+from odradek.security.authorizer import AclOperation
 from odradek.security.sasl import credentials
 from odradek.security.sasl.scram import (
     ScramCredential,
@@ -30,6 +34,7 @@ from odradek.security.sasl.scram import (
     check_iterations,
     credential_from_salted,
 )
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
@@ -44,6 +49,7 @@ Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
 async def handle(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> AlterUserScramCredentialsResponse:
+    require_cluster(ctx, AclOperation.ALTER)
     users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
     results = []
     for user in users:

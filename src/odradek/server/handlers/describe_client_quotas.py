@@ -14,6 +14,9 @@ Errors (the whole response, entries null): INVALID_REQUEST for a type named twic
 without a name, a default or any match with one, an unknown match type, or ip combined with user or
 client-id; UNSUPPORTED_VERSION for an entity type other than user, client-id and ip (as Kafka).
 An ip filter alone matches nothing: odradek stores no ip quotas.
+
+Authorization (Kafka's): DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole
+request.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from odradek.protocol.messages.describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from odradek.security.authorizer import AclOperation
+from odradek.server.authz import require_cluster
 from odradek.server.client_quotas import IP, quota_values
 from odradek.server.context import RequestContext
 
@@ -42,6 +47,7 @@ Entry = DescribeClientQuotasResponse.EntryData
 
 
 async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
+    require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
     wanted = _filter(request.components)
     entries = []
     for (entity_type, name), configs in sorted(ctx.broker.store.client_entities().items()):

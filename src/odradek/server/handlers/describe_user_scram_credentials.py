@@ -6,6 +6,8 @@ Behaviour, as Kafka: the users asked for (all users with a SCRAM credential when
 or empty), each with its mechanisms and iterations (never the salt or keys). A user asked for twice
 is answered DUPLICATE_RESOURCE, a user with no credential RESOURCE_NOT_FOUND, each with Kafka's
 message. Credentials are read from the metadata store (security/sasl/credentials.py).
+
+Authorization (Kafka's): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole request.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from odradek.protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from odradek.security.authorizer import AclOperation
 from odradek.security.sasl import credentials
+from odradek.server.authz import require_cluster
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
@@ -32,6 +36,7 @@ CredentialInfo = DescribeUserScramCredentialsResponse.CredentialInfo
 async def handle(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> DescribeUserScramCredentialsResponse:
+    require_cluster(ctx, AclOperation.DESCRIBE)
     store = ctx.broker.store
     asked = [user.name for user in request.users or []]
     if not asked:
