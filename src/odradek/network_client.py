@@ -7,7 +7,15 @@ All brokers of a cluster run the same code, so requests go at the version the ca
 no version negotiation.
 
 Behaviour:
-- `connect()` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable` otherwise).
+- `connect(security)` opens the TCP connection within `connect_timeout_ms` (`NodeUnreachable`
+  otherwise); with a `ClientSecurity` holding an SSLContext (the inter-broker listener is SSL or
+  SASL_SSL) the TLS handshake is part of it, checking the broker's certificate (and its host name
+  when the context says so).
+  Then the security's `authenticate` step runs, if it has one (SASL), before any other request; a
+  failed authentication closes the connection and is a `NodeUnreachable` naming why. The server may
+  give the session a lifetime (`session_lifetime_ms`, KIP-368): once REAUTHENTICATE_AT of it has
+  passed, `ReusedConnection` opens a new, freshly authenticated connection instead of
+  re-authenticating in place.
 - `send()` writes a request and awaits its response. Requests may be pipelined: they are written in
   call order and their responses, which a broker returns in order, are matched by correlation id by
   one reader task. A response that does not come within `request_timeout_ms` (Kafka's
@@ -31,7 +39,11 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import ssl
 import struct
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.protocol.codec import decode_response, encode_request
@@ -43,6 +55,21 @@ from odradek.protocol.headers import (
 )
 
 _SIZE = struct.Struct(">i")
+REAUTHENTICATE_AT = 0.85  # of a session's lifetime
+
+# An authentication step (the broker's SASL client, security/sasl/client.py) on a new connection.
+Authenticate = Callable[["NodeConnection"], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How the broker's own connections to the inter-broker listener are secured: its security
+    protocol, for SSL / SASL_SSL the client side's SSLContext, and for SASL_PLAINTEXT / SASL_SSL
+    the authentication step run once connected, before any other request."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    authenticate: Authenticate | None = None
 
 
 class NodeUnreachable(ConnectionError):
@@ -81,6 +108,7 @@ class NodeConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._reauthenticate_at: float | None = None  # time.monotonic()
 
     def __repr__(self) -> str:
         return f"NodeConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -94,10 +122,14 @@ class NodeConnection:
     def connected(self) -> bool:
         return self._writer is not None and not self._closed
 
-    async def connect(self) -> None:
+    async def connect(self, security: ClientSecurity | None = None) -> None:
+        context = security.ssl_context if security is not None else None
         try:
             reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
+                asyncio.open_connection(
+                    self.host, self.port, ssl=context, server_hostname=self.host if context else None
+                ),
+                self._connect_timeout_s,
             )
         except (OSError, TimeoutError) as exc:
             self._closed = True
@@ -106,6 +138,24 @@ class NodeConnection:
             ) from None
         self._reader_task = asyncio.get_running_loop().create_task(
             self._read_responses(reader), name=f"responses-from-broker-{self.node_id}"
+        )
+        if security is not None and security.authenticate is not None:
+            try:
+                await security.authenticate(self)
+            except (ConnectionError, TimeoutError) as exc:
+                await self.close()
+                raise NodeUnreachable(
+                    f"cannot authenticate to broker {self.node_id} at {self.host}:{self.port}: {exc}"
+                ) from None
+
+    @property
+    def reauthentication_due(self) -> bool:
+        return self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at
+
+    def session_lifetime(self, lifetime_ms: int) -> None:
+        """The authenticated session lasts `lifetime_ms` (0: no limit)."""
+        self._reauthenticate_at = (
+            time.monotonic() + REAUTHENTICATE_AT * lifetime_ms / 1000 if lifetime_ms else None
         )
 
     async def send(self, api_key: int, api_version: int, request: Any) -> Any:
@@ -178,18 +228,30 @@ class NodeConnection:
 
 
 class ReusedConnection:
-    """One connection kept open across requests: `to(node)` returns it while it is open and to that
-    node, otherwise closes it and opens a new one; `close()` drops it."""
+    """One connection kept open across requests, secured as `security` says: `to(node)` returns it
+    while it is open and to that node, otherwise closes it and opens a new one; `close()` drops it."""
 
-    def __init__(self, client_id: str, request_timeout_ms: int, connect_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        request_timeout_ms: int,
+        connect_timeout_ms: int = 10_000,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._client_id = client_id
+        self._security = security
         self._request_timeout_ms = request_timeout_ms
         self._connect_timeout_ms = connect_timeout_ms
         self._connection: NodeConnection | None = None
 
     async def to(self, node_id: int, host: str, port: int) -> NodeConnection:
         current = self._connection
-        if current is not None and current.connected and current.address == (node_id, host, port):
+        if (
+            current is not None
+            and current.connected
+            and current.address == (node_id, host, port)
+            and not current.reauthentication_due
+        ):
             return current
         await self.close()
         connection = NodeConnection(
@@ -200,7 +262,7 @@ class ReusedConnection:
             request_timeout_ms=self._request_timeout_ms,
             connect_timeout_ms=self._connect_timeout_ms,
         )
-        await connection.connect()
+        await connection.connect(self._security)
         self._connection = connection
         return connection
 

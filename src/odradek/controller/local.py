@@ -5,8 +5,10 @@ Owns `<first log dir>/__cluster_metadata.json`:
 {"<index>": {"replicas", and once the controller brought it online: "leader", "leader_epoch", "isr",
 "controller_epoch", "partition_epoch"; while it is reassigned: "adding_replicas", "removing_replicas"}},
 "marked_for_deletion" (only when true)}}, "broker_configs":
-{"<default>" (cluster-wide) or "<broker id>": {name: value}} (only entities with configs)}` — a file
-written by earlier versions (every partition with a state, no broker configs) reads unchanged.
+{"<default>" (cluster-wide) or "<broker id>": {name: value}} (only entities with configs),
+"client_configs": {"users/<u>", "users/<u>/clients/<c>" or "clients/<c>" (Kafka's entity paths): {name:
+value}} (only entities with configs)}` — a file written by earlier versions (every partition with a
+state, no broker or client configs) reads unchanged.
 
 Behaviour: the `MetadataStore` of a one-broker cluster: what ZooKeeper keeps in several znodes lives
 in one document. Every write builds the new document, writes it to a temp file, fsyncs and renames it
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,8 @@ from odradek.controller.store import (
     StoredTopic,
     StoreEvent,
     StoreEventKind,
+    altered_configs,
+    client_entity_of,
     with_replica_assignments,
 )
 from odradek.durable_file import write_atomically
@@ -48,6 +52,7 @@ from odradek.scheduler import Lane, Scheduler
 from odradek.storage.errors import KafkaStorageError
 
 BrokerConfigs = Mapping[str, Mapping[str, str]]
+ClientConfigs = Mapping[tuple[str, str], Mapping[str, str]]
 
 METADATA_FILE = "__cluster_metadata.json"
 FORMAT_VERSION = 1
@@ -63,6 +68,7 @@ class LocalMetadataStore(MetadataStore):
         self._controller_epoch = 0
         self._topics: dict[str, StoredTopic] = {}
         self._broker_configs: BrokerConfigs = {}
+        self._client_configs: ClientConfigs = {}
         self._write_lock = asyncio.Lock()
 
     # -- reads ----------------------------------------------------------------------------------
@@ -77,6 +83,12 @@ class LocalMetadataStore(MetadataStore):
     def broker_configs(self, entity: str) -> Mapping[str, str]:
         return self._broker_configs.get(entity, {})
 
+    def client_entity_configs(self, entity_type: str, name: str) -> Mapping[str, str]:
+        return self._client_configs.get((entity_type, name), {})
+
+    def client_entities(self) -> ClientConfigs:
+        return self._client_configs
+
     def load(self) -> None:
         """Read the file, if there is one (changes nothing on disk)."""
         try:
@@ -88,6 +100,9 @@ class LocalMetadataStore(MetadataStore):
         self._controller_epoch = int(document["controller_epoch"])
         self._topics = {name: _topic_from_json(name, t) for name, t in document["topics"].items()}
         self._broker_configs = {e: dict(c) for e, c in document.get("broker_configs", {}).items()}
+        self._client_configs = {
+            _client_entity_key(path): dict(c) for path, c in document.get("client_configs", {}).items()
+        }
 
     # -- admin writes ---------------------------------------------------------------------------
 
@@ -118,6 +133,18 @@ class LocalMetadataStore(MetadataStore):
                 altered[entity] = dict(configs)
             await self._commit(self._controller_epoch, self._topics, altered)
         self._notify_broker_configs(entity)
+
+    async def alter_client_entity_configs(
+        self, entity_type: str, name: str, set: Mapping[str, str], delete: Iterable[str]
+    ) -> None:
+        client_entity_of(entity_type, name)
+        async with self._write_lock:
+            configs = altered_configs(self.client_entity_configs(entity_type, name), set, delete)
+            altered = {e: c for e, c in self._client_configs.items() if e != (entity_type, name)}
+            if configs:
+                altered[(entity_type, name)] = configs
+            await self._commit(self._controller_epoch, self._topics, client_configs=altered)
+        self._notify_client_entity_configs(entity_type, name)
 
     async def request_deletion(self, name: str) -> None:
         async with self._write_lock:
@@ -184,21 +211,34 @@ class LocalMetadataStore(MetadataStore):
         controller_epoch: int,
         topics: Mapping[str, StoredTopic],
         broker_configs: BrokerConfigs | None = None,
+        client_configs: ClientConfigs | None = None,
     ) -> None:
         """Write the document in the metadata-store lane, then make it current."""
         snapshot = dict(topics)
         configs = self._broker_configs if broker_configs is None else broker_configs
+        clients = self._client_configs if client_configs is None else client_configs
         try:
             await self._scheduler.run(
-                Lane.METADATA_STORE, _write_document, self._path, controller_epoch, snapshot, configs
+                Lane.METADATA_STORE, _write_document, self._path, controller_epoch, snapshot, configs, clients
             )
         except OSError as exc:
             raise KafkaStorageError(f"cannot write {self._path}: {exc}") from exc
         self._controller_epoch, self._topics, self._broker_configs = controller_epoch, snapshot, configs
+        self._client_configs = clients
+
+
+def _client_entity_key(path: str) -> tuple[str, str]:
+    entity_type, _, name = path.partition("/")
+    client_entity_of(entity_type, name)
+    return entity_type, name
 
 
 def _write_document(
-    path: Path, controller_epoch: int, topics: Mapping[str, StoredTopic], broker_configs: BrokerConfigs
+    path: Path,
+    controller_epoch: int,
+    topics: Mapping[str, StoredTopic],
+    broker_configs: BrokerConfigs,
+    client_configs: ClientConfigs,
 ) -> None:
     document: dict[str, Any] = {
         "version": FORMAT_VERSION,
@@ -207,6 +247,8 @@ def _write_document(
     }
     if broker_configs:
         document["broker_configs"] = {e: dict(c) for e, c in sorted(broker_configs.items())}
+    if client_configs:
+        document["client_configs"] = {f"{t}/{n}": dict(c) for (t, n), c in sorted(client_configs.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 

@@ -50,7 +50,13 @@ from odradek.controller.channel import (
     ControllerChannel,
 )
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
+from odradek.network_client import (
+    ClientSecurity,
+    NodeDisconnected,
+    NodeUnreachable,
+    RequestTimedOut,
+    ReusedConnection,
+)
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -76,6 +82,7 @@ class ChannelSettings:
     connect_timeout_ms: int = 10_000  # Kafka's socket.connection.setup.timeout.ms default
     reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
     reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
+    security: ClientSecurity | None = None  # the inter-broker listener's TLS, if any
 
 
 @dataclass(slots=True)
@@ -100,6 +107,7 @@ class _BrokerSender:
             f"controller-{controller_id}-to-broker-{broker_id}",
             settings.request_timeout_ms,
             settings.connect_timeout_ms,
+            settings.security,
         )
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{broker_id}"

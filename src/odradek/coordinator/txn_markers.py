@@ -22,7 +22,7 @@ from typing import Protocol
 
 from odradek.controller.metadata import Endpoint
 from odradek.coordinator.coordinator import ClusterMetadata
-from odradek.network_client import ReusedConnection
+from odradek.network_client import ClientSecurity, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
@@ -42,8 +42,16 @@ class MarkerWriter(Protocol):
 
 
 class TxnMarkerChannel:
-    def __init__(self, broker_id: int, listener: str, metadata: ClusterMetadata, local: MarkerWriter) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        listener: str,
+        metadata: ClusterMetadata,
+        local: MarkerWriter,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._broker_id = broker_id
+        self._security = security  # the inter-broker listener's TLS, if any
         self._listener = listener  # inter.broker.listener.name
         self._metadata = metadata
         self._local = local
@@ -104,7 +112,9 @@ class TxnMarkerChannel:
         connection = self._connections.get(leader)
         if connection is None:
             client_id = f"broker-{self._broker_id}-txn-markers"
-            connection = self._connections[leader] = ReusedConnection(client_id, timeout_ms + 5000)
+            connection = self._connections[leader] = ReusedConnection(
+                client_id, timeout_ms + 5000, security=self._security
+            )
         return connection
 
 

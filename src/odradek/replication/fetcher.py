@@ -62,7 +62,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from odradek.client.fetch_session import FetchPlan, FetchSessionHandler
-from odradek.network_client import NodeDisconnected, NodeUnreachable, RequestTimedOut, ReusedConnection
+from odradek.network_client import (
+    ClientSecurity,
+    NodeDisconnected,
+    NodeUnreachable,
+    RequestTimedOut,
+    ReusedConnection,
+)
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch_session import SESSION_ERRORS
@@ -94,6 +100,7 @@ class FetcherSettings:
     backoff_ms: int = 1000  # replica.fetch.backoff.ms
     request_timeout_ms: int = 30_000  # replica.socket.timeout.ms
     num_fetchers: int = 1  # num.replica.fetchers
+    security: ClientSecurity | None = None  # the inter-broker listener's TLS, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +157,9 @@ class ReplicaFetcher:
         self._failures = RepeatedFailures(log)  # per partition: a full disk fails every append
         self._wake = asyncio.Event()
         self._connection = ReusedConnection(
-            f"replica-fetcher-{settings.broker_id}", settings.request_timeout_ms + settings.max_wait_ms
+            f"replica-fetcher-{settings.broker_id}",
+            settings.request_timeout_ms + settings.max_wait_ms,
+            security=settings.security,
         )
         self._task: asyncio.Task[None] | None = None
         self._unreachable_logged = False

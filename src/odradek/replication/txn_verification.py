@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.controller.metadata import BrokerInfo, Endpoint
-from odradek.network_client import ReusedConnection
+from odradek.network_client import ClientSecurity, ReusedConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.add_partitions_to_txn import (
@@ -180,9 +180,11 @@ class TxnVerifier:
         request_timeout_ms: int,
         brokers: BrokerDirectory,
         locator: TxnCoordinatorLocator,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._listener = listener  # inter.broker.listener.name
+        self._security = security  # its TLS, if any
         self._request_timeout_ms = request_timeout_ms
         self._brokers = brokers
         self._locator = locator
@@ -310,7 +312,7 @@ class TxnVerifier:
         connection = self._connections.get(coordinator)
         if connection is None:
             client_id = f"broker-{self._broker_id}-txn-verification"
-            connection = ReusedConnection(client_id, self._request_timeout_ms)
+            connection = ReusedConnection(client_id, self._request_timeout_ms, security=self._security)
             self._connections[coordinator] = connection
         return connection
 

@@ -13,10 +13,21 @@ value is refused at start with a `ConfigError` that names the key. Unknown keys 
 logged as a warning (Kafka ignores them too). Keys Kafka knows but odradek does not act on (thread
 pool sizes, socket buffer sizes, metrics, quotas...) are accepted silently: see `IGNORED_KEYS`. A
 key that asks for a protection odradek does not provide is never ignored: `authorizer.class.name`,
-`super.users`, `sasl.enabled.mechanisms` (any value), an `ssl.*` / `sasl.*` / `zookeeper.ssl.*` key
-other than Kafka's default, `security.inter.broker.protocol` other than PLAINTEXT, a listener mapped
-to SSL / SASL_PLAINTEXT / SASL_SSL, the same under `listener.name.<listener>.`, and the per-listener
-connection limits are refused at start with a `ConfigError` naming the key (`odradek serve` exits 2).
+`super.users`, an `ssl.*` key security/ssl_config.py does not apply, a `sasl.*` / `zookeeper.ssl.*`
+key other than Kafka's default and other than the SASL keys odradek implements (a known key:
+`sasl.enabled.mechanisms`, `sasl.mechanism.inter.broker.protocol`, `sasl.server.max.receive.size`;
+per listener `listener.name.<l>.sasl.enabled.mechanisms` and
+`listener.name.<l>.<mechanism>.sasl.jaas.config`, read by security/sasl/listener.py), the same under
+`listener.name.<listener>.`, and the per-listener connection limits are refused at start with a
+`ConfigError` naming the key (`odradek serve` exits 2).
+
+TLS and SASL: listeners may be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. The `ssl.*` keys of
+security/ssl_config.py (and their `listener.name.<listener>.ssl.*` overrides) are loaded at start
+for every SSL / SASL_SSL listener (`listener_ssl`: its contexts; an unreadable key store is a
+ConfigError naming the key); the SASL settings of SASL listeners are read by
+security/sasl/listener.py. `security.inter.broker.protocol` (any of the four) picks the
+inter-broker listener when `inter.broker.listener.name` is not set (setting both is refused, as
+in Kafka); `inter_broker_ssl` is that listener's TLS, which the broker's own connections use.
 
 Connection limits (read by server/limits.py and server/socket_server.py): `max.connections`,
 `max.connections.per.ip`, `max.connections.per.ip.overrides` (`host:count,...`),
@@ -34,14 +45,15 @@ Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped sin
 ($XDG_STATE_HOME/odradek/data, else ~/.local/state/odradek/data; Kafka: /tmp/kafka-logs),
 `offsets.topic.replication.factor`, `transaction.state.log.replication.factor` and
 `transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
-Only PLAINTEXT listeners are accepted. `cluster.id` is an odradek key: when set it must match
+`cluster.id` is an odradek key: when set it must match
 the id in meta.properties; when absent the id stored there (or a new random one) is used.
 `broker.id.generation.enable` defaults to false (Kafka: true) and true is refused: broker ids are
 always configured.
 
 ZooKeeper mode: `zookeeper.connect` (checked as `host:port[,host:port...][/chroot]`),
 `zookeeper.session.timeout.ms`, `zookeeper.connection.timeout.ms` (else the session timeout),
-`inter.broker.listener.name` (must name a listener; else the first PLAINTEXT listener), and the
+`inter.broker.listener.name` (must name a listener; else the first listener speaking
+security.inter.broker.protocol), and the
 controlled shutdown's `controlled.shutdown.enable`, `controlled.shutdown.max.retries`,
 `controlled.shutdown.retry.backoff.ms` (Kafka's defaults: true, 3, 5000).
 
@@ -77,10 +89,20 @@ from pathlib import Path
 from typing import Any
 
 from odradek.controller.zk.znodes import ZooKeeperConnect
+from odradek.security.ssl_config import (
+    SSL_KEYS,
+    TLS_SECURITY_PROTOCOLS,
+    ListenerSsl,
+    SslConfigError,
+    listener_ssl,
+)
 from odradek.storage.cleaner import CleanerConfig
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 
 log = logging.getLogger(__name__)
+
+# The security protocols of the listeners odradek serves.
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -304,6 +326,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("zookeeper.connection.timeout.ms", _I, None, at_least(1)),
         ConfigKey("broker.id.generation.enable", _B, False),
         ConfigKey("inter.broker.listener.name", _S, None),
+        ConfigKey("security.inter.broker.protocol", _S, "PLAINTEXT", one_of(*SERVED_PROTOCOLS)),
         ConfigKey("reserved.broker.max.id", _I, 1000, at_least(0)),
         ConfigKey("delete.topic.enable", _B, True),
         ConfigKey("auto.create.topics.enable", _B, True),
@@ -326,6 +349,15 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
+        # SASL: per-listener and per-mechanism overrides are read by security/sasl/listener.py
+        ConfigKey("sasl.enabled.mechanisms", _LS, ["GSSAPI"]),
+        ConfigKey("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
+        ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),
+        ConfigKey("connection.failed.authentication.delay.ms", _I, 100, at_least(0)),
+        ConfigKey("sasl.server.max.receive.size", _I, 524288, at_least(1)),
+        # client quotas (KIP-219): server/client_quotas.py
+        ConfigKey("quota.window.num", _I, 11, at_least(1)),
+        ConfigKey("quota.window.size.seconds", _I, 1, at_least(1)),
         # replication throttles (KIP-73): replication/quotas.py
         ConfigKey("leader.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
         ConfigKey("follower.replication.throttled.rate", _L, LONG_MAX, at_least(0)),
@@ -456,8 +488,6 @@ IGNORED_KEYS = frozenset(
         "metrics.num.samples",
         "metrics.recording.level",
         "metrics.sample.window.ms",
-        "quota.window.num",
-        "quota.window.size.seconds",
         "remote.log.storage.system.enable",
         "group.coordinator.rebalance.protocols",
     }
@@ -474,7 +504,6 @@ PROTECTION_KEYS = frozenset(
         "authorizer.class.name",
         "super.users",
         "principal.builder.class",
-        "sasl.enabled.mechanisms",
         "delegation.token.secret.key",
         "delegation.token.master.key",
     }
@@ -494,7 +523,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "ssl.principal.mapping.rules": "DEFAULT",
     "ssl.allow.dn.changes": "false",
     "ssl.allow.san.changes": "false",
-    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
     "sasl.kerberos.min.time.before.relogin": "60000",
     "sasl.kerberos.principal.to.local.rules": "DEFAULT",
@@ -506,7 +534,6 @@ PROTECTION_DEFAULTS: dict[str, str] = {
     "sasl.login.refresh.window.jitter": "0.05",
     "sasl.login.retry.backoff.max.ms": "10000",
     "sasl.login.retry.backoff.ms": "100",
-    "sasl.server.max.receive.size": "524288",
     "zookeeper.ssl.client.enable": "false",
     "zookeeper.ssl.protocol": "TLSv1.2",
     "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
@@ -515,9 +542,7 @@ PROTECTION_DEFAULTS: dict[str, str] = {
 }
 # Keys with one value that asks for nothing (Kafka's default); any other value is refused.
 PROTECTION_ONLY_VALUE: dict[str, str] = {
-    "security.inter.broker.protocol": "PLAINTEXT",
     "zookeeper.set.acl": "false",
-    "connections.max.reauth.ms": "0",
 }
 # Per-listener overrides (listener.name.<listener>.<key>) of limits odradek applies broker-wide only.
 PER_LISTENER_LIMITS = frozenset({"max.connections", "max.connection.creation.rate"})
@@ -796,6 +821,7 @@ class KafkaConfig:
         self.dynamic_broker: dict[str, str] = {}
         self._values: dict[str, Any] = {}
         refuse_unprovided_protections(self.originals)
+        refuse_static_quota_defaults(self.originals)
         for name, key in CONFIG_KEYS.items():
             raw = self.originals.get(name)
             value = key.default if raw is None else convert(key, raw)
@@ -809,6 +835,7 @@ class KafkaConfig:
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
         self.listeners = self._bound_listeners()
         self.advertised_listeners = self._advertised()
+        self.listener_ssl = self._listener_ssl()
         self._validate_cross_key()
         self._static_values = self._values
 
@@ -850,12 +877,12 @@ class KafkaConfig:
         if not listeners:
             raise ConfigError(key, self._values[key], "at least one listener is required")
         for listener in listeners:
-            if listener.security_protocol != "PLAINTEXT":
+            if listener.security_protocol not in SERVED_PROTOCOLS:
                 raise ConfigError(
                     key,
                     self._values[key],
                     f"listener {listener.name} uses security protocol {listener.security_protocol}: "
-                    "odradek provides no TLS or SASL, only PLAINTEXT listeners",
+                    f"odradek serves only {', '.join(SERVED_PROTOCOLS)} listeners",
                 )
         return listeners
 
@@ -925,15 +952,40 @@ class KafkaConfig:
         name = self._values["inter.broker.listener.name"]
         if name is not None and name not in {listener.name for listener in self.listeners}:
             raise ConfigError("inter.broker.listener.name", name, "must be the name of one of the listeners")
+        if name is not None and self.is_set("security.inter.broker.protocol"):
+            raise ConfigError(
+                "security.inter.broker.protocol",
+                self._values["security.inter.broker.protocol"],
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+            )
 
     @property
     def inter_broker_listener_name(self) -> str:
         """inter.broker.listener.name, else the first listener speaking security.inter.broker.protocol
-        (PLAINTEXT, the only protocol odradek accepts)."""
+        (default PLAINTEXT)."""
         name = self._values["inter.broker.listener.name"]
         if name is not None:
             return str(name)
-        return next((lis.name for lis in self.listeners if lis.security_protocol == "PLAINTEXT"), "PLAINTEXT")
+        protocol = self._values["security.inter.broker.protocol"]
+        return next((lis.name for lis in self.listeners if lis.security_protocol == protocol), protocol)
+
+    @property
+    def inter_broker_ssl(self) -> ListenerSsl | None:
+        """The TLS settings of the inter-broker listener (None when it is not SSL / SASL_SSL): this
+        broker's client side when it connects to other brokers."""
+        return self.listener_ssl.get(self.inter_broker_listener_name)
+
+    def _listener_ssl(self) -> dict[str, ListenerSsl]:
+        """The TLS settings of every SSL / SASL_SSL listener, loaded now so that a bad key or an
+        unreadable key store stops the start, naming the key."""
+        settings = {}
+        for listener in self.listeners:
+            if listener.security_protocol in TLS_SECURITY_PROTOCOLS:
+                try:
+                    settings[listener.name] = listener_ssl(self.originals, listener.name)
+                except SslConfigError as exc:
+                    raise ConfigError(exc.key, exc.value, str(exc)) from None
+        return settings
 
     @property
     def http_listeners(self) -> list[tuple[str, int]]:
@@ -1153,7 +1205,32 @@ def refuse_unprovided_protections(props: Mapping[str, str]) -> None:
             raise ConfigError(name, raw, f"{reason}; odradek does not provide it, remove the setting")
 
 
+# The deprecated static quota defaults, and the dynamic default that replaces each.
+STATIC_QUOTA_DEFAULTS = {
+    "quota.producer.default": "producer_byte_rate",
+    "quota.consumer.default": "consumer_byte_rate",
+}
+
+
+def refuse_static_quota_defaults(props: Mapping[str, str]) -> None:
+    """Raise ConfigError for quota.producer.default / quota.consumer.default, naming the dynamic
+    default that replaces it (the seeds call them deprecated; odradek has only dynamic quotas)."""
+    for name, dynamic in STATIC_QUOTA_DEFAULTS.items():
+        if name in props:
+            raise ConfigError(
+                name,
+                props[name],
+                f"{name} is deprecated and not supported; set the dynamic default instead: odradek configs "
+                f"--bootstrap-server <broker> --alter --add-config {dynamic}=<bytes/s> --entity-type clients "
+                "--entity-default",
+            )
+
+
 def _unprovided(name: str, value: str) -> str | None:
+    if name in SSL_KEYS:
+        return None  # applied by security/ssl_config.py
+    if name in CONFIG_KEYS:
+        return None
     if name.startswith("listener.name."):
         listener, _, key = name.removeprefix("listener.name.").partition(".")
         if key in PER_LISTENER_LIMITS:

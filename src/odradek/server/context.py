@@ -3,7 +3,7 @@
 Owns the `RequestContext` value handed to every `handle(ctx, request)`: the parsed request header
 (api key, api version, correlation id, client id), the broker as `BrokerServices` (what handlers,
 the dispatcher and the metrics may use of it: config, metadata cache and store, admin manager,
-controller, replica manager, coordinators, fetch sessions, scheduler; server/kafka_server.py's
+controller, replica manager, coordinators, fetch sessions, client quotas, scheduler; server/kafka_server.py's
 `KafkaServer` is the one implementation), and the connection the request came
 on, as the network layer set it at accept: the client's host, the name of the listener it arrived
 on (answers name that listener's endpoints), that listener's security protocol (PLAINTEXT) and the
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from odradek.replication.txn_verification import TxnVerifier
     from odradek.replication.types import TopicPartition, TxnMarker
     from odradek.scheduler import Scheduler
+    from odradek.server.client_quotas import ClientQuotas
     from odradek.server.config import KafkaConfig
     from odradek.server.control_plane import ControlPlane
     from odradek.server.fetch_session import FetchSessionCache
@@ -62,6 +63,7 @@ class BrokerServices(Protocol):
     txn_coordinator: TransactionCoordinator
     txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager
+    quotas: ClientQuotas
 
     async def wait_for_leaders(self, name: str, partitions: Iterable[int], timeout_s: float) -> bool: ...
 

@@ -11,11 +11,17 @@ RequestChannel and KafkaApis):
 4. authorize: the `Authorizer` (security/authorizer.py; default `AllowEverything`) is asked once
    whether the principal may use the cluster; a refusal is answered with the request's error
    response carrying CLUSTER_AUTHORIZATION_FAILED, without handling it;
-5. quota: the `QuotaManager` (server/client_quotas.py; default `NoQuotas`) records the request's
-   cost (its frame's size) and answers a throttle time; a positive one mutes the connection until
-   then (`ClientInfo.throttle`);
-6. decode: the body is decoded by the codec (records stay a memoryview of the frame);
-7. handle: `handle(ctx, request)` of the handler module;
+5. decode: the body is decoded by the codec (records stay a memoryview of the frame);
+6. handle: `handle(ctx, request)` of the handler module (timed step by step while request quotas
+   are set: `HandlingTimer`);
+7. quota: the `QuotaManager` (server/client_quotas.py; `ClientQuotas` in a broker) records a
+   Produce's size against producer_byte_rate and the handling time against request_percentage
+   (not for the cluster's own APIs and follower fetches, as Kafka exempts them); the throttle time
+   is the largest of those and of the one a handler answered for its own quota (Fetch's
+   consumer_byte_rate, the controller mutation quota) in the response's throttle_time_ms. A
+   positive one goes into throttle_time_ms, mutes the connection until then
+   (`ClientInfo.throttle`, KIP-219: even an acks=0 producer, which gets no response, is held)
+   and is logged as Kafka's request logger line (`kafka.request.logger`, INFO here);
 8. encode: the response header (v0 or v1, as the API version demands) and body become chunks;
 9. send (socket_server.py): the chunks go out in request order (bytes with sendmsg, file ranges with
    sendfile); a muted connection then waits out its mute before its next request.
@@ -43,6 +49,7 @@ Callers: the broker builds one `Dispatcher` and gives it to `SocketServer`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -60,13 +67,14 @@ from odradek.protocol.headers import (
 from odradek.protocol.messages.api_versions import ApiVersionsResponse
 from odradek.protocol.primitives import INT32, ProtocolDecodeError, ProtocolEncodeError
 from odradek.security.authorizer import CLUSTER, AclOperation, AllowEverything, Authorizer
-from odradek.server.client_quotas import NoQuotas, QuotaManager
+from odradek.server.client_quotas import REQUEST_QUOTA_EXEMPT_APIS, HandlingTimer, NoQuotas, QuotaManager
 from odradek.server.context import BrokerServices, RequestContext
 from odradek.server.handlers import registry_for
 from odradek.server.handlers.api_versions import supported_versions
 from odradek.server.socket_server import ClientInfo, CloseConnection
 
 log = logging.getLogger(__name__)
+request_log = logging.getLogger("kafka.request.logger")
 
 _MIN_HEADER_SIZE = 8  # api_key, api_version, correlation_id
 
@@ -76,6 +84,12 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"UNKNOWN({api_key})"
+
+
+def _quota_exempt(module: ModuleType, request: Any) -> bool:
+    """Whether a handler exempts this request from the request quota (Fetch: a follower's)."""
+    exempt = getattr(module, "quota_exempt", None)
+    return exempt is not None and bool(exempt(request))
 
 
 class Dispatcher:
@@ -115,26 +129,61 @@ class Dispatcher:
         )
         # authorize
         allowed = self._authorizer.authorize(ctx, AclOperation.ANY, CLUSTER)
-        # quota
-        throttle_ms = self._quotas.record(ctx, len(frame))
-        if throttle_ms > 0:
-            client.throttle(throttle_ms)
         # decode
+        timed = self._quotas.request_quota_enabled and header.api_key not in REQUEST_QUOTA_EXEMPT_APIS
+        started_ns = time.perf_counter_ns() if timed else 0
         request = self._decode(header, frame, body_offset, client)
+        handling_ns = time.perf_counter_ns() - started_ns if timed else 0
         # handle
         if not allowed:
             response = self._refused(module, request, ctx, client)
         else:
             try:
-                response = await module.handle(ctx, request)
+                if timed:
+                    timer = HandlingTimer(module.handle(ctx, request))
+                    response = await timer
+                    handling_ns += timer.elapsed_ns
+                else:
+                    response = await module.handle(ctx, request)
             except CloseConnection:
                 raise
             except Exception as exc:
                 response = self._failed(module, request, header, exc, client)
+        # quota
+        if timed and _quota_exempt(module, request):
+            handling_ns = 0
+        produce_bytes = len(frame) if header.api_key == ApiKey.PRODUCE else 0
+        self._throttle(ctx, client, produce_bytes, handling_ns, response)
         if response is None:
             return None
         # encode
         return self._encode(header.api_key, header.api_version, header.correlation_id, response, client)
+
+    def _throttle(
+        self, ctx: RequestContext, client: ClientInfo, produce_bytes: int, handling_ns: int, response: Any
+    ) -> None:
+        """The quota stage (see the module docstring)."""
+        throttle_ms = self._quotas.record_request(ctx, produce_bytes, handling_ns)
+        throttle_ms = max(throttle_ms, getattr(response, "throttle_time_ms", 0))
+        if throttle_ms <= 0:
+            return
+        if response is not None and hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = throttle_ms
+        client.throttle(throttle_ms)
+        header = ctx.header
+        request_log.info(
+            "Completed request:RequestHeader(apiKey=%s, apiVersion=%d, clientId=%s, correlationId=%d) "
+            "from connection %s;throttleTime:%d,securityProtocol:%s,principal:%s,listener:%s",
+            _api_name(header.api_key),
+            header.api_version,
+            header.client_id,
+            header.correlation_id,
+            client,
+            throttle_ms,
+            ctx.security_protocol,
+            ctx.principal,
+            ctx.listener,
+        )
 
     def _refused(self, module: ModuleType, request: Any, ctx: RequestContext, client: ClientInfo) -> Any:
         header = ctx.header

@@ -161,6 +161,7 @@ from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.http_listener import HttpListener
+from odradek.network_client import ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from odradek.repeated_failures import RepeatedFailures
@@ -177,6 +178,12 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.txn_verification import TxnVerifier
 from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarker
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
+from odradek.security.sasl import credentials as scram_credentials
+from odradek.security.sasl.authenticator import authenticator_for
+from odradek.security.sasl.client import inter_broker_authenticate
+from odradek.security.sasl.listener import sasl_listeners
+from odradek.security.sasl.scram import ScramCredential, ScramMechanism
+from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
 from odradek.server.dispatcher import Dispatcher
@@ -247,6 +254,7 @@ def fetcher_settings(config: KafkaConfig) -> FetcherSettings:
         backoff_ms=config["replica.fetch.backoff.ms"],
         request_timeout_ms=config["replica.socket.timeout.ms"],
         num_fetchers=config["num.replica.fetchers"],
+        security=inter_broker_security(config),
     )
 
 
@@ -304,7 +312,12 @@ class KafkaServer:
         self._start_limits = connection_limits(config)
         self.request_metrics = RequestMetrics()
         observer = self.request_metrics if config.http_listeners else None
-        self._server = SocketServer(Dispatcher(self), self.scheduler, self._start_limits, observer)
+        self.quotas = ClientQuotas(
+            QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
+        )
+        self._dispatcher = Dispatcher(self, quotas=self.quotas)
+        self._server = SocketServer(self._dispatcher, self.scheduler, self._start_limits, observer)
+        self._sasl_listeners = sasl_listeners(config, self._scram_credential)  # ConfigError when invalid
         self._http: HttpListener | None = None
         self._console: Console | None = None
         self._periodic_jobs: list[Job] = []
@@ -317,6 +330,10 @@ class KafkaServer:
         self._membership_lock = asyncio.Lock()
         self._session_expired = False
         self._background: set[asyncio.Task[None]] = set()
+
+    def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the store of the moment (ZooKeeper's once connected)."""
+        return scram_credentials.lookup(self.store, mechanism, user)
 
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
         """Where clients are told to connect, per listener (advertised.listeners, else listeners): an
@@ -362,7 +379,15 @@ class KafkaServer:
         self.metadata_cache.cluster_id = self.cluster_id
         self.producer_id_manager = ProducerIdManager(self._producer_id_block_source())
         for listener in config.listeners:
-            self._bound[listener.name] = await self._server.bind(listener.name, listener.host, listener.port)
+            self._bound[listener.name] = await self._server.bind(
+                listener.name,
+                listener.host,
+                listener.port,
+                listener.security_protocol,
+                config.listener_ssl.get(listener.name),
+            )
+        for name, sasl_listener in self._sasl_listeners.items():
+            self._server.authenticate(name, authenticator_for(sasl_listener, self._dispatcher.handlers))
         if config.http_listeners:
             await self._bind_http(config.http_listeners)
         self.to_controller = BrokerToControllerChannel(
@@ -371,6 +396,7 @@ class KafkaServer:
             config.inter_broker_listener_name,
             lambda: self.controller,
             request_timeout_ms=config["request.timeout.ms"],
+            security=inter_broker_security(config),
         )
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -400,6 +426,7 @@ class KafkaServer:
             self._set_throttled_replicas(name, topic.configs)
         self.store.watch(self._on_store_event)
         self.store.watch_broker_configs(self._on_broker_configs_changed)
+        self.quotas.watch(self.store)
         if not self._dynamic_config_current():
             self._on_broker_configs_changed("a change during start-up")
         self.group_coordinator = GroupCoordinator(
@@ -418,7 +445,11 @@ class KafkaServer:
             self,
             ReplicaManagerLog(self.replica_manager, TXN_TOPIC),
             TxnMarkerChannel(
-                self.broker_id, self.config.inter_broker_listener_name, self.metadata_cache, self
+                self.broker_id,
+                self.config.inter_broker_listener_name,
+                self.metadata_cache,
+                self,
+                inter_broker_security(config),
             ),
             self.producer_id_manager,
             self.scheduler,
@@ -430,6 +461,7 @@ class KafkaServer:
             self.config["request.timeout.ms"],
             self.metadata_cache,
             self.txn_coordinator,
+            inter_broker_security(config),
         )
         self.replica_manager.add_leadership_listener(self._on_leadership_change)
         self._started = True  # every component is up: shutdown() stops them from here
@@ -1070,5 +1102,20 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
     settings = ChannelSettings(
         listener_name=config.inter_broker_listener_name,
         request_timeout_ms=config["controller.socket.timeout.ms"],
+        security=inter_broker_security(config),
     )
     return RemoteChannel(config.broker_id, settings)
+
+
+def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
+    """How this broker's own connections to other brokers are secured: the inter-broker listener's
+    security protocol, its TLS client side when it is SSL, and its SASL authentication when it is
+    SASL_PLAINTEXT or SASL_SSL."""
+    tls = config.inter_broker_ssl
+    protocol = next(
+        (lis.security_protocol for lis in config.listeners if lis.name == config.inter_broker_listener_name),
+        "PLAINTEXT",
+    )
+    return ClientSecurity(
+        protocol, tls.client_context if tls is not None else None, inter_broker_authenticate(config)
+    )

@@ -51,9 +51,10 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
 - End of stream: the frames already received are still processed (an acks=0 produce sent just
   before the client closed is appended, as in Kafka), then the connection closes.
 - Errors: the handler raises `CloseConnection` to drop a client (unknown API key, undecodable
-  request); any other exception is logged with the client address and closes the connection.
-  A client that closes its side (broken pipe, connection reset) is logged at DEBUG. A connection's
-  failure never affects another one.
+  request), optionally with a last response sent before the close and a delay held after it (a
+  failed SASL authentication); any other exception is logged with the client address and closes
+  the connection. A client that closes its side (broken pipe, connection reset) is logged at
+  DEBUG. A connection's failure never affects another one.
 
 Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
 - `max.connections`, capped by the file-descriptor budget (limits.py: descriptors stay reserved for
@@ -77,12 +78,28 @@ Connection limits (values in limits.ConnectionLimits, from Kafka's configs):
 - An accept that fails for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses
   accepting for ACCEPT_RETRY_S and logs at most once per LOG_INTERVAL_S: no spin, no log flood.
 
-Listeners: `bind(listener_name, host, port, security_protocol)` once per entry of `listeners` (only
-PLAINTEXT is spoken; an address that cannot be bound is an OSError naming the listener and the
-address, in Kafka's words "Socket server failed to bind to HOST:PORT: REASON."); every connection
-knows, from its accept, the listener it arrived on (`ClientInfo.listener`; handlers answer with that
-listener's advertised endpoints, as Kafka does), its security protocol and its principal
-(security/principal.py: User:ANONYMOUS on PLAINTEXT).
+Listeners: `bind(listener_name, host, port, security_protocol, tls)` once per entry of `listeners`
+(PLAINTEXT and SASL_PLAINTEXT, or SSL / SASL_SSL with the listener's `ListenerSsl`; an address that
+cannot be bound is an OSError naming the listener and the address, in Kafka's words "Socket server
+failed to bind to HOST:PORT: REASON."); every connection knows, from its accept, the listener it arrived on
+(`ClientInfo.listener`; handlers answer with that listener's advertised endpoints, as Kafka does),
+its security protocol and its principal (security/principal.py: User:ANONYMOUS on PLAINTEXT; on SSL
+the client certificate's, once the handshake is done). A listener given an `Authenticator`
+(`authenticate(listener, ...)`: the SASL gate of SASL_PLAINTEXT / SASL_SSL listeners,
+security/sasl/authenticator.py) routes each of its connections' frames through that connection's
+own gate, which sets `ClientInfo.principal` once the client has authenticated; the other listeners'
+frames go straight to the request handler, so they pay nothing for it.
+
+TLS (`TlsConnection`, a `Connection` of an SSL or SASL_SSL listener): an SSLObject over memory BIOs
+on the same raw non-blocking socket. The handshake runs before any frame is read; a failed one
+(untrusted or expired certificate, no certificate under ssl.client.auth=required, not TLS at all)
+is logged at INFO in Kafka's words "Failed authentication with HOST:PORT (SSL handshake failed:
+REASON)" and the connection closed. Decrypted bytes go through `Connection`'s framing unchanged (the
+TLS stream offers it `recv_into`); plaintext the TLS engine still holds after a read that filled the
+buffer is read on the next loop iteration, since the socket will not signal it. A response is
+encrypted TLS_SEND_BATCH bytes at a time and its `FileSlice`s read with `os.pread` in pieces of that
+size (no sendfile through TLS), so a fetch of any size holds one batch of plaintext and its
+ciphertext at once. PLAINTEXT connections are the plain `Connection`: no TLS check on their path.
 
 Shutdown: `close()` stops accepting on every listener, then `drain()` lets each connection finish
 the frames already received (bounded by a timeout) before the sockets close.
@@ -100,14 +117,16 @@ import logging
 import math
 import os
 import socket
+import ssl
 import struct
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from odradek.protocol.primitives import FileSlice
 from odradek.scheduler import Job, Lane, Lanes, Scheduler, Timer
-from odradek.security.principal import ANONYMOUS, PLAINTEXT, KafkaPrincipal, principal_for
+from odradek.security.principal import ANONYMOUS, PLAINTEXT, SSL, KafkaPrincipal, principal_for
+from odradek.security.ssl_config import TLS_SECURITY_PROTOCOLS, ListenerSsl
 from odradek.server.limits import INT_MAX, ConnectionLimits, normalize_ip, release_free_memory
 
 log = logging.getLogger(__name__)
@@ -127,6 +146,8 @@ PER_IP_LOGS_MAX = 1024
 _FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
+TLS_SEND_BATCH = 256 * 1024
+TLS_RECEIVE_SIZE = 64 * 1024
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
 _PEER_GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT, errno.ENOTCONN})
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -159,10 +180,23 @@ class ClientInfo:
 
 
 class CloseConnection(Exception):
-    """Raised by a request handler to close the client's connection without answering."""
+    """Raised by a request handler to close the client's connection: without answering, or after
+    sending `response` and then waiting `delay_s` while reading nothing (Kafka's delayed close of a
+    failed authentication, connection.failed.authentication.delay.ms)."""
+
+    def __init__(
+        self, reason: str = "", response: Sequence[ResponseChunk] | None = None, delay_s: float = 0.0
+    ) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.delay_s = delay_s
 
 
 RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[ResponseChunk] | None]]
+# A listener's authentication (SASL): given the server's request handler and a new connection, the
+# request handler of that connection (security/sasl/authenticator.py). Listeners without one hand
+# every frame straight to the server's handler.
+Authenticator = Callable[[RequestHandler, "Connection"], RequestHandler]
 # Told of each answered request: its frame, and when it arrived, was taken from the queue, was answered
 # (time.monotonic() seconds).
 RequestObserver = Callable[[bytes | bytearray, float, float, float], None]
@@ -257,7 +291,8 @@ class Connection:
         self._fd = sock.fileno()
         self.client = client
         self._handler = handler
-        self._max_request_size = limits.max_request_size
+        self._max_request_size = self._default_max_request_size = limits.max_request_size
+        self._max_request_size_key = "socket.request.max.bytes"
         self._max_queued = limits.max_queued_requests
         self._shared_buffer = receive_buffer
         self._shared = memoryview(receive_buffer)
@@ -285,6 +320,17 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def authenticate_with(self, authenticator: Authenticator) -> None:
+        """Route this connection's frames through `authenticator` (before its first frame)."""
+        self._handler = authenticator(self._handler, self)
+
+    def limit_request_size(self, size: int | None, key: str = "socket.request.max.bytes") -> None:
+        """Refuse frames above `size` bytes (the config `key`, named in the log) from now on; None:
+        back to socket.request.max.bytes."""
+        if size is None:
+            size = self._default_max_request_size
+        self._max_request_size, self._max_request_size_key = size, key
 
     def idle_for(self, now: float) -> float:
         """Seconds since the last byte in or out; 0 while a request waits or is being handled (the
@@ -345,10 +391,11 @@ class Connection:
             (size,) = _FRAME_SIZE.unpack_from(buffer, start)
             if size < 0 or size > self._max_request_size:
                 log.warning(
-                    "Closing connection from %s: request size %d is outside 0..%d (socket.request.max.bytes)",
+                    "Closing connection from %s: request size %d is outside 0..%d (%s)",
                     self.client,
                     size,
                     self._max_request_size,
+                    self._max_request_size_key,
                 )
                 self.close("invalid request size")
                 return
@@ -443,7 +490,9 @@ class Connection:
                     observer(frame, arrived, started, time.monotonic())
                 if self.client.muted_until:
                     await self._wait_unmuted()
-        except CloseConnection:
+        except CloseConnection as exc:
+            if exc.response is not None or exc.delay_s > 0:
+                await self._answer_then_close(exc)
             self.close(None)  # the handler has logged why
         except OSError as exc:
             self._close_after_error("write failed", exc)
@@ -453,6 +502,17 @@ class Connection:
         finally:
             if self._draining:
                 self.close(None)
+
+    async def _answer_then_close(self, exc: CloseConnection) -> None:
+        """Send the closing request's response, then hold the connection `delay_s` without reading."""
+        self._pause_reading()
+        self._draining = True
+        try:
+            if exc.response is not None:
+                await self._send_response(exc.response)
+            await asyncio.sleep(exc.delay_s)
+        except OSError as error:
+            log.debug("Connection from %s gone before its last response was sent: %s", self.client, error)
 
     async def _wait_unmuted(self) -> None:
         """A throttled connection (`ClientInfo.throttle`): read and handle nothing until its mute ends."""
@@ -565,6 +625,194 @@ class Connection:
         self._on_closed(self)
 
 
+class _TlsStream:
+    """The client's socket seen through TLS (an SSLObject over memory BIOs), with the two methods the
+    reading code of `Connection` calls on a socket: `recv_into` gives plaintext (0: end of stream),
+    `close`. Ciphertext to send (handshake records, encrypted responses) goes out with `flush`."""
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext, raw_buffer: bytearray) -> None:
+        self.raw = sock
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._raw_buffer = memoryview(raw_buffer)
+        self._unsent = b""
+        self.filled = False  # the last recv_into filled its buffer: more plaintext may be held here
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def receive_raw(self) -> bool:
+        """Move what the socket holds (up to TLS_RECEIVE_SIZE) into the TLS engine; False at end of
+        stream. BlockingIOError when nothing has arrived."""
+        received = self.raw.recv_into(self._raw_buffer)
+        if received:
+            self._incoming.write(self._raw_buffer[:received])
+        return received > 0
+
+    def recv_into(self, view: memoryview) -> int:
+        """Plaintext into `view`: every complete record received, up to its length."""
+        self.filled, total, wanted = False, 0, len(view)
+        while total < wanted:
+            try:
+                received = self.tls.read(wanted - total, view[total:])
+            except ssl.SSLWantReadError:
+                self.flush()  # a TLS 1.3 post-handshake message may have been answered
+                if total or not self.receive_raw():
+                    break
+                continue
+            if not received:  # the client's close_notify
+                break
+            total += received
+        self.filled = total == wanted
+        return total
+
+    def flush(self) -> bool:
+        """Send the ciphertext waiting; True once all of it is out."""
+        data = self._unsent + self._outgoing.read() if self._outgoing.pending else self._unsent
+        try:
+            sent = self.raw.send(data) if data else 0
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        self._unsent = data[sent:]
+        return not self._unsent
+
+
+class TlsConnection(Connection):
+    """A connection of an SSL or SASL_SSL listener: the TLS handshake before any frame, then the same
+    framing and request path as `Connection` over the decrypted bytes. On SSL the principal comes from
+    the client's certificate once the handshake is done. A response is encrypted TLS_SEND_BATCH bytes
+    at a time; a `FileSlice` is read with `os.pread` in pieces of at most that size (TLS cannot use
+    sendfile), so a fetch holds at most one batch of plaintext and its ciphertext at once."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        client: ClientInfo,
+        tls: ListenerSsl,
+        raw_buffer: bytearray,
+        *args: object,
+        **kwargs: object,
+    ) -> None:
+        self._tls_stream = _TlsStream(sock, tls.server_context, raw_buffer)
+        self._tls_settings = tls
+        self._established = False
+        self._sending = False
+        super().__init__(self._tls_stream, client, *args, **kwargs)  # type: ignore[arg-type]
+
+    # -- handshake and reading ---------------------------------------------------------------------
+
+    def _on_readable(self) -> None:
+        if not self._established and not self._handshake():
+            return
+        super()._on_readable()
+        if self._tls_stream.filled:
+            self._loop.call_soon(self._read_held)
+
+    def _resume_reading(self) -> None:
+        super()._resume_reading()
+        if self._reading and self._tls_stream.filled:
+            self._loop.call_soon(self._read_held)
+
+    def _read_held(self) -> None:
+        """Plaintext held by the TLS engine: the socket will not signal it, so read it now."""
+        if self._reading and not self._closed:
+            self._on_readable()
+
+    def _handshake(self) -> bool:
+        """Advance the handshake with what has arrived; True once it is complete."""
+        stream = self._tls_stream
+        try:
+            while True:
+                try:
+                    stream.tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    self._flush_soon()
+                    if not stream.receive_raw():
+                        self.close("end of stream during the SSL handshake", logging.DEBUG)
+                        return False
+        except (BlockingIOError, InterruptedError):
+            return False
+        except ssl.SSLError as exc:
+            stream.flush()  # the alert, if the socket takes it
+            reason = getattr(exc, "verify_message", None) or exc.reason or exc
+            log.info("Failed authentication with %s (SSL handshake failed: %s)", self.client, reason)
+            self.close(None)
+            return False
+        except OSError as exc:
+            self._close_after_error("SSL handshake failed", exc)
+            return False
+        self._flush_soon()
+        return self._authenticated()
+
+    def _authenticated(self) -> bool:
+        self._established = True
+        self.last_active = self._loop.time()
+        if self.client.security_protocol != SSL:
+            return True  # SASL_SSL: the principal comes from SASL
+        certificate = self._tls_stream.tls.getpeercert()
+        try:
+            self.client.principal = self._tls_settings.principal_mapper.principal(
+                certificate.get("subject") if certificate else None
+            )
+        except ValueError as exc:
+            log.info("Failed authentication with %s (%s)", self.client, exc)
+            self.close(None)
+            return False
+        log.debug("SSL handshake completed with %s, principal %s", self.client, self.client.principal)
+        return True
+
+    def _flush_soon(self) -> None:
+        """Send the ciphertext the read side produced; what the socket does not take now goes out when
+        it is writable (the writer of a response, if one is sending, sends it first)."""
+        if not self._tls_stream.flush() and not self._sending:
+            self._loop.add_writer(self._fd, self._flush_when_writable)
+
+    def _flush_when_writable(self) -> None:
+        if self._tls_stream.flush() or self._closed:
+            self._loop.remove_writer(self._fd)
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
+        self._sending = True
+        try:
+            total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
+            batch: list[bytes | bytearray | memoryview] = [total.to_bytes(_SIZE_PREFIX, "big", signed=True)]
+            size = _SIZE_PREFIX
+            for chunk in chunks:
+                for piece in _file_pieces(chunk) if isinstance(chunk, FileSlice) else (chunk,):
+                    batch.append(piece)
+                    size += len(piece)
+                    if size >= TLS_SEND_BATCH:
+                        await self._send_encrypted(batch)
+                        batch, size = [], 0
+            await self._send_encrypted(batch)
+        finally:
+            self._sending = False
+
+    async def _send_encrypted(self, batch: list[bytes | bytearray | memoryview]) -> None:
+        if batch:
+            self._tls_stream.tls.write(batch[0] if len(batch) == 1 else b"".join(batch))
+        while not self._tls_stream.flush():
+            await self._writable()
+
+
+def _file_pieces(chunk: FileSlice) -> Iterator[bytes]:
+    """A file slice read in pieces of at most TLS_SEND_BATCH bytes (the file position is untouched)."""
+    offset, remaining = chunk.offset, chunk.length
+    while remaining > 0:
+        piece = os.pread(chunk.fd, min(remaining, TLS_SEND_BATCH), offset)
+        if not piece:
+            raise OSError(errno.EIO, f"file ended {remaining} bytes short of the slice {chunk}")
+        offset += len(piece)
+        remaining -= len(piece)
+        yield piece
+
+
 def _skip_sent(views: list[memoryview], sent: int) -> None:
     """Drop the first `sent` bytes from `views` (whole views, then the front of a partly sent one)."""
     while sent and views:
@@ -626,6 +874,9 @@ class SocketServer:
         self._pool = MemoryPool(self._limits.queued_max_request_bytes, scheduler.lanes)
         self._listen_socks: dict[str, socket.socket] = {}
         self._security_protocols: dict[str, str] = {}
+        self._authenticators: dict[str, Authenticator] = {}
+        self._tls: dict[str, ListenerSsl] = {}
+        self._tls_receive_buffer = bytearray(TLS_RECEIVE_SIZE)  # ciphertext, shared as _receive_buffer
         self._connections: set[Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._next_connection_id = 0
@@ -661,11 +912,19 @@ class SocketServer:
         self._limits = limits
 
     async def bind(
-        self, listener: str, host: str, port: int, security_protocol: str = PLAINTEXT
+        self,
+        listener: str,
+        host: str,
+        port: int,
+        security_protocol: str = PLAINTEXT,
+        tls: ListenerSsl | None = None,
     ) -> tuple[str, int]:
         """Bind a listener (empty host = every interface) speaking `security_protocol` without
-        accepting yet; returns the bound address."""
+        accepting yet (`tls`: the listener's TLS settings, for SSL and SASL_SSL); returns the bound
+        address."""
         principal_for(security_protocol)  # refuses a protocol this broker does not speak
+        if (security_protocol in TLS_SECURITY_PROTOCOLS) != (tls is not None):
+            raise ValueError(f"listener {listener}: TLS settings go with SSL and SASL_SSL only")
         infos = await asyncio.get_running_loop().getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
@@ -683,8 +942,14 @@ class SocketServer:
         sock.setblocking(False)
         self._listen_socks[listener] = sock
         self._security_protocols[listener] = security_protocol
+        if tls is not None:
+            self._tls[listener] = tls
         bound = sock.getsockname()
         return bound[0], bound[1]
+
+    def authenticate(self, listener: str, authenticator: Authenticator) -> None:
+        """Authenticate every connection of `listener` with `authenticator` (its SASL gate)."""
+        self._authenticators[listener] = authenticator
 
     def listen(self) -> None:
         """Start accepting connections on every bound listener, and expiring idle ones."""
@@ -798,17 +1063,19 @@ class SocketServer:
         client = ClientInfo(
             ip, int(address[1]), self._next_connection_id, listener, protocol, principal_for(protocol)
         )
-        connection = Connection(
-            sock,
-            client,
-            self._handler,
-            self._limits,
-            self._receive_buffer,
-            self._pool,
-            self._on_closed,
-            self._observer,
+        tls = self._tls.get(listener)
+        connection = (
+            Connection(sock, client, *self._connection_args())
+            if tls is None
+            else TlsConnection(sock, client, tls, self._tls_receive_buffer, *self._connection_args())
         )
+        authenticator = self._authenticators.get(listener)
+        if authenticator is not None:
+            connection.authenticate_with(authenticator)
         self._connections.add(connection)
+
+    def _connection_args(self) -> tuple:
+        return self._handler, self._limits, self._receive_buffer, self._pool, self._on_closed, self._observer
 
     def _per_ip_log(self, ip: str) -> ThrottledLog:
         """Rejections are logged per address, each at most once per LOG_INTERVAL_S (the table is

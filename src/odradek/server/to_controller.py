@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from odradek.controller.metadata import BrokerInfo
 from odradek.network_client import (
+    ClientSecurity,
     NodeConnection,
     NodeDisconnected,
     NodeUnreachable,
@@ -86,13 +87,16 @@ class BrokerToControllerChannel:
         *,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._metadata = metadata
         self._listener_name = listener_name
         self._local_controller = local_controller
         self._retry_backoff_s = retry_backoff_ms / 1000
-        self._connection = ReusedConnection(f"broker-{broker_id}-to-controller", request_timeout_ms)
+        self._connection = ReusedConnection(
+            f"broker-{broker_id}-to-controller", request_timeout_ms, security=security
+        )
         self._closed = False
 
     async def alter_partition(

@@ -15,6 +15,10 @@ assignment spreads replicas the way a three-rack cluster would. Each listens on 
 port, or with `base_port` on base_port + id - 1. The chroot is the caller's (`""`: none) or a fresh
 one per cluster.
 
+With `security` (a `ClientSecurity`: TLS and/or a SASL step such as security/sasl/client.py's
+`sasl_authenticate`), the cluster's own Metadata probes connect as that says, for brokers whose
+listener is not PLAINTEXT.
+
 Callers: cluster and fault tests (tests/cluster), benchmarks, and the `odradek cluster` command.
 Not used by the broker itself.
 """
@@ -34,7 +38,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 
 from odradek.controller.zk import znodes
-from odradek.network_client import NodeConnection
+from odradek.network_client import ClientSecurity, NodeConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess
@@ -44,12 +48,15 @@ T = TypeVar("T")
 DEFAULT_SESSION_TIMEOUT_MS = 6000
 
 
-def metadata_view(process: BrokerProcess) -> tuple[int, list[int]] | None:
-    """(controller id, broker ids) as `process` answers Metadata v12 now; None when unreachable."""
+def metadata_view(
+    process: BrokerProcess, security: ClientSecurity | None = None
+) -> tuple[int, list[int]] | None:
+    """(controller id, broker ids) as `process` answers Metadata v12 now (connecting with `security`
+    when given); None when unreachable."""
 
     async def ask() -> tuple[int, list[int]]:
         connection = NodeConnection(process.broker_id, process.host, process.port, client_id="local-cluster")
-        await connection.connect()
+        await connection.connect(security)
         try:
             response = await connection.send(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
         finally:
@@ -88,8 +95,10 @@ class LocalCluster:
         overrides: Mapping[str, object] | None = None,
         base_port: int | None = None,
         die_with_owner: bool = False,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.security = security  # how the cluster's own probes connect (TLS, SASL)
         self.broker_count = brokers
         self.chroot = chroot if chroot is not None else f"/odradek-{uuid.uuid4().hex[:8]}"
         self.session_timeout_ms = session_timeout_ms
@@ -220,9 +229,10 @@ class LocalCluster:
                 self._wait_for_metadata(process, (controller, expected), timeout_s)
         return controller
 
-    @staticmethod
-    def _wait_for_metadata(process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float) -> None:
+    def _wait_for_metadata(
+        self, process: BrokerProcess, view: tuple[int, list[int]], timeout_s: float
+    ) -> None:
         def told() -> bool:
-            return metadata_view(process) == view
+            return metadata_view(process, self.security) == view
 
         eventually(told, timeout_s, f"broker {process.broker_id}'s metadata naming controller {view[0]}")

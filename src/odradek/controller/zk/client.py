@@ -360,9 +360,20 @@ class KafkaZkClient:
         return await self.entity_configs("topics", name)
 
     async def entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
-        """The configs of `/config/<type>/<name>` (none when the znode is absent)."""
+        """The configs of `/config/<type>/<name>` (none when the znode is absent, or empty: a user's
+        znode made only as the parent of its `/clients/<c>`)."""
         found = await self.get(znodes.entity_config_path(entity_type, name))
-        return znodes.decode_entity_config(found[0]) if found is not None else {}
+        return znodes.decode_entity_config(found[0]) if found is not None and found[0] else {}
+
+    async def client_entity_names(self) -> list[tuple[str, str]]:
+        """Every client entity znode: (`users`, `<u>`), (`users`, `<u>/clients/<c>`), (`clients`, `<c>`)."""
+        users = await self.children(f"{znodes.CONFIG_PATH}/users")
+        names = [("users", user) for user in users]
+        for user in users:
+            clients = await self.children(f"{znodes.CONFIG_PATH}/users/{user}/clients")
+            names.extend(("users", f"{user}/clients/{client}") for client in clients)
+        names.extend(("clients", client) for client in await self.children(f"{znodes.CONFIG_PATH}/clients"))
+        return names
 
     async def add_partitions(self, name: str, assignment: TopicAssignment) -> None:
         """Rewrite a topic's assignment with its added partitions (Kafka's AdminZkClient.addPartitions);

@@ -7,7 +7,11 @@ Kafka's znode operations (`KafkaZkClient`):
   topic_id); added partitions rewrite the topic znode; config changes write `/config/topics/<t>` and
   a `/config/changes/config_change_<seq>` notification; a deletion request is `/admin/delete_topics/<t>`;
   dynamic broker configs write `/config/brokers/<default>` or `/config/brokers/<id>` and a
-  notification the same way (Kafka's AdminZkClient.changeBrokerConfig);
+  notification the same way (Kafka's AdminZkClient.changeBrokerConfig); client entity configs
+  (quotas, SCRAM credentials) are read, altered and written back to `/config/users/<u>`,
+  `/config/users/<u>/clients/<c>` or `/config/clients/<c>` with a notification whose entity_path is
+  e.g. `users/u/clients/c` (Kafka's AdminZkClient.changeConfigs; as there, two brokers altering
+  one entity at the same instant may each overwrite the other's keys);
 - controller writes, fenced by the controller epoch's zkVersion (`ControllerSeat`): the election
   (`/controller` + `/controller_epoch`), partition state znodes (created for a new partition, else
   conditional on their zkVersion, which is the partition epoch), a reassignment's replicas with
@@ -21,7 +25,10 @@ broker's own writes re-reads the topic (`_refresh_topic`), and the difference ag
 becomes the store events (TOPIC_CREATED, PARTITIONS_ADDED, CONFIGS_CHANGED, DELETION_REQUESTED),
 delivered on the event loop after the change is in ZooKeeper. A notification for `brokers/<default>`
 or `brokers/<this broker's id>` re-reads that znode; a difference reaches the broker config
-watchers (other brokers' per-broker configs are not kept). Refreshes run one at a time, so a
+watchers (other brokers' per-broker configs are not kept). A notification for a `users/...` or
+`clients/...` entity re-reads its znode, and a difference reaches the client entity watchers: every
+broker hears every client entity change (Kafka's ConfigChangeListener on the user and client
+config handlers). Refreshes run one at a time, so a
 slower older read never overwrites a newer one, and the second reader of one change sees no
 difference (no duplicate events).
 
@@ -55,12 +62,16 @@ from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, Sessi
 
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import (
+    CLIENTS,
     DEFAULT_BROKER_ENTITY,
+    USERS,
     MetadataStore,
     ReplicaAssignment,
     StoredTopic,
     StoreEvent,
     StoreEventKind,
+    altered_configs,
+    client_entity_of,
     with_replica_assignments,
 )
 from odradek.controller.zk import znodes
@@ -84,6 +95,7 @@ class ZkMetadataStore(MetadataStore):
         self._broker_id = broker_id
         self._topics: dict[str, StoredTopic] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._client_configs: dict[tuple[str, str], dict[str, str]] = {}
         self._brokers: dict[int, BrokerInfo] = {}
         self._broker_epochs: dict[int, int] = {}
         self._brokers_listeners: list[BrokersListener] = []
@@ -102,6 +114,8 @@ class ZkMetadataStore(MetadataStore):
         self._last_config_change = changes[-1] if changes else ""
         for entity in self._broker_entities():
             await self._refresh_broker_configs(entity)
+        for entity_type, name in await self.zk.client_entity_names():
+            await self._refresh_client_entity(entity_type, name)
         await self._on_topic_children(rewatch=True)
         await self._on_deletion_markers()
         await self._on_broker_children()
@@ -159,6 +173,8 @@ class ZkMetadataStore(MetadataStore):
                 await self._refresh_topic(entity[1])
             elif entity is not None and entity[0] == "brokers" and entity[1] in self._broker_entities():
                 await self._refresh_broker_configs(entity[1])
+            elif entity is not None and entity[0] in (USERS, CLIENTS):
+                await self._refresh_client_entity(*entity)
 
     def _broker_entities(self) -> tuple[str, str]:
         return DEFAULT_BROKER_ENTITY, str(self._broker_id)
@@ -171,6 +187,23 @@ class ZkMetadataStore(MetadataStore):
                 return
             self._broker_configs[entity] = configs
         self._notify_broker_configs(entity)
+
+    async def _refresh_client_entity(self, entity_type: str, name: str) -> None:
+        """Re-read one client entity's configs; tell the watchers when they changed."""
+        try:
+            client_entity_of(entity_type, name)
+        except ValueError:
+            log.warning("Ignoring a config change of %s/%s: not a client entity", entity_type, name)
+            return
+        async with self._refresh_lock:
+            configs = await self.zk.entity_configs(entity_type, name)
+            if configs == self._client_configs.get((entity_type, name), {}):
+                return
+            if configs:
+                self._client_configs[(entity_type, name)] = configs
+            else:
+                self._client_configs.pop((entity_type, name), None)
+        self._notify_client_entity_configs(entity_type, name)
 
     async def _refresh_topic(self, name: str, watch: bool = False) -> None:
         """Re-read one topic and turn the difference against the snapshot into store events."""
@@ -259,6 +292,12 @@ class ZkMetadataStore(MetadataStore):
     def broker_configs(self, entity: str) -> Mapping[str, str]:
         return self._broker_configs.get(entity, {})
 
+    def client_entity_configs(self, entity_type: str, name: str) -> Mapping[str, str]:
+        return self._client_configs.get((entity_type, name), {})
+
+    def client_entities(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
+        return self._client_configs
+
     # -- admin writes -----------------------------------------------------------------------------
 
     async def create_topic(self, topic: StoredTopic) -> None:
@@ -293,6 +332,14 @@ class ZkMetadataStore(MetadataStore):
     async def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
         await self.zk.change_entity_config("brokers", entity, configs)
         await self._refresh_broker_configs(entity)
+
+    async def alter_client_entity_configs(
+        self, entity_type: str, name: str, set: Mapping[str, str], delete: Iterable[str]
+    ) -> None:
+        client_entity_of(entity_type, name)
+        current = await self.zk.entity_configs(entity_type, name)
+        await self.zk.change_entity_config(entity_type, name, altered_configs(current, set, delete))
+        await self._refresh_client_entity(entity_type, name)
 
     async def request_deletion(self, name: str) -> None:
         self._existing(name)

@@ -47,6 +47,8 @@ HANDLER_MODULES: list[str] = [
     "describe_log_dirs",
     "alter_partition_reassignments",
     "list_partition_reassignments",
+    "describe_client_quotas",
+    "alter_client_quotas",
     # data path
     "produce",
     "fetch",
@@ -63,6 +65,11 @@ HANDLER_MODULES: list[str] = [
     "describe_transactions",
     "list_transactions",
     "describe_producers",
+    # SASL (the exchanges themselves are the SASL gate's: security/sasl/authenticator.py)
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
     # consumer groups
     "find_coordinator",
     "join_group",

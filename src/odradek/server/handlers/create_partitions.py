@@ -10,6 +10,10 @@ max.broker.partitions: POLICY_VIOLATION. `validate_only` checks and changes noth
 is written to the metadata store; the controller brings the new partitions online and their logs are
 created in the background. With `timeout_ms` > 0 the response waits (as CreateTopics does) for their
 leaders, REQUEST_TIMED_OUT past it; with `timeout_ms` <= 0 it answers at once.
+Controller mutation quota (KIP-599): the new partitions of a growth that passed every check count
+against the group's controller_mutation_rate; while its bucket is empty v3+ answers the topic
+THROTTLING_QUOTA_EXCEEDED (nothing written), older versions grow it; throttle_time_ms says how long
+the group must wait. validate_only is not counted.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from collections import Counter
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from odradek.server.client_quotas import ControllerMutationQuota
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
 MAX_VERSION = 3
+STRICT_QUOTA_VERSION = 3  # KIP-599: from v3 a throttled mutation is refused
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -33,13 +39,16 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
     counts = Counter(t.name for t in request.topics)
     results = []
     grown: dict[str, list[int]] = {}
+    quota = ctx.broker.quotas.controller_mutation_quota(
+        ctx, ctx.api_version >= STRICT_QUOTA_VERSION, request.validate_only
+    )
     for topic in request.topics:
         result = Result(name=topic.name)
         if counts[topic.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = "Duplicate topic in request."
         else:
-            added = await _grow(ctx, topic, request.validate_only, result)
+            added = await _grow(ctx, topic, request.validate_only, result, quota)
             if added:
                 grown[topic.name] = added
         results.append(result)
@@ -54,7 +63,7 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
             ):
                 result.error_code = ErrorCode.REQUEST_TIMED_OUT
                 result.error_message = "Timed out waiting for the leaders of the new partitions."
-    return CreatePartitionsResponse(results=results)
+    return CreatePartitionsResponse(throttle_time_ms=quota.throttle_time_ms, results=results)
 
 
 async def _grow(
@@ -62,11 +71,16 @@ async def _grow(
     topic: CreatePartitionsRequest.CreatePartitionsTopic,
     validate_only: bool,
     result: Result,
+    quota: ControllerMutationQuota,
 ) -> list[int]:
-    """The new partitions' indexes (none when refused)."""
+    """The new partitions' indexes (none when refused); with a controller mutation quota, they are
+    counted once the growth passed every check."""
     assignments = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+    admin = ctx.broker.admin
     try:
-        added = await ctx.broker.admin.create_partitions(topic.name, topic.count, assignments, validate_only)
+        if quota.limited and not validate_only:
+            quota.record(len(await admin.create_partitions(topic.name, topic.count, assignments, True)))
+        added = await admin.create_partitions(topic.name, topic.count, assignments, validate_only)
     except KafkaError as exc:
         result.error_code, result.error_message = exc.code, exc.message
         return []

@@ -22,6 +22,12 @@ until this broker's metadata cache has a live leader for every new partition, or
 REQUEST_TIMED_OUT for the topics still without them when `timeout_ms` passes (they are created
 all the same); with `timeout_ms` <= 0 it answers at once.
 
+Controller mutation quota (KIP-599, server/client_quotas.py): a topic that passed every check counts
+its partitions against the group's controller_mutation_rate before it is written; while the
+group's bucket is empty, v6+ answers the topic THROTTLING_QUOTA_EXCEEDED (nothing written) and
+older versions create it; throttle_time_ms (v2+) says how long the group must wait, and the
+connection is muted that long. validate_only is not counted.
+
 Deliberate deviations: a new partition led by this broker counts as having its leader once it
 serves here (its log is ready), so a produce right after the answer finds the partition.
 """
@@ -35,6 +41,7 @@ from odradek.controller.store import StoredTopic
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.server.client_quotas import ControllerMutationQuota
 from odradek.server.config import (
     DEPRECATED_TOPIC_CONFIGS,
     ConfigError,
@@ -46,14 +53,19 @@ from odradek.server.context import RequestContext
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 0
 MAX_VERSION = 7
+STRICT_QUOTA_VERSION = 6  # KIP-599: from v6 a throttled mutation is refused
 
 Result = CreateTopicsResponse.CreatableTopicResult
+CreatableTopic = CreateTopicsRequest.CreatableTopic
 
 
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     counts = Counter(t.name for t in request.topics)
     results = []
     created: dict[str, StoredTopic] = {}
+    quota = ctx.broker.quotas.controller_mutation_quota(
+        ctx, ctx.api_version >= STRICT_QUOTA_VERSION, request.validate_only
+    )
     for topic in request.topics:
         if counts[topic.name] > 1:
             message = f"Create topics request contains multiple entries for the topic {topic.name}"
@@ -62,7 +74,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             )
             continue
         try:
-            stored = await _create(ctx, topic, request.validate_only)
+            stored = await _create(ctx, topic, request.validate_only, quota)
         except KafkaError as exc:
             results.append(Result(name=topic.name, error_code=exc.code, error_message=exc.message))
             continue
@@ -70,7 +82,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
         results.append(_success(ctx.broker.config, stored))
     if created and not request.validate_only and request.timeout_ms > 0:
         await _wait_for_leaders(ctx, created, request.timeout_ms, results)
-    return CreateTopicsResponse(topics=results)
+    return CreateTopicsResponse(throttle_time_ms=quota.throttle_time_ms, topics=results)
 
 
 async def _wait_for_leaders(
@@ -91,8 +103,19 @@ async def _wait_for_leaders(
 
 
 async def _create(
-    ctx: RequestContext, topic: CreateTopicsRequest.CreatableTopic, validate_only: bool
+    ctx: RequestContext,
+    topic: CreatableTopic,
+    validate_only: bool,
+    quota: ControllerMutationQuota,
 ) -> StoredTopic:
+    """Create (or only check) a topic; with a controller mutation quota, its partitions are counted
+    once it passed every check."""
+    if quota.limited and not validate_only:
+        quota.record(len((await _create_topic(ctx, topic, validate_only=True)).assignment))
+    return await _create_topic(ctx, topic, validate_only)
+
+
+async def _create_topic(ctx: RequestContext, topic: CreatableTopic, validate_only: bool) -> StoredTopic:
     config = ctx.broker.config
     configs = _checked_configs(config, topic)
     admin = ctx.broker.admin

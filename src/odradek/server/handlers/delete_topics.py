@@ -11,6 +11,10 @@ stops the topic's replicas (StopReplica with delete: their logs are deleted in t
 tells the brokers to forget it. As Kafka's DelayedDeleteTopics: with `timeout_ms` > 0 the response
 waits until this broker's metadata cache no longer has the topic, REQUEST_TIMED_OUT past it; with
 `timeout_ms` <= 0 it answers at once.
+Controller mutation quota (KIP-599): a found topic's partitions count against the group's
+controller_mutation_rate before it is marked; while the bucket is empty v5+ answers the topic
+THROTTLING_QUOTA_EXCEEDED (not deleted), older versions delete it; throttle_time_ms says how long the
+group must wait.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from odradek.protocol.primitives import ZERO_UUID
+from odradek.server.client_quotas import ControllerMutationQuota
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 0
 MAX_VERSION = 6
+STRICT_QUOTA_VERSION = 5  # KIP-599: from v5 a throttled mutation is refused
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -37,7 +43,8 @@ def _requested(request: DeleteTopicsRequest, version: int) -> list[DeleteTopicsR
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    results = [await _delete(ctx, t) for t in _requested(request, ctx.api_version)]
+    quota = ctx.broker.quotas.controller_mutation_quota(ctx, ctx.api_version >= STRICT_QUOTA_VERSION)
+    results = [await _delete(ctx, t, quota) for t in _requested(request, ctx.api_version)]
     if request.timeout_ms > 0:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.timeout_ms / 1000
@@ -46,10 +53,12 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
                 remaining = max(0.0, deadline - loop.time())
                 if not await ctx.broker.wait_for_deletion(result.name, remaining):
                     _failed(result, ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for the deletion.")
-    return DeleteTopicsResponse(responses=results)
+    return DeleteTopicsResponse(throttle_time_ms=quota.throttle_time_ms, responses=results)
 
 
-async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState) -> Result:
+async def _delete(
+    ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicState, quota: ControllerMutationQuota
+) -> Result:
     result = Result(name=wanted.name, topic_id=wanted.topic_id)
     metadata = ctx.broker.metadata_cache
     if not ctx.broker.config["delete.topic.enable"]:
@@ -63,6 +72,7 @@ async def _delete(ctx: RequestContext, wanted: DeleteTopicsRequest.DeleteTopicSt
             return _failed(result, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
         return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
     try:
+        quota.record(len(topic.partitions))
         await ctx.broker.admin.delete_topic(topic.name)
     except KafkaError as exc:
         return _failed(result, exc.code, exc.message)

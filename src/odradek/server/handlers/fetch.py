@@ -40,8 +40,19 @@ Divergence (v12+, KIP-595's check, used by follower fetchers): a partition whose
 for that epoch) answers no records and diverging_epoch = (the newest epoch at or below it, where it
 ends here), so the fetcher truncates before fetching again.
 
+Consumer quota (consumer_byte_rate, server/client_quotas.py; a follower's fetch is exempt, its
+throttle is replication's): a consumer's max_bytes is also capped at its quota's most in one window
+(limit x (quota.window.num - 1) x quota.window.size.seconds, Kafka's getMaxValueInQuotaWindow), so a
+fetch is shrunk rather than held; the record bytes answered are recorded, and a fetch that takes its
+group over the quota carries the throttle time (the dispatcher then mutes the connection). A fetch
+that arrives while its group is still over its quota is answered at once with no partitions and
+that throttle time, as Kafka's throttled response, without reading (the session's epoch has moved,
+nothing else of it).
+
 Deliberate deviations: v0-v3 are not served (they need message format v0/v1 down-conversion).
-throttle_time_ms is always 0. Kafka reads every partition of a session at every incremental fetch;
+Kafka answers the fetch that takes its group over the quota empty and un-records it; odradek answers
+it with its records and throttles the next ones, so its fetch session never has to forget an answer
+it built. Kafka reads every partition of a session at every incremental fetch;
 odradek skips the quiet ones (above), which changes what is answered in no case, only the order:
 a quiet partition a waiting fetch was woken for comes after the partitions read.
 """
@@ -59,10 +70,12 @@ from odradek.protocol.codec import encode_element
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from odradek.protocol.messages.fetch import RESPONSE_SPEC, FetchRequest, FetchResponse
+from odradek.protocol.primitives import records_size
 from odradek.replication.partition import READ_COMMITTED
 from odradek.replication.quiet import QuietMark
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.types import FetchParams, FetchPartitionRequest, FetchPartitionResult
+from odradek.server.client_quotas import now_monotonic_ms, quota_names
 from odradek.server.context import RequestContext
 from odradek.server.fetch_session import CachedPartition, FetchSession
 
@@ -84,14 +97,46 @@ _T = TypeVar("_T")
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if request.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-        return await _full_fetch(ctx, request)
-    return await _incremental_fetch(ctx, request)
+        response = await _full_fetch(ctx, request)
+    else:
+        response = await _incremental_fetch(ctx, request)
+    if response.throttle_time_ms == 0 and not quota_exempt(request):
+        response.throttle_time_ms = _record_consumer_bytes(ctx, response)
+    return response
+
+
+def quota_exempt(request: FetchRequest) -> bool:
+    """A follower's fetch: exempt from client quotas (the dispatcher asks too)."""
+    return _replica_id(request) >= 0
+
+
+def _over_quota(ctx: RequestContext, request: FetchRequest) -> int:
+    """The throttle time of a consumer whose group is over its consumer_byte_rate now (0: none)."""
+    quota = ctx.broker.quotas.fetch
+    if not quota.enabled or quota_exempt(request):
+        return 0
+    return quota.throttle_ms(*quota_names(ctx), now_monotonic_ms())
+
+
+def _record_consumer_bytes(ctx: RequestContext, response: FetchResponse) -> int:
+    quota = ctx.broker.quotas.fetch
+    if not quota.enabled:
+        return 0
+    size = sum(_records_size(p) for t in response.responses for p in t.partitions)
+    return quota.record(*quota_names(ctx), size, now_monotonic_ms())
+
+
+def _records_size(answer: Answer) -> int:
+    return 0 if isinstance(answer, bytes) else records_size(answer.records)  # pre-encoded: no records
 
 
 async def _full_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     sessions = ctx.broker.fetch_sessions
     if request.session_id != INVALID_SESSION_ID:
         sessions.remove(request.session_id)
+    throttle_ms = _over_quota(ctx, request)
+    if throttle_ms:
+        return FetchResponse(throttle_time_ms=throttle_ms, session_id=INVALID_SESSION_ID)
     if request.session_epoch == FINAL_EPOCH:  # sessionless: read the request's own partitions
         groups: list[TopicGroup] = [(t.topic, t.topic_id, t.partitions) for t in request.topics]
         answers = await _read(ctx, request, groups)
@@ -119,6 +164,9 @@ async def _incremental_fetch(ctx: RequestContext, request: FetchRequest) -> Fetc
     )
     if isinstance(session, int):
         return FetchResponse(error_code=session, session_id=INVALID_SESSION_ID)
+    throttle_ms = _over_quota(ctx, request)
+    if throttle_ms:
+        return FetchResponse(throttle_time_ms=throttle_ms, session_id=session.session_id)
     replica_manager = ctx.broker.replica_manager
     active, resting, quiet = _split_quiet(replica_manager, session, request.isolation_level)
     groups = _by_topic(active)
@@ -234,11 +282,17 @@ async def _read_results(
 
 
 def _fetch_params(ctx: RequestContext, request: FetchRequest) -> FetchParams:
-    """The request's limits; a consumer's max_bytes capped by fetch.max.bytes."""
+    """The request's limits; a consumer's max_bytes capped by fetch.max.bytes and its quota's window."""
     replica_id = _replica_id(request)
-    max_bytes = (
-        request.max_bytes if replica_id >= 0 else min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
-    )
+    max_bytes = request.max_bytes
+    if replica_id < 0:
+        max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
+        quota = ctx.broker.quotas.fetch
+        window_bytes = (
+            quota.max_value_in_window(*quota_names(ctx), now_monotonic_ms()) if quota.enabled else None
+        )
+        if window_bytes is not None:
+            max_bytes = min(max_bytes, max(1, int(window_bytes)))
     return FetchParams(replica_id, request.max_wait_ms, request.min_bytes, max_bytes, request.isolation_level)
 
 

@@ -58,7 +58,9 @@ record_errors is always empty: a record that fails validation fails its whole pa
 error_message names the problem; no batch_index is reported. current_leader and node_endpoints
 (v10+, KIP-951) are not filled: a client told NOT_LEADER_OR_FOLLOWER (in a cluster, a partition
 that moved) finds the new leader through Metadata, as before KIP-951.
-throttle_time_ms is always 0.
+throttle_time_ms comes from the quotas (server/client_quotas.py: producer_byte_rate, counting the
+whole request's size as Kafka does, and request_percentage), set by the dispatcher's quota stage,
+which also mutes a throttled connection (KIP-219), an acks=0 producer's too.
 Each partition's batches go to its log with one positional write, as Kafka writes each partition's
 log apart, so a request over k partitions makes k write system calls (a confluent-kafka Produce
 holds one partition). Submitting a request's writes together (Linux AIO, io_uring) cost more CPU
