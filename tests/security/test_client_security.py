@@ -17,59 +17,14 @@ import pytest
 from odradek.testing.broker import free_port
 from odradek.testing.certs import CertificateAuthority
 from tests.cli.tooling import ENTRY_POINT, run_odradek
-from tests.security.sasl_brokers import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    ALICE,
-    PLAIN_MODULE,
-    SCRAM_MODULE,
-    jaas,
-    sasl_overrides,
-)
-from tests.security.tls_broker import DebugBrokerProcess, Pki, make_pki
-
-
-class Broker:
-    def __init__(self, process: DebugBrokerProcess, pki: Pki, root: Path) -> None:
-        self.process, self.pki, self.root = process, pki, root
-        self.bootstrap = process.bootstrap
-
-    def command_config(
-        self, mechanism: str, user: str, password: str, truststore: Path | None = None
-    ) -> Path:
-        module = PLAIN_MODULE if mechanism == "PLAIN" else SCRAM_MODULE
-        path = self.root / f"{uuid.uuid4().hex[:8]}.properties"
-        path.write_text(
-            "security.protocol=SASL_SSL\n"
-            f"ssl.truststore.type=PEM\nssl.truststore.location={truststore or self.pki.ca.cert_path}\n"
-            f"sasl.mechanism={mechanism}\n"
-            f"sasl.jaas.config={jaas(module, username=user, password=password)}\n"
-        )
-        return path
-
-    def admin_config(self) -> Path:
-        return self.command_config("PLAIN", ADMIN, ADMIN_PASSWORD)
+from tests.security.sasl_brokers import ADMIN, ADMIN_PASSWORD, ALICE
+from tests.security.secured_broker import Broker, sasl_ssl_broker
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    root = tmp_path_factory.mktemp("client-security")
-    pki = make_pki(root)
-    port = free_port()
-    overrides = sasl_overrides(
-        "sasl_ssl",
-        **{
-            "listeners": f"SASL_SSL://127.0.0.1:{port}",
-            "security.inter.broker.protocol": "SASL_SSL",
-            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            **pki.ssl_settings(client_auth="none"),
-        },
-    )
-    process = DebugBrokerProcess(
-        root / "data", port=port, overrides=overrides, output_path=root / "broker.out"
-    )
-    with process:
-        yield Broker(process, pki, root)
+    with sasl_ssl_broker(tmp_path_factory.mktemp("client-security")) as made:
+        yield made
 
 
 def test_topics_tool_creates_and_lists_over_sasl_ssl(broker: Broker) -> None:

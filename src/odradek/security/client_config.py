@@ -90,7 +90,7 @@ def client_security(settings: Mapping[str, str]) -> ClientSecurity | None:
     try:
         context = client_context(settings) if protocol.endswith("SSL") else None
     except SslConfigError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(f"Invalid value {exc.value!r} for configuration {exc.key}: {exc}") from None
     sasl = _sasl_settings(settings) if protocol.startswith("SASL_") else None
     return ClientSecurity(context, sasl)
 
