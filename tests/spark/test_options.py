@@ -140,9 +140,19 @@ def test_per_partition_offsets_and_timestamps() -> None:
         (
             {"kafka.security.protocol": "SASL_SSL"},
             True,
-            "'kafka.security.protocol' is 'SASL_SSL': only PLAINTEXT",
+            "configuration sasl.mechanism: odradek's client speaks PLAIN",
         ),
-        ({"kafka.ssl.truststore.location": "/x"}, False, "'kafka.ssl.truststore.location' is not supported"),
+        ({"kafka.security.protocol": "TLS"}, True, "security.protocol: must be one of PLAINTEXT, SSL"),
+        (
+            {
+                "kafka.security.protocol": "SSL",
+                "kafka.ssl.truststore.type": "JKS",
+                "kafka.ssl.truststore.location": "/x",
+            },
+            False,
+            "configuration ssl.truststore.type: odradek reads PEM",
+        ),
+        ({"kafka.ssl.engine.factory.class": "x"}, False, "'kafka.ssl.engine.factory.class' is not supported"),
     ],
 )
 def test_bad_options_are_refused_naming_the_option(extra: dict, streaming: bool, message: str) -> None:

@@ -61,7 +61,10 @@ def _topic_with(make_topic, bootstrap: str, count: int, partitions: int = 1, hin
             {"subscribe": "t", "kafka.isolation.level": "serializable"},
             "option 'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed'",
         ),
-        ({"subscribe": "t", "kafka.security.protocol": "SSL"}, "only PLAINTEXT connections are supported"),
+        (
+            {"subscribe": "t", "kafka.security.protocol": "SASL"},
+            "security.protocol: must be one of PLAINTEXT",
+        ),
         ({"subscribe": "t", "endingOffsets": "{not json"}, "option 'endingOffsets' is not valid JSON"),
         ({"subscribe": "t", "failOnDataLoss": "maybe"}, "option 'failOnDataLoss' must be 'true' or 'false'"),
         ({"subscribe": "t", "subscribePattern": "t"}, "exactly one of the options"),
@@ -359,8 +362,14 @@ def test_overwrite_and_ignore_are_refused_as_by_spark(spark, bootstrap, make_top
             "option 'kafka.max.in.flight.requests.per.connection' must be a positive integer",
         ),
         ({"kafka.key.serializer": "x"}, "option 'kafka.key.serializer' is not supported"),
-        ({"kafka.security.protocol": "SASL_SSL"}, "only PLAINTEXT connections are supported"),
-        ({"kafka.sasl.mechanism": "PLAIN"}, "option 'kafka.sasl.mechanism' is not supported"),
+        (
+            {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"},
+            "sasl.jaas.config is required",
+        ),
+        (
+            {"kafka.sasl.kerberos.service.name": "kafka"},
+            "option 'kafka.sasl.kerberos.service.name' is not supported",
+        ),
     ],
 )
 def test_bad_sink_options_fail_save_with_one_line(spark, bootstrap, options, message) -> None:

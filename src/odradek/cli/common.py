@@ -1,6 +1,8 @@
 """What the Kafka-style tools (`odradek topics`, `configs`, `consumer-groups`, ...) share.
 
-Owns: the `--bootstrap-server` and `--connect-timeout` options; reaching the cluster, with one stderr
+Owns: the `--bootstrap-server`, `--command-config` and `--connect-timeout` options; reaching the
+cluster (secured as the `--command-config` properties file says: `security.protocol` with its
+`ssl.*` and `sasl.*` keys, as Kafka's tools take an admin client's config), with one stderr
 line per retry (`odradek TOOL: cannot reach ...`); and `guarded`, which runs a tool's body and turns
 a failure into one line on stderr and exit status 1, never a traceback: a `ToolError` or the group
 admin's `GroupAdminError` (its message),
@@ -17,11 +19,14 @@ import argparse
 import re
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from odradek.cli.main import seconds_option
 from odradek.client import KafkaClient, bootstrap_option
 from odradek.client.group_admin import GroupAdminError
 from odradek.protocol.errors import KafkaError
+from odradek.security.client_config import ClientSecurity, client_security
+from odradek.server.config import parse_properties
 
 FAILED = 1
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -41,6 +46,12 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         help="the brokers to connect to",
     )
     parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="a properties file of client settings: security.protocol, ssl.*, sasl.* (as Kafka's tools)",
+    )
+    parser.add_argument(
         "--connect-timeout",
         type=seconds_option,
         default=DEFAULT_CONNECT_TIMEOUT_S,
@@ -53,14 +64,30 @@ def connect(
     args: argparse.Namespace, tool: str, *, timeout_s: float = REQUEST_TIMEOUT_S, client_id: str | None = None
 ) -> KafkaClient:
     """A client that reached one of --bootstrap-server (BrokerUnreachable, an OSError, if none
-    answers), named `client_id` (default `odradek-TOOL`)."""
+    answers), named `client_id` (default `odradek-TOOL`), secured as --command-config says."""
     return KafkaClient.connect(
         args.bootstrap_server,
         retry_for_s=args.connect_timeout,
         on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
         client_id=client_id or f"odradek-{tool}",
         timeout_s=timeout_s,
+        security=command_config_security(getattr(args, "command_config", None)),
     )
+
+
+def command_config_security(path: Path | None) -> ClientSecurity | None:
+    """The security the `--command-config` file asks for (None: none given, or PLAINTEXT); a file
+    that cannot be read or a setting that cannot be honoured is a ToolError naming it."""
+    if path is None:
+        return None
+    try:
+        settings = parse_properties(path.read_text())
+    except OSError as exc:
+        raise ToolError(f"Error: cannot read --command-config {path}: {exc.strerror}") from None
+    try:
+        return client_security(settings)
+    except ValueError as exc:
+        raise ToolError(f"Error: --command-config {path}: {exc}") from None
 
 
 def guarded(tool: str, body: Callable[[], int], *, error_prefix: str = "Error: ") -> int:

@@ -1,5 +1,6 @@
-"""`odradek console --bootstrap-server HOST:PORT [--listen http://HOST:PORT]`: the web console of any
-cluster (odradek/console), for brokers started without `http.listeners`, until SIGTERM / SIGINT.
+"""`odradek console --bootstrap-server HOST:PORT [--command-config FILE] [--listen http://HOST:PORT]`:
+the web console of any cluster (odradek/console), for brokers started without `http.listeners`, until
+SIGTERM / SIGINT. `--command-config` secures its connections as the tools' (cli/common.py).
 
 Serves the same pages a broker serves at `/` of its `http.listeners`, reading the cluster over the
 Kafka protocol from the bootstrap servers (replica sizes excepted: only a broker knows its own). A
@@ -13,8 +14,10 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
-from odradek.client import bootstrap_option
+from odradek.cli.common import ToolError, command_config_security
+from odradek.client import ConnectionSecurity, bootstrap_option
 from odradek.clock import SYSTEM_CLOCK
 from odradek.console.app import Console
 from odradek.http_listener import HttpListener
@@ -42,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap-server", type=bootstrap_option, required=True, metavar="HOST:PORT[,HOST:PORT...]"
     )
     parser.add_argument(
+        "--command-config", type=Path, metavar="FILE", help="security.protocol, ssl.*, sasl.*"
+    )
+    parser.add_argument(
         "--listen",
         type=listen_option,
         default=listen_option(DEFAULT_LISTEN),
@@ -52,16 +58,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        asyncio.run(_serve(args.bootstrap_server, args.listen))
+        security = command_config_security(args.command_config)
+    except ToolError as exc:
+        print(f"odradek console: {exc}", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(_serve(args.bootstrap_server, args.listen, security))
     except OSError as exc:
         print(f"odradek console: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(bootstrap: str, endpoints: list[tuple[str, int]]) -> None:
+async def _serve(
+    bootstrap: str, endpoints: list[tuple[str, int]], security: ConnectionSecurity | None
+) -> None:
     scheduler = Scheduler(SYSTEM_CLOCK)
-    console = Console(bootstrap, scheduler)
+    console = Console(bootstrap, scheduler, security=security)
     http = HttpListener(console.routes())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

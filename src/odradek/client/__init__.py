@@ -15,15 +15,17 @@ from odradek.client.bootstrap import (
     parse_bootstrap,
 )
 from odradek.client.client import FetchResult, KafkaClient
-from odradek.client.connection import ConnectFailed
+from odradek.client.connection import AuthenticationFailed, ConnectFailed, ConnectionSecurity
 from odradek.client.consumer import decode_range, read_range
 from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
 
 __all__ = [
+    "AuthenticationFailed",
     "BootstrapSyntaxError",
     "BrokerAddress",
     "BrokerUnreachable",
     "ConnectFailed",
+    "ConnectionSecurity",
     "ClusterMetadata",
     "FetchResult",
     "KafkaClient",

@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import Any, NoReturn, TypeVar
 
 from odradek.client.bootstrap import BrokerUnreachable, parse_bootstrap, reach_cluster
-from odradek.client.connection import BrokerConnection, ConnectFailed
+from odradek.client.connection import BrokerConnection, ConnectFailed, ConnectionSecurity
 from odradek.client.types import BrokerAddress, ClusterMetadata, PartitionMetadata, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import RETRIABLE, ErrorCode, KafkaError
@@ -93,8 +93,10 @@ class KafkaClient:
         timeout_s: float = 30.0,
         connect_timeout_s: float = 10.0,
         read_committed: bool = False,
+        security: ConnectionSecurity | None = None,
     ):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self._security = security
         self._client_id = client_id
         self._isolation_level = _READ_COMMITTED if read_committed else _READ_UNCOMMITTED
         self.timeout_s = timeout_s
@@ -111,6 +113,7 @@ class KafkaClient:
         on_retry: Callable[[str], None],
         client_id: str = "odradek-client",
         timeout_s: float = 30.0,
+        security: ConnectionSecurity | None = None,
     ) -> KafkaClient:
         """A client that has reached a bootstrap server, retrying for `retry_for_s` (announced through
         `on_retry`); raises BrokerUnreachable with a one-line message when none answers. Its later
@@ -120,6 +123,7 @@ class KafkaClient:
             client_id=client_id,
             timeout_s=timeout_s,
             connect_timeout_s=max(retry_for_s, 1.0),
+            security=security,
         )
         try:
             reach_cluster(client, retry_for_s=retry_for_s, on_retry=on_retry)
@@ -154,6 +158,7 @@ class KafkaClient:
                 client_id=self._client_id,
                 timeout_s=self.timeout_s,
                 connect_timeout_s=self.connect_timeout_s if connect_timeout_s is None else connect_timeout_s,
+                security=self._security,
             )
             self._by_address[(host, port)] = connection
         return connection

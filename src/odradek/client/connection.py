@@ -26,8 +26,9 @@ Callers: odradek.client.client, and the command-line tools (odradek.cli) through
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import decode_response, encode_request
@@ -69,6 +70,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.ADD_OFFSETS_TO_TXN: 4,
     ApiKey.END_TXN: 4,
     ApiKey.TXN_OFFSET_COMMIT: 4,
+    ApiKey.SASL_HANDSHAKE: 1,
+    ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.DESCRIBE_ACLS: 3,
     ApiKey.CREATE_ACLS: 3,
     ApiKey.DELETE_ACLS: 3,
@@ -119,11 +122,37 @@ class UnsupportedApi(KafkaError):
         super().__init__(ErrorCode.UNSUPPORTED_VERSION, f"broker speaks no usable version of API {api_key}")
 
 
+class AuthenticationFailed(ConnectionError):
+    """The broker refused this client's credentials (SASL_AUTHENTICATION_FAILED and its message, or a
+    mechanism it does not enable): trying again cannot help."""
+
+
+class ConnectionSecurity(Protocol):
+    """How a connection is secured (Kafka's `security.protocol` with its ssl.* / sasl.* settings),
+    given by the layer that reads those settings (security/client_config.py)."""
+
+    def wrap(self, sock: socket.socket, host: str) -> socket.socket:
+        """The socket to speak Kafka over: `sock` itself, or a TLS socket whose handshake is done."""
+        ...
+
+    def authenticate(self, connection: BrokerConnection) -> None:
+        """Authenticate the negotiated `connection` (SaslHandshake, SaslAuthenticate) or do nothing;
+        raises AuthenticationFailed when the broker refuses."""
+        ...
+
+
 class BrokerConnection:
-    """A negotiated connection to `host:port`."""
+    """A negotiated (and, with a `security`, secured and authenticated) connection to `host:port`."""
 
     def __init__(
-        self, host: str, port: int, *, client_id: str, timeout_s: float, connect_timeout_s: float
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout_s: float,
+        connect_timeout_s: float,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.host, self.port = host, port
         self._client_id = client_id
@@ -133,7 +162,17 @@ class BrokerConnection:
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.versions: dict[int, int] = {}
         try:
+            if security is not None:
+                self._sock = security.wrap(self._sock, host)
             self.versions = self._negotiate()
+            if security is not None:
+                security.authenticate(self)
+        except ssl.SSLError as exc:  # an untrusted or expired certificate, no common protocol, ...
+            self.close()
+            raise ConnectFailed(host, port, f"TLS handshake failed: {exc}", retriable=False) from exc
+        except AuthenticationFailed as exc:
+            self.close()
+            raise ConnectFailed(host, port, f"authentication failed: {exc}", retriable=False) from exc
         except TimeoutError as exc:
             self.close()
             reason = f"no ApiVersions answer within {connect_timeout_s:g} s: is it a Kafka listener?"

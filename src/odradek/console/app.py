@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any, TypeVar
 
-from odradek.client import TopicPartition
+from odradek.client import ConnectionSecurity, TopicPartition
 from odradek.console import pages
 from odradek.console.reader import ClusterReader
 from odradek.http_listener import Response, Route
@@ -50,8 +50,14 @@ class FormError(ValueError):
 class Console:
     """The console of one cluster; `routes()` for the HTTP listener, `close()` when done."""
 
-    def __init__(self, bootstrap: str, scheduler: Scheduler, local_sizes: LocalSizes | None = None) -> None:
-        self._reader = ClusterReader(bootstrap)
+    def __init__(
+        self,
+        bootstrap: str,
+        scheduler: Scheduler,
+        local_sizes: LocalSizes | None = None,
+        security: ConnectionSecurity | None = None,
+    ) -> None:
+        self._reader = ClusterReader(bootstrap, security=security)
         self._scheduler = scheduler
         self._local_sizes = local_sizes
         self._history: dict[str, collections.deque[tuple[float, int]]] = {}

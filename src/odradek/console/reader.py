@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.client import KafkaClient, TopicPartition
+from odradek.client import ConnectionSecurity, KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
 from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
@@ -88,16 +88,22 @@ class ClientQuota:
 class ClusterReader:
     """Blocking reads of one cluster; see the module docstring."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, bootstrap: str, timeout_s: float = 10.0, security: ConnectionSecurity | None = None
+    ) -> None:
         self._bootstrap = bootstrap
         self._timeout_s = timeout_s
+        self._security = security
         self._client: KafkaClient | None = None
         self._admin: GroupAdmin | None = None
 
     def _clients(self) -> tuple[KafkaClient, GroupAdmin]:
         if self._client is None or self._admin is None:
             self._client = KafkaClient(
-                self._bootstrap, client_id="odradek-console", timeout_s=self._timeout_s
+                self._bootstrap,
+                client_id="odradek-console",
+                timeout_s=self._timeout_s,
+                security=self._security,
             )
             self._admin = GroupAdmin(self._client, self._timeout_s)
         return self._client, self._admin

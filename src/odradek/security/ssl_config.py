@@ -127,12 +127,22 @@ def listener_ssl(originals: Mapping[str, str], listener: str) -> ListenerSsl:
     if client_auth not in _CLIENT_AUTH:
         raise settings.error("ssl.client.auth", "must be one of none, requested, required")
     server.verify_mode = _CLIENT_AUTH[client_auth]
+    return ListenerSsl(listener, server, _client_context(settings), mapper)
+
+
+def client_context(settings: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS context of a Kafka client from its `ssl.*` settings (odradek's own client: the tools,
+    the Spark source and sink; security/client_config.py)."""
+    return _client_context(_Settings(settings, listener=""))
+
+
+def _client_context(settings: _Settings) -> ssl.SSLContext:
     client = _context(settings, ssl.PROTOCOL_TLS_CLIENT)
     algorithm = settings.get("ssl.endpoint.identification.algorithm", "https").lower()
     if algorithm not in ("https", ""):
         raise settings.error("ssl.endpoint.identification.algorithm", "must be https or empty")
     client.check_hostname = algorithm == "https"
-    return ListenerSsl(listener, server, client, mapper)
+    return client
 
 
 def _context(settings: _Settings, purpose: int) -> ssl.SSLContext:

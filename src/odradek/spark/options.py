@@ -18,7 +18,11 @@ existing Spark code ports by renaming the format (docs/spark.md has the table):
   as the exactly-once sink derives its transactional ids (odradek.spark.writer);
 - `kafka.*` keys: the ones this client honours (`_SOURCE_KAFKA_KEYS`, `_SINK_KAFKA_KEYS`) take
   effect; every other one is refused by name with the reason, so no Kafka client setting is
-  silently ignored. TLS/SASL settings are refused (the client speaks PLAINTEXT only).
+  silently ignored. `kafka.security.protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) with the
+  client's `kafka.ssl.*` and `kafka.sasl.*` keys (security/client_config.py: PEM stores,
+  `sasl.mechanism` PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512 / OAUTHBEARER with `sasl.jaas.config`) pass
+  through to every connection the driver and the executors open, as Spark's Kafka source passes them
+  to its Kafka client; one it cannot honour (GSSAPI, a JKS store) is refused by name.
 
 Invariants: option keys are case-insensitive (Spark lower-cases them); every bad value raises
 OptionError naming the option. `parse_source_options(streaming=None)` checks everything that does
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from odradek.client import KafkaClient
 from odradek.client.types import TopicPartition
 from odradek.protocol.records.compression import CompressionType
+from odradek.security.client_config import CLIENT_SECURITY_KEYS, client_security
 from odradek.spark.java_regex import JavaRegexError, to_python_regex
 
 log = logging.getLogger(__name__)
@@ -140,12 +145,15 @@ OffsetSpec = EarliestOffsets | LatestOffsets | SpecificOffsets | TimestampOffset
 class ClientSettings:
     """How the source's or sink's connections are made: where to, the client id they announce
     (`kafka.client.id`; for a read, Kafka's default `consumer-<group id>` otherwise), the request
-    timeout (`kafka.request.timeout.ms`) and, for a read, `kafka.isolation.level`."""
+    timeout (`kafka.request.timeout.ms`), for a read `kafka.isolation.level`, and the security
+    settings (`kafka.security.protocol`, `kafka.ssl.*`, `kafka.sasl.*`, without their prefix; kept as
+    text so that they pickle to the executors, each of which builds its own TLS context)."""
 
     bootstrap_servers: str
     client_id: str
     timeout_s: float
     read_committed: bool = False
+    security: tuple[tuple[str, str], ...] = ()
 
     def connect(self) -> KafkaClient:
         """A new client with these settings (it connects lazily)."""
@@ -154,6 +162,7 @@ class ClientSettings:
             client_id=self.client_id,
             timeout_s=self.timeout_s,
             read_committed=self.read_committed,
+            security=client_security(dict(self.security)),
         )
 
 
@@ -418,7 +427,9 @@ def _trigger_limits(opts: dict[str, str]) -> TriggerLimits:
 
 # -- kafka.* keys -----------------------------------------------------------------------------------
 
-_COMMON_KAFKA_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id", "request.timeout.ms"})
+_COMMON_KAFKA_KEYS = (
+    frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"}) | CLIENT_SECURITY_KEYS
+)
 _SOURCE_KAFKA_KEYS = _COMMON_KAFKA_KEYS | {
     "group.id",
     "isolation.level",
@@ -464,18 +475,25 @@ def _check_kafka_keys(
         name = key.removeprefix("kafka.")
         if name in refused:
             raise OptionError(f"option '{key}' is not supported: {refused[name]}")
-        if name.startswith(("ssl.", "sasl.")):
-            raise OptionError(f"option '{key}' is not supported: only PLAINTEXT connections are supported")
         if name not in honoured:
             raise OptionError(
                 f"option '{key}' is not supported: the {role} does not implement the Kafka setting"
                 f" '{name}' (it honours {', '.join('kafka.' + k for k in sorted(honoured))})"
             )
-    protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise OptionError(
-            f"option 'kafka.security.protocol' is {protocol!r}: only PLAINTEXT connections are supported"
-        )
+
+
+def _security_settings(opts: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The `kafka.*` security keys without their prefix, checked now (OptionError naming the key)."""
+    settings = {
+        key.removeprefix("kafka."): value
+        for key, value in opts.items()
+        if key.removeprefix("kafka.") in CLIENT_SECURITY_KEYS and key.startswith("kafka.")
+    }
+    try:
+        client_security(settings)
+    except ValueError as exc:
+        raise OptionError(f"a kafka.* security option cannot be honoured: {exc}") from None
+    return tuple(sorted(settings.items()))
 
 
 def _client_settings(
@@ -483,7 +501,9 @@ def _client_settings(
 ) -> ClientSettings:
     timeout_ms = _int(opts, "kafka.request.timeout.ms", _DEFAULT_REQUEST_TIMEOUT_MS)
     client_id = opts.get("kafka.client.id", "").strip() or default_client_id
-    return ClientSettings(bootstrap_servers(opts), client_id, timeout_ms / 1000, read_committed)
+    return ClientSettings(
+        bootstrap_servers(opts), client_id, timeout_ms / 1000, read_committed, _security_settings(opts)
+    )
 
 
 def _group_id(opts: dict[str, str], streaming: bool | None) -> str:

@@ -1,0 +1,127 @@
+"""odradek's own client against a SASL_SSL broker, as a user runs the tools: `--command-config FILE`
+with a Kafka client's security.protocol, ssl.* and sasl.* keys (PLAIN and SCRAM over TLS), a wrong
+password and an untrusted broker certificate refused in one line, and the web console's
+`--command-config` (certificates and credentials made at test time)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from odradek.testing.broker import free_port
+from odradek.testing.certs import CertificateAuthority
+from tests.cli.tooling import ENTRY_POINT, run_odradek
+from tests.security.sasl_brokers import ADMIN, ADMIN_PASSWORD, ALICE
+from tests.security.secured_broker import Broker, sasl_ssl_broker
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    with sasl_ssl_broker(tmp_path_factory.mktemp("client-security")) as made:
+        yield made
+
+
+def test_topics_tool_creates_and_lists_over_sasl_ssl(broker: Broker) -> None:
+    topic = f"tool-{uuid.uuid4().hex[:8]}"
+    config = str(broker.admin_config())
+    created = run_odradek(
+        "topics",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--command-config",
+        config,
+        "--create",
+        "--topic",
+        topic,
+    )
+    assert created.returncode == 0, created.stderr
+    listed = run_odradek(
+        "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list"
+    )
+    assert topic in listed.stdout.split()
+    assert f"authenticated with PLAIN as User:{ADMIN}" in broker.process.output_path.read_text()
+
+
+def test_scram_credentials_made_with_the_configs_tool_log_a_user_in(broker: Broker) -> None:
+    user = f"u{uuid.uuid4().hex[:6]}"
+    admin = str(broker.admin_config())
+    altered = run_odradek(
+        "configs", "--bootstrap-server", broker.bootstrap, "--command-config", admin,
+        "--entity-type", "users", "--entity-name", user,
+        "--alter", "--add-config", "SCRAM-SHA-256=[iterations=4096,password=s3cret]",
+    )  # fmt: skip
+    assert altered.returncode == 0, altered.stderr
+    config = str(broker.command_config("SCRAM-SHA-256", user, "s3cret"))
+    listed = run_odradek(
+        "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list"
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert f"authenticated with SCRAM-SHA-256 as User:{user}" in broker.process.output_path.read_text()
+
+
+def test_a_wrong_password_is_one_line_and_exit_1(broker: Broker) -> None:
+    config = str(broker.command_config("PLAIN", ALICE, "not-her-password"))
+    done = run_odradek(
+        "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list",
+        "--connect-timeout", "2",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "authentication failed" in done.stderr
+    assert done.stdout == ""
+
+
+def test_an_untrusted_broker_certificate_is_refused(broker: Broker, tmp_path: Path) -> None:
+    other_ca = CertificateAuthority(tmp_path / "other")
+    config = str(broker.command_config("PLAIN", ADMIN, ADMIN_PASSWORD, truststore=other_ca.cert_path))
+    done = run_odradek(
+        "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list",
+        "--connect-timeout", "2",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "TLS handshake failed" in done.stderr and "CERTIFICATE_VERIFY_FAILED" in done.stderr
+
+
+def test_a_setting_the_client_cannot_honour_is_named(broker: Broker, tmp_path: Path) -> None:
+    config = tmp_path / "gssapi.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")
+    done = run_odradek(
+        "topics", "--bootstrap-server", broker.bootstrap, "--command-config", str(config), "--list"
+    )
+    assert done.returncode == 1
+    assert "sasl.mechanism" in done.stderr and "GSSAPI" in done.stderr
+
+
+def test_the_web_console_reads_a_secured_cluster(broker: Broker) -> None:
+    assert ENTRY_POINT is not None
+    topic = f"console-{uuid.uuid4().hex[:8]}"
+    admin = str(broker.admin_config())
+    run_odradek(
+        "topics",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--command-config",
+        admin,
+        "--create",
+        "--topic",
+        topic,
+    )
+    port = free_port()
+    with subprocess.Popen(
+        [ENTRY_POINT, "console", "--bootstrap-server", broker.bootstrap,
+         "--command-config", admin, "--listen", f"http://127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+    ) as console:  # fmt: skip
+        try:
+            assert console.stdout is not None
+            assert "odradek console of" in console.stdout.readline()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/topics", timeout=30) as page:
+                assert topic in page.read().decode()
+        finally:
+            console.terminate()
+            console.wait(10)
