@@ -25,7 +25,7 @@ from odradek.cli.main import seconds_option
 from odradek.client import KafkaClient, bootstrap_option
 from odradek.client.group_admin import GroupAdminError
 from odradek.protocol.errors import KafkaError
-from odradek.security.client_config import ClientSecurity, client_security
+from odradek.security.client_config import BlockingClientSecurity, client_security
 from odradek.server.config import parse_properties
 
 FAILED = 1
@@ -75,7 +75,7 @@ def connect(
     )
 
 
-def command_config_security(path: Path | None) -> ClientSecurity | None:
+def command_config_security(path: Path | None) -> BlockingClientSecurity | None:
     """The security the `--command-config` file asks for (None: none given, or PLAINTEXT); a file
     that cannot be read or a setting that cannot be honoured is a ToolError naming it."""
     if path is None:

@@ -2,8 +2,9 @@
 Kafka client's settings: `security.protocol` with its `ssl.*` and `sasl.*` keys, as a Java client
 takes them from `--command-config FILE` or Spark's `kafka.*` options.
 
-Owns `client_security(settings) -> ClientSecurity | None` (None: PLAINTEXT) and `ClientSecurity`,
-the client layer's `ConnectionSecurity` (client/connection.py): `wrap` makes the TLS handshake of SSL
+Owns `client_security(settings) -> BlockingClientSecurity | None` (None: PLAINTEXT) and
+`BlockingClientSecurity`, the blocking client's `ConnectionSecurity` (client/connection.py; the
+broker's own asyncio connections have network_client.ClientSecurity): `wrap` makes the TLS handshake of SSL
 and SASL_SSL (the truststore checks the broker's certificate, the keystore answers a broker that
 asks for a client certificate, `ssl.endpoint.identification.algorithm=https` checks the host name),
 and `authenticate` runs SaslHandshake and SaslAuthenticate for SASL_PLAINTEXT and SASL_SSL with
@@ -42,7 +43,7 @@ CLIENT_SECURITY_KEYS = frozenset({"security.protocol", "sasl.mechanism", "sasl.j
 
 
 @dataclass(frozen=True)
-class ClientSecurity:
+class BlockingClientSecurity:
     """TLS (an SSLContext) and/or SASL (a mechanism with its credentials) for every connection."""
 
     ssl_context: ssl.SSLContext | None
@@ -77,7 +78,7 @@ class ClientSecurity:
         raise AuthenticationFailed(f"{mechanism} did not complete within {MAX_ROUNDS} rounds")
 
 
-def client_security(settings: Mapping[str, str]) -> ClientSecurity | None:
+def client_security(settings: Mapping[str, str]) -> BlockingClientSecurity | None:
     """The security `settings` ask for (Kafka client keys); None for PLAINTEXT."""
     protocol = settings.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in SECURITY_PROTOCOLS:
@@ -92,7 +93,7 @@ def client_security(settings: Mapping[str, str]) -> ClientSecurity | None:
     except SslConfigError as exc:
         raise ValueError(f"Invalid value {exc.value!r} for configuration {exc.key}: {exc}") from None
     sasl = _sasl_settings(settings) if protocol.startswith("SASL_") else None
-    return ClientSecurity(context, sasl)
+    return BlockingClientSecurity(context, sasl)
 
 
 def _sasl_settings(settings: Mapping[str, str]) -> SaslClientSettings:
