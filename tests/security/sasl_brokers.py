@@ -9,10 +9,14 @@ import json
 import time
 from typing import Any
 
+from kazoo.client import KazooClient
+
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from odradek.security.sasl.mechanisms import oauthbearer_client_token, plain_client_token
+from odradek.security.sasl.scram import ScramMechanism as Scram
+from odradek.security.sasl.scram import credential_from_password
 from tests.server.raw_client import RawClient
 
 LISTENER = "sasl_plaintext"
@@ -125,3 +129,17 @@ def aiokafka_token_provider(user: str) -> Any:
             return unsecured_jwt(user)
 
     return UnsecuredTokens()
+
+
+def store_scram_credential(connect: str, chroot: str, user: str, password: str) -> None:
+    """A SCRAM-SHA-512 credential in Kafka's form, written to ZooKeeper before any broker starts (as
+    `kafka-configs.sh --zookeeper` would: the brokers' own, which they need to authenticate)."""
+    credential = credential_from_password(Scram.SCRAM_SHA_512, password, 4096)
+    zk = KazooClient(hosts=connect, timeout=5.0)
+    zk.start(timeout=10)
+    try:
+        data = {"version": 1, "config": {"SCRAM-SHA-512": credential.to_config()}}
+        zk.create(f"{chroot}/config/users/{user}", json.dumps(data).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()

@@ -5,7 +5,6 @@ PLAIN; a SCRAM credential altered through one broker authenticates on every brok
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,14 +19,12 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from kazoo.client import KazooClient
 
 from odradek.network_client import ClientSecurity
 from odradek.security.sasl import mechanisms
 from odradek.security.sasl.client import sasl_authenticate
 from odradek.security.sasl.listener import SaslClientSettings
 from odradek.security.sasl.scram import ScramMechanism as Scram
-from odradek.security.sasl.scram import credential_from_password
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
 from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
@@ -40,6 +37,7 @@ from tests.security.sasl_brokers import (
     confluent_config,
     handshake,
     sasl_overrides,
+    store_scram_credential,
 )
 from tests.server.raw_client import RawClient
 
@@ -51,7 +49,7 @@ REAUTH_MS = 4000  # every session, the brokers' own included, ends this soon aft
 @pytest.fixture
 def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
     chroot = f"/sasl-{uuid.uuid4().hex[:8]}"
-    _store_inter_broker_credential(zookeeper.connect_string, chroot)
+    store_scram_credential(zookeeper.connect_string, chroot, ADMIN, ADMIN_PASSWORD)
     overrides = sasl_overrides(
         LISTENER.lower(),
         **{
@@ -81,19 +79,6 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster
         yield made
     finally:
         made.close()
-
-
-def _store_inter_broker_credential(connect: str, chroot: str) -> None:
-    """The brokers' own SCRAM credential, in Kafka's form, written before any broker starts."""
-    credential = credential_from_password(Scram.SCRAM_SHA_512, ADMIN_PASSWORD, 4096)
-    zk = KazooClient(hosts=connect, timeout=5.0)
-    zk.start(timeout=10)
-    try:
-        data = {"version": 1, "config": {"SCRAM-SHA-512": credential.to_config()}}
-        zk.create(f"{chroot}/config/users/{ADMIN}", json.dumps(data).encode(), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def test_brokers_authenticate_to_each_other_and_replicate(cluster: LocalCluster) -> None:

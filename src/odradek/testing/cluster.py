@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from odradek.controller.zk import znodes
 from odradek.network_client import ClientSecurity, NodeConnection
@@ -198,10 +199,11 @@ class LocalCluster:
 
     def read(self, path: str) -> Any:
         """The JSON of the znode at `path` under the chroot, or None when it does not exist."""
-        zk = self._reader()
-        if not zk.exists(path):
+        try:
+            data, _ = self._reader().get(path)
+        except NoNodeError:  # never made, or gone (a failover's /controller) since
             return None
-        return json.loads(zk.get(path)[0])
+        return json.loads(data)
 
     def live_broker_ids(self) -> list[int]:
         return sorted(int(child) for child in self._reader().get_children(znodes.BROKER_IDS_PATH))
