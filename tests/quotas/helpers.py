@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
@@ -61,10 +61,14 @@ class Acks:
         return acked / (end - start)
 
 
-def produce_confluent(bootstrap: str, topic: str, client_id: str, until: float, acks: Acks) -> None:
-    """A confluent-kafka producer writing PAYLOAD records as fast as it can until `until`."""
+def produce_confluent(
+    bootstrap: str, topic: str, client_id: str, until: float, acks: Acks, security: Mapping[str, object] = {}
+) -> None:
+    """A confluent-kafka producer writing PAYLOAD records as fast as it can until `until` (with the
+    `security` settings: security.protocol, sasl.*)."""
     producer = Producer(
         {
+            **security,
             "bootstrap.servers": bootstrap,
             "client.id": client_id,
             "enable.idempotence": True,
