@@ -121,7 +121,7 @@ from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
-from odradek.replication.delayed import DelayedFetch, DelayedProduce
+from odradek.replication.delayed import DelayedFetch, DelayedProduce, settle_appends
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
@@ -733,10 +733,10 @@ class ReplicaManager:
         self.fetch_purgatory.note_changes(required_offsets)
         for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
             self._complete_delayed(*key, hw_moved=hw_moved[key])
-        if acks != -1 or not required_offsets:
+        if acks != -1 or settle_appends(self, required_offsets, responses):
             return responses
         operation = DelayedProduce(timeout_ms, self, responses, required_offsets)
-        return await self.produce_purgatory.try_complete_else_watch(operation, required_offsets)
+        return await self.produce_purgatory.watch(operation, required_offsets)
 
     def _append_to_partition(
         self,
