@@ -11,10 +11,11 @@ Two measures, because wall times on a shared machine mislead:
 - `--callgrind`: the same workload run twice under `valgrind --tool=callgrind`, with `--requests`
   and twice as many; the difference of the instructions counted, divided by `--requests`, is the
   instructions per request, which other load on the machine does not change (set-up and warm-up
-  cancel out).
+  cancel out; both runs with PYTHONHASHSEED 0). Two runs of the same tree differ by about 1.5% with
+  `--requests 1000` and a random hash seed: take 2000 or more to compare changes of a few percent.
 
 Run `python bench/produce_request_cost.py [--requests 5000] [--repeats 5]` or
-`python bench/produce_request_cost.py --callgrind [--requests 2000]` (needs valgrind; minutes).
+`python bench/produce_request_cost.py --callgrind [--requests 2000]` (needs valgrind; 5-20 minutes).
 Numbers, not assertions.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import subprocess
@@ -79,7 +81,8 @@ def instructions(requests: int) -> int:
     """The instructions callgrind counts for the whole run with `requests` per repeat, one repeat."""
     command = [sys.executable, __file__, "--requests", str(requests), "--repeats", "1"]
     valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    finished = subprocess.run([*valgrind, *command], capture_output=True, text=True, check=True)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
+    finished = subprocess.run([*valgrind, *command], capture_output=True, text=True, check=True, env=env)
     return int(re.search(r"Collected : (\d+)", finished.stderr).group(1))  # type: ignore[union-attr]
 
 
