@@ -24,17 +24,17 @@ traced broker, so time nothing here. Numbers, not assertions.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from latency import requests_by_api  # bench/latency.py
 
 from odradek.testing.broker import BrokerProcess, free_port
 
@@ -93,9 +93,7 @@ def produce(bootstrap: str, topic: str, rate: float, seconds: float, mode: str) 
 
 
 def produce_requests(metrics_url: str) -> int:
-    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
-    pattern = r'^kafka_network_requestmetrics_requests_total\{[^}]*request="Produce"[^}]*\} (\S+)$'
-    return sum(int(float(value)) for value in re.findall(pattern, text, re.MULTILINE))
+    return requests_by_api([metrics_url]).get("Produce", 0)
 
 
 def strace_counts(pid: int, seconds: float, out: Path) -> dict[str, int]:

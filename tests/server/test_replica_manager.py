@@ -16,6 +16,7 @@ from odradek.controller.metadata import EPOCH_DURING_DELETE, BrokerInfo, Endpoin
 from odradek.controller.waiters import wait_until
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.replication import replica_manager
 from odradek.replication.partition import READ_COMMITTED, READ_UNCOMMITTED
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.types import (
@@ -135,6 +136,37 @@ def test_acks_one_and_all_on_single_replica_answer_at_once(tmp_path: Path) -> No
         assert (second[T0].error_code, second[T0].base_offset, second[T0].log_start_offset) == (0, 3, 0)
         assert second[T0].log_append_time == -1
         assert h.rm.partition(*T0).high_watermark == 5
+        assert len(h.rm.produce_purgatory) == 0
+
+    run(scenario, tmp_path)
+
+
+def test_acks_all_on_single_replica_creates_no_delayed_operation(tmp_path: Path, monkeypatch: Any) -> None:
+    def no_delayed_produce(*args: object) -> None:
+        raise AssertionError("a DelayedProduce for an append the ISR of the leader alone has covered")
+
+    monkeypatch.setattr(replica_manager, "DelayedProduce", no_delayed_produce)
+
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        result = await h.rm.append_records({T0: batch(2)}, -1, 1000)
+        assert (result[T0].error_code, result[T0].base_offset) == (ErrorCode.NONE, 0)
+        assert h.rm.partition(*T0).high_watermark == 2
+
+    run(scenario, tmp_path)
+
+
+def test_acks_all_parks_only_the_partitions_left_waiting(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.lead(T0, (0,))
+        await h.lead(T1, (0, 1))
+        produce = asyncio.create_task(h.rm.append_records({T0: batch(), T1: batch(2)}, -1, 30_000))
+        await settle()
+        assert not produce.done()
+        assert (h.rm.produce_purgatory.watched(T0), h.rm.produce_purgatory.watched(T1)) == (0, 1)
+        await h.fetch(request(T1, 2), replica_id=1, max_wait_ms=0)
+        result = await produce
+        assert [(result[k].error_code, result[k].base_offset) for k in (T0, T1)] == [(0, 0), (0, 0)]
         assert len(h.rm.produce_purgatory) == 0
 
     run(scenario, tmp_path)

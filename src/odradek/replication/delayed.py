@@ -4,7 +4,11 @@ DelayedProduce (acks=-1) watches the partitions it appended to and completes onc
 has its high watermark at or past the end of its append (NONE), lost leadership
 (NOT_LEADER_OR_FOLLOWER), lost its ISR below min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND),
 or disappeared (UNKNOWN_TOPIC_OR_PARTITION); partitions still waiting at the deadline answer
-REQUEST_TIMED_OUT.
+REQUEST_TIMED_OUT. `settle_appends` is that check: the ReplicaManager makes it once right after the
+append and creates a DelayedProduce only for a request with partitions left waiting (an ISR of the
+leader alone moves the high watermark on the append, so such a request is answered at once, with no
+operation, future or timer). Kafka creates the DelayedProduce for every acks=-1 request with an
+appended partition and lets tryCompleteElseWatch complete it at once; the answer is the same.
 
 DelayedFetch (the fetch long poll) completes when the bytes available below each partition's
 fetchable end (HW, LSO, or LEO for replicas), capped per partition at partition_max_bytes, add up to
@@ -56,6 +60,26 @@ class Replicas(Protocol):
     ) -> list[FetchPartitionResult]: ...
 
 
+def settle_appends(
+    replicas: Replicas,
+    waiting: dict[TopicPartition, int],
+    responses: dict[TopicPartition, PartitionResponse],
+) -> bool:
+    """Drop from `waiting` (partition -> offset its acks=-1 append ends before) every partition whose
+    outcome is known, recording a failure in `responses`; True when none is left waiting."""
+    for key, required_offset in list(waiting.items()):
+        partition = replicas.partition(*key)
+        if partition is None:
+            done, code = True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            done, code = partition.check_enough_replicas_reached(required_offset)
+        if done:
+            del waiting[key]
+            if code != ErrorCode.NONE:
+                responses[key] = responses[key]._replace(error_code=code)
+    return not waiting
+
+
 class DelayedProduce(DelayedOperation):
     """An acks=-1 produce waiting for the high watermark to pass its appended offsets."""
 
@@ -66,23 +90,14 @@ class DelayedProduce(DelayedOperation):
         responses: dict[TopicPartition, PartitionResponse],
         required_offsets: dict[TopicPartition, int],
     ) -> None:
+        """`required_offsets`: the partitions still waiting, owned by the operation from now on."""
         super().__init__(delay_ms)
         self._replica_manager = replica_manager
         self._responses = responses
-        self._waiting = dict(required_offsets)
+        self._waiting = required_offsets
 
     def try_complete(self) -> bool:
-        for key, required_offset in list(self._waiting.items()):
-            partition = self._replica_manager.partition(*key)
-            if partition is None:
-                done, code = True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                done, code = partition.check_enough_replicas_reached(required_offset)
-            if done:
-                del self._waiting[key]
-                if code != ErrorCode.NONE:
-                    self._responses[key] = self._responses[key]._replace(error_code=code)
-        return not self._waiting and self.force_complete()
+        return settle_appends(self._replica_manager, self._waiting, self._responses) and self.force_complete()
 
     def on_complete(self) -> dict[TopicPartition, PartitionResponse]:
         for key in self._waiting:

@@ -121,7 +121,7 @@ from odradek.purgatory import DelayedOperationPurgatory
 from odradek.repeated_failures import RepeatedFailures
 from odradek.replication import fencing
 from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
-from odradek.replication.delayed import DelayedFetch, DelayedProduce
+from odradek.replication.delayed import DelayedFetch, DelayedProduce, settle_appends
 from odradek.replication.fetcher import FetcherSettings, LeaderEndpoint, ReplicaFetcherManager
 from odradek.replication.partition import (
     NO_LEADER_EPOCH,
@@ -645,9 +645,10 @@ class ReplicaManager:
         """Append to each partition as leader; with acks=-1 wait for the high watermark (or timeout).
         `verified`: the partitions whose transactional batches were verified, with the producer
         id and guard (`Partition.append_records_to_leader`)."""
-        verified = verified or {}
         appended = {
-            key: self._append_to_partition(key, records, acks, verified=verified.get(key))
+            key: self._append_to_partition(
+                key, records, acks, verified=verified.get(key) if verified else None
+            )
             for key, records in entries.items()
         }
         return await self._await_appends(appended, acks, timeout_ms)
@@ -723,20 +724,19 @@ class ReplicaManager:
         self, appended: dict[TopicPartition, tuple[PartitionResponse, int, bool]], acks: int, timeout_ms: int
     ) -> dict[TopicPartition, PartitionResponse]:
         """Wake the operations watching the appended partitions; with acks=-1 wait for the HW."""
-        responses = {key: response for key, (response, _, _) in appended.items()}
-        required_offsets = {
-            key: next_offset
-            for key, (response, next_offset, _) in appended.items()
-            if response.error_code == ErrorCode.NONE
-        }
-        hw_moved = {key: moved for key, (_, _, moved) in appended.items()}
+        responses: dict[TopicPartition, PartitionResponse] = {}
+        required_offsets: dict[TopicPartition, int] = {}
+        for key, (response, next_offset, _) in appended.items():
+            responses[key] = response
+            if response.error_code == ErrorCode.NONE:
+                required_offsets[key] = next_offset
         self.fetch_purgatory.note_changes(required_offsets)
         for key in required_offsets:  # after the whole request: a fetch woken sees all its partitions
-            self._complete_delayed(*key, hw_moved=hw_moved[key])
-        if acks != -1 or not required_offsets:
+            self._complete_delayed(*key, hw_moved=appended[key][2])
+        if acks != -1 or settle_appends(self, required_offsets, responses):
             return responses
         operation = DelayedProduce(timeout_ms, self, responses, required_offsets)
-        return await self.produce_purgatory.try_complete_else_watch(operation, required_offsets)
+        return await self.produce_purgatory.watch(operation, required_offsets)
 
     def _append_to_partition(
         self,

@@ -289,6 +289,16 @@ def test_compressed_records_can_be_left_to_the_caller() -> None:
         validate_records(batch_of(b"\x01", 1, CompressionType.NONE), MAX, walk_compressed=False)
 
 
+def test_has_batch_with_reads_each_whole_batch_attributes_and_stops_at_a_bad_length() -> None:
+    plain = batch_of(encode_record(0, 0, b"k", b"v"), 1, CompressionType.NONE)
+    transactional = plain[:21] + struct.pack(">h", 0x10) + plain[23:]
+    assert has_batch_with(plain + plain + transactional, 0x10)
+    assert not has_batch_with(plain + plain + transactional, COMPRESSION_MASK)
+    assert not has_batch_with(plain + transactional[: RECORD_BATCH_OVERHEAD - 1], 0x10)  # a torn tail
+    too_short = plain[:8] + struct.pack(">i", RECORD_BATCH_OVERHEAD - 13) + plain[12:]
+    assert not has_batch_with(too_short + transactional, 0x10)  # no walking on past a length that lies
+
+
 # --- record_times: the ListOffsets read --------------------------------------------------------
 
 
