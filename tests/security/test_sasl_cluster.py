@@ -22,8 +22,7 @@ from confluent_kafka.admin import (
 
 from odradek.network_client import ClientSecurity
 from odradek.security.sasl import mechanisms
-from odradek.security.sasl.client import sasl_authenticate
-from odradek.security.sasl.listener import SaslClientSettings
+from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.security.sasl.scram import ScramMechanism as Scram
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer

@@ -1,4 +1,4 @@
-"""The SASL settings a broker reads at start (security/sasl/listener.py, jaas.py): Kafka's keys
+"""The SASL settings a broker reads at start (server/sasl_listener.py, jaas.py): Kafka's keys
 accepted, and what Kafka would refuse refused with a ConfigError naming the key."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from odradek.security.sasl.jaas import JaasConfigError, parse_jaas_config
-from odradek.security.sasl.listener import inter_broker_client, sasl_listeners
 from odradek.server.config import ConfigError, KafkaConfig
+from odradek.server.sasl_listener import inter_broker_client, sasl_listeners
 from tests.security.sasl_brokers import PLAIN_MODULE, SCRAM_MODULE, jaas
 
 LISTENERS = {"listeners": "SASL_PLAINTEXT://127.0.0.1:9093"}

@@ -11,9 +11,9 @@ import weakref
 
 from odradek.clock import SYSTEM_CLOCK
 from odradek.scheduler import Scheduler
-from odradek.security.sasl import authenticator as sasl_authenticator
-from odradek.security.sasl.listener import SaslListener
+from odradek.server import sasl_authenticator
 from odradek.server.limits import ConnectionLimits
+from odradek.server.sasl_listener import SaslListener
 from odradek.server.socket_server import SocketServer
 
 

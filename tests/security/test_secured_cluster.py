@@ -26,8 +26,7 @@ from odradek.controller.channel import ControllerIdentity, stop_replica_request
 from odradek.network_client import ClientSecurity
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
-from odradek.security.sasl.client import sasl_authenticate
-from odradek.security.sasl.listener import SaslClientSettings
+from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
 from tests.cli.tooling import ok

@@ -31,9 +31,8 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
-from odradek.security.sasl.client import MAX_ROUNDS, new_client
+from odradek.security.sasl.client import MAX_ROUNDS, SaslClientSettings, new_client
 from odradek.security.sasl.jaas import JaasConfigError, parse_jaas_config
-from odradek.security.sasl.listener import SaslClientSettings
 from odradek.security.sasl.mechanisms import SUPPORTED_MECHANISMS, SaslError
 from odradek.security.ssl_config import SSL_KEYS, SslConfigError, client_context
 

@@ -13,7 +13,7 @@ A client without a certificate (ssl.client.auth none, or requested and none sent
 as in Kafka.
 
 A SASL_PLAINTEXT or SASL_SSL connection starts as `ANONYMOUS` too and gets `User:<authorization id>`
-once it has authenticated (security/sasl/authenticator.py); until then the SASL gate lets none of
+once it has authenticated (server/sasl_authenticator.py); until then the SASL gate lets none of
 its requests but ApiVersions and the SASL exchange through. On SASL_SSL the SASL principal is the
 connection's, whatever certificate the client showed (as Kafka's default principal builder).
 

@@ -17,7 +17,7 @@ an `ssl.*` key security/ssl_config.py does not apply, a `sasl.*` / `zookeeper.ss
 key other than Kafka's default and other than the SASL keys odradek implements (a known key:
 `sasl.enabled.mechanisms`, `sasl.mechanism.inter.broker.protocol`, `sasl.server.max.receive.size`;
 per listener `listener.name.<l>.sasl.enabled.mechanisms` and
-`listener.name.<l>.<mechanism>.sasl.jaas.config`, read by security/sasl/listener.py), the same under
+`listener.name.<l>.<mechanism>.sasl.jaas.config`, read by server/sasl_listener.py), the same under
 `listener.name.<listener>.`, and the per-listener connection limits are refused at start with a
 `ConfigError` naming the key (`odradek serve` exits 2).
 
@@ -25,7 +25,7 @@ TLS and SASL: listeners may be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. The `
 security/ssl_config.py (and their `listener.name.<listener>.ssl.*` overrides) are loaded at start
 for every SSL / SASL_SSL listener (`listener_ssl`: its contexts; an unreadable key store is a
 ConfigError naming the key); the SASL settings of SASL listeners are read by
-security/sasl/listener.py. `security.inter.broker.protocol` (any of the four) picks the
+server/sasl_listener.py. `security.inter.broker.protocol` (any of the four) picks the
 inter-broker listener when `inter.broker.listener.name` is not set (setting both is refused, as
 in Kafka); `inter_broker_ssl` is that listener's TLS, which the broker's own connections use.
 
@@ -350,7 +350,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("max.connections.per.ip", _I, INT_MAX, at_least(0)),
         ConfigKey("max.connections.per.ip.overrides", _S, "", _overrides_validator),
         ConfigKey("max.connection.creation.rate", _I, INT_MAX, at_least(0)),
-        # SASL: per-listener and per-mechanism overrides are read by security/sasl/listener.py
+        # SASL: per-listener and per-mechanism overrides are read by server/sasl_listener.py
         ConfigKey("sasl.enabled.mechanisms", _LS, ["GSSAPI"]),
         ConfigKey("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
         ConfigKey("connections.max.reauth.ms", _L, 0, at_least(0)),

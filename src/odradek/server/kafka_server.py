@@ -11,7 +11,7 @@ Owns the broker's life cycle.
   producer.id.expiration.ms; the partitions on disk the store does not assign here are reported and
   left out of the start-up progress lines); check or write meta.properties (broker.id, cluster.id);
   bind every listener (SSL ones with their TLS settings, loaded with the config; a SASL listener's
-  connections each get a SASL gate, security/sasl/authenticator.py, its settings checked when the
+  connections each get a SASL gate, server/sasl_authenticator.py, its settings checked when the
   broker is built, SCRAM credentials read from the store of the moment); the broker's own
   connections to other brokers (controller channel, replica fetchers, to-controller, transaction
   markers and verification) secure and authenticate themselves as the inter-broker listener says
@@ -191,9 +191,6 @@ from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.security.acl_authorizer import AclAuthorizer, authorizer_for
 from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
 from odradek.security.sasl import credentials as scram_credentials
-from odradek.security.sasl.authenticator import authenticator_for
-from odradek.security.sasl.client import inter_broker_authenticate
-from odradek.security.sasl.listener import sasl_listeners
 from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
@@ -208,6 +205,8 @@ from odradek.server.limits import (
 )
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
+from odradek.server.sasl_authenticator import authenticator_for
+from odradek.server.sasl_listener import inter_broker_authenticate, sasl_listeners
 from odradek.server.socket_server import SocketServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig

@@ -86,7 +86,7 @@ failed to bind to HOST:PORT: REASON."); every connection knows, from its accept,
 its security protocol and its principal (security/principal.py: User:ANONYMOUS on PLAINTEXT; on SSL
 the client certificate's, once the handshake is done). A listener given an `Authenticator`
 (`authenticate(listener, ...)`: the SASL gate of SASL_PLAINTEXT / SASL_SSL listeners,
-security/sasl/authenticator.py) routes each of its connections' frames through that connection's
+server/sasl_authenticator.py) routes each of its connections' frames through that connection's
 own gate, which sets `ClientInfo.principal` once the client has authenticated; the other listeners'
 frames go straight to the request handler, so they pay nothing for it.
 
@@ -195,7 +195,7 @@ class CloseConnection(Exception):
 
 RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[ResponseChunk] | None]]
 # A listener's authentication (SASL): given the server's request handler and a new connection, the
-# request handler of that connection (security/sasl/authenticator.py). Listeners without one hand
+# request handler of that connection (server/sasl_authenticator.py). Listeners without one hand
 # every frame straight to the server's handler.
 Authenticator = Callable[[RequestHandler, "Connection"], RequestHandler]
 # Told of each answered request: its frame, and when it arrived, was taken from the queue, was answered

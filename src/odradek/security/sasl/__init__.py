@@ -8,9 +8,11 @@ Modules:
   an unsecured token);
 - scram.py: SCRAM credentials salted and hashed as Kafka stores them
   (`salt=...,stored_key=...,server_key=...,iterations=...`) and the SCRAM message arithmetic;
-- listener.py: a SASL listener's settings from the broker config (sasl.enabled.mechanisms, the JAAS
-  config of each mechanism, connections.max.reauth.ms, ...), and the broker's own credentials;
-- authenticator.py: the per-connection gate of a SASL listener (handshake, authenticate,
-  re-authentication, failure delay, the bound on an unfinished handshake);
-- client.py: the broker's own connections authenticating to another broker.
+- client.py: a client's SASL exchange (the broker's own connections authenticating to another
+  broker; odradek's tools through security/client_config.py).
+What reads the broker config or sits on a connection is in the server layer, above this one:
+server/sasl_listener.py (a SASL listener's settings: sasl.enabled.mechanisms, the JAAS config of each
+mechanism, connections.max.reauth.ms, ..., and the broker's own credentials) and
+server/sasl_authenticator.py (the per-connection gate: handshake, authenticate, re-authentication,
+failure delay, the bound on an unfinished handshake).
 """

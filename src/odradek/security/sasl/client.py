@@ -2,7 +2,7 @@
 
 `sasl_authenticate(settings)` is a `network_client.Authenticate` step: SaslHandshake v1 with
 `sasl.mechanism.inter.broker.protocol`, then SaslAuthenticate v2 until the mechanism is done, with
-the credentials of the inter-broker listener's JAAS config (listener.py). The session lifetime the
+the credentials of the inter-broker listener's JAAS config (server/sasl_listener.py). The session lifetime the
 server grants is handed to the connection, which is replaced by a new one before it ends
 (network_client.py). A refusal is a `SaslClientError` with the server's error and message.
 
@@ -13,6 +13,7 @@ verification.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from odradek.network_client import Authenticate, NodeConnection
@@ -20,7 +21,6 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
-from odradek.security.sasl.listener import SaslClientSettings, inter_broker_client
 from odradek.security.sasl.mechanisms import (
     OAUTHBEARER,
     PLAIN,
@@ -31,11 +31,19 @@ from odradek.security.sasl.mechanisms import (
     unsecured_token,
 )
 from odradek.security.sasl.scram import ScramMechanism
-from odradek.server.config import KafkaConfig
 
 HANDSHAKE_VERSION = 1
 AUTHENTICATE_VERSION = 2
 MAX_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class SaslClientSettings:
+    """A client's SASL mechanism and its login options (username and password, or OAUTHBEARER's
+    unsecured login options): the broker's own on a SASL inter-broker listener, or a tool's."""
+
+    mechanism: str
+    options: dict[str, str]
 
 
 class SaslClientError(ConnectionError):
@@ -105,10 +113,3 @@ def sasl_authenticate(settings: SaslClientSettings) -> Authenticate:
         raise SaslClientError(f"{settings.mechanism} did not complete within {MAX_ROUNDS} rounds")
 
     return authenticate
-
-
-def inter_broker_authenticate(config: KafkaConfig) -> Authenticate | None:
-    """The authentication step of the broker's own connections; None when the inter-broker listener
-    is not a SASL one (ConfigError when its SASL settings are incomplete)."""
-    settings = inter_broker_client(config)
-    return None if settings is None else sasl_authenticate(settings)

@@ -28,7 +28,8 @@ Client side, for the broker's own connections (client.py): PLAIN, SCRAM and OAUT
 unsecured token (Kafka's OAuthBearerUnsecuredLoginCallbackHandler: `unsecuredLoginStringClaim_sub`,
 `unsecuredLoginLifetimeSeconds`).
 
-Callers: authenticator.py (servers, through listener.py's factories), client.py (clients).
+Callers: server/sasl_authenticator.py (servers, through server/sasl_listener.py's factories),
+client.py (clients).
 """
 
 from __future__ import annotations

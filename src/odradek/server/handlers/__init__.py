@@ -65,7 +65,7 @@ HANDLER_MODULES: list[str] = [
     "describe_transactions",
     "list_transactions",
     "describe_producers",
-    # SASL (the exchanges themselves are the SASL gate's: security/sasl/authenticator.py)
+    # SASL (the exchanges themselves are the SASL gate's: server/sasl_authenticator.py)
     "sasl_handshake",
     "sasl_authenticate",
     "describe_user_scram_credentials",

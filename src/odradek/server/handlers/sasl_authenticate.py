@@ -4,7 +4,7 @@ exchange.
 API: v0-v2.
 
 Behaviour, as Kafka's KafkaApis: the exchanges of a SASL listener are taken by the connection's
-gate (security/sasl/authenticator.py); a SaslAuthenticate that reaches this handler (a PLAINTEXT
+gate (server/sasl_authenticator.py); a SaslAuthenticate that reaches this handler (a PLAINTEXT
 listener, or a client already authenticated) is answered ILLEGAL_SASL_STATE with Kafka's message.
 """
 

@@ -4,7 +4,7 @@ exchange.
 API: v0-v1.
 
 Behaviour, as Kafka's KafkaApis: on a SASL listener the connection's gate
-(security/sasl/authenticator.py) takes the handshakes that begin an authentication or a
+(server/sasl_authenticator.py) takes the handshakes that begin an authentication or a
 re-authentication; one that reaches this handler (a PLAINTEXT listener, or an authenticated client
 that cannot re-authenticate) is answered ILLEGAL_SASL_STATE with the mechanisms of no listener.
 """

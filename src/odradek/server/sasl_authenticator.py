@@ -61,8 +61,8 @@ from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest,
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from odradek.protocol.primitives import ProtocolDecodeError
 from odradek.security.principal import USER_TYPE, KafkaPrincipal
-from odradek.security.sasl.listener import SaslListener
 from odradek.security.sasl.mechanisms import SaslAuthenticationError, SaslError, SaslServer
+from odradek.server.sasl_listener import SaslListener
 from odradek.server.socket_server import (
     Authenticator,
     ClientInfo,

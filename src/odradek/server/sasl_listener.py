@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from odradek.network_client import Authenticate
+from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.security.sasl.jaas import JaasConfigError, JaasEntry, parse_jaas_config
 from odradek.security.sasl.mechanisms import (
     OAUTHBEARER,
@@ -82,14 +84,6 @@ class SaslListener:
         scram = ScramMechanism.named(mechanism)
         assert scram is not None
         return ScramServer(scram, self.scram_credentials)
-
-
-@dataclass(frozen=True)
-class SaslClientSettings:
-    """The broker's own credentials on a SASL inter-broker listener."""
-
-    mechanism: str
-    options: dict[str, str]
 
 
 def listener_key(config: KafkaConfig, listener: str, key: str, mechanism: str | None = None) -> str | None:
@@ -212,3 +206,10 @@ def inter_broker_client(config: KafkaConfig) -> SaslClientSettings | None:
                 f"the broker's own {mechanism} credentials need the {option} option",
             )
     return SaslClientSettings(mechanism, dict(options))
+
+
+def inter_broker_authenticate(config: KafkaConfig) -> Authenticate | None:
+    """The authentication step of the broker's own connections; None when the inter-broker listener
+    is not a SASL one (ConfigError when its SASL settings are incomplete)."""
+    settings = inter_broker_client(config)
+    return None if settings is None else sasl_authenticate(settings)
