@@ -5,18 +5,26 @@ SASL settings."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
 
+from odradek.network_client import ClientSecurity
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.security.sasl.mechanisms import oauthbearer_client_token, plain_client_token
 from odradek.security.sasl.scram import ScramMechanism as Scram
 from odradek.security.sasl.scram import credential_from_password
+from odradek.testing.cluster import LocalCluster
+from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
 from tests.server.raw_client import RawClient
 
 LISTENER = "sasl_plaintext"
@@ -143,3 +151,40 @@ def store_scram_credential(connect: str, chroot: str, user: str, password: str) 
     finally:
         zk.stop()
         zk.close()
+
+
+CLUSTER_LISTENER = "PLAINTEXT"  # the name LocalCluster's brokers listen under, mapped to SASL_PLAINTEXT
+
+
+@contextlib.contextmanager
+def sasl_cluster(connect: str, root: Path, **overrides: object) -> Iterator[LocalCluster]:
+    """Three brokers on the ZooKeeper at `connect` (a chroot of their own) whose only listener is
+    SASL_PLAINTEXT: every mechanism for clients, SCRAM-SHA-512 between brokers as User:admin (its
+    credential stored before they start), with `overrides`; handed over once a controller rules."""
+    chroot = f"/sasl-{uuid.uuid4().hex[:8]}"
+    store_scram_credential(connect, chroot, ADMIN, ADMIN_PASSWORD)
+    settings = sasl_overrides(
+        CLUSTER_LISTENER.lower(),
+        **{
+            "listener.security.protocol.map": f"{CLUSTER_LISTENER}:SASL_PLAINTEXT",
+            "inter.broker.listener.name": CLUSTER_LISTENER,
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            **overrides,
+        },
+    )
+    probes = SaslClientSettings("PLAIN", {"username": ADMIN, "password": ADMIN_PASSWORD})
+    cluster = LocalCluster(
+        root,
+        3,
+        zookeeper_connect=connect,
+        chroot=chroot,
+        session_timeout_ms=CLUSTER_SESSION_TIMEOUT_MS,
+        overrides=settings,
+        security=ClientSecurity("SASL_PLAINTEXT", authenticate=sasl_authenticate(probes)),
+    )
+    try:
+        cluster.start()
+        cluster.wait_for_controller(timeout_s=30)
+        yield cluster
+    finally:
+        cluster.close()

@@ -1,7 +1,8 @@
-"""A SASL_SSL broker for the tests of odradek's own client (the tools, the web console, the Spark
-source and sink): PLAIN and SCRAM users (tests/security/sasl_brokers.py), a certificate from a CA made
-at test time, no client certificate asked for; `command_config` writes a Kafka client's properties
-for a user, `spark_options` gives the same settings as Spark's `kafka.*` options."""
+"""A SASL_SSL broker for the SASL_SSL tests and those of odradek's own client (the tools, the web
+console, the Spark source and sink): PLAIN and SCRAM users (tests/security/sasl_brokers.py), a
+certificate from a CA made at test time, no client certificate asked for. `confluent` and
+`kafka_python` give a client library's settings for a user, `command_config` writes a Kafka client's
+properties file, `spark_options` gives the same settings as Spark's `kafka.*` options."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from tests.security.sasl_brokers import (
     ADMIN_PASSWORD,
     PLAIN_MODULE,
     SCRAM_MODULE,
+    confluent_config,
     jaas,
+    kafka_python_config,
     sasl_overrides,
 )
-from tests.security.tls_broker import DebugBrokerProcess, Pki, make_pki
+from tests.security.tls_broker import DebugBrokerProcess, Pki, client_context, make_pki
 
 
 class Broker:
@@ -39,6 +42,20 @@ class Broker:
             f"sasl.jaas.config={jaas(module, username=user, password=password)}\n"
         )
         return path
+
+    def confluent(self, mechanism: str, user: str, password: str) -> dict[str, object]:
+        """confluent-kafka's settings for `user` over SASL_SSL."""
+        config = confluent_config(self.bootstrap, mechanism, user, password)
+        return {**config, "security.protocol": "SASL_SSL", "ssl.ca.location": str(self.pki.ca.cert_path)}
+
+    def kafka_python(self, mechanism: str, user: str, password: str) -> dict[str, object]:
+        """kafka-python's (and aiokafka's) keyword arguments for `user` over SASL_SSL."""
+        config = kafka_python_config(mechanism, user, password)
+        return {
+            **config,
+            "security_protocol": "SASL_SSL",
+            "ssl_context": client_context(self.pki.ca.cert_path),
+        }
 
     def admin_config(self) -> Path:
         return self.command_config("PLAIN", ADMIN, ADMIN_PASSWORD)

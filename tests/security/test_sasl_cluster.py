@@ -20,13 +20,10 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from odradek.network_client import ClientSecurity
 from odradek.security.sasl import mechanisms
-from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.security.sasl.scram import ScramMechanism as Scram
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
-from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
 from tests.security.sasl_brokers import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -35,49 +32,20 @@ from tests.security.sasl_brokers import (
     authenticate,
     confluent_config,
     handshake,
-    sasl_overrides,
-    store_scram_credential,
+    sasl_cluster,
 )
 from tests.server.raw_client import RawClient
 
-LISTENER = "PLAINTEXT"  # the name LocalCluster's brokers listen under, mapped to SASL_PLAINTEXT here
 RECORDS = 100
 REAUTH_MS = 4000  # every session, the brokers' own included, ends this soon after authenticating
 
 
 @pytest.fixture
 def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    chroot = f"/sasl-{uuid.uuid4().hex[:8]}"
-    store_scram_credential(zookeeper.connect_string, chroot, ADMIN, ADMIN_PASSWORD)
-    overrides = sasl_overrides(
-        LISTENER.lower(),
-        **{
-            "listener.security.protocol.map": f"{LISTENER}:SASL_PLAINTEXT",
-            "inter.broker.listener.name": LISTENER,
-            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-            "connections.max.reauth.ms": REAUTH_MS,
-        },
-    )
-    made = LocalCluster(
-        tmp_path / "cluster",
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        chroot=chroot,
-        session_timeout_ms=CLUSTER_SESSION_TIMEOUT_MS,
-        overrides=overrides,
-        security=ClientSecurity(
-            "SASL_PLAINTEXT",
-            authenticate=sasl_authenticate(
-                SaslClientSettings("PLAIN", {"username": ADMIN, "password": ADMIN_PASSWORD})
-            ),
-        ),
-    )
-    try:
-        made.start()
-        made.wait_for_controller(timeout_s=30)
+    with sasl_cluster(
+        zookeeper.connect_string, tmp_path / "cluster", **{"connections.max.reauth.ms": REAUTH_MS}
+    ) as made:
         yield made
-    finally:
-        made.close()
 
 
 def test_brokers_authenticate_to_each_other_and_replicate(cluster: LocalCluster) -> None:

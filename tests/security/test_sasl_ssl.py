@@ -19,7 +19,6 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from odradek.testing.broker import free_port
 from tests.security.sasl_brokers import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -29,57 +28,18 @@ from tests.security.sasl_brokers import (
     SCRAM_PASSWORD,
     SCRAM_USER,
     aiokafka_token_provider,
-    kafka_python_config,
-    sasl_overrides,
 )
-from tests.security.sasl_brokers import confluent_config as sasl_confluent_config
-from tests.security.tls_broker import DebugBrokerProcess, Pki, client_context, make_pki
-
-
-class Broker:
-    def __init__(self, process: DebugBrokerProcess, pki: Pki) -> None:
-        self.process, self.pki = process, pki
-        self.bootstrap = process.bootstrap
-
-    def confluent(self, mechanism: str, user: str, password: str) -> dict[str, object]:
-        config = sasl_confluent_config(self.bootstrap, mechanism, user, password)
-        return {**config, "security.protocol": "SASL_SSL", "ssl.ca.location": str(self.pki.ca.cert_path)}
-
-    def kafka_python(self, mechanism: str, user: str, password: str) -> dict[str, object]:
-        config = kafka_python_config(mechanism, user, password)
-        return {
-            **config,
-            "security_protocol": "SASL_SSL",
-            "ssl_context": client_context(self.pki.ca.cert_path),
-        }
+from tests.security.secured_broker import Broker, sasl_ssl_broker
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    root = tmp_path_factory.mktemp("sasl-ssl")
-    pki = make_pki(root)
-    port = free_port()
-    overrides = sasl_overrides(
-        "sasl_ssl",
-        **{
-            "listeners": f"SASL_SSL://127.0.0.1:{port}",
-            "security.inter.broker.protocol": "SASL_SSL",
-            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            **pki.ssl_settings(client_auth="none"),
-        },
-    )
-    process = DebugBrokerProcess(
-        root / "data", port=port, overrides=overrides, output_path=root / "broker.out"
-    )
-    with process:
-        made = Broker(process, pki)
+    with sasl_ssl_broker(tmp_path_factory.mktemp("sasl-ssl")) as made:
         admin = AdminClient(made.confluent("PLAIN", ADMIN, ADMIN_PASSWORD))
-        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-        upsert = UserScramCredentialUpsertion(SCRAM_USER, info, SCRAM_PASSWORD.encode())
-        admin.alter_user_scram_credentials([upsert])[SCRAM_USER].result()
-        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
-        upsert = UserScramCredentialUpsertion(SCRAM_USER, info, SCRAM_PASSWORD.encode())
-        admin.alter_user_scram_credentials([upsert])[SCRAM_USER].result()
+        for mechanism in (ScramMechanism.SCRAM_SHA_512, ScramMechanism.SCRAM_SHA_256):
+            info = ScramCredentialInfo(mechanism, 4096)
+            upsert = UserScramCredentialUpsertion(SCRAM_USER, info, SCRAM_PASSWORD.encode())
+            admin.alter_user_scram_credentials([upsert])[SCRAM_USER].result()
         yield made
 
 

@@ -23,66 +23,39 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.controller.channel import ControllerIdentity, stop_replica_request
-from odradek.network_client import ClientSecurity
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
-from odradek.security.sasl.client import SaslClientSettings, sasl_authenticate
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
 from tests.cli.tooling import ok
-from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
 from tests.security.sasl_brokers import (
     ADMIN,
     ADMIN_PASSWORD,
     ALICE,
     ALICE_PASSWORD,
+    CLUSTER_LISTENER,
     PLAIN_MODULE,
     confluent_config,
     jaas,
     plain_login,
-    sasl_overrides,
-    store_scram_credential,
+    sasl_cluster,
 )
 from tests.server.raw_client import RawClient
 
-LISTENER = "PLAINTEXT"  # LocalCluster's listener name, mapped to SASL_PLAINTEXT
 RECORDS = [b"record-%d" % i for i in range(100)]
 
 
 @pytest.fixture
 def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[LocalCluster]:
-    chroot = f"/secured-{uuid.uuid4().hex[:8]}"
-    store_scram_credential(zookeeper.connect_string, chroot, ADMIN, ADMIN_PASSWORD)
-    overrides = sasl_overrides(
-        LISTENER.lower(),
+    with sasl_cluster(
+        zookeeper.connect_string,
+        tmp_path / "cluster",
         **{
-            "listener.security.protocol.map": f"{LISTENER}:SASL_PLAINTEXT",
-            "inter.broker.listener.name": LISTENER,
-            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": f"User:{ADMIN}",
         },
-    )
-    made = LocalCluster(
-        tmp_path / "cluster",
-        3,
-        zookeeper_connect=zookeeper.connect_string,
-        chroot=chroot,
-        session_timeout_ms=CLUSTER_SESSION_TIMEOUT_MS,
-        overrides=overrides,
-        security=ClientSecurity(
-            "SASL_PLAINTEXT",
-            authenticate=sasl_authenticate(
-                SaslClientSettings("PLAIN", {"username": ADMIN, "password": ADMIN_PASSWORD})
-            ),
-        ),
-    )
-    try:
-        made.start()
-        made.wait_for_controller(timeout_s=30)
+    ) as made:
         yield made
-    finally:
-        made.close()
 
 
 def admin_command_config(directory: Path) -> str:
@@ -143,7 +116,7 @@ def test_forged_stop_replica_is_refused_by_a_secured_cluster(cluster: LocalClust
             response = logged_in.call(ApiKey.STOP_REPLICA, 3, request)
         assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         log = process.output_path.read_text(errors="replace")
-        refusal = f"Refused inter-broker request STOP_REPLICA from 127.0.0.1 on listener {LISTENER}"
+        refusal = f"Refused inter-broker request STOP_REPLICA from 127.0.0.1 on listener {CLUSTER_LISTENER}"
         assert f"WARNING {refusal}: principal User:{ALICE} lacks CLUSTER_ACTION" in log
 
     assert read_all(cluster.bootstrap, topic, len(RECORDS)) == RECORDS

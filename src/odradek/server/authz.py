@@ -17,7 +17,8 @@ the resources of its request:
 - `authorized_operations(ctx, resource_type, name)`: the bit field of the operations allowed on a
   resource, for the `*_authorized_operations` fields (Metadata, DescribeCluster, DescribeGroups,
   DescribeTopicPartitions), over Kafka's supported operations of each resource type;
-- `acl_store(ctx)`: the ACL store of the ACL APIs (None without an ACL authorizer).
+- `require_acl_store(ctx, operation)`: the ACL store of the ACL APIs (SECURITY_DISABLED without an
+  ACL authorizer), once the principal may perform `operation` on the cluster.
 
 Callers: the handlers.
 """
@@ -112,14 +113,18 @@ def _api(ctx: RequestContext) -> str:
         return str(ctx.header.api_key)
 
 
-def acl_store(ctx: RequestContext) -> AclStore | None:
-    """The ACL store of the broker's AclAuthorizer; None without one (the ACL APIs then answer
-    SECURITY_DISABLED, as Kafka's do without an authorizer)."""
-    authorizer = ctx.broker.authorizer
-    return authorizer.store if isinstance(authorizer, AclAuthorizer) else None
-
-
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"
+
+
+def require_acl_store(ctx: RequestContext, operation: AclOperation) -> AclStore:
+    """The ACL store of the broker's AclAuthorizer, for an ACL API that needs `operation` on the
+    cluster: SECURITY_DISABLED without an authorizer (as Kafka's ACL APIs answer), else
+    CLUSTER_AUTHORIZATION_FAILED when the principal may not."""
+    authorizer = ctx.broker.authorizer
+    if not isinstance(authorizer, AclAuthorizer):
+        raise KafkaError(ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)
+    require_cluster(ctx, operation)
+    return authorizer.store
 
 
 def split_by_authorized(

@@ -27,7 +27,7 @@ from odradek.security.acls import (
     validate_binding,
 )
 from odradek.security.authorizer import AclOperation, ResourceType
-from odradek.server.authz import SECURITY_DISABLED_MESSAGE, acl_store, require_cluster
+from odradek.server.authz import SECURITY_DISABLED_MESSAGE, require_acl_store
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CREATE_ACLS
@@ -40,10 +40,7 @@ Result = CreateAclsResponse.AclCreationResult
 
 
 async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
-    store = acl_store(ctx)
-    if store is None:
-        raise KafkaError(ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)
-    require_cluster(ctx, AclOperation.ALTER)
+    store = require_acl_store(ctx, AclOperation.ALTER)
     results: list[Result] = []
     valid: list[AclBinding] = []
     for creation in request.creations:

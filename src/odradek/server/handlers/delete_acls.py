@@ -18,7 +18,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from odradek.security.acls import AclBinding, PatternType
 from odradek.security.authorizer import AclOperation
-from odradek.server.authz import SECURITY_DISABLED_MESSAGE, acl_store, require_cluster
+from odradek.server.authz import SECURITY_DISABLED_MESSAGE, require_acl_store
 from odradek.server.context import RequestContext
 from odradek.server.handlers.describe_acls import acl_filter
 
@@ -33,10 +33,7 @@ Matching = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
 async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
-    store = acl_store(ctx)
-    if store is None:
-        raise KafkaError(ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)
-    require_cluster(ctx, AclOperation.ALTER)
+    store = require_acl_store(ctx, AclOperation.ALTER)
     stored = store.bindings()
     results: list[FilterResult] = []
     removed: set[AclBinding] = set()

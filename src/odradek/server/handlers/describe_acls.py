@@ -17,7 +17,7 @@ from odradek.protocol.messages.describe_acls import DescribeAclsRequest, Describ
 from odradek.security.acl_store import by_pattern
 from odradek.security.acls import AclBindingFilter, AclPermissionType, PatternType
 from odradek.security.authorizer import AclOperation, ResourceType
-from odradek.server.authz import SECURITY_DISABLED_MESSAGE, acl_store, require_cluster
+from odradek.server.authz import SECURITY_DISABLED_MESSAGE, require_acl_store
 from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_ACLS
@@ -29,10 +29,7 @@ Description = DescribeAclsResponse.AclDescription
 
 
 async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
-    store = acl_store(ctx)
-    if store is None:
-        raise KafkaError(ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)
-    require_cluster(ctx, AclOperation.DESCRIBE)
+    store = require_acl_store(ctx, AclOperation.DESCRIBE)
     wanted = acl_filter(
         request.resource_type_filter,
         request.resource_name_filter,
