@@ -6,7 +6,6 @@ the SCRAM credential APIs. The broker also has a PLAINTEXT listener, which has n
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -33,6 +32,12 @@ from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from odradek.security.sasl import mechanisms
 from odradek.security.sasl.scram import ScramMechanism as Scram
 from odradek.testing.broker import BrokerProcess, free_port
+from tests.security.round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    credentials,
+    kafka_python_round_trip,
+)
 from tests.security.sasl_brokers import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -109,14 +114,6 @@ def _add_scram_user(bootstrap: str) -> None:
         future.result()
 
 
-def _credentials(mechanism: str) -> tuple[str, str]:
-    if mechanism == "PLAIN":
-        return ALICE, ALICE_PASSWORD
-    if mechanism == "OAUTHBEARER":
-        return "carol", ""
-    return SCRAM_USER, SCRAM_PASSWORD
-
-
 def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -126,77 +123,25 @@ def _topic(prefix: str) -> str:
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_confluent_kafka_produces_and_consumes(broker: Broker, mechanism: str) -> None:
-    user, password = _credentials(mechanism)
-    config = confluent_config(broker.bootstrap, mechanism, user, password)
-    topic = _topic("confluent")
-    producer = confluent_kafka.Producer(config)
-    producer.produce(topic, b"secret record")
-    assert producer.flush(20) == 0
-    consumer = confluent_kafka.Consumer({**config, "group.id": topic, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    try:
-        message = None
-        deadline = time.monotonic() + 30
-        while message is None and time.monotonic() < deadline:
-            polled = consumer.poll(1.0)
-            if polled is not None and polled.error() is None:
-                message = polled
-        assert message is not None and message.value() == b"secret record"
-    finally:
-        consumer.close()
+    config = confluent_config(broker.bootstrap, mechanism, *credentials(mechanism))
+    assert confluent_round_trip(config, _topic("confluent"), b"secret record") == b"secret record"
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_kafka_python_produces_and_consumes(broker: Broker, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    user, password = _credentials(mechanism)
-    config = kafka_python_config(mechanism, user, password)
+    config = kafka_python_config(mechanism, *credentials(mechanism))
     topic = _topic("kafka-python")
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **config)
-    producer.send(topic, b"secret record").get(timeout=30)
-    producer.close()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=20000,
-        **config,
-    )
-    try:
-        assert next(iter(consumer)).value == b"secret record"
-    finally:
-        consumer.close()
+    assert kafka_python_round_trip(broker.bootstrap, config, topic, b"secret record") == b"secret record"
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_aiokafka_produces_and_consumes(broker: Broker, mechanism: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    user, password = _credentials(mechanism)
+    user, password = credentials(mechanism)
     config = kafka_python_config(mechanism, user, password)
     if mechanism == "OAUTHBEARER":
         config["sasl_oauth_token_provider"] = aiokafka_token_provider(user)
     topic = _topic("aiokafka")
-
-    async def run() -> bytes:
-        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, **config)
-        await producer.start()
-        try:
-            await producer.send_and_wait(topic, b"secret record")
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", **config
-        )
-        await consumer.start()
-        try:
-            record = await asyncio.wait_for(consumer.getone(), 30)
-        finally:
-            await consumer.stop()
-        return record.value
-
-    assert asyncio.run(run()) == b"secret record"
+    assert aiokafka_round_trip(broker.bootstrap, config, topic, b"secret record") == b"secret record"
 
 
 def test_kcat_produces_and_consumes_with_scram(broker: Broker) -> None:

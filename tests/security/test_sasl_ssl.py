@@ -5,7 +5,6 @@ SASL_PLAINTEXT."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,11 +18,16 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from tests.security.round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    credentials,
+    kafka_python_round_trip,
+)
 from tests.security.sasl_brokers import (
     ADMIN,
     ADMIN_PASSWORD,
     ALICE,
-    ALICE_PASSWORD,
     MECHANISMS,
     SCRAM_PASSWORD,
     SCRAM_USER,
@@ -43,87 +47,31 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield made
 
 
-def _credentials(mechanism: str) -> tuple[str, str]:
-    if mechanism == "PLAIN":
-        return ALICE, ALICE_PASSWORD
-    if mechanism == "OAUTHBEARER":
-        return "carol", ""
-    return SCRAM_USER, SCRAM_PASSWORD
-
-
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_confluent_kafka_over_sasl_ssl(broker: Broker, mechanism: str) -> None:
-    config = broker.confluent(mechanism, *_credentials(mechanism))
+    user, password = credentials(mechanism)
     topic = f"sasl-ssl-{uuid.uuid4().hex[:8]}"
-    producer = confluent_kafka.Producer(config)
-    producer.produce(topic, b"over tls")
-    assert producer.flush(20) == 0
-    consumer = confluent_kafka.Consumer({**config, "group.id": topic, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    try:
-        message = None
-        deadline = time.monotonic() + 30
-        while message is None and time.monotonic() < deadline:
-            polled = consumer.poll(1.0)
-            if polled is not None and polled.error() is None:
-                message = polled
-        assert message is not None and message.value() == b"over tls"
-    finally:
-        consumer.close()
-    user = _credentials(mechanism)[0]
+    assert (
+        confluent_round_trip(broker.confluent(mechanism, user, password), topic, b"over tls") == b"over tls"
+    )
     assert f"authenticated with {mechanism} as User:{user}" in broker.process.output_path.read_text()
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_kafka_python_over_sasl_ssl(broker: Broker, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    config = broker.kafka_python(mechanism, *_credentials(mechanism))
+    config = broker.kafka_python(mechanism, *credentials(mechanism))
     topic = f"sasl-ssl-kp-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **config)
-    producer.send(topic, b"over tls").get(timeout=30)
-    producer.close()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=20000,
-        **config,
-    )
-    try:
-        assert next(iter(consumer)).value == b"over tls"
-    finally:
-        consumer.close()
+    assert kafka_python_round_trip(broker.bootstrap, config, topic, b"over tls") == b"over tls"
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_aiokafka_over_sasl_ssl(broker: Broker, mechanism: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    user, password = _credentials(mechanism)
+    user, password = credentials(mechanism)
     config = broker.kafka_python(mechanism, user, password)
     if mechanism == "OAUTHBEARER":
         config["sasl_oauth_token_provider"] = aiokafka_token_provider(user)
     topic = f"sasl-ssl-aio-{uuid.uuid4().hex[:8]}"
-
-    async def run() -> bytes:
-        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, **config)
-        await producer.start()
-        try:
-            await producer.send_and_wait(topic, b"over tls")
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", **config
-        )
-        await consumer.start()
-        try:
-            record = await asyncio.wait_for(consumer.getone(), 30)
-        finally:
-            await consumer.stop()
-        return record.value
-
-    assert asyncio.run(run()) == b"over tls"
+    assert aiokafka_round_trip(broker.bootstrap, config, topic, b"over tls") == b"over tls"
 
 
 def test_wrong_password_over_sasl_ssl_is_refused_with_the_message(broker: Broker) -> None:
