@@ -1,8 +1,10 @@
 """Produce and consume throughput over secured listeners against PLAINTEXT, in the same run.
 
 One odradek broker (a real process, a temporary log dir) with a listener per security protocol
-measured: PLAINTEXT, and SSL (TLS with a certificate made by odradek.testing.certs, no client
-certificate). For each protocol and each topic shape (one partition, 100 partitions), a
+measured: PLAINTEXT, SSL (TLS with a certificate made by odradek.testing.certs, no client
+certificate) and SASL_SSL (the same TLS, then SASL SCRAM-SHA-512 as a user whose credential the
+bench stores first; PLAIN on SASL_SSL costs the same per byte, SCRAM only at connect). For each
+protocol and each topic shape (one partition, 100 partitions), a
 confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1, no compression, Nagle off: see
 CLIENT) sends N records of 1 KiB to a fresh topic, timed from the first produce() to the end of
 flush(); then a Consumer (assigned every partition, from the beginning, Nagle off too) reads them
@@ -10,11 +12,8 @@ all back, timed from assign() to the last record. A warm-up of a tenth of the re
 each measurement. MB/s counts value bytes (10^6 bytes/s); the ratio column sets each protocol
 against PLAINTEXT's figure of the same shape.
 The issue's aim: SSL consume at least half of PLAINTEXT's.
+Run `python bench/security.py [--records N] [--protocols PLAINTEXT,SSL,SASL_SSL] [--partitions 1,100]`.
 
-SASL_SSL: add its client settings to `PROTOCOLS` (SSL's plus sasl.mechanism and credentials) and its
-listener and JAAS config to `broker_settings` once SASL is served; nothing else changes.
-
-Run `python bench/security.py [--records N] [--protocols PLAINTEXT,SSL] [--partitions 1,100]`.
 Not a test: numbers, not assertions.
 """
 
@@ -28,7 +27,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.certs import CertificateAuthority
@@ -43,14 +48,29 @@ CLIENT = {**QUIET, "socket.nagle.disable": True}
 MIB = 1 << 20
 
 
+USER, PASSWORD = "bench", "bench-secret"
+SCRAM = "SCRAM-SHA-512"
+
+
 def ssl_client(ca: Path) -> dict[str, object]:
     return {"security.protocol": "SSL", "ssl.ca.location": str(ca)}
+
+
+def sasl_ssl_client(ca: Path) -> dict[str, object]:
+    return {
+        **ssl_client(ca),
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": SCRAM,
+        "sasl.username": USER,
+        "sasl.password": PASSWORD,
+    }
 
 
 # protocol -> the client settings of its listener, given the CA certificate
 PROTOCOLS: dict[str, Callable[[Path], Mapping[str, object]]] = {
     "PLAINTEXT": lambda ca: {"security.protocol": "PLAINTEXT"},
     "SSL": ssl_client,
+    "SASL_SSL": sasl_ssl_client,
 }
 
 
@@ -61,8 +81,21 @@ def broker_settings(ports: Mapping[str, int], certs: CertificateAuthority) -> di
         "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": broker.keystore_path,
+        "sasl.enabled.mechanisms": SCRAM,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
         "num.partitions": 1,
     }
+
+
+def store_credential(bootstrap: str) -> None:
+    """The bench user's SCRAM credential, through the PLAINTEXT listener."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    upsert = UserScramCredentialUpsertion(
+        USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), PASSWORD.encode()
+    )
+    admin.alter_user_scram_credentials([upsert])[USER].result(30)
 
 
 def produce(config: Mapping[str, object], topic: str, records: int) -> float:
@@ -131,6 +164,8 @@ def main() -> None:
         process = BrokerProcess(Path(root) / "data", port=ports[protocols[0]])
         process.overrides = broker_settings(ports, ca)
         with process:
+            if "SASL_SSL" in ports:  # through the first listener, PLAINTEXT in the default run
+                store_credential(f"127.0.0.1:{ports[protocols[0]]}")
             results: dict[tuple[str, int], tuple[float, float]] = {}
             for partitions in shapes:
                 for protocol in protocols:
