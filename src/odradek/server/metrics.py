@@ -61,23 +61,36 @@ def request_name(api_key: int) -> str:
 class ApiRequestStats:
     """One API's request counts per version and its latest SAMPLES times in milliseconds."""
 
-    __slots__ = ("versions", "count", "total_ms", "queue_ms", "total_sum_ms", "queue_sum_ms")
+    __slots__ = (
+        "versions",
+        "count",
+        "total_ms",
+        "queue_ms",
+        "throttle_ms",
+        "total_sum_ms",
+        "queue_sum_ms",
+        "throttle_sum_ms",
+    )
 
     def __init__(self) -> None:
         self.versions: dict[int, int] = {}
         self.count = 0
         self.total_ms = [0.0] * SAMPLES
         self.queue_ms = [0.0] * SAMPLES
+        self.throttle_ms = [0.0] * SAMPLES
         self.total_sum_ms = 0.0
         self.queue_sum_ms = 0.0
+        self.throttle_sum_ms = 0.0
 
-    def record(self, version: int, queue_ms: float, total_ms: float) -> None:
+    def record(self, version: int, queue_ms: float, total_ms: float, throttle_ms: int) -> None:
         self.versions[version] = self.versions.get(version, 0) + 1
         slot = self.count % SAMPLES
         self.queue_ms[slot] = queue_ms
         self.total_ms[slot] = total_ms
+        self.throttle_ms[slot] = throttle_ms
         self.queue_sum_ms += queue_ms
         self.total_sum_ms += total_ms
+        self.throttle_sum_ms += throttle_ms
         self.count += 1
 
     def quantiles(self, samples: list[float]) -> list[tuple[str, float]]:
@@ -95,12 +108,14 @@ class RequestMetrics:
     def __init__(self) -> None:
         self.by_api: dict[int, ApiRequestStats] = {}
 
-    def __call__(self, frame: bytes | bytearray, arrived: float, started: float, finished: float) -> None:
+    def __call__(
+        self, frame: bytes | bytearray, arrived: float, started: float, finished: float, throttle_ms: int
+    ) -> None:
         api_key, version = frame[0] << 8 | frame[1], frame[2] << 8 | frame[3]  # the header's two int16s
         stats = self.by_api.get(api_key)
         if stats is None:
             stats = self.by_api[api_key] = ApiRequestStats()
-        stats.record(version, (started - arrived) * 1000.0, (finished - arrived) * 1000.0)
+        stats.record(version, (started - arrived) * 1000.0, (finished - arrived) * 1000.0, throttle_ms)
 
 
 class BrokerCollector:
@@ -153,14 +168,7 @@ class BrokerCollector:
         yield requests
         yield _times("totaltimems", "arrival to response sent", by_api, "total_ms", "total_sum_ms")
         yield _times("requestqueuetimems", "arrival to handling", by_api, "queue_ms", "queue_sum_ms")
-        throttle = SummaryMetricFamily(
-            "kafka_network_requestmetrics_throttletimems",
-            "Throttle time (always 0: no quotas)",
-            labels=["request"],
-        )
-        for name, stats in by_api:
-            _add_summary(throttle, name, [(label, 0.0) for label, _ in QUANTILES], stats.count, 0.0)
-        yield throttle
+        yield _times("throttletimems", "client quota throttle time", by_api, "throttle_ms", "throttle_sum_ms")
 
     def _replica_metrics(self) -> Iterator[Metric]:
         manager = self._broker.replica_manager

@@ -170,6 +170,7 @@ class ClientInfo:
     security_protocol: str = PLAINTEXT
     principal: KafkaPrincipal = ANONYMOUS
     muted_until: float = 0.0
+    throttle_ms: int = 0  # the throttle of the request being answered, for the request metrics
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
@@ -178,6 +179,7 @@ class ClientInfo:
         """Mute the connection for `throttle_ms`: no further request of it is read or handled
         before then (the response to this one still goes out at once)."""
         self.muted_until = max(self.muted_until, time.monotonic() + throttle_ms / 1000)
+        self.throttle_ms = max(self.throttle_ms, throttle_ms)
 
 
 class CloseConnection(Exception):
@@ -198,9 +200,9 @@ RequestHandler = Callable[[bytes | bytearray, ClientInfo], Awaitable[Sequence[Re
 # request handler of that connection (server/sasl_authenticator.py). Listeners without one hand
 # every frame straight to the server's handler.
 Authenticator = Callable[[RequestHandler, "Connection"], RequestHandler]
-# Told of each answered request: its frame, and when it arrived, was taken from the queue, was answered
-# (time.monotonic() seconds).
-RequestObserver = Callable[[bytes | bytearray, float, float, float], None]
+# Told of each answered request: its frame, when it arrived, was taken from the queue, was answered
+# (time.monotonic() seconds), and the throttle time in ms the quota stage gave it (0: none).
+RequestObserver = Callable[[bytes | bytearray, float, float, float, int], None]
 
 
 class ThrottledLog:
@@ -488,7 +490,8 @@ class Connection:
                 if response is not None:
                     await self._send_response(response)  # send
                 if observer is not None:
-                    observer(frame, arrived, started, time.monotonic())
+                    observer(frame, arrived, started, time.monotonic(), self.client.throttle_ms)
+                self.client.throttle_ms = 0
                 if self.client.muted_until:
                     await self._wait_unmuted()
         except CloseConnection as exc:
