@@ -67,7 +67,9 @@ class Broker:
 
 
 @contextlib.contextmanager
-def sasl_ssl_broker(root: Path) -> Iterator[Broker]:
+def sasl_ssl_broker(root: Path, **extra: object) -> Iterator[Broker]:
+    """The broker (its only listener SASL_SSL, the brokers' own connections PLAIN as admin), with
+    the `extra` overrides."""
     pki = make_pki(root)
     port = free_port()
     overrides = sasl_overrides(
@@ -77,6 +79,7 @@ def sasl_ssl_broker(root: Path) -> Iterator[Broker]:
             "security.inter.broker.protocol": "SASL_SSL",
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
             **pki.ssl_settings(client_auth="none"),
+            **extra,
         },
     )
     process = DebugBrokerProcess(

@@ -1,7 +1,8 @@
 """odradek's own client against a SASL_SSL broker, as a user runs the tools: `--command-config FILE`
 with a Kafka client's security.protocol, ssl.* and sasl.* keys (PLAIN and SCRAM over TLS), a wrong
-password and an untrusted broker certificate refused in one line, and the web console's
-`--command-config` (certificates and credentials made at test time)."""
+password and an untrusted broker certificate refused in one line, the web console's
+`--command-config`, and a broker's own console on a SASL_SSL-only broker (certificates and
+credentials made at test time)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.security.secured_broker import Broker, sasl_ssl_broker
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with sasl_ssl_broker(tmp_path_factory.mktemp("client-security")) as made:
+    http = f"http://127.0.0.1:{free_port()}"
+    with sasl_ssl_broker(tmp_path_factory.mktemp("client-security"), **{"http.listeners": http}) as made:
         yield made
 
 
@@ -125,3 +127,23 @@ def test_the_web_console_reads_a_secured_cluster(broker: Broker) -> None:
         finally:
             console.terminate()
             console.wait(10)
+
+
+def test_the_brokers_own_web_console_reads_it_as_the_broker(broker: Broker) -> None:
+    """A broker whose only listener is SASL_SSL serves its console through that listener, secured
+    and authenticated as its own connections to other brokers are."""
+    topic = f"embedded-{uuid.uuid4().hex[:8]}"
+    admin = str(broker.admin_config())
+    run_odradek(
+        "topics",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--command-config",
+        admin,
+        "--create",
+        "--topic",
+        topic,
+    )
+    http = broker.process.overrides["http.listeners"]
+    with urllib.request.urlopen(f"{http}/topics", timeout=30) as page:
+        assert topic in page.read().decode()

@@ -190,6 +190,7 @@ from odradek.replication.types import LeadershipChange, TopicPartition, TxnMarke
 from odradek.scheduler import Job, Lane, Lanes, Scheduler
 from odradek.security.acl_authorizer import AclAuthorizer, authorizer_for
 from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
+from odradek.security.client_config import BlockingClientSecurity
 from odradek.security.sasl import credentials as scram_credentials
 from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
@@ -206,7 +207,7 @@ from odradek.server.limits import (
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
 from odradek.server.sasl_authenticator import authenticator_for
-from odradek.server.sasl_listener import inter_broker_authenticate, sasl_listeners
+from odradek.server.sasl_listener import inter_broker_authenticate, inter_broker_client, sasl_listeners
 from odradek.server.socket_server import SocketServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
@@ -508,10 +509,19 @@ class KafkaServer:
 
     async def _bind_http(self, endpoints: list[tuple[str, int]]) -> None:
         """Bind http.listeners with /metrics (the broker's own registry) and the web console (reading
-        this broker through its first advertised listener); served once started."""
+        this broker through its inter-broker listener, as the broker itself: secured and
+        authenticated as its own connections to other brokers are); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
-        own = self.advertised_endpoints()[0]
-        self._console = Console(f"{own.host}:{own.port}", self.scheduler, self._hosted_sizes)
+        endpoints_by_listener = {e.listener: e for e in self.advertised_endpoints()}
+        own = endpoints_by_listener.get(
+            self.config.inter_broker_listener_name, self.advertised_endpoints()[0]
+        )
+        self._console = Console(
+            f"{own.host}:{own.port}",
+            self.scheduler,
+            self._hosted_sizes,
+            inter_broker_client_security(self.config),
+        )
         self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
 
@@ -1137,6 +1147,16 @@ def controller_channel(config: KafkaConfig) -> RemoteChannel:
         security=inter_broker_security(config),
     )
     return RemoteChannel(config.broker_id, settings)
+
+
+def inter_broker_client_security(config: KafkaConfig) -> BlockingClientSecurity | None:
+    """The broker's own identity on its inter-broker listener for odradek's blocking client (the
+    embedded web console): None when that listener is PLAINTEXT."""
+    tls = config.inter_broker_ssl
+    sasl = inter_broker_client(config)
+    if tls is None and sasl is None:
+        return None
+    return BlockingClientSecurity(tls.client_context if tls is not None else None, sasl)
 
 
 def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
