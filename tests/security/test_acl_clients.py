@@ -394,3 +394,39 @@ def test_an_invalid_acl_is_refused_with_invalid_request(broker):
         response = client.call(ApiKey.CREATE_ACLS, 3, CreateAclsRequest(creations=creations))
     assert [r.error_code for r in response.results] == [ErrorCode.INVALID_REQUEST] * 3
     assert "kafka-cluster" in (response.results[0].error_message or "")
+
+
+def test_the_scram_and_quota_apis_need_their_cluster_operations(tmp_path: Path):
+    """DescribeUserScramCredentials needs DESCRIBE on the cluster, AlterUserScramCredentials ALTER,
+    DescribeClientQuotas DESCRIBE_CONFIGS and AlterClientQuotas ALTER_CONFIGS: each refused
+    CLUSTER_AUTHORIZATION_FAILED once the principal is denied that operation, nothing altered."""
+    from odradek.protocol.messages.alter_client_quotas import AlterClientQuotasRequest as Quotas
+    from odradek.protocol.messages.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest as Scram,
+    )
+    from odradek.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+    from odradek.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+
+    with BrokerProcess(tmp_path / "data", overrides=SECURED, output_path=tmp_path / "broker.out") as process:
+        # the cluster's other operations stay allowed (once the cluster has an ACL, no-ACL-found no
+        # longer applies to it); the four denied in one CreateAcls, since ALTER guards CreateAcls and
+        # DESCRIBE the tool's listing after it (which therefore fails: its exit status is not asked)
+        acls(process, "--add", "--allow-principal", ANONYMOUS, "--operation", "All", "--cluster")
+        run_odradek("acls", "--bootstrap-server", process.bootstrap, "--add", "--deny-principal", ANONYMOUS,
+                    "--operation", "Describe", "--operation", "Alter", "--operation", "DescribeConfigs",
+                    "--operation", "AlterConfigs", "--cluster")  # fmt: skip
+        entry = Quotas.EntryData(
+            [Quotas.EntityData("client-id", "c")], [Quotas.OpData("producer_byte_rate", 1000.0)]
+        )
+        upsert = Scram.ScramCredentialUpsertion("u", 1, 4096, b"salt" * 8, b"p" * 32)
+        with RawClient(process.bootstrap) as client:
+            described = client.call(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, DescribeUserScramCredentialsRequest()
+            )
+            altered = client.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, Scram(upsertions=[upsert]))
+            quotas = client.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, DescribeClientQuotasRequest())
+            set_quota = client.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, Quotas([entry]))
+    assert described.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert [r.error_code for r in altered.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    assert quotas.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert [e.error_code for e in set_quota.entries] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
