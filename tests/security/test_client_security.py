@@ -29,6 +29,24 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield made
 
 
+def created_topic(broker: Broker, prefix: str) -> str:
+    """A fresh topic, created with `odradek topics --command-config` as the admin."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    config = str(broker.admin_config())
+    created = run_odradek(
+        "topics",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--command-config",
+        config,
+        "--create",
+        "--topic",
+        topic,
+    )
+    assert created.returncode == 0, created.stderr
+    return topic
+
+
 def test_topics_tool_creates_and_lists_over_sasl_ssl(broker: Broker) -> None:
     topic = f"tool-{uuid.uuid4().hex[:8]}"
     config = str(broker.admin_config())
@@ -101,18 +119,8 @@ def test_a_setting_the_client_cannot_honour_is_named(broker: Broker, tmp_path: P
 
 def test_the_web_console_reads_a_secured_cluster(broker: Broker) -> None:
     assert ENTRY_POINT is not None
-    topic = f"console-{uuid.uuid4().hex[:8]}"
+    topic = created_topic(broker, "console")
     admin = str(broker.admin_config())
-    run_odradek(
-        "topics",
-        "--bootstrap-server",
-        broker.bootstrap,
-        "--command-config",
-        admin,
-        "--create",
-        "--topic",
-        topic,
-    )
     port = free_port()
     with subprocess.Popen(
         [ENTRY_POINT, "console", "--bootstrap-server", broker.bootstrap,
@@ -132,18 +140,7 @@ def test_the_web_console_reads_a_secured_cluster(broker: Broker) -> None:
 def test_the_brokers_own_web_console_reads_it_as_the_broker(broker: Broker) -> None:
     """A broker whose only listener is SASL_SSL serves its console through that listener, secured
     and authenticated as its own connections to other brokers are."""
-    topic = f"embedded-{uuid.uuid4().hex[:8]}"
-    admin = str(broker.admin_config())
-    run_odradek(
-        "topics",
-        "--bootstrap-server",
-        broker.bootstrap,
-        "--command-config",
-        admin,
-        "--create",
-        "--topic",
-        topic,
-    )
+    topic = created_topic(broker, "embedded")
     http = broker.process.overrides["http.listeners"]
     with urllib.request.urlopen(f"{http}/topics", timeout=30) as page:
         assert topic in page.read().decode()
