@@ -512,16 +512,11 @@ class KafkaServer:
         this broker through its inter-broker listener, as the broker itself: secured and
         authenticated as its own connections to other brokers are); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
-        endpoints_by_listener = {e.listener: e for e in self.advertised_endpoints()}
-        own = endpoints_by_listener.get(
-            self.config.inter_broker_listener_name, self.advertised_endpoints()[0]
-        )
-        self._console = Console(
-            f"{own.host}:{own.port}",
-            self.scheduler,
-            self._hosted_sizes,
-            inter_broker_client_security(self.config),
-        )
+        advertised = self.advertised_endpoints()
+        inter_broker = self.config.inter_broker_listener_name
+        own = next((e for e in advertised if e.listener == inter_broker), advertised[0])
+        security = inter_broker_client_security(self.config)
+        self._console = Console(f"{own.host}:{own.port}", self.scheduler, self._hosted_sizes, security)
         self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
 
