@@ -78,25 +78,6 @@ def test_without_zookeeper_says_how_to_install_it(tmp_path):
 # a running cluster
 
 
-def consecutive_free_ports(count: int) -> int:
-    """The first of `count` consecutive loopback ports nobody listens on right now."""
-
-    def probe() -> int | None:
-        base = free_port()
-        return base if all(_bindable(port) for port in range(base, base + count)) else None
-
-    return eventually(probe, 10, f"{count} consecutive free ports", interval_s=0)
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def listening(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -231,7 +212,7 @@ def create_topic(admin: AdminClient, topic: str, replication_factor: int) -> Non
 
 @pytest.mark.slow
 def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_cluster):
-    base_port = consecutive_free_ports(BROKERS)
+    base_port = free_port(count=BROKERS)
     cluster = run_cluster(tmp_path / "data", base_port)
     announced = cluster.wait_until_up()
     bootstrap = announced["bootstrap.servers"]
@@ -263,7 +244,7 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
 
 @pytest.mark.slow
 def test_replicated_topic_round_trip(tmp_path, run_cluster):
-    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
+    cluster = run_cluster(tmp_path / "data", free_port(count=BROKERS))
     bootstrap = cluster.wait_until_up()["bootstrap.servers"]
     create_topic(connected_admin(bootstrap), "replicated", BROKERS)
     produce(bootstrap, "replicated", b"copied", acks="1")
@@ -288,7 +269,7 @@ def brokers_of(cluster: ClusterCommand) -> dict[int, int]:
 @pytest.mark.slow
 def test_ctrl_c_says_what_it_waits_for_and_the_last_broker_does_not_retry(tmp_path, run_cluster):
     backoff = "controlled.shutdown.retry.backoff.ms=60000"  # a retry would outlast the wait below
-    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS), backoff)
+    cluster = run_cluster(tmp_path / "data", free_port(count=BROKERS), backoff)
     bootstrap = cluster.wait_until_up()["bootstrap.servers"]
     create_topic(connected_admin(bootstrap), "replicated", BROKERS)
     cluster.process.send_signal(signal.SIGINT)
@@ -306,7 +287,7 @@ def test_ctrl_c_says_what_it_waits_for_and_the_last_broker_does_not_retry(tmp_pa
 
 @pytest.mark.slow
 def test_a_second_ctrl_c_kills_the_brokers_at_once(tmp_path, run_cluster):
-    cluster = run_cluster(tmp_path / "data", consecutive_free_ports(BROKERS))
+    cluster = run_cluster(tmp_path / "data", free_port(count=BROKERS))
     cluster.wait_until_up()
     stuck = brokers_of(cluster)[1]
     os.kill(stuck, signal.SIGSTOP)  # its graceful stop would wait for the command's stop timeout
@@ -320,7 +301,7 @@ def test_a_second_ctrl_c_kills_the_brokers_at_once(tmp_path, run_cluster):
 
 @pytest.mark.slow
 def test_kill_9_takes_every_process_with_it_and_a_directory_in_use_is_refused(tmp_path, run_cluster):
-    base_port = consecutive_free_ports(BROKERS)
+    base_port = free_port(count=BROKERS)
     first = run_cluster(tmp_path / "data", base_port)
     first.wait_until_up()
     assert len(first.started) == BROKERS + 1

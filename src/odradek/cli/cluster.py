@@ -98,12 +98,15 @@ def run(args: argparse.Namespace) -> int:
     if args.zookeeper_connect is None and zookeeper_classpath() is None:
         _say("no ZooKeeper server to start: apt-get install zookeeper (or name one with --zookeeper-connect)")
         return USAGE_ERROR
-    lock = _lock(cluster.data_dir)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _raise_stop)
+    try:
+        lock = _lock(cluster.data_dir)
+    except _Stop:
+        return 0  # stopped before anything started
     if lock is None:
         return 1
     with lock:
-        for signum in _STOP_SIGNALS:
-            signal.signal(signum, _raise_stop)
         try:
             status = _run_until_stopped(cluster)
         finally:

@@ -13,7 +13,9 @@ Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker 
 
 from __future__ import annotations
 
+import errno
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,11 +30,29 @@ from odradek.testing.parent_death import die_with_owner
 _POLL_INTERVAL_S = 0.05
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the kernel's choice for an ephemeral bind)."""
+# Below Linux's ephemeral range (32768-60999): a port taken from it could become the local port of
+# an outgoing connection (a broker's to ZooKeeper, a client's) between this choice and the bind.
+_TEST_PORTS = range(20000, 32700)
+
+
+def free_port(host: str = "127.0.0.1", count: int = 1) -> int:
+    """The first of `count` consecutive TCP ports nobody has bound right now, below the ephemeral
+    range; chosen at random, so that test processes running side by side rarely pick the same."""
+    while True:
+        base = random.randrange(_TEST_PORTS.start, _TEST_PORTS.stop - count)
+        if all(_bindable(host, port) for port in range(base, base + count)):
+            return base
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise  # an address this host does not have: no port would do
+    return True
 
 
 class BrokerStartError(RuntimeError):
