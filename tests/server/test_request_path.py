@@ -139,6 +139,28 @@ def test_a_throttled_connection_handles_its_next_request_after_the_mute():
     assert second - first >= 0.3
 
 
+
+def test_a_shutdown_does_not_wait_out_a_throttled_connections_mute():
+    async def answered_then_drained() -> float:
+        dispatcher = Dispatcher(
+            broker=None,  # type: ignore[arg-type]
+            handlers={METADATA: Recording()},
+            quotas=Quotas(throttle_ms=60_000),
+        )
+        server = SocketServer(dispatcher, Scheduler(SYSTEM_CLOCK))
+        _, port = await server.bind("PLAINTEXT", "127.0.0.1", 0)
+        server.listen()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(metadata_frame(0))
+        assert decode(await read_frame(reader))[1].throttle_time_ms == 60_000  # now muted for a minute
+        started = time.monotonic()
+        server.close()
+        await server.drain(30)
+        writer.close()
+        return time.monotonic() - started
+
+    assert run(answered_then_drained()) < 5
+
 def test_the_defaults_allow_everything_and_never_throttle():
     ctx = SimpleNamespace(principal=ANONYMOUS, header=None)
     assert AllowEverything().authorize(ctx, AclOperation.WRITE, CLUSTER)  # type: ignore[arg-type]

@@ -314,7 +314,7 @@ class Connection:
         self.last_active = self._loop.time()
         self._wakeup = asyncio.Event()
         self._reading = False
-        self._muted = False  # while throttled (`_wait_unmuted`)
+        self._mute_end: asyncio.Future[None] | None = None  # while throttled (`_wait_unmuted`)
         self._closed = False
         self._draining = False
         self._worker = self._loop.create_task(self._process(), name=f"connection-{client}")
@@ -345,7 +345,7 @@ class Connection:
     # -- reading ---------------------------------------------------------------------------------
 
     def _resume_reading(self) -> None:
-        if not self._reading and not self._closed and not self._draining and not self._muted:
+        if not self._reading and not self._closed and not self._draining and self._mute_end is None:
             self._loop.add_reader(self._fd, self._on_readable)
             self._reading = True
 
@@ -524,11 +524,13 @@ class Connection:
         self.client.muted_until = 0.0
         if delay > 0:
             self._pause_reading()
-            self._muted = True
+            self._mute_end = self._loop.create_future()
+            timer = self._loop.call_later(delay, _set_result_once, self._mute_end)
             try:
-                await asyncio.sleep(delay)
+                await self._mute_end
             finally:
-                self._muted = False
+                timer.cancel()
+                self._mute_end = None
             self.maybe_resume_reading()
 
     async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
@@ -596,10 +598,13 @@ class Connection:
     # -- closing ---------------------------------------------------------------------------------
 
     def start_draining(self) -> None:
-        """Stop reading; the worker answers the frames already queued, then closes."""
+        """Stop reading; the worker answers the frames already queued, then closes (a throttled
+        connection's mute ends now: a shutdown does not wait out a throttle time)."""
         self._draining = True
         self._pause_reading()
         self._wakeup.set()
+        if self._mute_end is not None:
+            _set_result_once(self._mute_end)
 
     async def wait_closed(self) -> None:
         await asyncio.wait({self._worker})
