@@ -93,65 +93,85 @@ class QuotaWindow:
 
 
 class Rate:
-    """Kafka's SampledStat Rate: a ring of samples, each a window long from its first record. The
-    total and the oldest start are kept as samples change, so a record and a measure cost O(1) but
-    once per window (a sample starting) or per obsolete sample (Kafka's purgeObsoleteSamples)."""
+    """Kafka's SampledStat Rate over `window`: a ring of samples, each a window long from its first
+    record. The total and the oldest start are kept as samples change, so a record and a measure cost
+    O(1) but once per window (a sample starting) or per obsolete sample (Kafka's
+    purgeObsoleteSamples). The window's numbers are copied in: the record path reads only slots."""
 
-    __slots__ = ("_starts", "_values", "_current", "_total", "_oldest")
+    __slots__ = ("_starts", "_values", "_current", "_total", "_oldest", "_size_ms", "_samples", "_span_ms")
 
-    def __init__(self, now_ms: float) -> None:
+    def __init__(self, now_ms: float, window: QuotaWindow) -> None:
         self._starts = [now_ms]
         self._values = [0.0]
         self._current = 0
         self._total = 0.0
         self._oldest = now_ms
+        self._size_ms, self._samples, self._span_ms = window.size_ms, window.samples, window.total_ms
 
-    def record(self, value: float, now_ms: float, window: QuotaWindow) -> None:
-        if now_ms >= self._starts[self._current] + window.size_ms:
-            self._current = (self._current + 1) % window.samples
-            if self._current >= len(self._starts):
-                self._starts.append(now_ms)
-                self._values.append(0.0)
-            else:
-                self._reset(self._current, now_ms)
-                self._oldest = min(self._starts)
-        self._values[self._current] += value
+    def record(self, value: float, now_ms: float) -> None:
+        current = self._current
+        if now_ms >= self._starts[current] + self._size_ms:
+            current = self._next_sample(now_ms)
+        self._values[current] += value
         self._total += value
+
+    def _next_sample(self, now_ms: float) -> int:
+        current = self._current = (self._current + 1) % self._samples
+        if current >= len(self._starts):
+            self._starts.append(now_ms)
+            self._values.append(0.0)
+        else:
+            self._reset(current, now_ms)
+            self._oldest = min(self._starts)
+        return current
 
     def _reset(self, index: int, now_ms: float) -> None:
         self._total -= self._values[index]
         self._starts[index], self._values[index] = now_ms, 0.0
 
-    def measure(self, now_ms: float, window: QuotaWindow) -> tuple[float, float]:
+    def measure(self, now_ms: float) -> tuple[float, float]:
         """(the rate per second, the window in ms it is measured over)."""
-        if now_ms - self._oldest >= window.total_ms:
-            for i, start in enumerate(self._starts):
-                if now_ms - start >= window.total_ms:  # obsolete
-                    self._reset(i, now_ms)
-            self._oldest = min(self._starts)
+        if now_ms - self._oldest >= self._span_ms:
+            self._purge_obsolete(now_ms)
         elapsed = now_ms - self._oldest
-        full = int(elapsed // window.size_ms)
-        if full < window.samples - 1:
-            elapsed += (window.samples - 1 - full) * window.size_ms
+        short = self._samples - 1 - int(elapsed // self._size_ms)
+        if short > 0:  # never shorter than samples - 1 whole samples
+            elapsed += short * self._size_ms
         return self._total * 1000.0 / elapsed, elapsed
+
+    def _purge_obsolete(self, now_ms: float) -> None:
+        for i, start in enumerate(self._starts):
+            if now_ms - start >= self._span_ms:
+                self._reset(i, now_ms)
+        self._oldest = min(self._starts)
 
 
 class QuotaGroup:
-    """One quota group's sensor: its tags, limit, rate and the throttle times it was answered."""
+    """One quota group's sensor: its tags, limit, rate, and the throttle times it was answered (their
+    two rates made at its first throttle: most groups are never throttled)."""
 
     __slots__ = ("user", "client_id", "limit", "rate", "throttle", "throttled", "last_ms")
 
-    def __init__(self, user: str, client_id: str, limit: float, now_ms: float) -> None:
+    def __init__(self, user: str, client_id: str, limit: float, now_ms: float, window: QuotaWindow) -> None:
         self.user, self.client_id, self.limit = user, client_id, limit
-        self.rate = Rate(now_ms)
+        self.rate = Rate(now_ms, window)
         # the throttle times answered and how many (Kafka's throttle-time: their average)
-        self.throttle = Rate(now_ms)
-        self.throttled = Rate(now_ms)
+        self.throttle: Rate | None = None
+        self.throttled: Rate | None = None
         self.last_ms = now_ms
 
     def record_throttle(self, throttle_ms: int, now_ms: float, window: QuotaWindow) -> None:
-        self.throttle.record(throttle_ms, now_ms, window)
-        self.throttled.record(1, now_ms, window)
+        if self.throttle is None or self.throttled is None:
+            self.throttle, self.throttled = Rate(now_ms, window), Rate(now_ms, window)
+        self.throttle.record(throttle_ms, now_ms)
+        self.throttled.record(1, now_ms)
+
+    def throttle_time_avg(self, now_ms: float) -> float:
+        """The average throttle time of the requests throttled in the window (0: none)."""
+        if self.throttle is None or self.throttled is None:
+            return 0.0
+        throttled = self.throttled.measure(now_ms)[0]
+        return self.throttle.measure(now_ms)[0] / throttled if throttled else 0.0
 
 
 # The eight levels: (user component, client-id component) of the entity looked up, and whether the
@@ -194,15 +214,13 @@ class ClientQuotaManager:
         self._resolved: dict[tuple[str, str], QuotaGroup | None] = {}
         self._groups: dict[tuple[str, str], QuotaGroup] = {}
         self._next_sweep_ms = 0.0
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._limits)
+        self.enabled = False  # a limit of this type is set
 
     def set_limits(self, limits: Mapping[ClientEntity, float]) -> None:
         """New limits: every client is resolved again at its next request (a group that stays keeps
         its rate and takes its new limit)."""
         self._limits = dict(limits)
+        self.enabled = bool(self._limits)
         self._resolved.clear()
 
     def group(self, user: str, client_id: str, now_ms: float) -> QuotaGroup | None:
@@ -217,30 +235,34 @@ class ClientQuotaManager:
             tags = found[:2]
             group = self._groups.get(tags)
             if group is None:
-                group = self._groups[tags] = QuotaGroup(*tags, found[2], now_ms)
+                group = self._groups[tags] = QuotaGroup(*tags, found[2], now_ms, self.window)
             group.limit = found[2]
         self._resolved[(user, client_id)] = group
         return group
 
     def record(self, user: str, client_id: str, value: float, now_ms: float) -> int:
-        """Record `value` for the group; the throttle time in ms (0: within its quota)."""
+        """Record `value` for the group; the throttle time in ms (0: within its quota). The request
+        path's one call per quota type: the lookup, the record and the measure inline."""
         if not self._limits:
             return 0
-        group = self.group(user, client_id, now_ms)
+        group = self._resolved.get((user, client_id), False)
+        if group is False:
+            group = self.group(user, client_id, now_ms)
         if group is None:
             return 0
-        group.rate.record(value, now_ms, self.window)
+        group.rate.record(value, now_ms)
         group.last_ms = now_ms
         throttle_ms = self._throttle_ms(group, now_ms)
         if throttle_ms:
             group.record_throttle(throttle_ms, now_ms, self.window)
-        self.maybe_sweep(now_ms)
+        if now_ms >= self._next_sweep_ms:
+            self._sweep(now_ms)
         return throttle_ms
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: float) -> None:
         group = self.group(user, client_id, now_ms) if self._limits else None
         if group is not None:
-            group.rate.record(-value, now_ms, self.window)
+            group.rate.record(-value, now_ms)
 
     def throttle_ms(self, user: str, client_id: str, now_ms: float) -> int:
         """The throttle time the group is over its quota by now, recording nothing."""
@@ -255,7 +277,7 @@ class ClientQuotaManager:
         return group.limit * (self.window.samples - 1) * self.window.size_ms / 1000
 
     def _throttle_ms(self, group: QuotaGroup, now_ms: float) -> int:
-        rate, window_ms = group.rate.measure(now_ms, self.window)
+        rate, window_ms = group.rate.measure(now_ms)
         if rate <= group.limit:
             return 0
         throttle = round((rate - group.limit) / group.limit * window_ms) if group.limit > 0 else window_ms
@@ -283,9 +305,7 @@ class ClientQuotaManager:
 
     def measure(self, group: QuotaGroup, now_ms: float) -> tuple[float, float]:
         """(the group's rate per second, the average throttle time of its throttled requests)."""
-        throttled = group.throttled.measure(now_ms, self.window)[0]
-        throttle = group.throttle.measure(now_ms, self.window)[0] / throttled if throttled else 0.0
-        return group.rate.measure(now_ms, self.window)[0], throttle
+        return group.rate.measure(now_ms)[0], group.throttle_time_avg(now_ms)
 
 
 class ControllerMutationQuota:
@@ -313,7 +333,7 @@ class ControllerMutationQuota:
                 f"The throttling quota has been exceeded: wait {self.throttle_time_ms} ms",
             )
         bucket.tokens -= partitions
-        bucket.group.rate.record(partitions, self._now_ms, bucket.window)
+        bucket.group.rate.record(partitions, self._now_ms)
         self.throttle_time_ms = max(self.throttle_time_ms, bucket.throttle_ms())
         if self.throttle_time_ms:
             bucket.group.record_throttle(self.throttle_time_ms, self._now_ms, bucket.window)
@@ -442,7 +462,8 @@ class ClientQuotas:
     def record_request(self, ctx: AuthorizableRequestContext, request_bytes: int, handling_ns: int) -> int:
         throttle_ms = 0
         if request_bytes and self.produce.enabled:
-            throttle_ms = self.produce.record(*quota_names(ctx), request_bytes, now_monotonic_ms())
+            throttle_ms = self.produce.record(ctx.principal.name, ctx.header.client_id or "", request_bytes,
+                                              time.monotonic_ns() / 1e6)  # fmt: skip
         if handling_ns and self.request.enabled:
             percent = handling_ns * NANOS_TO_PERCENTAGE
             throttle_ms = max(
