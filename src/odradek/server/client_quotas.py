@@ -293,8 +293,8 @@ class ClientQuotaManager:
         """Forget the groups with no record for a whole window (and the client ids they resolved)."""
         self._next_sweep_ms = now_ms + self.window.size_ms
         expired = now_ms - self.window.total_ms
-        for tags in [tags for tags, group in self._groups.items() if group.last_ms < expired]:
-            del self._groups[tags]
+        # a new dict, not deletions: a dict keeps its table at its largest size
+        self._groups = {tags: group for tags, group in self._groups.items() if group.last_ms >= expired}
         # the clients resolved to no quota are looked up again when they come back
         self._resolved = {
             k: g for k, g in self._resolved.items() if g is not None and (g.user, g.client_id) in self._groups
