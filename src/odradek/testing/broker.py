@@ -33,13 +33,14 @@ _POLL_INTERVAL_S = 0.05
 # Below Linux's ephemeral range (32768-60999): a port taken from it could become the local port of
 # an outgoing connection (a broker's to ZooKeeper, a client's) between this choice and the bind.
 _TEST_PORTS = range(20000, 32700)
+_PORT_CHOICE = random.Random()  # its own: hypothesis seeds the global one, the same in every process
 
 
 def free_port(host: str = "127.0.0.1", count: int = 1) -> int:
     """The first of `count` consecutive TCP ports nobody has bound right now, below the ephemeral
     range; chosen at random, so that test processes running side by side rarely pick the same."""
     while True:
-        base = random.randrange(_TEST_PORTS.start, _TEST_PORTS.stop - count)
+        base = _PORT_CHOICE.randrange(_TEST_PORTS.start, _TEST_PORTS.stop - count)
         if all(_bindable(host, port) for port in range(base, base + count)):
             return base
 
