@@ -1,6 +1,6 @@
 # odradek: the two commands the README names (`make serve`, `make test`) plus bench and lint.
 #   make serve [ARGS="--config server.properties --override num.partitions=3"]   (installs first if needed)
-#   make test          installs test dependencies, then runs the whole suite (slow tests included)
+#   make test          installs test dependencies, then runs the whole suite (slow tests included) on two workers
 #   make lint          ruff, the import layers and import cycles (CI runs it before the tests)
 PYTHON ?= python3
 ARGS ?=
@@ -17,9 +17,11 @@ install:
 serve: install
 	$(PYTHON) -m odradek serve $(ARGS)
 
+# two workers (pytest-xdist), each taking a whole test file at a time: a file's module fixtures (its
+# broker, its cluster) are started once, and the files with slow or Spark tests go first (tests/conftest.py)
 test:
 	PYTHON=$(PYTHON) tools/install-deps.sh
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(PYTHON) -m pip install -q -e '.[bench]'

@@ -1,6 +1,7 @@
 """Suite-wide fixtures and markers.
 
-Owns: the `compat` marker (applied to every test under tests/compat, which runs real Kafka clients
+Owns: the order of the tests (the files with slow or Spark tests first, see `_long_files_first`);
+the `compat` marker (applied to every test under tests/compat, which runs real Kafka clients
 against real broker processes); `unique_topic`, a topic name no other test uses, so tests sharing
 one broker never see each other's data (Kafka's legal characters [a-zA-Z0-9._-], at most 249, and
 no '.', so names never collide with '_' in metric names); and `zookeeper`, one real ZooKeeper
@@ -39,6 +40,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _COMPAT_DIR in Path(item.fspath).parents:
             item.add_marker(pytest.mark.compat)
+    _long_files_first(items)
+
+
+def _long_files_first(items: list[pytest.Item]) -> None:
+    """The files holding a slow or Spark test run first, each file's tests still together and in
+    order: `make test` hands whole files to two workers (pytest-xdist, --dist loadfile), and a long
+    file started last would leave one worker running it alone."""
+    long_files = {item.path for item in items if item.get_closest_marker("slow") or "spark" in item.keywords}
+    items.sort(key=lambda item: item.path not in long_files)
 
 
 def topic_name(hint: str) -> str:
