@@ -192,6 +192,45 @@ def test_responses_keep_request_order_with_uneven_handler_latency():
     run(scenario())
 
 
+
+def test_responses_ready_together_go_out_in_one_sendmsg_in_order_with_file_slices(tmp_path, monkeypatch):
+    """200 pipelined requests handled in one go: their byte responses share a few sendmsg calls (the
+    outbox is flushed when the worker next waits), and a response with a FileSlice still comes after
+    the byte responses before it."""
+    calls: list[int] = []
+    original = socket.socket.sendmsg
+
+    def counting(sock, buffers, *args):
+        calls.append(len(buffers))
+        return original(sock, buffers, *args)
+
+    monkeypatch.setattr(socket.socket, "sendmsg", counting)
+    path = tmp_path / "segment.log"
+    path.write_bytes(bytes(range(256)) * 16)
+    fd = os.open(path, os.O_RDONLY)
+
+    async def handler(frame_bytes, client):
+        (index,) = struct.unpack(">i", frame_bytes)
+        return [frame_bytes, FileSlice(fd, index, 7)] if index % 50 == 49 else [frame_bytes]
+
+    async def scenario():
+        server, port = await serve(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(frame(struct.pack(">i", i)) for i in range(200)))
+        for i in range(200):
+            body = await read_frame(reader)
+            assert body[:4] == struct.pack(">i", i)
+            assert body[4:] == (bytes((i + k) % 256 for k in range(7)) if i % 50 == 49 else b"")
+        writer.close()
+        server.close()
+        await server.drain(1)
+
+    try:
+        run(scenario())
+    finally:
+        os.close(fd)
+    assert len(calls) <= 50, f"{len(calls)} sendmsg calls for 200 responses"
+
 def server_receive_queue(server_port: int, client_port: int) -> int:
     """Bytes the kernel holds for the server's side of a loopback connection, unread by the server
     (rx_queue in /proc/net/tcp)."""

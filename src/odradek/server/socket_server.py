@@ -147,6 +147,7 @@ PER_IP_LOGS_MAX = 1024
 _FRAME_SIZE = struct.Struct(">i")
 _SIZE_PREFIX = 4
 _SENDMSG_MAX_BUFFERS = 512
+OUTBOX_MAX_BYTES = 256 * 1024  # responses held for one sendmsg at most; more are sent at once
 TLS_SEND_BATCH = 256 * 1024
 TLS_RECEIVE_SIZE = 256 * 1024
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
@@ -315,6 +316,12 @@ class Connection:
         self._wakeup = asyncio.Event()
         self._reading = False
         self._mute_end: asyncio.Future[None] | None = None  # while throttled (`_wait_unmuted`)
+        # responses ready to send, sent together when the worker next waits (`_flush_outbox`), and
+        # what a short write left of them for the worker to send first (`_unsent`)
+        self._outbox: list[bytes | bytearray | memoryview] = []
+        self._outbox_bytes = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._unsent: list[memoryview] = []
         self._closed = False
         self._draining = False
         self._worker = self._loop.create_task(self._process(), name=f"connection-{client}")
@@ -467,8 +474,11 @@ class Connection:
     async def _process(self) -> None:
         try:
             while not self._closed:
+                if self._unsent:
+                    await self._send_views(self._unsent, 0, 0)
                 if not self._queue:
                     if self._draining:
+                        await self._send_ready()
                         break
                     self.last_active = self._loop.time()
                     self._handling = False
@@ -514,6 +524,7 @@ class Connection:
         try:
             if exc.response is not None:
                 await self._send_response(exc.response)
+                await self._send_ready()
             await asyncio.sleep(exc.delay_s)
         except OSError as error:
             log.debug("Connection from %s gone before its last response was sent: %s", self.client, error)
@@ -534,6 +545,60 @@ class Connection:
             self.maybe_resume_reading()
 
     async def _send_response(self, chunks: Sequence[ResponseChunk]) -> None:
+        """Send one response after those before it. A response of buffers only joins the outbox,
+        sent with one `sendmsg` at once when no other request is queued, else when the worker next
+        waits (a handler or a mute waiting) or the outbox is full; one with a `FileSlice` is sent at
+        once, after the outbox, with `sendfile` for the slice."""
+        if not any(isinstance(chunk, FileSlice) for chunk in chunks):
+            total = sum(map(len, chunks))
+            self._outbox.append(total.to_bytes(_SIZE_PREFIX, "big", signed=True))
+            self._outbox += chunks  # type: ignore[arg-type]
+            self._outbox_bytes += _SIZE_PREFIX + total
+            if not self._queue:  # nothing else to answer in this turn: no reason to wait
+                self._flush_outbox()
+            elif len(self._outbox) >= _SENDMSG_MAX_BUFFERS or self._outbox_bytes >= OUTBOX_MAX_BYTES:
+                await self._send_ready()
+            elif self._flush_handle is None:
+                self._flush_handle = self._loop.call_soon(self._flush_outbox)
+            return
+        await self._send_ready()
+        await self._send_with_files(chunks)
+
+    async def _send_ready(self) -> None:
+        """Send the outbox and anything a short write left, waiting for the socket as needed."""
+        self._flush_outbox()
+        if self._unsent:
+            await self._send_views(self._unsent, 0, 0)
+
+    def _flush_outbox(self) -> None:
+        """One `sendmsg` of the outbox (also the callback `_send_response` schedules); what does not
+        fit in the socket buffer goes to `_unsent`, which the worker sends before anything else."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        buffers, total = self._outbox, self._outbox_bytes
+        if not buffers or self._closed:
+            return
+        self._outbox, self._outbox_bytes = [], 0
+        if self._unsent:  # still behind an earlier short write
+            self._unsent += [memoryview(b).cast("B") for b in buffers if len(b)]
+            return
+        sent = 0
+        try:
+            sent = self._sock.sendmsg(buffers[:_SENDMSG_MAX_BUFFERS], [], 0)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            self._close_after_error("write failed", exc)
+            return
+        if sent == total:
+            return
+        views = [memoryview(b).cast("B") for b in buffers if len(b)]
+        _skip_sent(views, sent)
+        self._unsent = views
+        self._wakeup.set()  # an idle worker wakes to send the rest
+
+    async def _send_with_files(self, chunks: Sequence[ResponseChunk]) -> None:
         total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
         pending: list[bytes | bytearray | memoryview] = [total.to_bytes(_SIZE_PREFIX, "big", signed=True)]
         for chunk in chunks:
@@ -621,6 +686,8 @@ class Connection:
             log.log(level, "Connection from %s closed: %s", self.client, reason)
         self._pause_reading()
         self._loop.remove_writer(self._fd)
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
         self._queue.clear()
         self._arrived.clear()
         self._queued_bytes = 0
