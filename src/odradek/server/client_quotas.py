@@ -98,13 +98,13 @@ class Rate:
     O(1) but once per window (a sample starting) or per obsolete sample (Kafka's
     purgeObsoleteSamples). The window's numbers are copied in: the record path reads only slots."""
 
-    __slots__ = ("_starts", "_values", "_current", "_total", "_oldest", "_size_ms", "_samples", "_span_ms")
+    __slots__ = ("_starts", "_values", "_current", "total", "_oldest", "_size_ms", "_samples", "_span_ms")
 
     def __init__(self, now_ms: float, window: QuotaWindow) -> None:
         self._starts = [now_ms]
         self._values = [0.0]
         self._current = 0
-        self._total = 0.0
+        self.total = 0.0
         self._oldest = now_ms
         self._size_ms, self._samples, self._span_ms = window.size_ms, window.samples, window.total_ms
 
@@ -113,7 +113,7 @@ class Rate:
         if now_ms >= self._starts[current] + self._size_ms:
             current = self._next_sample(now_ms)
         self._values[current] += value
-        self._total += value
+        self.total += value
 
     def _next_sample(self, now_ms: float) -> int:
         current = self._current = (self._current + 1) % self._samples
@@ -126,7 +126,7 @@ class Rate:
         return current
 
     def _reset(self, index: int, now_ms: float) -> None:
-        self._total -= self._values[index]
+        self.total -= self._values[index]
         self._starts[index], self._values[index] = now_ms, 0.0
 
     def measure(self, now_ms: float) -> tuple[float, float]:
@@ -137,7 +137,7 @@ class Rate:
         short = self._samples - 1 - int(elapsed // self._size_ms)
         if short > 0:  # never shorter than samples - 1 whole samples
             elapsed += short * self._size_ms
-        return self._total * 1000.0 / elapsed, elapsed
+        return self.total * 1000.0 / elapsed, elapsed
 
     def _purge_obsolete(self, now_ms: float) -> None:
         for i, start in enumerate(self._starts):
@@ -150,15 +150,23 @@ class QuotaGroup:
     """One quota group's sensor: its tags, limit, rate, and the throttle times it was answered (their
     two rates made at its first throttle: most groups are never throttled)."""
 
-    __slots__ = ("user", "client_id", "limit", "rate", "throttle", "throttled", "last_ms")
+    __slots__ = ("user", "client_id", "limit", "window_max", "rate", "throttle", "throttled", "last_ms")
 
     def __init__(self, user: str, client_id: str, limit: float, now_ms: float, window: QuotaWindow) -> None:
-        self.user, self.client_id, self.limit = user, client_id, limit
+        self.user, self.client_id = user, client_id
+        self.set_limit(limit, window)
         self.rate = Rate(now_ms, window)
         # the throttle times answered and how many (Kafka's throttle-time: their average)
         self.throttle: Rate | None = None
         self.throttled: Rate | None = None
         self.last_ms = now_ms
+
+    def set_limit(self, limit: float, window: QuotaWindow) -> None:
+        """The limit, and Kafka's getMaxValueInQuotaWindow: limit x (num - 1) x window size. A rate
+        is never measured over less than num - 1 samples, so a total up to `window_max` is within
+        the quota whatever the samples' times: the record path needs no measure then."""
+        self.limit = limit
+        self.window_max = limit * (window.samples - 1) * window.size_ms / 1000
 
     def record_throttle(self, throttle_ms: int, now_ms: float, window: QuotaWindow) -> None:
         if self.throttle is None or self.throttled is None:
@@ -236,7 +244,7 @@ class ClientQuotaManager:
             group = self._groups.get(tags)
             if group is None:
                 group = self._groups[tags] = QuotaGroup(*tags, found[2], now_ms, self.window)
-            group.limit = found[2]
+            group.set_limit(found[2], self.window)
         self._resolved[(user, client_id)] = group
         return group
 
@@ -250,9 +258,10 @@ class ClientQuotaManager:
             group = self.group(user, client_id, now_ms)
         if group is None:
             return 0
-        group.rate.record(value, now_ms)
+        rate = group.rate
+        rate.record(value, now_ms)
         group.last_ms = now_ms
-        throttle_ms = self._throttle_ms(group, now_ms)
+        throttle_ms = 0 if rate.total <= group.window_max else self._throttle_ms(group, now_ms)
         if throttle_ms:
             group.record_throttle(throttle_ms, now_ms, self.window)
         if now_ms >= self._next_sweep_ms:
@@ -272,9 +281,7 @@ class ClientQuotaManager:
     def max_value_in_window(self, user: str, client_id: str, now_ms: float) -> float | None:
         """Kafka's getMaxValueInQuotaWindow: limit x (num - 1) x window size; None without a quota."""
         group = self.group(user, client_id, now_ms) if self._limits else None
-        if group is None:
-            return None
-        return group.limit * (self.window.samples - 1) * self.window.size_ms / 1000
+        return None if group is None else group.window_max
 
     def _throttle_ms(self, group: QuotaGroup, now_ms: float) -> int:
         rate, window_ms = group.rate.measure(now_ms)
