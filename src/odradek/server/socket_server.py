@@ -44,7 +44,14 @@ buffer and refuses a second writer on its fd, so it cannot interleave sendfile c
 - Writing: the handler returns the response chunks (header and body, without the size prefix);
   runs of bytes go out with `sendmsg` (flagged MSG_MORE when a file slice follows), each `FileSlice`
   with `os.sendfile` from its fd at its offset (the file position is never touched). When the socket
-  buffer is full the writer waits for writability with `loop.add_writer`.
+  buffer is full the writer waits for writability with `loop.add_writer`. A response of bytes only
+  is sent at once when no other request of the connection is queued; otherwise it joins the
+  connection's outbox, which goes out in one `sendmsg` when the worker next waits (a handler or a
+  mute waiting, or nothing left to handle: a callback of the same loop turn), or at once when it
+  holds OUTBOX_MAX_BYTES or as many buffers as one sendmsg takes. So a client that pipelines
+  (librdkafka keeps several Produce requests in flight per connection) gets the responses handled in
+  one turn with one system call, and no response waits for a later request's handling. A response
+  with a `FileSlice` sends the outbox first.
 - Observing (the broker's request metrics, server/metrics.py): with a `RequestObserver`, each frame
   is stamped when queued, and once answered (the response sent, or none for acks=0) the observer gets
   the frame with its arrival, start and end times. Without one, nothing is stamped.
