@@ -139,7 +139,6 @@ def test_a_throttled_connection_handles_its_next_request_after_the_mute():
     assert second - first >= 0.3
 
 
-
 def test_a_shutdown_does_not_wait_out_a_throttled_connections_mute():
     async def answered_then_drained() -> float:
         dispatcher = Dispatcher(
@@ -160,6 +159,7 @@ def test_a_shutdown_does_not_wait_out_a_throttled_connections_mute():
         return time.monotonic() - started
 
     assert run(answered_then_drained()) < 5
+
 
 def test_the_defaults_allow_everything_and_never_throttle():
     ctx = SimpleNamespace(principal=ANONYMOUS, header=None)

@@ -192,7 +192,6 @@ def test_responses_keep_request_order_with_uneven_handler_latency():
     run(scenario())
 
 
-
 def test_responses_ready_together_go_out_in_one_sendmsg_in_order_with_file_slices(tmp_path, monkeypatch):
     """200 pipelined requests handled in one go: their byte responses share a few sendmsg calls (the
     outbox is flushed when the worker next waits), and a response with a FileSlice still comes after
@@ -230,6 +229,7 @@ def test_responses_ready_together_go_out_in_one_sendmsg_in_order_with_file_slice
     finally:
         os.close(fd)
     assert len(calls) <= 50, f"{len(calls)} sendmsg calls for 200 responses"
+
 
 def server_receive_queue(server_port: int, client_port: int) -> int:
     """Bytes the kernel holds for the server's side of a loopback connection, unread by the server
