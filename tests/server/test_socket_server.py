@@ -152,6 +152,27 @@ def test_byte_responses_larger_than_the_socket_buffer_resume_after_short_writes(
     run(scenario())
 
 
+def test_a_throttled_response_larger_than_the_socket_buffer_arrives_whole_before_the_mute_ends():
+    """KIP-219: the response of the request that crossed the quota goes out at once, all of it; only
+    the connection's next request waits for the mute (here 30 s, far longer than the sending)."""
+    body = os.urandom(8 << 20)
+
+    async def handler(frame_bytes, client):
+        client.throttle(30_000)
+        return [body]
+
+    async def scenario():
+        server, port = await serve(handler)
+        reader, writer = await open_slow_reader(port)
+        writer.write(frame(b"go"))
+        assert await asyncio.wait_for(read_frame(reader), 20) == body
+        writer.close()
+        server.close()
+        await server.drain(1)
+
+    run(scenario())
+
+
 def count_writability_waits(monkeypatch) -> list[int]:
     """Each time a connection waits for its socket to become writable, its fd is appended."""
     waits: list[int] = []

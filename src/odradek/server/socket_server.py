@@ -510,6 +510,7 @@ class Connection:
                     observer(frame, arrived, started, time.monotonic(), self.client.throttle_ms)
                 self.client.throttle_ms = 0
                 if self.client.muted_until:
+                    await self._send_ready()  # the whole response before the mute (KIP-219)
                     await self._wait_unmuted()
         except CloseConnection as exc:
             if exc.response is not None or exc.delay_s > 0:
