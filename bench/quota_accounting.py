@@ -102,12 +102,8 @@ def steady_stage_runs(setting: str, calls: int, runs: int) -> list[float]:
 def first_request_ns() -> float:
     """CPU ns of a new client id's first request under a default client-id quota: its level looked
     up and its group made (10,000 new client ids, one request each)."""
-    quotas = quotas_for("10,000 client ids")
-    ctxs = [
-        SimpleNamespace(header=RequestHeader(ApiKey.PRODUCE, 9, 1, f"new-{i}"), principal=ANONYMOUS)
-        for i in range(CLIENT_IDS)
-    ]
-    return stage_ns(quotas, ctxs, CLIENT_IDS)
+    setting = "10,000 client ids"  # a fresh ClientQuotas: every client id is new to it
+    return stage_ns(quotas_for(setting), contexts(setting), CLIENT_IDS)
 
 
 def timer_ns(calls: int) -> tuple[float, float]:

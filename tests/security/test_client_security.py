@@ -48,19 +48,8 @@ def created_topic(broker: Broker, prefix: str) -> str:
 
 
 def test_topics_tool_creates_and_lists_over_sasl_ssl(broker: Broker) -> None:
-    topic = f"tool-{uuid.uuid4().hex[:8]}"
+    topic = created_topic(broker, "tool")
     config = str(broker.admin_config())
-    created = run_odradek(
-        "topics",
-        "--bootstrap-server",
-        broker.bootstrap,
-        "--command-config",
-        config,
-        "--create",
-        "--topic",
-        topic,
-    )
-    assert created.returncode == 0, created.stderr
     listed = run_odradek(
         "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list"
     )
