@@ -1,6 +1,8 @@
 """Suite-wide fixtures and markers.
 
 Owns: the order of the tests (the files with slow or Spark tests first, see `_long_files_first`);
+a line for each failure as it happens, and for each test slower than SLOW_TEST_REPORT_S, so a run
+stopped before its summary (CI's time limit) still says what failed and what took its time;
 the `compat` marker (applied to every test under tests/compat, which runs real Kafka clients
 against real broker processes); `unique_topic`, a topic name no other test uses, so tests sharing
 one broker never see each other's data (Kafka's legal characters [a-zA-Z0-9._-], at most 249, and
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import re
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -49,6 +52,41 @@ def _long_files_first(items: list[pytest.Item]) -> None:
     file started last would leave one worker running it alone."""
     long_files = {item.path for item in items if item.get_closest_marker("slow") or "spark" in item.keywords}
     items.sort(key=lambda item: item.path not in long_files)
+
+
+SLOW_TEST_REPORT_S = 60.0
+_SUITE_STARTED = time.monotonic()
+_PRINTS = [True]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _PRINTS[0] = not hasattr(config, "workerinput")  # an xdist worker's reports reach its controller
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In the process that prints (xdist's controller, or the only one): a failure or a slow phase
+    at once, with the time since the suite started."""
+    if not _PRINTS[0]:
+        return
+    if report.failed or report.duration >= SLOW_TEST_REPORT_S:
+        _print_now(f"{report.outcome.upper()} ({report.when}, {report.duration:.0f} s) {report.nodeid}")
+        if report.failed:
+            _print_now(f"    {_why(report)}")
+
+
+def _print_now(line: str) -> None:
+    elapsed = time.monotonic() - _SUITE_STARTED
+    print(f"\n[{elapsed:6.0f} s] {line}", flush=True)
+
+
+def _why(report: pytest.TestReport) -> str:
+    """The failure's message (pytest's crash line), else the last line of its report (a crashed
+    xdist worker's report is text only)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return f"{crash.path}:{crash.lineno}: {crash.message}"[:600]
+    lines = [line for line in report.longreprtext.splitlines() if line.strip()]
+    return lines[-1][:600] if lines else ""
 
 
 def topic_name(hint: str) -> str:
