@@ -69,6 +69,9 @@ class MemoryLog:
         self._add(records)
         return ErrorCode.NONE
 
+    def leader_loading(self, partition: int) -> bool:
+        return False
+
 
 class Counter:
     """A state machine: one integer, set by its records; loaded and unloaded are recorded."""

@@ -437,8 +437,10 @@ def test_leader_and_isr_hosts_partitions_and_stop_replica_deletes_them(tmp_path:
         h.rm.become_leader_or_follower(
             leader_and_isr_request(CONTROLLER, {"events": (events_id, states)}, [])
         )
+        assert h.rm.leads_loading("events", 0) and not h.rm.serves_as_leader("events", 0)  # loading
         assert await wait_until(lambda: h.rm.serves_as_leader("events", 1), 10, h.rm.ready_changed)
         assert await wait_until(lambda: h.rm.serves_as_leader("events", 0), 10, h.rm.ready_changed)
+        assert not h.rm.leads_loading("events", 0)
         assert sorted(p.partition for p in h.rm.partitions()) == [0, 1]
         assert h.rm.partition("events", 1).topic_id == events_id
         assert h.rm.topic_name(events_id) == "events"

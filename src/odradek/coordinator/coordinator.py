@@ -284,7 +284,7 @@ class GroupCoordinator:
         when its COMMIT marker reaches the group's partition (`complete_txn`)."""
         shard = self._shard(args.group_id)
         if shard is None:
-            return dict.fromkeys(args.offsets, ErrorCode.NOT_COORDINATOR)
+            return dict.fromkeys(args.offsets, self._unavailable(args.group_id))
         result = await shard.submit_txn_commit(args, producer_id, producer_epoch)
         assert isinstance(result, dict)
         return result
@@ -373,8 +373,11 @@ class GroupCoordinator:
     ) -> object:
         shard = self._shard(group_id)
         if shard is None:
-            return error_result(ErrorCode.NOT_COORDINATOR)
+            return error_result(self._unavailable(group_id))
         return await shard.submit(group_id, decide, error_result)
+
+    def _unavailable(self, group_id: str) -> int:
+        return self._runtime.unavailable(self.partition_for(group_id))
 
 
 def _read(view: Callable[[Group | None], object]) -> Callable[[Group | None, int, Now], classic.Decision]:

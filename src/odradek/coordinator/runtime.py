@@ -6,8 +6,11 @@ broker leads, one `CoordinatorContext`:
 - Loading: when the broker becomes leader (`CoordinatorRuntime.on_partition_loaded`, a newer
   leader epoch replacing an older context), the partition's batches are read from its log start to
   its log end and handed to the shard's `replay`, then `loaded`; requests answer
-  COORDINATOR_LOAD_IN_PROGRESS meanwhile. The end of the load (or its failure) sets an
-  `asyncio.Event` that `wait_loaded` awaits: nothing polls. The leadership change is announced once
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile, as they do before the context exists while this broker is
+  to lead the partition and its log is still loading at start-up (`unavailable`; Kafka loads its
+  logs before it serves, so its clients never see NOT_COORDINATOR from a coordinator starting
+  up). The end of the load (or its failure) sets an `asyncio.Event` that `wait_loaded` awaits:
+  nothing polls. The leadership change is announced once
   the ReplicaManager hosts the partition's log, so a partition without a log (stopped in between)
   fails the load and the context closes.
 - One writer (DESIGN invariant 8): a single task takes events off one queue in order. A request
@@ -96,6 +99,9 @@ class CoordinatorLog(Protocol):
     async def append(self, partition: int, records: bytes, timeout_ms: int) -> int:
         """Append one batch with acks=-1; the partition's error code."""
 
+    def leader_loading(self, partition: int) -> bool:
+        """Whether this broker is to lead the partition and its log is still loading."""
+
 
 class HostedReplica(Protocol):
     """A partition hosted here, as the runtime reads it: its local log."""
@@ -117,6 +123,8 @@ class LocalReplicas(Protocol):
     async def append_records(
         self, entries: Mapping[TopicPartition, memoryview], acks: int, timeout_ms: int
     ) -> Mapping[TopicPartition, AppendResponse]: ...
+
+    def leads_loading(self, topic: str, partition: int) -> bool: ...
 
 
 class ReplicaManagerLog:
@@ -148,6 +156,9 @@ class ReplicaManagerLog:
         key = TopicPartition(self._topic, partition)
         results = await self._replicas.append_records({key: memoryview(records)}, -1, timeout_ms)
         return int(results[key].error_code)
+
+    def leader_loading(self, partition: int) -> bool:
+        return self._replicas.leads_loading(self._topic, partition)
 
 
 # -- timers ---------------------------------------------------------------------------------------
@@ -538,6 +549,17 @@ class CoordinatorRuntime(Generic[S]):
 
     def _close_later(self, context: CoordinatorContext[S]) -> None:
         asyncio.get_running_loop().create_task(context.close())
+
+    def unavailable(self, partition: int | None) -> int:
+        """The error for a request of `partition` while no active context serves it: its context's
+        (loading or closed), else COORDINATOR_LOAD_IN_PROGRESS while this broker is to lead it and
+        its log still loads, else NOT_COORDINATOR."""
+        context = self.context(partition)
+        if context is not None:
+            return context.unavailable()
+        if partition is not None and self._running and self._log.leader_loading(partition):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
 
     def context(self, partition: int | None) -> CoordinatorContext[S] | None:
         return self._contexts.get(partition) if partition is not None else None

@@ -246,9 +246,8 @@ class TransactionCoordinator:
 
     def _context_for(self, transactional_id: str) -> tuple[CoordinatorContext[TxnShard] | None, int]:
         """The id's context if it serves, else the error that answers the request."""
-        context = self._runtime.context(self._topic.partition_for(transactional_id))
-        if context is None or context.state is ShardState.CLOSED:
-            return None, ErrorCode.NOT_COORDINATOR
-        if context.state is ShardState.LOADING:
-            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        partition = self._topic.partition_for(transactional_id)
+        context = self._runtime.context(partition)
+        if context is None or not context.active:
+            return None, self._runtime.unavailable(partition)
         return context, ErrorCode.NONE

@@ -327,6 +327,11 @@ class ReplicaManager:
         """Partitions accepted but not serving yet (their logs are loading)."""
         return len(self._pending)
 
+    def leads_loading(self, topic: str, partition: int) -> bool:
+        """Whether the partition waits to load here with this broker as its leader."""
+        pending = self._pending.get((topic, partition))
+        return pending is not None and pending.state.leader == self.broker_id
+
     def serves_as_leader(self, topic: str, partition: int) -> bool:
         """Whether the partition is hosted and led here, with no newer state waiting."""
         hosted = self._partitions.get((topic, partition))
