@@ -97,6 +97,7 @@ def test_bad_topic_spec_is_a_usage_error_before_any_connection() -> None:
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 def test_unreachable_broker_is_retried_then_reported_in_one_line(action: str) -> None:
+    _, start_up = odradek("groups", "--help")  # interpreter start and imports, on this machine now
     worst = 0.0
     for _ in range(PROBES if action == "list" else 1):
         port = free_port()
@@ -109,7 +110,8 @@ def test_unreachable_broker_is_retried_then_reported_in_one_line(action: str) ->
         assert retries and retries[0] == f"{refused}, retrying for 1 s"
         assert all(line.startswith(f"{refused}, retrying for ") for line in retries)
         assert last.startswith(f"{refused}; gave up after")
-    assert worst < 1 + 4, f"worst of the probes: {worst:.2f} s (a 1 s window plus interpreter start)"
+    # the 1 s window, not the default 5 s, plus the start measured above and a margin for a busy machine
+    assert worst < start_up + 1 + 3, f"worst of the probes: {worst:.2f} s; start-up alone {start_up:.2f} s"
 
 
 def test_unknown_host_is_reported_at_once() -> None:

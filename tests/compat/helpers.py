@@ -2,7 +2,8 @@
 
 Owns the set-up path every client test relies on (confluent-kafka's AdminClient, librdkafka being the
 most widely deployed Kafka client) so that a test about kafka-python or aiokafka fails only for its
-own client. Nothing here asserts broker behaviour beyond "the set-up step succeeded".
+own client; and `committed`, a group's committed offsets as the AdminClient lists them. Nothing
+here asserts broker behaviour beyond "the set-up step succeeded".
 
 Callers: tests/compat only.
 """
@@ -13,7 +14,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TIMEOUT_S = 30.0
@@ -134,3 +142,22 @@ def consume(bootstrap: str, topic: str, count: int, partition: int = 0, start: i
         return messages
     finally:
         consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int = 1) -> list[int]:
+    """The group's committed offsets, asked again while its coordinator loads (a broker just started:
+    librdkafka's admin client hands COORDINATOR_LOAD_IN_PROGRESS to the caller instead of retrying)."""
+    client = admin(bootstrap)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        future = client.list_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group]
+        try:
+            result = future.result(TIMEOUT_S)
+            break
+        except KafkaException as exc:
+            loading = exc.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+            if not loading or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    return [tp.offset for tp in sorted(result.topic_partitions, key=lambda tp: tp.partition)]

@@ -17,8 +17,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence, Set
 
 from aiokafka import AIOKafkaConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions
-from confluent_kafka import TopicPartition as ConfluentPartition
 
 from tests.compat import helpers
 
@@ -28,13 +26,6 @@ with warnings.catch_warnings():
 
 TIMEOUT_S = helpers.TIMEOUT_S
 PARTITIONS = 4
-
-
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
-    admin = helpers.admin(bootstrap)
-    request = ConsumerGroupTopicPartitions(group, [ConfluentPartition(topic, p) for p in range(partitions)])
-    result = admin.list_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
-    return [tp.offset for tp in sorted(result.topic_partitions, key=lambda tp: tp.partition)]
 
 
 def produce_everywhere(bootstrap: str, topic: str, per_partition: int) -> set[tuple[int, int]]:
@@ -93,7 +84,7 @@ def test_aiokafka_group_members_split_partitions_and_commit(broker, unique_topic
 
     consumed = asyncio.run(scenario())
     assert not [r for r, n in Counter(consumed).items() if n > 1]
-    assert committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
+    assert helpers.committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
 
 
 def wait_until_known(consumer: KafkaConsumer, topic: str) -> None:
@@ -179,7 +170,7 @@ def test_kafka_python_group_members_split_partitions_and_commit(broker, unique_t
     consumed = [record for member in members for record in member.consumed]
     assert not [r for r, n in Counter(consumed).items() if n > 1]
     assert set(consumed) == produced
-    assert committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
+    assert helpers.committed(broker.bootstrap, group, unique_topic, PARTITIONS) == [25] * PARTITIONS
 
 
 def kcat_group(bootstrap: str, group: str, topic: str, count: int) -> list[bytes]:
@@ -199,7 +190,7 @@ def test_kcat_balanced_consumer_commits_and_resumes(broker, unique_topic: str) -
 
     lines = kcat_group(broker.bootstrap, group, unique_topic, 10)
     assert lines == [b"0:%d:first-%d" % (i, i) for i in range(10)]
-    assert committed(broker.bootstrap, group, unique_topic, 1) == [10]
+    assert helpers.committed(broker.bootstrap, group, unique_topic, 1) == [10]
 
     helpers.produce(broker.bootstrap, unique_topic, [b"second-%d" % i for i in range(3)])
     assert kcat_group(broker.bootstrap, group, unique_topic, 3) == [

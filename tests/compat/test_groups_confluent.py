@@ -18,7 +18,6 @@ import pytest
 from confluent_kafka import (
     Consumer,
     ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -207,13 +206,6 @@ def consume_and_commit(bootstrap: str, group: str, topic: str, count: int) -> No
         member.close()
 
 
-def committed(bootstrap: str, group: str, topic: str, partitions: int = 1) -> list[int]:
-    admin = helpers.admin(bootstrap)
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
-    result = admin.list_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
-    return [tp.offset for tp in sorted(result.topic_partitions, key=lambda tp: tp.partition)]
-
-
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "kill-9"])
 def test_offsets_survive_broker_restart(make_broker, unique_topic: str, hard: bool) -> None:
     broker = make_broker()
@@ -221,11 +213,11 @@ def test_offsets_survive_broker_restart(make_broker, unique_topic: str, hard: bo
     helpers.produce(broker.bootstrap, unique_topic, [b"v%d" % i for i in range(10)])
     group = f"group-{unique_topic}"
     consume_and_commit(broker.bootstrap, group, unique_topic, 7)
-    assert committed(broker.bootstrap, group, unique_topic) == [7]
+    assert helpers.committed(broker.bootstrap, group, unique_topic) == [7]
 
     broker.restart(hard=hard)
 
-    assert committed(broker.bootstrap, group, unique_topic) == [7]
+    assert helpers.committed(broker.bootstrap, group, unique_topic) == [7]
     member = GroupMember(broker.bootstrap, group, unique_topic, "range", "after-restart")
     try:
         poll_until([member], lambda: len(member.consumed) == 3, "the uncommitted records")
@@ -264,7 +256,7 @@ def test_admin_lists_describes_reads_offsets_and_deletes_groups(broker, unique_t
     finally:
         member.close()
 
-    assert committed(broker.bootstrap, group, unique_topic, 2) == [10, 5]
+    assert helpers.committed(broker.bootstrap, group, unique_topic, 2) == [10, 5]
     empty = admin.list_consumer_groups(states={ConsumerGroupState.EMPTY}, request_timeout=TIMEOUT_S).result(
         TIMEOUT_S
     )
@@ -274,7 +266,7 @@ def test_admin_lists_describes_reads_offsets_and_deletes_groups(broker, unique_t
     assert group not in {g.group_id for g in listed.valid}
     gone = admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
     assert gone.state == ConsumerGroupState.DEAD
-    assert committed(broker.bootstrap, group, unique_topic, 2) == [-1001, -1001]  # OFFSET_INVALID
+    assert helpers.committed(broker.bootstrap, group, unique_topic, 2) == [-1001, -1001]  # OFFSET_INVALID
 
 
 def test_lag_is_log_end_minus_committed(broker, unique_topic: str) -> None:
@@ -282,7 +274,7 @@ def test_lag_is_log_end_minus_committed(broker, unique_topic: str) -> None:
     helpers.produce(broker.bootstrap, unique_topic, [b"v%d" % i for i in range(12)])
     group = f"group-{unique_topic}"
     consume_and_commit(broker.bootstrap, group, unique_topic, 5)
-    (offset,) = committed(broker.bootstrap, group, unique_topic)
+    (offset,) = helpers.committed(broker.bootstrap, group, unique_topic)
     probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, **helpers.QUIET})
     try:
         _, high = probe.get_watermark_offsets(TopicPartition(unique_topic, 0), timeout=TIMEOUT_S)
