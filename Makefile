@@ -18,10 +18,12 @@ serve: install
 	$(PYTHON) -m odradek serve $(ARGS)
 
 # two workers (pytest-xdist), each taking a whole test file at a time: a file's module fixtures (its
-# broker, its cluster) are started once, and the files with slow or Spark tests go first (tests/conftest.py)
+# broker, its cluster) are started once, and the files with slow or Spark tests go first in the order
+# tests/conftest.py gives (--no-loadscope-reorder: xdist would otherwise order files by their number
+# of tests, which puts the one-test cluster and Spark files last, side by side)
 test:
 	PYTHON=$(PYTHON) tools/install-deps.sh
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PYTHON) -m pip install -q -e '.[bench]'

@@ -48,8 +48,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _long_files_first(items: list[pytest.Item]) -> None:
     """The files holding a slow or Spark test run first, each file's tests still together and in
-    order: `make test` hands whole files to two workers (pytest-xdist, --dist loadfile), and a long
-    file started last would leave one worker running it alone."""
+    order: `make test` hands whole files to two workers (pytest-xdist, --dist loadfile, in this order
+    with --no-loadscope-reorder), and a long file started last would leave one worker running it
+    alone."""
     long_files = {item.path for item in items if item.get_closest_marker("slow") or "spark" in item.keywords}
     items.sort(key=lambda item: item.path not in long_files)
 
