@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.cli import cluster as cluster_command
 from odradek.cli.main import build_parser, command_modules
 from odradek.testing.broker import free_port
 from odradek.testing.cluster import eventually
@@ -72,6 +73,33 @@ def test_without_zookeeper_says_how_to_install_it(tmp_path):
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert "apt-get install zookeeper" in line
+
+
+class StartedAsAStopCameDuringAFork:
+    """The cluster as `_run_until_stopped` starts it, given a SIGTERM whose handler's raise is dropped
+    during the start, as Python drops it when the signal lands in a fork's clean-up callbacks."""
+
+    broker_count, data_dir, bootstrap, connect = BROKERS, Path("unused"), "b:9092", "z:2181"
+
+    def start(self, timeout: float) -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, before kill returns
+        except cluster_command._Stop:
+            pass  # dropped, as in the fork's callback
+
+    def wait_for_controller(self, timeout: float) -> int:
+        return 1
+
+
+@pytest.mark.timeout(30)  # without the fix, the command waits in signal.pause() for a second signal
+def test_a_stop_signal_whose_raise_was_dropped_still_stops_the_command(monkeypatch, capsys):
+    monkeypatch.setattr(cluster_command, "_STOP_SEEN", [False])
+    previous = signal.signal(signal.SIGTERM, cluster_command._raise_stop)
+    try:
+        assert cluster_command._run_until_stopped(StartedAsAStopCameDuringAFork()) == 0  # type: ignore[arg-type]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert "bootstrap.servers" not in capsys.readouterr().out  # stopped before announcing itself
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,6 +62,12 @@ class _Stop(Exception):
     """A stop signal, raised in the main thread as Ctrl-C raises KeyboardInterrupt."""
 
 
+# Each stop signal is also remembered here: Python drops an exception that a signal handler raises
+# while the main thread runs a fork's clean-up callbacks (subprocess.Popen starting ZooKeeper or a
+# broker), so a stop that came then is acted on at the next check (`_check_stop`) instead of lost.
+_STOP_SEEN = [False]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=_positive_int, default=3, metavar="N", help="(default 3)")
     parser.add_argument(
@@ -98,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if args.zookeeper_connect is None and zookeeper_classpath() is None:
         _say("no ZooKeeper server to start: apt-get install zookeeper (or name one with --zookeeper-connect)")
         return USAGE_ERROR
-    for signum in _STOP_SIGNALS:
+    _STOP_SEEN[0] = False
+    for signum in (*_STOP_SIGNALS, signal.SIGINT):
         signal.signal(signum, _raise_stop)
     try:
         lock = _lock(cluster.data_dir)
@@ -170,9 +177,10 @@ def _run_until_stopped(cluster: LocalCluster) -> int:
     """Start the cluster, announce it and wait for a stop signal: 0, or 1 if it did not come up."""
     try:
         _start(cluster)
-        while True:
+        while not _STOP_SEEN[0]:
             signal.pause()
-    except (_Stop, KeyboardInterrupt):
+        return 0
+    except _Stop:
         return 0
     except (BrokerStartError, ZooKeeperStartError, AssertionError) as exc:
         _say(f"the cluster did not come up: {exc}")
@@ -182,6 +190,7 @@ def _run_until_stopped(cluster: LocalCluster) -> int:
 def _start(cluster: LocalCluster) -> None:
     _say(f"starting a cluster of {cluster.broker_count} brokers in {cluster.data_dir}")
     cluster.start(START_TIMEOUT_S)
+    _check_stop()
     controller = cluster.wait_for_controller(START_TIMEOUT_S)
     print(f"bootstrap.servers={cluster.bootstrap}")
     print(f"zookeeper.connect={cluster.connect}")
@@ -227,7 +236,14 @@ def _stop(cluster: LocalCluster) -> int:
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    _STOP_SEEN[0] = True
     raise _Stop
+
+
+def _check_stop() -> None:
+    """Raise the stop a signal asked for, if its own raise was dropped."""
+    if _STOP_SEEN[0]:
+        raise _Stop
 
 
 def _say(line: str) -> None:
