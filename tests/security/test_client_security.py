@@ -1,6 +1,7 @@
 """odradek's own client against a SASL_SSL broker, as a user runs the tools: `--command-config FILE`
 with a Kafka client's security.protocol, ssl.* and sasl.* keys (PLAIN and SCRAM over TLS), a wrong
-password and an untrusted broker certificate refused in one line, the web console's
+password and an untrusted broker certificate refused in one line, leader-election's
+`--admin.config` (Kafka's name for the same file), the web console's
 `--command-config`, and a broker's own console on a SASL_SSL-only broker (certificates and
 credentials made at test time)."""
 
@@ -55,6 +56,16 @@ def test_topics_tool_creates_and_lists_over_sasl_ssl(broker: Broker) -> None:
     )
     assert topic in listed.stdout.split()
     assert f"authenticated with PLAIN as User:{ADMIN}" in broker.process.output_path.read_text()
+
+
+def test_leader_election_takes_its_security_from_admin_config(broker: Broker) -> None:
+    topic = created_topic(broker, "elect")
+    elected = run_odradek(
+        "leader-election", "--bootstrap-server", broker.bootstrap, "--election-type", "preferred",
+        "--topic", topic, "--partition", "0", "--admin.config", str(broker.admin_config()),
+    )  # fmt: skip
+    assert (elected.returncode, elected.stderr) == (0, "")
+    assert elected.stdout == f"Valid replica already elected for partitions {topic}-0\n"
 
 
 def test_scram_credentials_made_with_the_configs_tool_log_a_user_in(broker: Broker) -> None:

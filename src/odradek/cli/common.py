@@ -61,17 +61,23 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def connect(
-    args: argparse.Namespace, tool: str, *, timeout_s: float = REQUEST_TIMEOUT_S, client_id: str | None = None
+    args: argparse.Namespace,
+    tool: str,
+    *,
+    timeout_s: float = REQUEST_TIMEOUT_S,
+    client_id: str | None = None,
+    security: BlockingClientSecurity | None = None,
 ) -> KafkaClient:
     """A client that reached one of --bootstrap-server (BrokerUnreachable, an OSError, if none
-    answers), named `client_id` (default `odradek-TOOL`), secured as --command-config says."""
+    answers), named `client_id` (default `odradek-TOOL`), secured as `security` says (a tool's own
+    properties file), else as --command-config says."""
     return KafkaClient.connect(
         args.bootstrap_server,
         retry_for_s=args.connect_timeout,
         on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
         client_id=client_id or f"odradek-{tool}",
         timeout_s=timeout_s,
-        security=command_config_security(getattr(args, "command_config", None)),
+        security=security or command_config_security(getattr(args, "command_config", None)),
     )
 
 

@@ -14,8 +14,9 @@ already elected for partitions t-2` and, per failed partition, `Error completing
 every partition; the cluster then leaves out those that needed no election.
 
 --admin.config is a Java .properties file: `default.api.timeout.ms` (how long the controller may
-take, default 30000), `request.timeout.ms` and `client.id` are used; a `security.protocol` other
-than PLAINTEXT is refused (odradek has no TLS or SASL); other keys are ignored.
+take, default 30000), `request.timeout.ms` and `client.id` are used, and the client's security keys
+(`security.protocol`, `ssl.*`, `sasl.*`) as --command-config takes them (cli/common.py); other keys
+are ignored.
 Usage errors (Kafka's messages) exit 2, other failures print one line and exit 1.
 """
 
@@ -38,6 +39,7 @@ from odradek.controller.decisions import ElectionType
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, check, error_name
 from odradek.protocol.messages import ElectLeadersRequest, MetadataRequest
+from odradek.security.client_config import BlockingClientSecurity, client_security
 
 COMMAND = "leader-election"
 HELP = "elect the preferred or an unclean leader of partitions (kafka-leader-election)"
@@ -59,6 +61,7 @@ class AdminSettings:
     api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS
     request_timeout_ms: int | None = None
     client_id: str | None = None
+    security: BlockingClientSecurity | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,23 +145,27 @@ def _admin_settings(path: str | None) -> AdminSettings:
     if path is None:
         return AdminSettings()
     props = properties_file(path)
-    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise ToolError(f"Error: security.protocol={protocol} is not supported (odradek has no TLS or SASL)")
     try:
         return AdminSettings(
             int(props.get("default.api.timeout.ms", DEFAULT_API_TIMEOUT_MS)),
             int(props["request.timeout.ms"]) if "request.timeout.ms" in props else None,
             props.get("client.id"),
+            client_security(props),
         )
     except ValueError as exc:
-        raise ToolError(f"Error: {path}: {exc}") from None
+        raise ToolError(f"Error: --admin.config {path}: {exc}") from None
 
 
 def _connect(args: argparse.Namespace, settings: AdminSettings) -> KafkaClient:
     """A client whose requests may wait for the whole election (the API timeout and a margin)."""
     request_ms = max(settings.request_timeout_ms or 0, settings.api_timeout_ms)
-    return connect(args, COMMAND, timeout_s=request_ms / 1000 + 5, client_id=settings.client_id)
+    return connect(
+        args,
+        COMMAND,
+        timeout_s=request_ms / 1000 + 5,
+        client_id=settings.client_id,
+        security=settings.security,
+    )
 
 
 def _elect(
