@@ -1,7 +1,8 @@
 """odradek's own client against a SASL_SSL broker, as a user runs the tools: `--command-config FILE`
 with a Kafka client's security.protocol, ssl.* and sasl.* keys (PLAIN and SCRAM over TLS), a wrong
 password and an untrusted broker certificate refused in one line, leader-election's
-`--admin.config` (Kafka's name for the same file), the web console's
+`--admin.config` and the console tools' `--producer.config` / `--consumer.config` (Kafka's names
+for the same file), the web console's
 `--command-config`, and a broker's own console on a SASL_SSL-only broker (certificates and
 credentials made at test time)."""
 
@@ -66,6 +67,23 @@ def test_leader_election_takes_its_security_from_admin_config(broker: Broker) ->
     )  # fmt: skip
     assert (elected.returncode, elected.stderr) == (0, "")
     assert elected.stdout == f"Valid replica already elected for partitions {topic}-0\n"
+
+
+def test_console_tools_take_a_java_clients_security_settings(broker: Broker) -> None:
+    """--producer.config / --consumer.config with Kafka's keys (a PEM truststore, sasl.jaas.config),
+    as kafka-console-producer.sh takes them: librdkafka gets them under its own names."""
+    topic = created_topic(broker, "console")
+    config = str(broker.admin_config())
+    produced = run_odradek(
+        "console-producer", "--bootstrap-server", broker.bootstrap, "--topic", topic,
+        "--producer.config", config, stdin="one\ntwo\n",
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = run_odradek(
+        "console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning",
+        "--max-messages", "2", "--timeout-ms", "20000", "--consumer.config", config,
+    )  # fmt: skip
+    assert (consumed.returncode, consumed.stdout) == (0, "one\ntwo\n"), consumed.stderr
 
 
 def test_scram_credentials_made_with_the_configs_tool_log_a_user_in(broker: Broker) -> None:

@@ -2,9 +2,12 @@
 
 Owns: reading a Java .properties file (--producer.config, --consumer.config); merging it with `k=v`
 pairs (--producer-property, --consumer-property) into a librdkafka configuration, without the
-Java-only (de)serializer settings (the tools move bytes), once the cluster was reached; and
-`librdkafka_errors`, which turns librdkafka's exceptions into one-line ToolErrors. librdkafka's own
-log lines are off: the tools report failures themselves, in one line.
+Java-only (de)serializer settings (the tools move bytes), once the cluster was reached; a Java
+client's security keys in it (`sasl.jaas.config`, `ssl.truststore.*`, `ssl.keystore.*`, PEM only, as
+`--command-config` takes them) given to librdkafka under its own names (`sasl.username`,
+`ssl.ca.location`, ...; librdkafka's own names pass unchanged), the cluster reached with that same
+security; and `librdkafka_errors`, which turns librdkafka's exceptions into one-line ToolErrors.
+librdkafka's own log lines are off: the tools report failures themselves, in one line.
 """
 
 from __future__ import annotations
@@ -19,9 +22,20 @@ from confluent_kafka import KafkaException
 
 from odradek.cli.common import DEFAULT_CONNECT_TIMEOUT_S, ToolError
 from odradek.client import KafkaClient, bootstrap_option
+from odradek.security.client_config import CLIENT_SECURITY_KEYS, client_security
+from odradek.security.sasl.jaas import parse_jaas_config
 
 JAVA_ONLY = frozenset({"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"})
 SILENT = 0  # librdkafka's log_level: nothing
+JAVA_STORES = ("ssl.truststore.", "ssl.keystore.")
+# Java key -> librdkafka key, where only the name differs (PEM stores)
+_RENAMED = {
+    "ssl.truststore.location": "ssl.ca.location",
+    "ssl.truststore.certificates": "ssl.ca.pem",
+    "ssl.keystore.certificate.chain": "ssl.certificate.pem",
+    "ssl.keystore.key": "ssl.key.pem",
+    "ssl.key.password": "ssl.key.password",
+}
 
 
 def properties_file(path: str) -> dict[str, str]:
@@ -96,13 +110,63 @@ def client_config(
         config["bootstrap.servers"] = bootstrap
     if "bootstrap.servers" not in config:
         raise ToolError("Error: --bootstrap-server (or bootstrap.servers in the config file) is required")
+    java_security = {k: str(v) for k, v in config.items() if k in CLIENT_SECURITY_KEYS}
+    java = _java_security_given(java_security)
+    try:
+        security = client_security(java_security) if java else None
+    except ValueError as exc:
+        raise ToolError(f"Error: {exc}") from None
     with KafkaClient.connect(
         str(config["bootstrap.servers"]),
         retry_for_s=DEFAULT_CONNECT_TIMEOUT_S,
         on_retry=lambda line: print(f"odradek {tool}: {line}", file=sys.stderr, flush=True),
+        security=security,
     ):
         pass
-    return {k: v for k, v in config.items() if k not in JAVA_ONLY}
+    librdkafka = {k: v for k, v in config.items() if k not in JAVA_ONLY}
+    if java:
+        librdkafka = {k: v for k, v in librdkafka.items() if k not in CLIENT_SECURITY_KEYS}
+        librdkafka.update(librdkafka_security(java_security))
+    return librdkafka
+
+
+def _java_security_given(settings: Mapping[str, str]) -> bool:
+    """Whether the settings are a Java client's (a JAAS config or a Java store), not librdkafka's."""
+    return any(key == "sasl.jaas.config" or key.startswith(JAVA_STORES) for key in settings)
+
+
+def librdkafka_security(settings: Mapping[str, str]) -> dict[str, str]:
+    """A Java client's security settings (checked by `client_security`) under librdkafka's names."""
+    out = {"security.protocol": settings.get("security.protocol", "PLAINTEXT").strip().upper()}
+    out.update({_RENAMED[k]: v for k, v in settings.items() if k in _RENAMED})
+    if "ssl.keystore.location" in settings:  # one PEM file holding the key and its certificates
+        out["ssl.certificate.location"] = out["ssl.key.location"] = settings["ssl.keystore.location"]
+    if "ssl.endpoint.identification.algorithm" in settings:
+        algorithm = settings["ssl.endpoint.identification.algorithm"].strip().lower()
+        out["ssl.endpoint.identification.algorithm"] = algorithm or "none"
+    if out["security.protocol"].startswith("SASL_"):
+        out.update(_librdkafka_sasl(settings["sasl.mechanism"].strip().upper(), settings["sasl.jaas.config"]))
+    return out
+
+
+def _librdkafka_sasl(mechanism: str, jaas_config: str) -> dict[str, str]:
+    """PLAIN and SCRAM: the username and password; OAUTHBEARER: Kafka's unsecured login (the
+    principal from `unsecuredLoginStringClaim_sub`) as librdkafka's unsecured JWT."""
+    options = parse_jaas_config(jaas_config).options
+    if mechanism != "OAUTHBEARER":
+        return {
+            "sasl.mechanism": mechanism,
+            "sasl.username": options["username"],
+            "sasl.password": options["password"],
+        }
+    subject = options.get("unsecuredLoginStringClaim_sub")
+    if not subject:
+        raise ToolError("Error: sasl.jaas.config for OAUTHBEARER lacks unsecuredLoginStringClaim_sub")
+    return {
+        "sasl.mechanism": mechanism,
+        "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": f"principal={subject}",
+    }
 
 
 @contextmanager
