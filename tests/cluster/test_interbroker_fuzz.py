@@ -511,6 +511,8 @@ def test_stale_controller_requests_change_nothing(ib_cluster: LocalCluster) -> N
         assert (ib_cluster.data_dir / f"broker-{broker_id}" / f"{CANARY}-0").is_dir()
         expected = ErrorCode.NONE if broker_id == canary_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert produce_error(process.bootstrap, CANARY) == expected
+    # acks=1: the record is readable once the followers' next fetch moves the high watermark
+    eventually(lambda: len(canary_records(ib_cluster)) > len(records), 15, "the record written after")
     after = canary_records(ib_cluster)
     assert after[: len(records)] == records and len(after) == len(records) + 1
     for broker_id in ib_cluster.brokers:  # every follower still replicates
