@@ -105,9 +105,12 @@ async def test_notifications_older_than_the_expiration_are_purged(connect, monke
     try:
         await first.add([binding("old", "User:a")])
         await heard(second, binding("old", "User:a").pattern, 1)
-        monkeypatch.setattr(acl_store, "CHANGE_EXPIRATION_MS", 0)
         await first.add([binding("new", "User:a")])
         await heard(second, binding("new", "User:a").pattern, 1)
+        # now every notification is expired: the next one makes each store look again and purge them
+        # all (with no expiration at all, one store could purge a notification before the other read it)
+        monkeypatch.setattr(acl_store, "CHANGE_EXPIRATION_MS", 0)
+        await first.add([binding("last", "User:a")])
         for _ in range(100):
             if not await first.zk.children(znodes.LITERAL_ACL_CHANGES_PATH):
                 return
