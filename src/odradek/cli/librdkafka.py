@@ -22,8 +22,8 @@ from confluent_kafka import KafkaException
 
 from odradek.cli.common import DEFAULT_CONNECT_TIMEOUT_S, ToolError
 from odradek.client import KafkaClient, bootstrap_option
-from odradek.security.client_config import CLIENT_SECURITY_KEYS, client_security
-from odradek.security.sasl.jaas import parse_jaas_config
+from odradek.security.client_config import CLIENT_SECURITY_KEYS, BlockingClientSecurity, client_security
+from odradek.security.sasl.client import SaslClientSettings
 
 JAVA_ONLY = frozenset({"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"})
 SILENT = 0  # librdkafka's log_level: nothing
@@ -126,7 +126,7 @@ def client_config(
     librdkafka = {k: v for k, v in config.items() if k not in JAVA_ONLY}
     if java:
         librdkafka = {k: v for k, v in librdkafka.items() if k not in CLIENT_SECURITY_KEYS}
-        librdkafka.update(librdkafka_security(java_security))
+        librdkafka.update(librdkafka_security(java_security, security))
     return librdkafka
 
 
@@ -135,8 +135,11 @@ def _java_security_given(settings: Mapping[str, str]) -> bool:
     return any(key == "sasl.jaas.config" or key.startswith(JAVA_STORES) for key in settings)
 
 
-def librdkafka_security(settings: Mapping[str, str]) -> dict[str, str]:
-    """A Java client's security settings (checked by `client_security`) under librdkafka's names."""
+def librdkafka_security(
+    settings: Mapping[str, str], security: BlockingClientSecurity | None
+) -> dict[str, str]:
+    """A Java client's security settings under librdkafka's names; `security` is what
+    `client_security` made of them (its SASL mechanism and JAAS options already parsed)."""
     out = {"security.protocol": settings.get("security.protocol", "PLAINTEXT").strip().upper()}
     out.update({_RENAMED[k]: v for k, v in settings.items() if k in _RENAMED})
     if "ssl.keystore.location" in settings:  # one PEM file holding the key and its certificates
@@ -144,15 +147,15 @@ def librdkafka_security(settings: Mapping[str, str]) -> dict[str, str]:
     if "ssl.endpoint.identification.algorithm" in settings:
         algorithm = settings["ssl.endpoint.identification.algorithm"].strip().lower()
         out["ssl.endpoint.identification.algorithm"] = algorithm or "none"
-    if out["security.protocol"].startswith("SASL_"):
-        out.update(_librdkafka_sasl(settings["sasl.mechanism"].strip().upper(), settings["sasl.jaas.config"]))
+    if security is not None and security.sasl is not None:
+        out.update(_librdkafka_sasl(security.sasl))
     return out
 
 
-def _librdkafka_sasl(mechanism: str, jaas_config: str) -> dict[str, str]:
+def _librdkafka_sasl(sasl: SaslClientSettings) -> dict[str, str]:
     """PLAIN and SCRAM: the username and password; OAUTHBEARER: Kafka's unsecured login (the
     principal from `unsecuredLoginStringClaim_sub`) as librdkafka's unsecured JWT."""
-    options = parse_jaas_config(jaas_config).options
+    mechanism, options = sasl.mechanism, sasl.options
     if mechanism != "OAUTHBEARER":
         return {
             "sasl.mechanism": mechanism,
