@@ -67,17 +67,28 @@ _ENCODE_ERRORS = (struct.error, TypeError, AttributeError, ValueError, OverflowE
 
 def decode_request(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> Any:
     """Decode a request body (the bytes after the request header)."""
-    return decode_message(_spec(api_key, api_version, 0), api_version, payload)
+    found = _request_decoders.get((api_key, api_version))
+    if found is None:
+        found = _request_decoders[(api_key, api_version)] = _api_decoder(api_key, api_version, 0)
+    return _decode(*found, payload)
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> Any:
     """Decode a response body (the bytes after the response header)."""
-    return decode_message(_spec(api_key, api_version, 1), api_version, payload)
+    return _decode(*_api_decoder(api_key, api_version, 1), payload)
 
 
 def encode_response(api_key: int, api_version: int, message: Any) -> list[Chunk]:
     """Encode a response body as chunks: bytes, with each `FileSlice` of a records field apart."""
-    return encode_message_chunks(_spec(api_key, api_version, 1), api_version, message)
+    found = _response_encoders.get((api_key, api_version))
+    if found is None:
+        spec = _spec(api_key, api_version, 1)
+        found = _response_encoders[(api_key, api_version)] = (
+            spec,
+            api_version,
+            _message_encoder(spec, api_version),
+        )
+    return _encode_chunks(*found, message)
 
 
 def encode_request(api_key: int, api_version: int, message: Any) -> bytes:
@@ -92,7 +103,17 @@ def encoded_size(chunks: list[Chunk]) -> int:
 
 def decode_message(spec: MessageSpec, version: int, payload: bytes | bytearray | memoryview) -> Any:
     """Decode any message (request, response or data message) at `version`."""
-    decoder = _struct_decoder(spec.struct, version, spec.is_flexible(version), spec.name)
+    return _decode(spec, version, _message_decoder(spec, version), payload)
+
+
+def encode_message_chunks(spec: MessageSpec, version: int, message: Any) -> list[Chunk]:
+    """Encode any message at `version` as a list of chunks."""
+    return _encode_chunks(spec, version, _message_encoder(spec, version), message)
+
+
+def _decode(
+    spec: MessageSpec, version: int, decoder: Decoder, payload: bytes | bytearray | memoryview
+) -> Any:
     buf = payload if type(payload) is memoryview else memoryview(payload)
     try:
         return decoder(buf, 0)[0]
@@ -102,11 +123,9 @@ def decode_message(spec: MessageSpec, version: int, payload: bytes | bytearray |
         raise ProtocolDecodeError(f"malformed {spec.name} v{version}: {exc}") from None
 
 
-def encode_message_chunks(spec: MessageSpec, version: int, message: Any) -> list[Chunk]:
-    """Encode any message at `version` as a list of chunks."""
+def _encode_chunks(spec: MessageSpec, version: int, encoder: Encoder, message: Any) -> list[Chunk]:
     if type(message) is not spec.cls:
         raise ProtocolEncodeError(f"expected {spec.name}, got {type(message).__name__}")
-    encoder = _struct_encoder(spec.struct, version, spec.is_flexible(version), spec.name)
     out = bytearray()
     chunks: list[Chunk] = []
     try:
@@ -152,6 +171,19 @@ def _nested_struct(spec: StructSpec, cls: type) -> StructSpec | None:
     return None
 
 
+def _message_decoder(spec: MessageSpec, version: int) -> Decoder:
+    return _struct_decoder(spec.struct, version, spec.is_flexible(version), spec.name)
+
+
+def _message_encoder(spec: MessageSpec, version: int) -> Encoder:
+    return _struct_encoder(spec.struct, version, spec.is_flexible(version), spec.name)
+
+
+def _api_decoder(api_key: int, version: int, side: int) -> tuple[MessageSpec, int, Decoder]:
+    spec = _spec(api_key, version, side)
+    return spec, version, _message_decoder(spec, version)
+
+
 def _spec(api_key: int, version: int, side: int) -> MessageSpec:
     specs = MESSAGE_SPECS.get(api_key)
     if specs is None:
@@ -165,6 +197,8 @@ def _spec(api_key: int, version: int, side: int) -> MessageSpec:
 # ---------------------------------------------------------------------------------------------
 # the compiler
 
+_request_decoders: dict[tuple[int, int], tuple[MessageSpec, int, Decoder]] = {}  # by (api key, version)
+_response_encoders: dict[tuple[int, int], tuple[MessageSpec, int, Encoder]] = {}
 _decoders: dict[tuple[int, int, bool], Decoder] = {}
 _encoders: dict[tuple[int, int, bool], Encoder] = {}
 _keep: list[StructSpec] = []  # specs keyed by id() in the caches stay alive

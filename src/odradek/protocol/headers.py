@@ -34,7 +34,7 @@ _EMPTY_TAGS = b"\x00"
 _FIXED_HEADER = struct.Struct(">hhi")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per request, and a frozen one costs 3x as much to make
 class RequestHeader:
     api_key: int
     api_version: int
@@ -43,6 +43,34 @@ class RequestHeader:
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
+    version = _request_header_versions.get((api_key, api_version))
+    if version is None:
+        version = _request_header_version(api_key, api_version)
+        _remember(_request_header_versions, (api_key, api_version), version)
+    return version
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    version = _response_header_versions.get((api_key, api_version))
+    if version is None:
+        version = _response_header_version(api_key, api_version)
+        _remember(_response_header_versions, (api_key, api_version), version)
+    return version
+
+
+# The rules below by (api key, version), kept for the pairs that come: a client's pairs are its own
+# to choose, so the tables stop growing at _VERSIONS_KEPT entries (Kafka's APIs have ~1,000 pairs).
+_request_header_versions: dict[tuple[int, int], int] = {}
+_response_header_versions: dict[tuple[int, int], int] = {}
+_VERSIONS_KEPT = 4096
+
+
+def _remember(table: dict[tuple[int, int], int], key: tuple[int, int], version: int) -> None:
+    if len(table) < _VERSIONS_KEPT:
+        table[key] = version
+
+
+def _request_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     spec = API_SPECS.get(api_key)
@@ -51,7 +79,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if spec.request_flexible.lo <= api_version and not spec.request_flexible.empty else 1
 
 
-def response_header_version(api_key: int, api_version: int) -> int:
+def _response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0
     spec = API_SPECS.get(api_key)

@@ -225,8 +225,10 @@ def _check_batch_records(
     lowest, highest = timestamp_bounds
     base = header.base_timestamp
     rules = _RecordRules(lowest - base, highest - base, require_key, limit, codec != 0)
+    reader = SectionReader(pieces)
     try:
-        return _walk(SectionReader(pieces), header.records_count, rules)
+        reader.more()  # the first piece: the walk starts on records, not on an empty holding
+        return _walk(reader, header.records_count, rules)
     except IndexError:
         raise InvalidRecordError("a record runs past the end of its batch") from None
     finally:

@@ -243,11 +243,14 @@ def _response(request: ProduceRequest, responses: dict[TopicPartition, Partition
                 error_message=response.error_message,
             )
         )
-    order = {topic.name: position for position, topic in enumerate(request.topic_data)}
+    topics = by_topic.items()
+    if len(by_topic) > 1:  # in the request's order
+        order = {topic.name: position for position, topic in enumerate(request.topic_data)}
+        topics = sorted(topics, key=lambda item: order[item[0]])  # type: ignore[assignment]
     return ProduceResponse(
         responses=[
             ProduceResponse.TopicProduceResponse(name=name, partition_responses=partitions)
-            for name, partitions in sorted(by_topic.items(), key=lambda item: order[item[0]])
+            for name, partitions in topics
         ]
     )
 
