@@ -24,8 +24,11 @@ record's acknowledgement (flush) before the next, so every Produce request holds
    its CPU per Fetch, the CPU of this run less its Produce requests at step 2's CPU per Produce, as
    a multiple of the floor. This part is derived: it assumes a Produce costs the same with a reader.
 Each line prints the requests, requests per second, CPU seconds and microseconds per request.
+The machine's speed moves between runs (this 2-core machine has two speed states about 1.7x apart),
+so `--rounds N` measures the floor and then odradek's Produce N times, alternating, and prints the
+multiple of each round and their median (the Fetch part runs in the last round only).
 
-Run `python bench/request_floor.py [--partitions 100] [--producers 4] [--seconds 5]` from the
+Run `python bench/request_floor.py [--partitions 100] [--producers 4] [--seconds 5] [--rounds 1]` from the
 repository root. Prints numbers; asserts nothing.
 """
 
@@ -36,6 +39,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import struct
 import subprocess
 import sys
@@ -254,7 +258,8 @@ def measure_floor(args: argparse.Namespace) -> float:
     return per_request(name, produces, cpu, wall, None)
 
 
-def measure_odradek(args: argparse.Namespace, floor_us: float) -> None:
+def measure_odradek(args: argparse.Namespace, floor_us: float, with_fetch: bool) -> float:
+    """odradek's CPU per Produce request (returned) and, `with_fetch`, per Fetch."""
     with BROKERS["odradek"]() as (bootstrap, pids, metrics_urls):
         create_topic(bootstrap, TOPIC, args.partitions, 1)
         before, cpu_before, wall_before = requests_by_api(metrics_urls), cpu_seconds(pids), time.monotonic()
@@ -262,6 +267,8 @@ def measure_odradek(args: argparse.Namespace, floor_us: float) -> None:
         cpu, wall = cpu_seconds(pids) - cpu_before, time.monotonic() - wall_before
         produces = requests_by_api(metrics_urls)["Produce"] - before.get("Produce", 0)
         produce_us = per_request("odradek, Produce (RF=1, acks=all)", produces, cpu, wall, floor_us)
+        if not with_fetch:
+            return produce_us
         with reading(bootstrap, args):
             before, cpu_before, wall_before = (
                 requests_by_api(metrics_urls),
@@ -281,6 +288,7 @@ def measure_odradek(args: argparse.Namespace, floor_us: float) -> None:
             )
         else:
             per_request("odradek, Fetch (derived)", fetches, fetch_cpu, wall, floor_us)
+        return produce_us
 
 
 @contextmanager
@@ -309,6 +317,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--producers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=1, help="floor then odradek, this many times")
     args = parser.parse_args()
     if args.role == "floor":
         asyncio.run(serve_floor(args.partitions, args.file))
@@ -320,8 +329,16 @@ def main() -> None:
         f"machine: {os.cpu_count()} cpus; {args.partitions} partitions, {args.producers} producers "
         f"each waiting for every keyed 1 KiB record (one record per Produce), {args.seconds:g} s per server"
     )
-    floor_us = measure_floor(args)
-    measure_odradek(args, floor_us)
+    multiples = []
+    for round_ in range(1, args.rounds + 1):
+        if args.rounds > 1:
+            print(f"round {round_} of {args.rounds}", flush=True)
+        floor_us = measure_floor(args)
+        multiples.append(measure_odradek(args, floor_us, with_fetch=round_ == args.rounds) / floor_us)
+    if args.rounds > 1:
+        listed = ", ".join(f"{multiple:.2f}" for multiple in multiples)
+        median = statistics.median(multiples)
+        print(f"odradek's Produce against the floor, by round: {listed}; median {median:.2f} x")
 
 
 if __name__ == "__main__":

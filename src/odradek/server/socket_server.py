@@ -320,7 +320,7 @@ class Connection:
         self._arrived: collections.deque[float] = collections.deque()  # per queued frame, when observed
         self._handling = False
         self.last_active = self._loop.time()
-        self._wakeup = asyncio.Event()
+        self._idle: asyncio.Future[None] | None = None  # what the worker awaits with nothing to do
         self._reading = False
         self._mute_end: asyncio.Future[None] | None = None  # while throttled (`_wait_unmuted`)
         # responses ready to send, sent together when the worker next waits (`_flush_outbox`), and
@@ -472,11 +472,20 @@ class Connection:
         if self._observer is not None:
             self._arrived.extend([time.monotonic()] * len(frames))
         self._queued_bytes += size
-        self._wakeup.set()
+        self._wake()
         if len(self._queue) >= self._max_queued or self._queued_bytes >= MAX_QUEUED_BYTES:
             self._pause_reading()
 
     # -- processing and writing --------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        """Wake the worker if it waits for work (it looks at its queue, `_unsent` and draining before
+        it waits, all on this loop, so a wake-up with no one waiting is not lost)."""
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
 
     async def _process(self) -> None:
         try:
@@ -489,8 +498,8 @@ class Connection:
                         break
                     self.last_active = self._loop.time()
                     self._handling = False
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
+                    self._idle = self._loop.create_future()
+                    await self._idle
                     self._handling = True
                     continue
                 frame = self._queue.popleft()
@@ -604,7 +613,7 @@ class Connection:
         views = [memoryview(b).cast("B") for b in buffers if len(b)]
         _skip_sent(views, sent)
         self._unsent = views
-        self._wakeup.set()  # an idle worker wakes to send the rest
+        self._wake()  # an idle worker wakes to send the rest
 
     async def _send_with_files(self, chunks: Sequence[ResponseChunk]) -> None:
         total = sum(c.length if isinstance(c, FileSlice) else len(c) for c in chunks)
@@ -675,7 +684,7 @@ class Connection:
         connection's mute ends now: a shutdown does not wait out a throttle time)."""
         self._draining = True
         self._pause_reading()
-        self._wakeup.set()
+        self._wake()
         if self._mute_end is not None:
             _set_result_once(self._mute_end)
 
