@@ -24,6 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+try:  # this module is compiled with mypyc when the native extra is there (tools/build_native.py)
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pure Python: the decorator does nothing
+
+    def mypyc_attr(*_: str, **__: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
+
+
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
@@ -330,16 +338,18 @@ RecordsValue = bytes | bytearray | memoryview | FileSlice | list | tuple | None
 
 def records_size(value: RecordsValue) -> int:
     """Total byte length of a records value made of bytes-like parts and `FileSlice`s."""
-    if type(value) is FileSlice:
+    if isinstance(value, FileSlice):
         return value.length
     if isinstance(value, list | tuple):
         return sum(records_size(part) for part in value)
+    if value is None:
+        return 0
     return _nbytes(value)
 
 
 def write_records_parts(out: bytearray, chunks: list, value: RecordsValue) -> None:
     """Append record bytes to `out`; a `FileSlice` closes the current chunk and becomes its own."""
-    if type(value) is FileSlice:
+    if isinstance(value, FileSlice):
         if out:
             chunks.append(bytes(out))
             out.clear()
@@ -347,7 +357,7 @@ def write_records_parts(out: bytearray, chunks: list, value: RecordsValue) -> No
     elif isinstance(value, list | tuple):
         for part in value:
             write_records_parts(out, chunks, part)
-    else:
+    elif value is not None:
         out += value
 
 
@@ -356,14 +366,16 @@ def write_records_parts(out: bytearray, chunks: list, value: RecordsValue) -> No
 
 
 def _decoding(fn: Callable[..., tuple[Any, int]]) -> Callable[[Reader], Any]:
+    name = getattr(fn, "__name__", "read")  # a compiled closure has none
+
     def method(self: Reader) -> Any:
         try:
             value, self.pos = fn(self.buf, self.pos)
         except (struct.error, IndexError, UnicodeDecodeError) as exc:
-            raise ProtocolDecodeError(f"{fn.__name__} at position {self.pos}: {exc}") from None
+            raise ProtocolDecodeError(f"{name} at position {self.pos}: {exc}") from None
         return value
 
-    method.__name__ = fn.__name__.removeprefix("read_")
+    method.__name__ = name.removeprefix("read_")
     method.__doc__ = fn.__doc__
     return method
 
@@ -379,6 +391,7 @@ def _read_bool(buf: Any, pos: int) -> tuple[bool, int]:
     return buf[pos] != 0, pos + 1
 
 
+@mypyc_attr(native_class=False)  # its methods are made by `_decoding`, which a native class cannot hold
 class Reader:
     """Sequential reads over a memoryview; every method raises `ProtocolDecodeError` on bad input."""
 

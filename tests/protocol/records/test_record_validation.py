@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import record_loops
 from odradek.protocol.records.batch import HEADER, RECORD_BATCH_OVERHEAD
 from odradek.protocol.records.builder import SimpleRecord, build_batch
 from odradek.protocol.records.compression import CompressionType, compress
@@ -165,10 +163,3 @@ def test_mutated_records_raise_only_kafka_errors(position: int, garbage: bytes, 
         validate_records(batch_around(bytes(body), count), MAX)
     except RecordsError as error:
         assert error.error_code in (2, 32, 87)
-
-
-def test_the_compiled_loops_are_built_from_the_current_source() -> None:
-    """`make test` compiles `record_loops` (tools/build_native.py); a stale build would shadow edits."""
-    compiled, source = Path(record_loops.__file__), Path(record_loops.__file__).with_name("record_loops.py")
-    assert compiled.suffix == ".so", "record_loops is not compiled: run python tools/build_native.py"
-    assert compiled.stat().st_mtime >= source.stat().st_mtime, "stale: run python tools/build_native.py"
