@@ -24,13 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-try:  # this module is compiled with mypyc when the native extra is there (tools/build_native.py)
-    from mypy_extensions import mypyc_attr
-except ImportError:  # pure Python: the decorator does nothing
-
-    def mypyc_attr(*_: str, **__: object) -> Callable[[type], type]:  # type: ignore[misc]
-        return lambda cls: cls
-
+from odradek.native import mypyc_attr
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")

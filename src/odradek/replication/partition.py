@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from odradek.controller.metadata import PartitionState
+from odradek.native import mypyc_attr
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.primitives import FileSlice
 from odradek.protocol.records.batch import NO_TIMESTAMP
@@ -169,6 +170,7 @@ def prepare_leader_epoch(log: Log, leader_epoch: int) -> None:
         log.maybe_assign_epoch_start_offset(leader_epoch, log.log_end_offset)
 
 
+@mypyc_attr(native_class=False)  # tests patch its methods on instances
 class Partition:
     """Leader/follower state, log and high watermark of one topic-partition on this broker."""
 
