@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from odradek.protocol import headers
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.headers import (
     RequestHeader,
@@ -95,3 +96,16 @@ def test_response_headers() -> None:
     assert encode_response_header(7, 1) == bytes.fromhex("00000007 00")
     assert parse_response_header(bytes.fromhex("00000007 00") + b"x", 1) == (7, 5)
     assert parse_response_header(bytes.fromhex("00000007") + b"x", 0) == (7, 4)
+
+
+def test_header_versions_of_unknown_pairs_are_answered_without_growing_the_table_without_bound() -> None:
+    """The header version tables keep (api key, version) pairs as they come; a client sending every
+    pair there is cannot make them hold more than their bound."""
+    for api_key in range(1000, 1100):
+        for api_version in range(100):
+            assert request_header_version(api_key, api_version) == 1  # an unknown API: header v1
+            assert response_header_version(api_key, api_version) == 0
+    assert len(headers._request_header_versions) <= headers._VERSIONS_KEPT
+    assert len(headers._response_header_versions) <= headers._VERSIONS_KEPT
+    assert request_header_version(ApiKey.PRODUCE, 9) == 2  # still the rules' answers
+    assert response_header_version(ApiKey.API_VERSIONS, 3) == 0

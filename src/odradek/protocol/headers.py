@@ -17,6 +17,7 @@ size). Called by the network layer, the dispatcher and the client.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from odradek.protocol.api_keys import API_SPECS, ApiKey
@@ -43,19 +44,11 @@ class RequestHeader:
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
-    version = _request_header_versions.get((api_key, api_version))
-    if version is None:
-        version = _request_header_version(api_key, api_version)
-        _remember(_request_header_versions, (api_key, api_version), version)
-    return version
+    return _header_version(_request_header_versions, _request_header_version, api_key, api_version)
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    version = _response_header_versions.get((api_key, api_version))
-    if version is None:
-        version = _response_header_version(api_key, api_version)
-        _remember(_response_header_versions, (api_key, api_version), version)
-    return version
+    return _header_version(_response_header_versions, _response_header_version, api_key, api_version)
 
 
 # The rules below by (api key, version), kept for the pairs that come: a client's pairs are its own
@@ -65,9 +58,15 @@ _response_header_versions: dict[tuple[int, int], int] = {}
 _VERSIONS_KEPT = 4096
 
 
-def _remember(table: dict[tuple[int, int], int], key: tuple[int, int], version: int) -> None:
-    if len(table) < _VERSIONS_KEPT:
-        table[key] = version
+def _header_version(
+    table: dict[tuple[int, int], int], rule: Callable[[int, int], int], api_key: int, api_version: int
+) -> int:
+    version = table.get((api_key, api_version))
+    if version is None:
+        version = rule(api_key, api_version)
+        if len(table) < _VERSIONS_KEPT:
+            table[(api_key, api_version)] = version
+    return version
 
 
 def _request_header_version(api_key: int, api_version: int) -> int:
