@@ -3,9 +3,10 @@ mypyc, in place next to their sources.
 
 The modules in NATIVE_GROUPS are plain, fully typed Python. Compiled, the extension module sits
 beside the source (`record_loops.cpython-311-x86_64-linux-gnu.so` next to `record_loops.py`) and Python
-imports it in preference to the source; without it the source runs as it is, just slower. A group is
-rebuilt when the extension of one of its modules is missing or older than its source. Best effort: when mypyc or a C
-compiler is missing, this says so and exits 0, and odradek runs the pure-Python modules.
+imports it in preference to the source; without it the source runs as it is, just slower. A group
+is rebuilt when the extension of one of its modules is missing or older than its source. Best
+effort: when mypyc or a C compiler is missing, this says so and exits 0, and odradek runs the
+pure-Python modules.
 
     python tools/build_native.py           # build what is stale
     python tools/build_native.py --clean   # remove the compiled modules (back to pure Python)
