@@ -82,12 +82,7 @@ def encode_response(api_key: int, api_version: int, message: Any) -> list[Chunk]
     """Encode a response body as chunks: bytes, with each `FileSlice` of a records field apart."""
     found = _response_encoders.get((api_key, api_version))
     if found is None:
-        spec = _spec(api_key, api_version, 1)
-        found = _response_encoders[(api_key, api_version)] = (
-            spec,
-            api_version,
-            _message_encoder(spec, api_version),
-        )
+        found = _response_encoders[(api_key, api_version)] = _api_encoder(api_key, api_version, 1)
     return _encode_chunks(*found, message)
 
 
@@ -182,6 +177,11 @@ def _message_encoder(spec: MessageSpec, version: int) -> Encoder:
 def _api_decoder(api_key: int, version: int, side: int) -> tuple[MessageSpec, int, Decoder]:
     spec = _spec(api_key, version, side)
     return spec, version, _message_decoder(spec, version)
+
+
+def _api_encoder(api_key: int, version: int, side: int) -> tuple[MessageSpec, int, Encoder]:
+    spec = _spec(api_key, version, side)
+    return spec, version, _message_encoder(spec, version)
 
 
 def _spec(api_key: int, version: int, side: int) -> MessageSpec:
