@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
 from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.channel import ClusterChannel, ControllerChannel, LocalChannel
-from odradek.controller.controller import Controller
+from odradek.controller.controller import Controller, known_brokers
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import StoredTopic
@@ -32,17 +33,25 @@ T = TypeVar("T")
 
 class RecordingChannel(ControllerChannel):
     """Answers every request with success and records it as (api name, broker id, request); a
-    request to a broker in `gone` fails as RemoteChannel fails one to a broker that left; one to a
-    broker in `stalled` is recorded and never answered (a broker cut off but still registered)."""
+    request to a broker not in the channel (as the controller last synced it) or in `gone` fails
+    as RemoteChannel fails one to a broker that left; one to a broker in `stalled` is recorded and
+    never answered (a broker cut off but still registered). `synced` keeps every membership given."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, int, object]] = []
         self.gone: set[int] = set()
         self.stalled: set[int] = set()
+        self.synced: list[frozenset[int]] = []
+
+    async def sync_brokers(self, live: Iterable[BrokerInfo]) -> None:
+        self.synced.append(frozenset(b.broker_id for b in live))
+
+    def reached(self) -> frozenset[int]:
+        return self.synced[-1] if self.synced else frozenset()
 
     def _record(self, api: str, broker_id: int, request: object, response: T) -> asyncio.Future[T]:
         answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        if broker_id in self.gone:
+        if broker_id in self.gone or broker_id not in self.reached():
             answer.set_exception(
                 KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} left the channel")
             )
@@ -92,7 +101,7 @@ class Cluster:
 
 async def _started_with_topic(path: Path) -> Cluster:
     cluster = Cluster(path)
-    await cluster.controller.startup(BROKERS.values())
+    await cluster.controller.startup(known_brokers(BROKERS.values()))
     await cluster.store.create_topic(StoredTopic("t", uuid.uuid4(), ASSIGNMENT))
     await cluster.controller.idle()
     return cluster
@@ -155,7 +164,7 @@ def test_failover_start_up_keeps_live_leaders_and_moves_dead_ones(tmp_path):
         await first.controller.shutdown()
         before = first.states()
         successor = Cluster(tmp_path)
-        await successor.controller.startup([BROKERS[0], BROKERS[1]])
+        await successor.controller.startup(known_brokers([BROKERS[0], BROKERS[1]]))
         after = successor.states()
         assert successor.controller.epoch == 2
         assert after[0] == before[0]
@@ -175,6 +184,51 @@ def test_a_controller_whose_fenced_write_fails_resigns(tmp_path):
         cluster.store.write_partition_states = moved  # type: ignore[method-assign]
         cluster.controller.brokers_changed([BROKERS[0], BROKERS[1]])
         await asyncio.wait_for(cluster.resigned.wait(), 5)
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
+def test_the_channel_reaches_every_live_broker_after_each_membership_change(tmp_path):
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        assert cluster.remote.reached() == {1, 2} and cluster.controller.unreached_brokers() == set()
+        cluster.controller.brokers_changed([BROKERS[0], BROKERS[1]])
+        await cluster.controller.idle()
+        assert cluster.remote.reached() == {1}
+        cluster.remote.sent.clear()
+        cluster.controller.brokers_changed(BROKERS.values())
+        await cluster.controller.idle()
+        assert cluster.remote.reached() == {1, 2} and cluster.controller.unreached_brokers() == set()
+        to_joined = [(api, request) for api, broker, request in cluster.remote.sent if broker == 2]
+        assert [api for api, _ in to_joined] == ["UpdateMetadata", "LeaderAndIsr"]
+        assert to_joined[1][1].type == 1  # full: every partition it holds a replica of
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
+def test_a_broker_registered_again_between_two_reads_fails_then_starts(tmp_path):
+    """Broker 1's id stays in /brokers/ids but its broker epoch changed (it restarted between two
+    reads of the children): as Kafka's bounced brokers, its leadership moves and it leaves the ISRs,
+    then it gets everything it holds, on a channel connection made anew."""
+
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.controller.startup(known_brokers(BROKERS.values(), {0: 10, 1: 11, 2: 12}))
+        await cluster.store.create_topic(StoredTopic("t", uuid.uuid4(), ASSIGNMENT))
+        await cluster.controller.idle()
+        before = cluster.states()
+        cluster.remote.sent.clear()
+        cluster.controller.brokers_changed(BROKERS.values(), {0: 10, 1: 21, 2: 12})
+        await cluster.controller.idle()
+        after = cluster.states()
+        assert (after[1].leader, after[1].isr, after[1].leader_epoch) == (2, (2,), before[1].leader_epoch + 1)
+        assert (after[0].leader, after[0].isr) == (0, (0,))
+        assert cluster.remote.synced[-2:] == [frozenset({2}), frozenset({1, 2})]
+        assert cluster.controller.broker_epochs == {0: 10, 1: 21, 2: 12}
+        full = [r for api, b, r in cluster.remote.sent if (api, b) == ("LeaderAndIsr", 1) and r.type == 1]
+        assert len(full) == 1
         await cluster.controller.shutdown()
 
     run(scenario)

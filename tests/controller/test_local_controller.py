@@ -15,7 +15,7 @@ import pytest
 from odradek.clock import SYSTEM_CLOCK
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import LocalChannel
-from odradek.controller.controller import Controller
+from odradek.controller.controller import Controller, known_brokers
 from odradek.controller.local import METADATA_FILE, LocalMetadataStore
 from odradek.controller.meta_properties import (
     MetaPropertiesError,
@@ -78,7 +78,7 @@ class Node:
         self.controller = Controller(0, self.store, LocalChannel(0, self.broker), scheduler=SCHEDULER)
 
     async def start(self) -> Node:
-        await self.controller.startup([BROKER])
+        await self.controller.startup(known_brokers([BROKER]))
         return self
 
     async def settle(self) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from odradek.controller import reassignment
+from odradek.controller.controller import known_brokers
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.metadata import PartitionState
 from odradek.controller.store import ReplicaAssignment, StoredTopic
@@ -207,7 +208,7 @@ def test_a_new_controller_finishes_reassignments_found_complete(tmp_path: Path) 
 
         successor = Cluster(tmp_path)
         assert successor.store.topics()["t"].replica_assignment(0).adding == (2,)
-        await successor.controller.startup(BROKERS.values())
+        await successor.controller.startup(known_brokers(BROKERS.values()))
         await successor.controller.idle()
         done = successor.states()[0]
         assert (done.replicas, done.leader, done.isr) == ((1, 2), 1, (1, 2))

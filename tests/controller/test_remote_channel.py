@@ -241,7 +241,7 @@ def test_removing_a_broker_fails_its_unanswered_requests_and_closes_its_connecti
         with pytest.raises(KafkaError) as unknown:
             await channel.update_metadata(1, update(2))
         assert unknown.value.code == ErrorCode.BROKER_NOT_AVAILABLE
-        assert channel.broker_ids == frozenset()
+        assert channel.reached() == frozenset()
         while not stand_in.closed_by_peer:
             await asyncio.sleep(0.01)
         assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("controller-to-broker-")]
@@ -260,7 +260,7 @@ def test_close_stops_every_sender():
         for broker_id in (1, 2):
             assert (await channel.update_metadata(broker_id, update(broker_id))).error_code == ErrorCode.NONE
         await channel.close()
-        assert channel.broker_ids == frozenset()
+        assert channel.reached() == frozenset()
         assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("controller-to-broker-")]
         for stand_in in stand_ins:
             while not stand_in.closed_by_peer:
@@ -285,7 +285,7 @@ def test_the_inter_broker_listener_is_used_and_a_new_endpoint_replaces_the_sende
         await channel.add_broker(broker(await new.start(), listener="INTERNAL"))
         await channel.update_metadata(1, update(2))
         await channel.add_broker(broker(external, broker_id=2, listener="EXTERNAL"))
-        assert channel.broker_ids == frozenset({1})
+        assert channel.reached() == frozenset({1})
         await channel.close()
         for stand_in in (old, new, client_side):
             await stand_in.stop()

@@ -74,6 +74,15 @@ class ControllerChannel(abc.ABC):
         self, broker_id: int, request: StopReplicaRequest
     ) -> asyncio.Future[StopReplicaResponse]: ...
 
+    @abc.abstractmethod
+    async def sync_brokers(self, live: Iterable[BrokerInfo]) -> None:
+        """Reach exactly the brokers of `live` from now on (Kafka's addBroker / removeBroker at
+        onBrokerStartup / onBrokerFailure): a broker no longer there has its requests failed."""
+
+    @abc.abstractmethod
+    def reached(self) -> frozenset[int]:
+        """The brokers this channel delivers to now."""
+
 
 class LocalChannel(ControllerChannel):
     """The channel of a single node: the controller and its one broker share the process, so each
@@ -107,6 +116,12 @@ class LocalChannel(ControllerChannel):
         self, broker_id: int, request: StopReplicaRequest
     ) -> asyncio.Future[StopReplicaResponse]:
         return self._handled(broker_id, self._broker.handle_stop_replica, request)
+
+    async def sync_brokers(self, live: Iterable[BrokerInfo]) -> None:
+        """Nothing to do: the one broker is this process's."""
+
+    def reached(self) -> frozenset[int]:
+        return frozenset({self.broker_id})
 
 
 # -- request builders -------------------------------------------------------------------------------
@@ -267,3 +282,9 @@ class ClusterChannel(ControllerChannel):
         self, broker_id: int, request: StopReplicaRequest
     ) -> asyncio.Future[StopReplicaResponse]:
         return self._route(broker_id).stop_replica(broker_id, request)
+
+    async def sync_brokers(self, live: Iterable[BrokerInfo]) -> None:
+        await self._remote.sync_brokers([b for b in live if b.broker_id != self._local.broker_id])
+
+    def reached(self) -> frozenset[int]:
+        return self._local.reached() | self._remote.reached()

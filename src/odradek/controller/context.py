@@ -1,6 +1,7 @@
 """The state the controller's event handlers share (Kafka's ControllerContext).
 
-Owns, while this broker is controller: its id and controller epoch, the live brokers, the brokers in
+Owns, while this broker is controller: its id and controller epoch, the live brokers (with their
+broker epochs) and the channel's membership, which follows them (`set_live_brokers`), the brokers in
 controlled shutdown, the broker-wide default of unclean.leader.election.enable, the metadata store
 and the channel to the brokers; and the few rules every handler reads them by: which brokers may be
 elected or join an ISR, whether a topic allows unclean elections, whether a broker's epoch is stale,
@@ -16,7 +17,7 @@ partition_reassignments.py) and to sending.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from odradek.controller.channel import ControllerChannel, ControllerIdentity, TopicStates
@@ -24,6 +25,14 @@ from odradek.controller.metadata import BrokerInfo, PartitionState
 from odradek.controller.store import MetadataStore, StoredTopic
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveChange:
+    """How the live brokers changed: the ids that joined and those that left."""
+
+    joined: set[int]
+    left: set[int]
 
 
 @dataclass(eq=False, slots=True)
@@ -36,7 +45,19 @@ class ControllerContext:
     unclean_default: bool = False  # the broker's unclean.leader.election.enable, dynamic configs included
     epoch: int = 0
     live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    broker_epochs: dict[int, int] = field(default_factory=dict)  # of the live brokers, when known
     shutting_down: set[int] = field(default_factory=set)
+
+    async def set_live_brokers(self, live: Iterable[BrokerInfo], epochs: Mapping[int, int]) -> LiveChange:
+        """Make `live` (with their broker `epochs`, those known) the live brokers, and the channel
+        reach exactly them, in one step: the one place either changes, so every broker the
+        controller counts as live is in its channel."""
+        before = set(self.live_brokers)
+        self.live_brokers = {b.broker_id: b for b in live}
+        self.broker_epochs = {b: epochs[b] for b in self.live_brokers if b in epochs}
+        self.shutting_down &= set(self.live_brokers)
+        await self.channel.sync_brokers(self.live_brokers.values())
+        return LiveChange(set(self.live_brokers) - before, before - set(self.live_brokers))
 
     def identity(self) -> ControllerIdentity:
         return ControllerIdentity(self.broker_id, self.epoch)

@@ -18,7 +18,10 @@ topic or a removed replica):
 - partition_reassignments.py: AlterPartitionReassignments and ListPartitionReassignments.
 
 Behaviour (Kafka's ZooKeeper-mode controller):
-- `startup()`: elect (controller epoch + 1). The brokers of the previous run are gone, so every
+- `startup()`: elect (controller epoch + 1), then read the live brokers (Kafka's order: a broker
+  that registered before the seat was won is read; one that registers after the read is a membership
+  change, which the broker queues once the controller is installed; the channel reaches exactly the
+  brokers read before anything is sent). The brokers of the previous run are gone, so every
   partition whose leader was one of them, or that had none, is offline: it gets an offline election
   over the live brokers (unclean only if unclean.leader.election.enable, topic config over broker
   default `unclean_default`, which the broker updates when a dynamic broker config changes it)
@@ -51,7 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from odradek.controller import decisions, membership, partition_reassignments, topics
 from odradek.controller.channel import ControllerChannel
@@ -94,6 +97,19 @@ log = logging.getLogger(__name__)
 # a request waiting for its answer: refused (`refuse`) when the controller cannot handle it
 RequestEvent = IsrChangeAsked | ControlledShutdownAsked | LeaderElectionAsked | ReassignmentsAsked
 ControllerEvent = StoreEvent | BrokersChanged | LeaderRebalanceDue | ReassignmentsResumed | RequestEvent
+
+
+# Reads the live brokers and their broker epochs (registrations' czxids; empty where unknown).
+LiveBrokers = Callable[[], Awaitable[tuple[Iterable[BrokerInfo], Mapping[int, int]]]]
+
+
+def known_brokers(brokers: Iterable[BrokerInfo], epochs: Mapping[int, int] | None = None) -> LiveBrokers:
+    """`LiveBrokers` of brokers known already (a single node's own broker)."""
+
+    async def read() -> tuple[Iterable[BrokerInfo], Mapping[int, int]]:
+        return tuple(brokers), dict(epochs or {})
+
+    return read
 
 
 class Controller:
@@ -139,6 +155,15 @@ class Controller:
         return self._ctx.live_brokers
 
     @property
+    def broker_epochs(self) -> dict[int, int]:
+        return self._ctx.broker_epochs
+
+    def unreached_brokers(self) -> set[int]:
+        """Live brokers the channel does not deliver to (none, unless the controller is broken:
+        /metrics shows the count)."""
+        return set(self._ctx.live_brokers) - self._ctx.channel.reached()
+
+    @property
     def shutting_down(self) -> set[int]:
         return self._ctx.shutting_down
 
@@ -152,12 +177,13 @@ class Controller:
 
     # -- life cycle ------------------------------------------------------------------------------
 
-    async def startup(self, live_brokers: Iterable[BrokerInfo]) -> None:
-        """Become controller over `live_brokers`; see the module docstring."""
+    async def startup(self, live_brokers: LiveBrokers) -> None:
+        """Become controller, then read the live brokers (and their broker epochs); see the module
+        docstring."""
         ctx = self._ctx
-        ctx.live_brokers = {b.broker_id: b for b in live_brokers}
         ctx.epoch = await ctx.store.elect_controller()
         log.info("Broker %d is controller at epoch %d", ctx.broker_id, ctx.epoch)
+        await ctx.set_live_brokers(*await live_brokers())
         changed = {
             name: membership.startup_states(ctx, topic, self._reelect_live_leaders)
             for name, topic in ctx.store.topics().items()
@@ -206,10 +232,11 @@ class Controller:
         if self._task is not None:
             self._events.put_nowait(event)
 
-    def brokers_changed(self, live: Iterable[BrokerInfo]) -> None:
-        """Queue a membership change (handled in order with the store's events)."""
+    def brokers_changed(self, live: Iterable[BrokerInfo], epochs: Mapping[int, int] | None = None) -> None:
+        """Queue a membership change (handled in order with the store's events): `live` the brokers
+        registered now, `epochs` their broker epochs when known."""
         if self._task is not None:
-            self._events.put_nowait(BrokersChanged(tuple(live)))
+            self._events.put_nowait(BrokersChanged(tuple(live), dict(epochs or {})))
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
         """A leader's ISR change, decided in turn with the other events (isr_changes.py)."""
@@ -292,7 +319,7 @@ class Controller:
     async def _handle(self, event: ControllerEvent) -> None:
         ctx = self._ctx
         if isinstance(event, BrokersChanged):
-            await membership.on_brokers_changed(ctx, event.live)
+            await membership.on_brokers_changed(ctx, event)
         elif isinstance(event, IsrChangeAsked):
             await change_isr(ctx, event)
             await partition_reassignments.complete_finished_reassignments(ctx)

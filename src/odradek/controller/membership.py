@@ -6,7 +6,10 @@ Owns the `BrokersChanged` event and every partition state a change of the live b
 membership change and when a controller starts.
 
 Behaviour (Kafka's ZooKeeper-mode controller):
-- Brokers changed (ZooKeeper mode: the children of `/brokers/ids`): the live brokers are replaced;
+- Brokers changed (ZooKeeper mode: the children of `/brokers/ids`): the live brokers are replaced,
+  and the channel made to reach exactly them in the same step (`ControllerContext.set_live_brokers`);
+  a broker whose id stayed but whose broker epoch changed (it registered again between two reads of
+  the children) is handled as one that left and then joined (Kafka's bounced brokers);
   every partition whose leader is no longer live, and every leaderless partition with a replica on a
   broker that joined, gets an offline election, a partition whose live leader has dead brokers in
   its ISR loses them (leader epoch + 1, as Kafka's OfflineReplica transition); the states are
@@ -27,7 +30,8 @@ Callers: `Controller` (controller/controller.py): its startup and its event queu
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from odradek.controller import decisions
 from odradek.controller.channel import TopicStates
@@ -47,16 +51,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class BrokersChanged:
-    """The live brokers now (ZooKeeper mode's `/brokers/ids` watch)."""
+    """The live brokers now (ZooKeeper mode's `/brokers/ids` watch), with their broker epochs
+    (the registrations' czxids; empty when unknown)."""
 
     live: tuple[BrokerInfo, ...]
+    epochs: Mapping[int, int] = field(default_factory=dict)
 
 
-async def on_brokers_changed(ctx: ControllerContext, live: tuple[BrokerInfo, ...]) -> None:
-    before = set(ctx.live_brokers)
-    ctx.live_brokers = {b.broker_id: b for b in live}
-    ctx.shutting_down &= set(ctx.live_brokers)
-    joined, left = set(ctx.live_brokers) - before, before - set(ctx.live_brokers)
+async def on_brokers_changed(ctx: ControllerContext, event: BrokersChanged) -> None:
+    restarted = {b for b, epoch in event.epochs.items() if ctx.broker_epochs.get(b, epoch) != epoch}
+    if restarted:  # Kafka's bounced brokers: each fails (leaders move, it leaves ISRs), then starts
+        survivors = tuple(b for b in ctx.live_brokers.values() if b.broker_id not in restarted)
+        await _apply(ctx, survivors, ctx.broker_epochs)
+    await _apply(ctx, event.live, event.epochs)
+
+
+async def _apply(ctx: ControllerContext, live: tuple[BrokerInfo, ...], epochs: Mapping[int, int]) -> None:
+    change = await ctx.set_live_brokers(live, epochs)
+    joined, left = change.joined, change.left
     if not joined and not left:
         return
     log.info(

@@ -19,9 +19,11 @@ Behaviour:
   backoff (100 ms doubling up to 1 s) and sends the same request again, until it is answered or
   the broker is removed, as Kafka's RequestSendThread retries. A response that cannot be decoded
   is treated the same way. A response carrying an error code is returned to the caller as is.
-- `add_broker` (a broker joined) starts its sender; adding a known broker again with a new endpoint
-  replaces the sender; `remove_broker` (a broker left) stops it and fails its queued and in-flight
-  calls with BROKER_NOT_AVAILABLE; `close()` does that for every broker.
+- `sync_brokers` (the controller's live brokers changed: controller/context.py calls it whenever it
+  changes them) adds and removes senders to match (a broker that registered again is removed, then
+  added: controller/membership.py); `add_broker` (a broker joined) starts its sender; adding a known
+  broker again with a new endpoint replaces the sender; `remove_broker` (a broker left) stops it and
+  fails its queued and in-flight calls with BROKER_NOT_AVAILABLE; `close()` does that for every broker.
 - A caller that cancels the future leaves its request to the sender if it is in flight; a request
   still queued is skipped.
 
@@ -32,8 +34,8 @@ Deliberate deviations: the reconnect backoff doubles up to 1 s (Kafka's send thr
 100 ms); the client id is `controller-<id>-to-broker-<id>`.
 
 Callers: the ZooKeeper-mode controller wiring (server/kafka_server.py's `controller_channel`), then
-`add_broker` / `remove_broker` as broker registrations come and go, `close()` on resignation or
-shutdown.
+the controller itself through `sync_brokers` as broker registrations come and go (controller/context.py),
+`close()` on resignation or shutdown.
 """
 
 from __future__ import annotations
@@ -169,8 +171,7 @@ class RemoteChannel(ControllerChannel):
         self.settings = settings
         self._senders: dict[int, _BrokerSender] = {}
 
-    @property
-    def broker_ids(self) -> frozenset[int]:
+    def reached(self) -> frozenset[int]:
         return frozenset(self._senders)
 
     async def add_broker(self, broker: BrokerInfo) -> None:
@@ -207,12 +208,12 @@ class RemoteChannel(ControllerChannel):
         if sender is not None:
             await sender.stop(f"broker {broker_id} left the controller's channel")
 
-    async def sync_brokers(self, brokers: Iterable[BrokerInfo]) -> None:
+    async def sync_brokers(self, live: Iterable[BrokerInfo]) -> None:
         """Send to exactly these live brokers (the controller's own broker is reached in-process)."""
-        live = {b.broker_id: b for b in brokers if b.broker_id != self.controller_id}
-        for broker_id in self.broker_ids - live.keys():
+        brokers = {b.broker_id: b for b in live if b.broker_id != self.controller_id}
+        for broker_id in self.reached() - brokers.keys():
             await self.remove_broker(broker_id)
-        for broker in live.values():
+        for broker in brokers.values():
             await self.add_broker(broker)
 
     async def close(self) -> None:

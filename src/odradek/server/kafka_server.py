@@ -150,7 +150,7 @@ from odradek.clock import SYSTEM_CLOCK, Clock
 from odradek.console.app import Console
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
-from odradek.controller.controller import Controller
+from odradek.controller.controller import Controller, known_brokers
 from odradek.controller.elections import LeaderRebalance
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.meta_properties import MetaPropertiesError, ensure_meta_properties, new_cluster_id
@@ -341,7 +341,6 @@ class KafkaServer:
         self._zk: KafkaZkClient | None = None  # ZooKeeper mode only (kazoo is imported only then)
         self._election_lock = asyncio.Lock()
         self._remote_channel: RemoteChannel | None = None  # while controller in ZooKeeper mode
-        self._membership_lock = asyncio.Lock()
         self._session_expired = False
         self._background: set[asyncio.Task[None]] = set()
 
@@ -489,7 +488,7 @@ class KafkaServer:
                 scheduler=self.scheduler,
             )
             broker_info = BrokerInfo(self.broker_id, self.advertised_endpoints(), config["broker.rack"])
-            await self.controller.startup([broker_info])
+            await self.controller.startup(known_brokers([broker_info]))
             self._server.listen()
         elif not await self._join_cluster():
             return  # asked to stop while it waited to register: serve_until_stopped() shuts it down
@@ -790,9 +789,7 @@ class KafkaServer:
         """Race for `/controller` until this broker holds it or another broker does (then watch it)."""
         async with self._election_lock:
             while self.controller is None and not self._shutting_down:
-                live = await self._zk_store.read_brokers()
                 remote = controller_channel(self.config)
-                await remote.sync_brokers(live.values())
                 controller = Controller(
                     self.broker_id,
                     self.store,
@@ -804,7 +801,7 @@ class KafkaServer:
                     rebalance=leader_rebalance(self.config),
                 )
                 try:
-                    await controller.startup(live.values())
+                    await controller.startup(self._read_live_brokers)
                 except ControllerMovedError:
                     await controller.shutdown()
                     await remote.close()
@@ -822,9 +819,15 @@ class KafkaServer:
                     await self._zk_store.give_up_seat()
                     raise
                 self.controller, self._remote_channel = controller, remote
-                now = self._zk_store.brokers()
-                if set(now) != set(controller.live_brokers):
-                    controller.brokers_changed(now.values())
+                # a registration or departure while it started (its watch found no controller yet)
+                now = self._zk_store.broker_epochs()
+                if now != controller.broker_epochs:
+                    controller.brokers_changed(self._zk_store.brokers().values(), now)
+
+    async def _read_live_brokers(self) -> tuple[Iterable[BrokerInfo], Mapping[int, int]]:
+        """The registered brokers and their broker epochs, read from ZooKeeper now."""
+        live = await self._zk_store.read_brokers()
+        return live.values(), dict(self._zk_store.broker_epochs())
 
     def _in_background(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` (election, re-registration) as a task; on failure (ZooKeeper unreachable) try
@@ -860,17 +863,10 @@ class KafkaServer:
         self._on_controller_changed()
 
     def _on_brokers_changed(self, brokers: Mapping[int, BrokerInfo]) -> None:
-        """The controller's channel learns the new membership before the controller acts on it."""
-        controller, remote = self.controller, self._remote_channel
-        if controller is None or remote is None:
-            return
-
-        async def apply() -> None:
-            async with self._membership_lock:
-                await remote.sync_brokers(brokers.values())
-                controller.brokers_changed(brokers.values())
-
-        self._in_background(apply)
+        """The controller handles the new membership in turn with its other events (its channel
+        follows: controller/context.py); a controller still starting compares when it is done."""
+        if self.controller is not None:
+            self.controller.brokers_changed(brokers.values(), self._zk_store.broker_epochs())
 
     def _close_remote_channel_later(self) -> None:
         remote, self._remote_channel = self._remote_channel, None

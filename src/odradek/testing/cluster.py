@@ -30,7 +30,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -125,14 +125,15 @@ class LocalCluster:
         """Every broker's `host:port`, comma-separated, as clients take bootstrap.servers."""
         return ",".join(process.bootstrap for process in self.brokers.values())
 
-    def start(self, timeout_s: float = 30.0) -> LocalCluster:
-        """Start ZooKeeper (unless one was named) and every broker; return once all listen."""
+    def start(self, timeout_s: float = 30.0, processes: Iterable[int] | None = None) -> LocalCluster:
+        """Start ZooKeeper (unless one was named) and every broker (or those of `processes`: a
+        test may run the others in its own process); return once all listen."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._zookeeper_connect is None:
             self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", die_with_owner=self.die_with_owner)
             self.zookeeper.start(timeout_s)
             self._zookeeper_connect = self.zookeeper.connect_string
-        for broker_id in range(1, self.broker_count + 1):
+        for broker_id in processes or range(1, self.broker_count + 1):
             self.brokers[broker_id] = self.broker(broker_id)
             self.brokers[broker_id].start(timeout_s)
         self.zk = KazooClient(hosts=self.connect, timeout=5.0)
