@@ -20,8 +20,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli import cluster as cluster_command
 from odradek.cli.main import build_parser, command_modules
-from odradek.testing.broker import free_port
+from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
+from tests.exit_report import exit_report
 
 BROKERS = 3
 UP_TIMEOUT_S = 120.0
@@ -102,6 +103,18 @@ def test_a_stop_signal_whose_raise_was_dropped_still_stops_the_command(monkeypat
     assert "bootstrap.servers" not in capsys.readouterr().out  # stopped before announcing itself
 
 
+def test_a_broker_that_did_not_exit_0_is_named_with_its_status_and_last_line(tmp_path):
+    broker = BrokerProcess(tmp_path / "broker-1", broker_id=1, overrides={"num.partitions": "lots"})
+    broker.output_path.write_text("a line of the run before\n")
+    broker.spawn()
+    assert broker.wait(30) == 2, broker.output_tail()
+    said = cluster_command._failure(broker, 2)
+    where = f"(its output: {broker.output_path})"
+    assert said.startswith(f"broker 1 exited with 2 {where}; its last line: odradek:"), said
+    assert "num.partitions" in said
+    assert cluster_command._failure(broker, -signal.SIGTERM).startswith("broker 1 was killed by SIGTERM")
+
+
 # ---------------------------------------------------------------------------------------------
 # a running cluster
 
@@ -127,6 +140,13 @@ def children(pid: int) -> set[int]:
     return found
 
 
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+    except OSError:
+        return "(gone)"
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
@@ -138,6 +158,7 @@ class ClusterCommand:
     """One `odradek cluster` process, its stdout and stderr in files, and the processes it started."""
 
     def __init__(self, data_dir: Path, base_port: int, output_dir: Path, overrides: tuple[str, ...]) -> None:
+        self.data_dir = data_dir
         self.stdout_path = output_dir / "cluster.stdout"
         self.stderr_path = output_dir / "cluster.stderr"
         argv = cluster_argv(
@@ -157,7 +178,7 @@ class ClusterCommand:
     def wait_until_up(self) -> dict[str, str]:
         def up() -> dict[str, str] | None:
             if self.process.poll() is not None:
-                raise AssertionError(f"exited with {self.process.returncode}: {self.stderr_path.read_text()}")
+                raise AssertionError(f"exited with {self.process.returncode}\n{self.report()}")
             found = self.announced()
             return found if "controller" in found else None
 
@@ -171,6 +192,12 @@ class ClusterCommand:
 
     def said(self) -> list[str]:
         return self.stderr_path.read_text().splitlines()
+
+    def report(self) -> str:
+        """For an assertion's message: the command's stderr and each broker output's last lines."""
+        outputs = [*sorted(self.data_dir.glob("broker-*.out")), self.data_dir / "zookeeper" / "zookeeper.out"]
+        started = {pid: command_line(pid) for pid in sorted(self.started | children(self.process.pid))}
+        return f"started: {started}\n{exit_report(self.stderr_path.read_text(), *outputs)}"
 
     def clean_up(self) -> None:
         """Whatever happened: the command and every process it started are gone."""
@@ -245,7 +272,7 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
     announced = cluster.wait_until_up()
     bootstrap = announced["bootstrap.servers"]
     assert bootstrap == ",".join(f"127.0.0.1:{base_port + i}" for i in range(BROKERS))
-    assert len(cluster.started) == BROKERS + 1  # the brokers and ZooKeeper
+    assert len(cluster.started) == BROKERS + 1, cluster.report()  # the brokers and ZooKeeper
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     described = admin.describe_cluster(request_timeout=CLIENT_TIMEOUT_S).result(CLIENT_TIMEOUT_S)
@@ -258,7 +285,7 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
     produce(bootstrap, "single", b"kept")
     assert consume_first(bootstrap, "single") == b"kept"
 
-    assert cluster.stop() == 0
+    assert cluster.stop() == 0, cluster.report()
     zookeeper_port = int(announced["zookeeper.connect"].rpartition(":")[2])
     assert not [pid for pid in cluster.started if alive(pid)]
     assert not [port for port in [*range(base_port, base_port + BROKERS), zookeeper_port] if listening(port)]
@@ -267,7 +294,7 @@ def test_cluster_serves_clients_stops_cleanly_and_comes_back(tmp_path, run_clust
     again.wait_until_up()
     assert {"replicated", "single"} <= set(admin.list_topics(timeout=CLIENT_TIMEOUT_S).topics)
     assert consume_first(bootstrap, "single") == b"kept"
-    assert again.stop() == 0
+    assert again.stop() == 0, again.report()
 
 
 @pytest.mark.slow
@@ -277,7 +304,7 @@ def test_replicated_topic_round_trip(tmp_path, run_cluster):
     create_topic(connected_admin(bootstrap), "replicated", BROKERS)
     produce(bootstrap, "replicated", b"copied", acks="1")
     assert consume_first(bootstrap, "replicated") == b"copied"
-    assert cluster.stop() == 0
+    assert cluster.stop() == 0, cluster.report()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,7 +328,7 @@ def test_ctrl_c_says_what_it_waits_for_and_the_last_broker_does_not_retry(tmp_pa
     bootstrap = cluster.wait_until_up()["bootstrap.servers"]
     create_topic(connected_admin(bootstrap), "replicated", BROKERS)
     cluster.process.send_signal(signal.SIGINT)
-    assert cluster.process.wait(30) == 0
+    assert cluster.process.wait(30) == 0, cluster.report()
     said = cluster.said()
     for broker_id in range(1, BROKERS + 1):
         assert any(line.startswith(f"odradek cluster: stopping broker {broker_id} (pid") for line in said), (
@@ -322,9 +349,33 @@ def test_a_second_ctrl_c_kills_the_brokers_at_once(tmp_path, run_cluster):
     cluster.process.send_signal(signal.SIGINT)
     eventually(lambda: any("stopping broker 1" in line for line in cluster.said()), 30, "broker 1's stop")
     cluster.process.send_signal(signal.SIGINT)
-    assert cluster.process.wait(15) == 1
+    assert cluster.process.wait(15) == 1, cluster.report()
     assert any("stopping at once" in line for line in cluster.said()), cluster.said()
     assert not [pid for pid in cluster.started if alive(pid)]
+
+
+def spawned_broker(cluster: ClusterCommand, broker_id: int) -> int | None:
+    """The pid of the command's broker `broker_id` once it is spawned (its command line names it)."""
+    for pid in children(cluster.process.pid):
+        try:
+            if f"broker.id={broker_id}".encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.slow
+def test_a_stop_as_the_first_broker_is_spawned_is_a_clean_stop(tmp_path, run_cluster):
+    """The stop reaches broker 1 while its interpreter starts, before `odradek serve` handles signals:
+    it is held back until it does, and the broker exits 0 (it once died of SIGTERM's default action,
+    exit status -15, and the command exited 1)."""
+    cluster = run_cluster(tmp_path / "data", free_port(count=BROKERS))
+    eventually(lambda: spawned_broker(cluster, 1), 60, "broker 1 spawned", interval_s=0.005)
+    assert cluster.stop() == 0, cluster.report()
+    assert any(line.startswith("odradek cluster: stopping broker 1 (pid") for line in cluster.said())
+    last = (tmp_path / "data" / "broker-1.out").read_text().splitlines()[-1]
+    assert "stopped by SIGTERM before it started" in last or "shut down" in last, cluster.report()
 
 
 @pytest.mark.slow
@@ -332,10 +383,10 @@ def test_kill_9_takes_every_process_with_it_and_a_directory_in_use_is_refused(tm
     base_port = free_port(count=BROKERS)
     first = run_cluster(tmp_path / "data", base_port)
     first.wait_until_up()
-    assert len(first.started) == BROKERS + 1
+    assert len(first.started) == BROKERS + 1, first.report()
 
     second = run_cluster(tmp_path / "data", base_port)
-    assert second.process.wait(60) == 1
+    assert second.process.wait(60) == 1, second.report()
     (line,) = second.said()
     assert "in use" in line and f"pid {first.process.pid}" in line
     assert all(alive(pid) for pid in first.started)
@@ -346,4 +397,4 @@ def test_kill_9_takes_every_process_with_it_and_a_directory_in_use_is_refused(tm
 
     third = run_cluster(tmp_path / "data", base_port)  # the directory is free again
     eventually(lambda: any("did not stop gracefully" in line for line in third.said()), 30, "the warning")
-    assert third.stop() == 0
+    assert third.stop() == 0, third.report()

@@ -24,8 +24,12 @@ testing/parent_death.py). While it runs it holds an flock on DIR/cluster.lock, w
 a second `odradek cluster` on the same DIR says which one runs there, in one line, and exits 1
 (a second ZooKeeper on the same data would serve it as well, and the brokers' logs are locked).
 
-Exit status: 0 after a graceful stop; 1 if a broker did not exit 0, the cluster did not come up (the
-reason on stderr) or DIR is in use; 2 on a usage error, a bad broker config, or no ZooKeeper server
+A stop while the brokers start (one waiting for a killed run's session to expire, one still
+importing) is a graceful stop too: a broker stopped before it started exits 0 (cli/serve.py).
+
+Exit status: 0 after a graceful stop; 1 if a broker did not exit 0 (which, with what status or
+signal, and its output's last line, on stderr), the cluster did not come up (the reason on stderr)
+or DIR is in use; 2 on a usage error, a bad broker config, or no ZooKeeper server
 to start.
 """
 
@@ -42,7 +46,7 @@ from typing import IO
 
 from odradek.cli.main import USAGE_ERROR, UsageError
 from odradek.server.config import ConfigError, KafkaConfig, parse_override
-from odradek.testing.broker import BrokerStartError
+from odradek.testing.broker import BrokerProcess, BrokerStartError
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.zookeeper import ZooKeeperStartError, zookeeper_classpath
 
@@ -230,9 +234,16 @@ def _stop(cluster: LocalCluster) -> int:
         return 1
     failed = {broker_id: code for broker_id, code in codes.items() if code}
     for broker_id, code in failed.items():
-        output = cluster.brokers[broker_id].output_path
-        _say(f"broker {broker_id} exited with {code} (its output: {output})")
+        _say(_failure(cluster.brokers[broker_id], code))
     return 1 if failed else 0
+
+
+def _failure(process: BrokerProcess, code: int) -> str:
+    """What became of a broker that did not exit 0: its exit status or the signal that killed it,
+    where its output is, and the output's last line."""
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
+    last = process.last_output_line() or "(none)"
+    return f"broker {process.broker_id} {how} (its output: {process.output_path}); its last line: {last}"
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:

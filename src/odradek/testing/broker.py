@@ -1,12 +1,16 @@
 """A real broker process for tests: `python -m odradek serve` on a free loopback port.
 
 Owns one subprocess at a time. `start()` returns once the listener accepts TCP connections (never by
-scraping the log); `stop()` sends SIGTERM and waits for the graceful exit code; `kill()` sends SIGKILL
-(a crash, for recovery tests); `restart()` starts again on the same port and data dir. The broker's
-stdout and stderr go to `output_path`, whose tail is put in the exception when the process dies or
-never listens. The process runs in a process group of its own, so a Ctrl-C at the terminal reaches
-only its owner, which decides when and in what order to stop it; with `die_with_owner` it is also
-killed when its owner dies (testing/parent_death.py), so a kill -9 of the owner leaves no broker.
+scraping the log), `spawn()` at once; `stop()` sends SIGTERM and waits for the graceful exit code;
+`kill()` sends SIGKILL (a crash, for recovery tests); `restart()` starts again on the same port and
+data dir. The broker's stdout and stderr go to `output_path` (appended to across restarts), whose
+tail is put in the exception when the process dies or never listens. The process runs in a process
+group of its own, so a Ctrl-C at the terminal reaches only its owner, which decides when and in what
+order to stop it; with `die_with_owner` it is also killed when its owner dies
+(testing/parent_death.py), so a kill -9 of the owner leaves no broker. The process starts with
+SIGTERM and SIGINT blocked, and `odradek serve` unblocks them once it handles them (cli/serve.py): a
+stop sent at any moment, even before the interpreter finished starting, is a clean stop with exit
+status 0, never a death by the signal's default action (-15).
 
 Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
 """
@@ -21,13 +25,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from odradek.testing.parent_death import die_with_owner
 
 _POLL_INTERVAL_S = 0.05
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # those `odradek serve` unblocks (cli/serve.py)
 
 
 # Below Linux's ephemeral range (32768-60999): a port taken from it could become the local port of
@@ -54,6 +60,18 @@ def _bindable(host: str, port: int) -> bool:
                 return False
             raise  # an address this host does not have: no port would do
     return True
+
+
+@contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """SIGTERM and SIGINT blocked in this thread meanwhile: a child spawned then inherits the mask
+    across exec, so the stop signals wait until it unblocks them. One sent to the owner meanwhile is
+    handled when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class BrokerStartError(RuntimeError):
@@ -89,6 +107,7 @@ class BrokerProcess:
         self.die_with_owner = die_with_owner
         self.wrapper: list[str] = []  # argv the broker's command runs under (`ip netns exec NS`)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._output_start = 0  # where the output of the process last spawned begins in output_path
 
     @property
     def bootstrap(self) -> str:
@@ -123,12 +142,18 @@ class BrokerProcess:
 
     def start(self, timeout: float = 30.0) -> None:
         """Start the process and block until its listener accepts connections."""
+        self.spawn()
+        self._wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process and return at once, before it listens."""
         if self.is_running():
             raise RuntimeError(f"broker already running as pid {self.pid}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ) if self.env is None else dict(self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        with open(self.output_path, "ab") as out:
+        with open(self.output_path, "ab") as out, _stop_signals_blocked():
+            self._output_start = out.tell()
             self._proc = subprocess.Popen(
                 self.command(),
                 stdout=out,
@@ -138,7 +163,6 @@ class BrokerProcess:
                 process_group=0,
                 preexec_fn=die_with_owner() if self.die_with_owner else None,
             )
-        self._wait_listening(timeout)
 
     def _wait_listening(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -201,6 +225,16 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
         return data[-max_bytes:].decode("utf-8", "replace")
+
+    def last_output_line(self) -> str:
+        """The last line the process last spawned wrote to `output_path`; "" when it wrote none."""
+        try:
+            with open(self.output_path, "rb") as out:
+                out.seek(max(self._output_start, out.seek(0, os.SEEK_END) - 8192))
+                data = out.read()
+        except FileNotFoundError:
+            return ""
+        return data.decode("utf-8", "replace").strip().rpartition("\n")[2]
 
     def __enter__(self) -> BrokerProcess:
         self.start()
