@@ -37,7 +37,7 @@ from odradek.storage.errors import StorageError
 COMMAND = "serve"
 HELP = "run a broker"
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # as run_broker's; testing/broker.py blocks the same
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # as run_broker's; testing/stop_signals.py holds the same
 
 log = logging.getLogger(__name__)
 

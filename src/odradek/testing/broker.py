@@ -10,7 +10,7 @@ order to stop it; with `die_with_owner` it is also killed when its owner dies
 (testing/parent_death.py), so a kill -9 of the owner leaves no broker. The process starts with
 SIGTERM and SIGINT blocked, and `odradek serve` unblocks them once it handles them (cli/serve.py): a
 stop sent at any moment, even before the interpreter finished starting, is a clean stop with exit
-status 0, never a death by the signal's default action (-15).
+status 0, never a death by the signal's default action (-15) (testing/stop_signals.py).
 
 Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
 """
@@ -25,15 +25,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from odradek.testing import stop_signals
 from odradek.testing.parent_death import die_with_owner
 
 _POLL_INTERVAL_S = 0.05
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # those `odradek serve` unblocks (cli/serve.py)
 
 
 # Below Linux's ephemeral range (32768-60999): a port taken from it could become the local port of
@@ -60,18 +59,6 @@ def _bindable(host: str, port: int) -> bool:
                 return False
             raise  # an address this host does not have: no port would do
     return True
-
-
-@contextmanager
-def _stop_signals_blocked() -> Iterator[None]:
-    """SIGTERM and SIGINT blocked in this thread meanwhile: a child spawned then inherits the mask
-    across exec, so the stop signals wait until it unblocks them. One sent to the owner meanwhile is
-    handled when the block ends."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class BrokerStartError(RuntimeError):
@@ -152,7 +139,7 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ) if self.env is None else dict(self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        with open(self.output_path, "ab") as out, _stop_signals_blocked():
+        with open(self.output_path, "ab") as out, stop_signals.held():
             self._output_start = out.tell()
             self._proc = subprocess.Popen(
                 self.command(),

@@ -166,7 +166,7 @@ class LocalCluster:
                     f"stopping broker {broker_id} (pid {process.pid}): controlled shutdown, then a clean exit"
                 )
             codes[broker_id] = process.stop(timeout_s)
-        if announce is not None and self.zookeeper is not None:
+        if announce is not None and self.zookeeper is not None and self.zookeeper.is_running():
             announce(f"stopping ZooKeeper (pid {self.zookeeper.pid})")
         self.close()
         return codes

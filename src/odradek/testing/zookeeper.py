@@ -7,7 +7,9 @@ names another classpath. `start()` returns once the server answers the `ruok` fo
 server's output goes to `<data_dir>/zookeeper.out`, whose tail is put in the exception when it never
 comes up. Like a BrokerProcess, it runs in a process group of its own: a Ctrl-C at the terminal
 reaches only its owner, which stops the brokers before their ZooKeeper; and with `die_with_owner` it
-is killed when its owner dies.
+is killed when its owner dies. SIGTERM and SIGINT are held back while the server is spawned
+(testing/stop_signals.py), so that a stop raised by the owner's handler finds the server owned; the
+JVM unblocks them in its own threads and still exits on SIGTERM (status 143).
 
 The session timeouts it grants are bounded by `minSessionTimeout`/`maxSessionTimeout`, set wide
 (1 s .. 60 s) so tests can ask for short sessions and brokers for Kafka's 18 s default.
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from odradek.testing import stop_signals
 from odradek.testing.broker import free_port
 from odradek.testing.parent_death import die_with_owner
 
@@ -120,7 +123,7 @@ class ZooKeeperServer:
             )
         config = self._write_config()
         argv = ["java", "-Xmx256m", f"-Dzookeeper.log.dir={self.data_dir}", "-cp", classpath, _MAIN_CLASS]
-        with open(self.output_path, "ab") as out:
+        with open(self.output_path, "ab") as out, stop_signals.held():
             self._process = subprocess.Popen(
                 [*argv, str(config)],
                 stdout=out,
@@ -138,6 +141,9 @@ class ZooKeeperServer:
                 )
             time.sleep(_POLL_INTERVAL_S)
         return self
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     def _tail(self, lines: int = 30) -> str:
         try:
