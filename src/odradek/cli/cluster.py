@@ -120,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     with lock:
         try:
             status = _run_until_stopped(cluster)
+        except _Stop:  # raised as _run_until_stopped was entered, before its own try
+            status = 0
         finally:
             stopped = _stop(cluster)
         if not stopped:
