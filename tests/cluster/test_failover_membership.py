@@ -8,10 +8,10 @@ point while a real broker process registers in ZooKeeper; the first controller, 
 process, is killed with -9. The points, each its own case: once the new controller won the seat but
 before it read the live brokers, right after that read (the order of the original failure: the
 registration's watch fires while no controller is installed yet), and once it finished starting. (A
-registration before the seat is won cannot be ordered: the late broker would race for the seat.) In every order, within HEAL_S: broker 1 is controller and its channel
-reaches every live broker, the late broker's Metadata names the new controller and both live
-brokers, every partition's ISR in ZooKeeper is the two live brokers, and an acks=all produce succeeds
-on every partition."""
+registration before the seat is won cannot be ordered: the late broker would race for the seat.) In
+every order, within HEAL_S: broker 1 is controller and its channel reaches every live broker, the
+late broker's Metadata names the new controller and both live brokers, every partition's ISR in
+ZooKeeper is the two live brokers, and an acks=all produce succeeds on every partition."""
 
 from __future__ import annotations
 
@@ -70,8 +70,13 @@ def registration(process: BrokerProcess, seen_by: KafkaServer) -> Callable[[], A
     return register
 
 
-def create_topic(bootstrap: str, cluster: LocalCluster) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+def create_topic(cluster: LocalCluster, controller: int) -> None:
+    """The topic, created through the controller once every broker's Metadata names it and all three
+    brokers (librdkafka's admin client, asking a broker that does not know the controller yet, waits
+    for the controller until its request times out)."""
+    for process in cluster.brokers.values():
+        eventually(lambda p=process: metadata_view(p) == (controller, [1, 2, 3]), HEAL_S, "every broker")
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[controller].bootstrap, **QUIET})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=30)[TOPIC].result(30)
     eventually(lambda: all_isrs(cluster) == {(1, 2, 3)}, HEAL_S, "full ISRs")
 
@@ -121,7 +126,7 @@ def test_a_broker_registering_during_a_failover_gets_its_partitions(
         first = eventually(cluster.controller, HEAL_S, "a controller")  # broker 2 or 3
         here.start()
         late = cluster.brokers[5 - first]
-        create_topic(f"{here.bootstrap},{cluster.bootstrap}", cluster)
+        create_topic(cluster, first)
         late.stop()  # gracefully: its registration goes at once
         eventually(lambda: late.broker_id not in cluster.live_broker_ids(), HEAL_S, "the late broker gone")
         point = HOLD_POINTS[order]

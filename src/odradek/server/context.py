@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.config import KafkaConfig
     from odradek.server.control_plane import ControlPlane
+    from odradek.server.controller_contact import ControllerContact
     from odradek.server.fetch_session import FetchSessionCache
     from odradek.server.metadata_cache import MetadataCache
     from odradek.storage.manager import LogManager
@@ -57,6 +58,7 @@ class BrokerServices(Protocol):
     admin: AdminManager
     controller: Controller | None
     control_plane: ControlPlane
+    controller_contact: ControllerContact | None  # ZooKeeper mode only
     metadata_cache: MetadataCache
     log_manager: LogManager
     replica_manager: ReplicaManager

@@ -25,8 +25,9 @@ ReplicaManager do:
   partition (`leader_and_isr_refusal`, `update_metadata_refusal`, `stop_replica_refusal`, which
   the handlers' error responses use too), with one WARNING line naming the API, the peer address,
   the listener and the principal (`ControllerPeer`); an accepted one raises the controller epoch
-  seen, then LeaderAndIsr and StopReplica go to the ReplicaManager (which fences each partition by
-  its leader epoch, replication/fencing.py) and UpdateMetadata to the metadata cache.
+  seen (and notes the broker epoch it was accepted under: server/controller_contact.py), then
+  LeaderAndIsr and StopReplica go to the ReplicaManager (which fences each partition by its leader
+  epoch, replication/fencing.py) and UpdateMetadata to the metadata cache.
 
 A forged request at the *current* controller epoch with the real controller's id cannot be told
 from the controller's own here; with an authorizer on, the wire handlers refuse it before it gets
@@ -78,6 +79,7 @@ class ControlPlane:
         self.registered_controller = registered_controller  # None: no ZooKeeper (single node)
         self._lookup_timeout_s = lookup_timeout_s
         self.controller_epoch = NO_EPOCH  # the newest controller epoch of an accepted request
+        self.accepted_as = NO_EPOCH  # this broker's broker epoch when it last accepted one
 
     # -- from the controller in this process (LocalChannel): trusted ---------------------------------
 
@@ -165,7 +167,7 @@ class ControlPlane:
         elif stale_broker_epoch(request.broker_epoch, self._broker_epoch()):
             error = ErrorCode.STALE_BROKER_EPOCH
         else:
-            self.controller_epoch = request.controller_epoch
+            self.controller_epoch, self.accepted_as = request.controller_epoch, self._broker_epoch()
             return ErrorCode.NONE
         self._refused(api, request, peer, error.name, "")
         return error

@@ -196,6 +196,7 @@ from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
+from odradek.server.controller_contact import ControllerContact
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.limits import (
@@ -338,6 +339,7 @@ class KafkaServer:
         self._started = False
         self._stop_requested = asyncio.Event()
         self.controller = None
+        self.controller_contact: ControllerContact | None = None  # ZooKeeper mode only
         self._zk: KafkaZkClient | None = None  # ZooKeeper mode only (kazoo is imported only then)
         self._election_lock = asyncio.Lock()
         self._remote_channel: RemoteChannel | None = None  # while controller in ZooKeeper mode
@@ -432,6 +434,8 @@ class KafkaServer:
             self._zk.synced_controller if self._zk is not None else None,
             config["zookeeper.session.timeout.ms"] / 1000,
         )
+        if self._zk is not None:
+            self.controller_contact = self._controller_contact(self._zk)
         self.replica_manager.start()
         self._set_replication_rates()
         for name, topic in self.store.topics().items():
@@ -562,11 +566,26 @@ class KafkaServer:
                 self._checkpoint,
             ),
         ]
+        if self.controller_contact is not None:
+            interval_ms = max(self.config["controller.socket.timeout.ms"] // 3, 1000)
+            job = self.scheduler.every("controller-contact", interval_ms, self.controller_contact.check)
+            self._periodic_jobs.append(job)
         failures = RepeatedFailures(log)  # a full or failing disk: once, no traceback
         for name, interval_ms, lane, job in schedule:
             if interval_ms() > 0:
                 run = self._storage_job(name, lane, job, failures)
                 self._periodic_jobs.append(self.scheduler.every(name, interval_ms, run))
+
+    def _controller_contact(self, zk: KafkaZkClient) -> ControllerContact:
+        plane = self.control_plane
+        return ControllerContact(
+            self.broker_id,
+            zk.synced_controller,
+            lambda: (plane.controller_epoch, plane.accepted_as),
+            lambda: self.broker_epoch,
+            lambda: self.config["controller.socket.timeout.ms"],
+            self.clock.monotonic_ms,
+        )
 
     def _checkpoint(self, now_ms: int) -> None:
         self.log_manager.checkpoint()

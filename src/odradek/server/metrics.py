@@ -209,6 +209,16 @@ class BrokerCollector:
         prefix = "kafka_controller_kafkacontroller_"
         yield GaugeMetricFamily(prefix + "activecontrollercount", "1 on the active controller", int(active))
         yield GaugeMetricFamily(prefix + "offlinepartitionscount", "Partitions with no live leader", offline)
+        unreached = len(broker.controller.unreached_brokers()) if broker.controller is not None else 0
+        yield GaugeMetricFamily(
+            "odradek_controller_unreached_brokers", "Live brokers the controller's channel misses", unreached
+        )
+        contact = broker.controller_contact
+        yield GaugeMetricFamily(
+            "odradek_broker_controller_silent",
+            "1 while the current controller has sent this broker nothing since it registered",
+            int(contact is not None and contact.silent),
+        )
 
     def _log_metrics(self) -> Iterator[Metric]:
         labels = ["topic", "partition"]
