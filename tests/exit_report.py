@@ -8,21 +8,16 @@ wrote (a broker's `broker-<id>.out`, ZooKeeper's `zookeeper.out`).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 TAIL_LINES = 30
 
 
-def exit_report(
-    said: subprocess.CompletedProcess[str] | subprocess.CompletedProcess[bytes] | str | bytes | None,
-    *outputs: Path,
-    lines: int = TAIL_LINES,
-) -> str:
-    """The stderr of `said` (a finished process, or its stderr text) and the last `lines` lines of
-    each of `outputs`, each under a heading."""
-    stderr = said.stderr if isinstance(said, subprocess.CompletedProcess) else said
-    parts = [f"--- stderr:\n{_tail(stderr, lines)}"]
+def exit_report(said: object, *outputs: Path, lines: int = TAIL_LINES) -> str:
+    """The stderr of `said` (a finished process such as `subprocess.run`'s, or its stderr text; None:
+    only the outputs) and the last `lines` lines of each of `outputs`, each under a heading."""
+    stderr = said if isinstance(said, str | bytes) or said is None else getattr(said, "stderr", None)
+    parts = [] if stderr is None and outputs else [f"--- stderr:\n{_tail(stderr, lines)}"]
     parts += [f"--- {path} (last {lines} lines):\n{_tail(_read(path), lines)}" for path in outputs]
     return "\n".join(parts)
 

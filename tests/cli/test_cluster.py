@@ -56,7 +56,7 @@ def test_usage_errors_exit_2_in_one_line(tmp_path, args, named):
     result = subprocess.run(
         cluster_argv("--data-dir", str(tmp_path), *args), capture_output=True, text=True, timeout=60
     )
-    assert result.returncode == 2
+    assert result.returncode == 2, exit_report(result)
     assert named in result.stderr
     assert len(result.stderr.splitlines()) == 1
     assert not list(tmp_path.iterdir())  # nothing started
@@ -71,7 +71,7 @@ def test_without_zookeeper_says_how_to_install_it(tmp_path):
         env=env,
         timeout=60,
     )
-    assert result.returncode == 2
+    assert result.returncode == 2, exit_report(result)
     (line,) = result.stderr.splitlines()
     assert "apt-get install zookeeper" in line
 

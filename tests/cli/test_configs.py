@@ -10,6 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 
 def admin(bootstrap: str) -> AdminClient:
@@ -103,7 +104,7 @@ def test_unknown_topic_and_unsupported_entities_are_one_line(tool_broker, unique
     missing = run_odradek(
         "configs", "--bootstrap-server", tool_broker.bootstrap, "--topic", unique_topic, "--describe"
     )
-    assert (missing.returncode, missing.stdout) == (1, "")
+    assert (missing.returncode, missing.stdout) == (1, ""), exit_report(missing)
     assert missing.stderr.splitlines() == [f"Error: Topic {unique_topic} does not exist."]
     for kind in ("ips", "broker-loggers"):
         done = run_odradek(
@@ -112,7 +113,7 @@ def test_unknown_topic_and_unsupported_entities_are_one_line(tool_broker, unique
         (line,) = done.stderr.splitlines()
         assert done.returncode == 2 and line.startswith(
             f"odradek configs: --entity-type {kind} is not supported: "
-        )
+        ), exit_report(done)
 
 
 def test_an_unknown_config_name_is_refused_in_kafkas_words(tool_broker, unique_topic: str) -> None:

@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.client.producer import partition_for_key
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 QUIET = {"log_level": 3}
 
@@ -72,12 +73,8 @@ def test_keys_go_to_the_java_partition(tool_broker, unique_topic: str) -> None:
     create_topic(tool_broker.bootstrap, unique_topic, 5)
     keys = [f"key-{i}" for i in range(20)]
     stdin = "".join(f"{k}\tvalue\n" for k in keys)
-    assert (
-        console_producer(
-            tool_broker.bootstrap, unique_topic, stdin, "--property", "parse.key=true"
-        ).returncode
-        == 0
-    )
+    done = console_producer(tool_broker.bootstrap, unique_topic, stdin, "--property", "parse.key=true")
+    assert done.returncode == 0, exit_report(done)
     for partition in range(5):
         expected = [k for k in keys if partition_for_key(k.encode(), 5) == partition]
         got = read_all(tool_broker.bootstrap, unique_topic, partition, len(expected)) if expected else []
@@ -151,18 +148,22 @@ def test_consumer_usage_errors(tool_broker, unique_topic: str) -> None:
     ]:
         done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, *args))
         (line,) = done.stderr.splitlines()
-        assert done.returncode == 2 and line.startswith("odradek console-consumer: ") and message in line
+        assert done.returncode == 2 and line.startswith("odradek console-consumer: ") and message in line, (
+            exit_report(done)
+        )
 
 
 def test_consumer_reports_a_missing_topic_on_stderr_not_as_a_record(tool_broker, unique_topic: str) -> None:
     done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, "--timeout-ms", "3000"))
     *notes, last = done.stderr.splitlines()
-    assert (done.returncode, done.stdout, last) == (0, "", "Processed a total of 0 messages")
+    assert (done.returncode, done.stdout, last) == (0, "", "Processed a total of 0 messages"), exit_report(
+        done
+    )
     assert len(notes) == 1 and notes[0].startswith("odradek console-consumer: ") and unique_topic in notes[0]
 
 
 def test_consumer_refuses_a_partition_the_topic_does_not_have(tool_broker, unique_topic: str) -> None:
     create_topic(tool_broker.bootstrap, unique_topic, 4)
     done = run_odradek(*consumer_args(tool_broker.bootstrap, unique_topic, "--partition", "9"), timeout=60)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (1, ""), exit_report(done)
     assert done.stderr == f"Error: Topic {unique_topic} has no partition 9: its partitions are 0 to 3\n"

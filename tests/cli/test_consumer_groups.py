@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 QUIET = {"log_level": 3}
 
@@ -118,7 +119,7 @@ def test_describe_list_and_delete_an_empty_group(tool_broker, unique_topic: str,
     assert deleted == f"Deletion of requested consumer groups ('{group}') was successful.\n"
     assert group not in groups(bootstrap, "--list").splitlines()
     gone = run_odradek("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
-    assert (gone.returncode, gone.stdout) == (1, "")
+    assert (gone.returncode, gone.stdout) == (1, ""), exit_report(gone)
     assert gone.stderr == f"\nError: Consumer group '{group}' does not exist.\n"
 
 
@@ -163,7 +164,7 @@ def test_an_active_group_shows_members_state_and_refuses_a_reset(
     refused = run_odradek("consumer-groups", "--bootstrap-server", bootstrap, "--reset-offsets",
                           "--group", group, "--topic", unique_topic, "--to-earliest",
                           "--execute")  # fmt: skip
-    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.returncode == 1 and refused.stdout == "", exit_report(refused)
     assert refused.stderr == (
         f"\nError: Assignments can only be reset if the group '{group}' is inactive, but the current state "
         "is Stable.\n"
@@ -236,7 +237,7 @@ def test_reset_over_many_partitions_reports_progress(tool_broker, unique_topic: 
     create_topic(tool_broker.bootstrap, unique_topic, 250)
     done = run_odradek("consumer-groups", "--bootstrap-server", tool_broker.bootstrap, "--reset-offsets",
                        "--group", group, "--topic", unique_topic, "--to-earliest", "--execute")  # fmt: skip
-    assert done.returncode == 0
+    assert done.returncode == 0, exit_report(done)
     *_, last = done.stderr.splitlines()
     prefix = f"odradek consumer-groups: group '{group}': new offsets for 250/250 partitions ("
     assert last.startswith(prefix) and last.endswith(" partitions/s)")
@@ -268,7 +269,9 @@ def test_usage_errors(tool_broker) -> None:
     ]:
         done = run_odradek("consumer-groups", "--bootstrap-server", tool_broker.bootstrap, *args)
         (line,) = done.stderr.splitlines()
-        assert done.returncode == 2 and line.startswith("odradek consumer-groups: ") and message in line
+        assert done.returncode == 2 and line.startswith("odradek consumer-groups: ") and message in line, (
+            exit_report(done)
+        )
 
 
 def test_a_failed_deletion_keeps_its_lines_together_on_stderr(
@@ -280,7 +283,7 @@ def test_a_failed_deletion_keeps_its_lines_together_on_stderr(
         "consumer-groups", "--bootstrap-server", tool_broker.bootstrap, "--delete", "--group", group,
         "--group", idle,
     )  # fmt: skip
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stderr == (
         f"\nError: Deletion of some consumer groups failed:\n"
         f"* Group '{group}' could not be deleted due to: NON_EMPTY_GROUP\n"

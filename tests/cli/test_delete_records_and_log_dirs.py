@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 QUIET = {"log_level": 3}
 NOT_SERVING_YET = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
@@ -99,7 +100,7 @@ def test_delete_records_errors_per_partition(tool_broker, unique_topic: str, tmp
     produce(bootstrap, unique_topic, [3])
     plan = offsets_file(tmp_path, [(unique_topic, 0, 4), (compacted, 0, 0), (f"{unique_topic}-none", 0, 1)])
     done = run_odradek("delete-records", "--bootstrap-server", bootstrap, "--offset-json-file", plan)
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stdout.splitlines()[2:] == [
         f"partition: {unique_topic}-0\terror: OFFSET_OUT_OF_RANGE",
         f"partition: {compacted}-0\terror: POLICY_VIOLATION",
@@ -109,7 +110,7 @@ def test_delete_records_errors_per_partition(tool_broker, unique_topic: str, tmp
 
     twice = offsets_file(tmp_path, [(unique_topic, 0, 1), (unique_topic, 0, 2)])
     refused = run_odradek("delete-records", "--bootstrap-server", bootstrap, "--offset-json-file", twice)
-    assert (refused.returncode, refused.stdout) == (1, "")
+    assert (refused.returncode, refused.stdout) == (1, ""), exit_report(refused)
     assert (
         refused.stderr == f"Error: Offset json file contains duplicate topic partitions: {unique_topic}-0\n"
     )
@@ -161,7 +162,7 @@ def test_log_dirs_refuses_an_unknown_broker(tool_broker) -> None:
     done = run_odradek(
         "log-dirs", "--bootstrap-server", tool_broker.bootstrap, "--describe", "--broker-list", "1,7"
     )
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stderr == (
         "ERROR: The given brokers do not exist from --broker-list: 7. Current existent brokers: 1\n"
     )

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 QUIET = {"log_level": 3}
 RECORDS = 30
@@ -102,7 +103,7 @@ def test_a_corrupt_batch_is_invalid_and_its_records_an_error(segment: tuple[Path
     data[61] = 0x7F  # the first record's length: now past the end of its batch
     log.write_bytes(data)
     done = run_odradek("dump-log", "--files", str(log), "--deep-iteration")
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stdout.splitlines()[2].endswith(" isvalid: false")
     assert done.stderr == f"Error: {log}: record runs past the end of its batch\n"
 
@@ -138,7 +139,7 @@ def test_a_damaged_index_is_reported(segment: tuple[Path, list]) -> None:
     entries[2] = (entries[2][0], entries[4][1])  # the third entry now points at the fifth batch
     index.write_bytes(b"".join(struct.pack(">ii", *e) for e in entries))
     done = run_odradek("dump-log", "--files", str(index), "--verify-index-only")
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stderr.splitlines() == [
         f"Mismatches in :{index.resolve()}",
         f"  Index offset: {entries[2][0]}, log offset: {entries[4][0]}",
@@ -147,7 +148,7 @@ def test_a_damaged_index_is_reported(segment: tuple[Path, list]) -> None:
     entries[3], entries[4] = entries[4], entries[3]
     index.write_bytes(b"".join(struct.pack(">ii", *e) for e in entries))
     insane = run_odradek("dump-log", "--files", str(index), "--index-sanity-check")
-    assert insane.returncode == 1
+    assert insane.returncode == 1, exit_report(insane)
     assert insane.stderr.startswith(f"Error: {index} failed the sanity check: ")
 
 
@@ -164,7 +165,7 @@ def test_time_index_entries_and_a_damaged_one(segment: tuple[Path, list]) -> Non
     raw[0] = (raw[0][0] - 5, raw[0][1])
     path.write_bytes(b"".join(struct.pack(">qi", *e) for e in raw))
     done = run_odradek("dump-log", "--files", str(path), "--verify-index-only")
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stderr.splitlines()[:2] == [
         f"Found timestamp mismatch in :{path.resolve()}",
         f"  Index timestamp: {raw[0][0]}, log timestamp: {raw[0][0] + 5}",
@@ -176,7 +177,7 @@ def test_unknown_and_missing_files(tmp_path: Path) -> None:
     other.write_text("0\n0\n")
     missing = tmp_path / f"{FIRST}.log"
     done = run_odradek("dump-log", "--files", f"{other},{missing}")
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert done.stdout.splitlines() == [
         f"Dumping {other}",
         f"Ignoring unknown file {other}",

@@ -16,6 +16,7 @@ import pytest
 
 from odradek.cli.main import build_parser
 from odradek.testing.broker import free_port
+from tests.exit_report import exit_report
 
 UNKNOWN_HOST = "no-such-broker.invalid"
 PROBES = 3
@@ -74,14 +75,14 @@ def test_malformed_bootstrap_is_a_usage_error_naming_the_option(where: str) -> N
     argv = ["groups", *option, "list"] if where == "before" else ["groups", "list", *option]
     done, _ = odradek(*argv)
     (line,) = stderr_lines(done)
-    assert done.returncode == 2
+    assert done.returncode == 2, exit_report(done)
     assert "argument --bootstrap-server: bad bootstrap server '127.0.0.1': expected HOST:PORT" in line
 
 
 def test_missing_bootstrap_is_a_usage_error() -> None:
     done, _ = odradek("groups", "describe", "g1")
     (line,) = stderr_lines(done)
-    assert done.returncode == 2
+    assert done.returncode == 2, exit_report(done)
     assert line.startswith("odradek groups: the following arguments are required: --bootstrap-server")
 
 
@@ -92,7 +93,7 @@ def test_bad_topic_spec_is_a_usage_error_before_any_connection() -> None:
         "--bootstrap-server", f"127.0.0.1:{port}",
     )  # fmt: skip
     (line,) = stderr_lines(done)
-    assert done.returncode == 2 and "argument --topic: bad partition list in 't:x'" in line
+    assert done.returncode == 2 and "argument --topic: bad partition list in 't:x'" in line, exit_report(done)
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -106,7 +107,7 @@ def test_unreachable_broker_is_retried_then_reported_in_one_line(action: str) ->
         worst = max(worst, elapsed)
         *retries, last = stderr_lines(done)
         refused = f"odradek groups: cannot reach 127.0.0.1:{port} (connection refused)"
-        assert done.returncode == 1 and done.stdout == ""
+        assert done.returncode == 1 and done.stdout == "", exit_report(done)
         assert retries and retries[0] == f"{refused}, retrying for 1 s"
         assert all(line.startswith(f"{refused}, retrying for ") for line in retries)
         assert last.startswith(f"{refused}; gave up after")
@@ -119,7 +120,7 @@ def test_unknown_host_is_reported_at_once() -> None:
     assert stderr_lines(done) == [
         f"odradek groups: unknown host {UNKNOWN_HOST} (no address for {UNKNOWN_HOST}:9092)"
     ]
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert elapsed < 30
 
 
@@ -135,4 +136,4 @@ def test_unknown_host_is_reported_at_once() -> None:
 def test_argument_errors_are_one_line_with_exit_2(argv: list[str], expected: str) -> None:
     done, _ = odradek(*argv)
     (line,) = stderr_lines(done)
-    assert done.returncode == 2 and line.startswith(expected)
+    assert done.returncode == 2 and line.startswith(expected), exit_report(done)

@@ -10,6 +10,7 @@ import json
 
 from tests.cli.test_delete_records_and_log_dirs import create_topic
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 
 def elect(bootstrap: str, *args: str):
@@ -26,7 +27,7 @@ def test_a_single_nodes_leaders_are_already_elected(tool_broker, unique_topic, t
     plan = tmp_path / "partitions.json"
     plan.write_text(json.dumps({"partitions": [{"topic": unique_topic, "partition": p} for p in (0, 1, 5)]}))
     failed = elect(bootstrap, "--election-type", "UNCLEAN", "--path-to-json-file", str(plan))
-    assert failed.returncode == 1
+    assert failed.returncode == 1, exit_report(failed)
     assert failed.stdout.splitlines() == [
         f"Valid replica already elected for partitions {unique_topic}-0, {unique_topic}-1",
         f"Error completing leader election (UNCLEAN) for partition: {unique_topic}-5: "

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 QUIET = {"log_level": 3}
 NUMBER = r"(\d+(?:\.\d+)?)"
@@ -84,7 +85,7 @@ def test_consumer_perf_test_reads_and_reports(tool_broker, unique_topic: str) ->
     produce_perf(tool_broker.bootstrap, unique_topic, 5000, -1)
     done = run_odradek(*consumer_perf(tool_broker.bootstrap, unique_topic, "--messages", "5000",
                                       "--reporting-interval", "100"))  # fmt: skip
-    assert done.returncode == 0
+    assert done.returncode == 0, exit_report(done)
     header, line = done.stdout.splitlines()
     assert header == f"start.time, end.time, {HEADER_TAIL}fetch.MB.sec, fetch.nMsg.sec"
     match = re.fullmatch(

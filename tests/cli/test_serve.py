@@ -16,6 +16,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.create_topics import CreateTopicsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess, BrokerStartError, free_port
+from tests.exit_report import exit_report
 from tests.server.raw_client import RawClient
 
 
@@ -36,13 +37,13 @@ def test_serve_is_a_registered_command():
 )
 def test_bad_config_exits_2_naming_the_key(tmp_path, override, key):
     result = serve("--override", f"log.dirs={tmp_path}", "--override", override)
-    assert result.returncode == 2
+    assert result.returncode == 2, exit_report(result)
     assert key in result.stderr
 
 
 def test_missing_config_file_exits_2(tmp_path):
     result = serve("--config", str(tmp_path / "absent.properties"))
-    assert result.returncode == 2
+    assert result.returncode == 2, exit_report(result)
     assert "absent.properties" in result.stderr
 
 
@@ -62,7 +63,7 @@ def test_second_broker_on_the_same_log_dir_fails_to_start(tmp_path):
         second = BrokerProcess(tmp_path / "data", output_path=tmp_path / "second.out")
         with pytest.raises(BrokerStartError, match="in use"):
             second.start()
-        assert second.returncode == 1
+        assert second.returncode == 1, second.output_tail()
 
 
 def test_broker_id_mismatch_with_meta_properties_fails(tmp_path):
@@ -78,7 +79,7 @@ def test_signal_shuts_down_cleanly(tmp_path, signum):
     broker = BrokerProcess(tmp_path / "data")
     broker.start()
     broker.send_signal(signum)
-    assert broker.wait(30) == 0
+    assert broker.wait(30) == 0, broker.output_tail()
     assert (Path(tmp_path / "data") / ".kafka_cleanshutdown").exists()
     assert "shut down" in broker.output_tail()
 
@@ -124,7 +125,7 @@ def test_an_address_in_use_names_the_listener_and_the_address(tmp_path):
         result = serve(
             "--override", f"log.dirs={tmp_path}", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"
         )
-    assert result.returncode == 1
+    assert result.returncode == 1, exit_report(result)
     assert (
         f"Socket server failed to bind to 127.0.0.1:{port} (listener PLAINTEXT): Address already in use."
         in result.stderr

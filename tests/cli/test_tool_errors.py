@@ -7,6 +7,7 @@ import pytest
 
 from odradek.testing.broker import free_port
 from tests.cli.tooling import run_odradek
+from tests.exit_report import exit_report
 
 TOOLS = {
     "topics": ["--list", "--connect-timeout", "1"],
@@ -28,7 +29,7 @@ def test_an_unreachable_cluster_is_reported_in_one_line(tool: str) -> None:
     done = run_odradek(tool, *TOOLS[tool], *option)
     *retries, last = done.stderr.splitlines()
     refused = f"odradek {tool}: cannot reach {address} (connection refused)"
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert retries and all(line.startswith(f"{refused}, retrying for ") for line in retries)
     assert last.startswith(f"{refused}; gave up after")
     assert "Processed a total" not in done.stderr and "records sent" not in done.stdout

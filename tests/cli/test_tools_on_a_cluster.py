@@ -26,6 +26,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages import ElectLeadersRequest
 from odradek.testing.cluster import eventually
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 DOWN = 3
 FAILOVER_TIMEOUT_S = 60.0
@@ -194,7 +195,7 @@ def test_a_preferred_election_moves_leadership_back_without_losing_records(
     done = elect(cluster.bootstrap, "preferred", unique_topic)
     assert (done.returncode, done.stdout) == (
         0, f"Successfully completed leader election (PREFERRED) for partitions {unique_topic}-0\n"
-    )  # fmt: skip
+    ), exit_report(done)  # fmt: skip
     assert cluster.state(unique_topic, 0)["leader"] == 1
     eventually(
         lambda: leader_in_metadata(cluster.bootstrap, unique_topic) == 1, 30, "Metadata names broker 1"
@@ -243,13 +244,15 @@ def test_an_unclean_election_brings_an_offline_partition_back(start_cluster, uni
     eventually(lambda: 3 in cluster.live_broker_ids(), FAILOVER_TIMEOUT_S, "broker 3 registered")
     alive = ",".join(cluster.brokers[b].bootstrap for b in (1, 3))
     refused = elect(alive, "preferred", unique_topic)
-    assert refused.returncode == 1 and "PREFERRED_LEADER_NOT_AVAILABLE" in refused.stdout
+    assert refused.returncode == 1 and "PREFERRED_LEADER_NOT_AVAILABLE" in refused.stdout, exit_report(
+        refused
+    )
     assert cluster.state(unique_topic, 0)["leader"] == -1
 
     done = elect(alive, "unclean", unique_topic)
     assert (done.returncode, done.stdout) == (
         0, f"Successfully completed leader election (UNCLEAN) for partitions {unique_topic}-0\n"
-    )  # fmt: skip
+    ), exit_report(done)  # fmt: skip
     assert (cluster.state(unique_topic, 0)["leader"], cluster.state(unique_topic, 0)["isr"]) == (3, [3])
     eventually(lambda: leader_in_metadata(alive, unique_topic) == 3, 30, "Metadata names broker 3")
     assert read_all(alive, unique_topic, 10) == values

@@ -14,6 +14,7 @@ from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.cli.tooling import ok, run_odradek
+from tests.exit_report import exit_report
 
 ERROR = "Error while executing topic command : "
 
@@ -77,7 +78,7 @@ def test_create_twice_fails_unless_if_not_exists(tool_broker, topic: str) -> Non
     bootstrap = tool_broker.bootstrap
     topics(bootstrap, "--create", "--topic", topic)
     again = run_odradek("topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic)
-    assert (again.returncode, again.stdout) == (1, "")
+    assert (again.returncode, again.stdout) == (1, ""), exit_report(again)
     assert again.stderr == f"{ERROR}Topic '{topic}' already exists.\n"
     assert topics(bootstrap, "--create", "--topic", topic, "--if-not-exists") == ""
 
@@ -120,7 +121,7 @@ def test_topics_with_overrides_and_partition_filters(tool_broker, topic: str) ->
 def test_missing_topics_are_errors_unless_if_exists(tool_broker, topic: str) -> None:
     for action in ("--describe", "--delete"):
         done = run_odradek("topics", "--bootstrap-server", tool_broker.bootstrap, action, "--topic", topic)
-        assert done.returncode == 1
+        assert done.returncode == 1, exit_report(done)
         assert done.stderr == f"{ERROR}Topic '{topic}' does not exist as expected\n"
         assert topics(tool_broker.bootstrap, action, "--topic", topic, "--if-exists") == ""
 
@@ -131,7 +132,7 @@ def test_broker_errors_and_usage_errors_are_one_line(tool_broker, topic: str) ->
     assert too_many.returncode == 1 and len(too_many.stderr.splitlines()) == 1
     assert too_many.stderr.startswith(ERROR) and "3" in too_many.stderr
     usage = run_odradek("topics", "--bootstrap-server", tool_broker.bootstrap, "--create")
-    assert usage.returncode == 2
+    assert usage.returncode == 2, exit_report(usage)
     assert usage.stderr.splitlines() == [
         "odradek topics: --topic is required with --create, --alter and --delete "
         "(see 'odradek topics --help')"
@@ -147,5 +148,5 @@ def test_an_unknown_config_name_is_named_as_unknown(tool_broker, topic: str) -> 
 
 def test_a_misspelled_flag_is_named() -> None:
     done = run_odradek("topics", "--bootstrap-server", "127.0.0.1:1", "--lsit")
-    assert (done.returncode, done.stdout) == (2, "")
+    assert (done.returncode, done.stdout) == (2, ""), exit_report(done)
     assert done.stderr == "odradek topics: unrecognized arguments: --lsit (see 'odradek topics --help')\n"

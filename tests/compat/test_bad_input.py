@@ -323,5 +323,5 @@ def test_bad_config_value_stops_start_naming_the_key(make_broker, key: str, valu
     with pytest.raises(BrokerStartError):
         process.start(timeout=20)
 
-    assert process.returncode not in (None, 0)
+    assert process.returncode not in (None, 0), process.output_tail()
     assert key in process.output_tail()

@@ -89,7 +89,9 @@ def test_sigterm_answers_a_parked_join_and_exits_cleanly(make_broker) -> None:
 
         answer = receive_join(second, parked)
         assert answer.error_code == NOT_COORDINATOR
-        assert broker.wait(timeout=LONG_MS / 1000 / 2) == 0  # a generous bound, well under the timeouts
+        assert broker.wait(timeout=LONG_MS / 1000 / 2) == 0, (
+            broker.output_tail()
+        )  # a generous bound, well under the timeouts
     finally:
         for wire in (first, second, observer):
             wire.close()

@@ -277,7 +277,7 @@ def test_connections_never_take_the_descriptors_storage_needs(tmp_path):
         assert served == budget.max_client_connections
         with wire.Connection(broker.bootstrap) as conn:
             assert conn.api_versions().error_code == 0
-        assert broker.stop() == 0  # the shutdown checkpoints found their descriptors
+        assert broker.stop() == 0, broker.output_tail()  # the shutdown checkpoints found their descriptors
     finally:
         broker.kill()
     output = broker.output_tail(1 << 20)
@@ -290,5 +290,5 @@ def test_serve_refuses_a_protection_it_does_not_provide(make_broker):
     broker = make_broker({"principal.builder.class": "com.example.Builder"}, start=False)
     with pytest.raises(BrokerStartError):
         broker.start()
-    assert broker.returncode == 2
+    assert broker.returncode == 2, broker.output_tail()
     assert "principal.builder.class" in broker.output_tail()

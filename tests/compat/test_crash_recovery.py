@@ -27,6 +27,7 @@ import pytest
 
 from odradek.testing.broker import BrokerProcess
 from tests.compat import helpers, wire
+from tests.exit_report import exit_report
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +43,24 @@ def read_acks(path: Path) -> list[tuple[int, bytes]]:
 def wait_for_acks(path: Path, at_least: int, producer: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + helpers.TIMEOUT_S
     while time.monotonic() < deadline:
-        assert producer.poll() is None, f"producer exited with {producer.returncode}"
+        assert producer.poll() is None, f"producer exited with {producer.returncode}\n" + exit_report(
+            None, stderr_path(path)
+        )
         if path.exists() and len(read_acks(path)) >= at_least:
             return
         time.sleep(0.02)
     raise AssertionError(f"fewer than {at_least} acknowledgements after {helpers.TIMEOUT_S}s")
 
 
+def stderr_path(acks: Path) -> Path:
+    """Where the producer writing `acks` puts its stderr."""
+    return acks.with_name(acks.name + ".stderr")
+
+
 def start_producer(bootstrap: str, topic: str, acks: str, out: Path) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(PRODUCER_SCRIPT), bootstrap, topic, acks, str(out)]
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(stderr_path(out), "wb") as stderr:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr)
 
 
 def stop_producer(producer: subprocess.Popen[bytes]) -> int:
@@ -84,7 +93,9 @@ def test_kill_9_under_load_keeps_every_acknowledged_record(
         wait_for_acks(acks_path, len(acked_before_crash) + 500, producer)
     finally:
         producer_exit = stop_producer(producer)
-    assert producer_exit == 0, f"producer did not flush and exit cleanly (seed {seed})"
+    assert producer_exit == 0, f"producer did not flush and exit cleanly (seed {seed})\n" + exit_report(
+        None, stderr_path(acks_path)
+    )
 
     acks_all = read_acks(acks_path)
     with wire.Connection(broker.bootstrap) as conn:
@@ -160,7 +171,7 @@ def test_deleted_indexes_are_rebuilt(make_broker, unique_topic: str) -> None:
     broker = make_broker()
     helpers.create_topic(broker.bootstrap, unique_topic, config={"segment.bytes": "4096"})
     records = produce_batches(broker.bootstrap, unique_topic, 120)
-    assert broker.stop() == 0
+    assert broker.stop() == 0, broker.output_tail()
 
     directory = partition_dir(broker, unique_topic)
     assert len(list(directory.glob("*.log"))) >= 5
@@ -186,7 +197,7 @@ def test_sigterm_is_a_clean_shutdown(make_broker, unique_topic: str) -> None:
     helpers.create_topic(broker.bootstrap, unique_topic)
     records = produce_batches(broker.bootstrap, unique_topic, 10)
 
-    assert broker.stop() == 0
+    assert broker.stop() == 0, broker.output_tail()
 
     assert (broker.data_dir / ".kafka_cleanshutdown").exists()
     recovery_points = read_checkpoint(broker.data_dir / "recovery-point-offset-checkpoint")

@@ -34,7 +34,7 @@ def restart(broker: BrokerProcess, topic: str, *, crash: bool = False) -> None:
     if crash:
         broker.kill()
     else:
-        assert broker.stop() == 0
+        assert broker.stop() == 0, broker.output_tail()
     broker.start()
     helpers.wait_for_leaders(broker.bootstrap, topic, 1)
 

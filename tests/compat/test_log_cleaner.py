@@ -116,7 +116,7 @@ def test_compacted_consumer_offsets_replay_after_restart(
 
     records = wait_until_cleaned(broker, "__consumer_offsets")
     assert len(records) < commits / 4
-    assert broker.stop() == 0
+    assert broker.stop() == 0, broker.output_tail()
     broker.start()
 
     reader = Consumer(

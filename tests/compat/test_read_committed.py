@@ -90,7 +90,7 @@ def transactional_topic(make_broker, unique_topic: str) -> tuple[str, str]:
     broker = make_broker()
     helpers.create_topic(broker.bootstrap, unique_topic)
     assert helpers.produce(broker.bootstrap, unique_topic, [b"plain-0", b"plain-1"]) == [0, 1]
-    assert broker.stop() == 0
+    assert broker.stop() == 0, broker.output_tail()
     write_transactions(broker.data_dir / f"{unique_topic}-0")
     broker.start()
     return broker.bootstrap, unique_topic

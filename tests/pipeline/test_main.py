@@ -14,6 +14,7 @@ import time
 import pytest
 
 from odradek.testing.broker import free_port
+from tests.exit_report import exit_report
 
 PROG = "python -m odradek.pipeline"
 PROBES = 3
@@ -38,7 +39,7 @@ def test_unreachable_broker_is_retried_then_reported_in_one_line() -> None:
         worst = max(worst, elapsed)
         *retries, last = lines
         refused = f"{PROG}: cannot reach 127.0.0.1:{port} (connection refused)"
-        assert done.returncode == 1 and done.stdout == ""
+        assert done.returncode == 1 and done.stdout == "", exit_report(done)
         assert retries and retries[0] == f"{refused}, retrying for 1 s"
         assert all(line.startswith(f"{refused}, retrying for ") for line in retries)
         assert last.startswith(f"{refused}; gave up after")
@@ -50,7 +51,7 @@ def test_unknown_host_is_reported_at_once() -> None:
     assert lines == [
         f"{PROG}: unknown host no-such-broker.invalid (no address for no-such-broker.invalid:9092)"
     ]
-    assert done.returncode == 1 and elapsed < 30
+    assert done.returncode == 1 and elapsed < 30, exit_report(done)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +75,7 @@ def test_unknown_host_is_reported_at_once() -> None:
 def test_usage_errors_name_the_option_and_exit_2(argv: list[str], expected: str) -> None:
     done, _, lines = pipeline(*argv)
     (line,) = lines
-    assert done.returncode == 2 and line.startswith(f"{PROG}: {expected}")
+    assert done.returncode == 2 and line.startswith(f"{PROG}: {expected}"), exit_report(done)
 
 
 def test_missing_java_is_said_before_connecting() -> None:
@@ -83,4 +84,4 @@ def test_missing_java_is_said_before_connecting() -> None:
     done, _, lines = pipeline("--bootstrap-server", f"127.0.0.1:{free_port()}", env=env)
     (line,) = lines
     assert line.startswith(f"{PROG}: Spark needs Java 17: no java on PATH and no JAVA_HOME")
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)

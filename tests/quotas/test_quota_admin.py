@@ -24,6 +24,7 @@ from odradek.protocol.messages import (
 )
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
+from tests.exit_report import exit_report
 from tests.quotas.helpers import configs
 from tests.scrape import scrape, value
 from tests.server.raw_client import RawClient
@@ -211,7 +212,7 @@ def test_static_quota_defaults_are_refused_at_start(tmp_path):
         done = subprocess.run(
             [*argv, "--override", f"{key}=1048576"], capture_output=True, text=True, timeout=60
         )
-        assert done.returncode == 2
+        assert done.returncode == 2, exit_report(done)
         assert key in done.stderr and f"--add-config {dynamic}=" in done.stderr
         assert "--entity-default" in done.stderr and "Traceback" not in done.stderr
 

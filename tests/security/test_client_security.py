@@ -20,6 +20,7 @@ import pytest
 from odradek.testing.broker import free_port
 from odradek.testing.certs import CertificateAuthority
 from tests.cli.tooling import ENTRY_POINT, run_odradek
+from tests.exit_report import exit_report
 from tests.security.sasl_brokers import ADMIN, ADMIN_PASSWORD, ALICE
 from tests.security.secured_broker import Broker, sasl_ssl_broker
 
@@ -109,7 +110,7 @@ def test_a_wrong_password_is_one_line_and_exit_1(broker: Broker) -> None:
         "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list",
         "--connect-timeout", "2",
     )  # fmt: skip
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert "authentication failed" in done.stderr
     assert done.stdout == ""
 
@@ -121,7 +122,7 @@ def test_an_untrusted_broker_certificate_is_refused(broker: Broker, tmp_path: Pa
         "topics", "--bootstrap-server", broker.bootstrap, "--command-config", config, "--list",
         "--connect-timeout", "2",
     )  # fmt: skip
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert "TLS handshake failed" in done.stderr and "CERTIFICATE_VERIFY_FAILED" in done.stderr
 
 
@@ -131,7 +132,7 @@ def test_a_setting_the_client_cannot_honour_is_named(broker: Broker, tmp_path: P
     done = run_odradek(
         "topics", "--bootstrap-server", broker.bootstrap, "--command-config", str(config), "--list"
     )
-    assert done.returncode == 1
+    assert done.returncode == 1, exit_report(done)
     assert "sasl.mechanism" in done.stderr and "GSSAPI" in done.stderr
 
 

@@ -32,6 +32,7 @@ from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from odradek.security.sasl import mechanisms
 from odradek.security.sasl.scram import ScramMechanism as Scram
 from odradek.testing.broker import BrokerProcess, free_port
+from tests.exit_report import exit_report
 from tests.security.round_trips import (
     aiokafka_round_trip,
     confluent_round_trip,
@@ -463,5 +464,5 @@ def test_configs_command_refuses_scram_for_a_default_user(broker: Broker) -> Non
         "--add-config",
         "SCRAM-SHA-512=[password=x]",
     )
-    assert refused.returncode != 0
+    assert refused.returncode != 0, exit_report(refused)
     assert "SCRAM credentials go with --entity-type users and an --entity-name only" in refused.stderr

@@ -21,6 +21,7 @@ from odradek.protocol.messages.metadata import MetadataRequest
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
 from tests.compat.helpers import admin
+from tests.exit_report import exit_report
 from tests.group_offsets import (
     PARTITIONS,
     RECORDS_PER_PARTITION,
@@ -230,7 +231,7 @@ def test_a_bad_http_listener_refuses_to_start_with_one_line(tmp_path, bad):
     argv = [sys.executable, "-m", "odradek", "serve", "--override", f"log.dirs={tmp_path}"]
     argv += ["--override", f"http.listeners={bad}"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
+    assert result.returncode == 2, exit_report(result)
     assert result.stderr.count("\n") == 1
     assert "http.listeners" in result.stderr and "Traceback" not in result.stderr
 
@@ -244,7 +245,7 @@ def test_an_http_port_in_use_stops_the_start_with_exit_1(tmp_path):
         argv += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}"]
         argv += ["--override", f"http.listeners=http://127.0.0.1:{port}"]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == 1, exit_report(result)
     assert "failed to start" in result.stderr and "address already in use" in result.stderr.lower()
 
 

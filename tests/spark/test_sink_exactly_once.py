@@ -29,6 +29,7 @@ from odradek.client.transactions import ProducerFencedError, TransactionalProduc
 from odradek.spark.options import parse_sink_options
 from odradek.spark.writer import SinkLayout, TaskTransaction, end_transactions, write_transaction
 from tests.conftest import topic_name
+from tests.exit_report import exit_report
 from tests.spark.helpers import consume_committed, produce, wait_until
 
 SINK_JOB = Path(__file__).with_name("sink_job.py")
@@ -134,29 +135,33 @@ def _kill_while_committing(
     bootstrap: str, in_topic: str, out_topic: str, checkpoint: Path, hold: Path, exactly_once: bool
 ) -> None:
     """Run sink_job.py until Spark's driver commits micro-batch 2, then SIGKILL it there."""
-    job = subprocess.Popen(
-        [
-            sys.executable,
-            str(SINK_JOB),
-            bootstrap,
-            in_topic,
-            out_topic,
-            str(checkpoint),
-            "600",
-            str(exactly_once).lower(),
-            "2",
-            str(hold),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    stderr = hold.with_name(hold.name + ".stderr")
+    with open(stderr, "wb") as job_stderr:
+        job = subprocess.Popen(
+            [
+                sys.executable,
+                str(SINK_JOB),
+                bootstrap,
+                in_topic,
+                out_topic,
+                str(checkpoint),
+                "600",
+                str(exactly_once).lower(),
+                "2",
+                str(hold),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=job_stderr,
+            start_new_session=True,
+        )
     try:
         wait_until(lambda: hold.exists() or job.poll() is not None, 240, "the commit of batch 2", 0.05)
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
-    assert hold.exists(), f"the driver exited with {job.returncode} before committing batch 2"
+    assert hold.exists(), (
+        f"the driver exited with {job.returncode} before committing batch 2\n" + exit_report(None, stderr)
+    )
     assert 2 in _batch_ids(checkpoint / "offsets") and 2 not in _batch_ids(checkpoint / "commits")
 
 

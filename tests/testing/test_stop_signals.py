@@ -13,6 +13,7 @@ import pytest
 from odradek.testing import zookeeper
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.zookeeper import ZooKeeperServer, zookeeper_classpath
+from tests.exit_report import exit_report
 
 
 class Stop(Exception):
@@ -45,7 +46,9 @@ def test_a_stop_during_the_spawn_is_raised_once_the_server_is_owned(tmp_path, mo
         process = server._process
         server.stop()
     # by SIGTERM (its default action this early, else the JVM's exit 143), not the SIGKILL fallback
-    assert process is not None and process.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM)
+    assert process is not None and process.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM), exit_report(
+        None, server.output_path
+    )
 
 
 def test_a_cluster_stopped_before_its_zookeeper_started_stops_quietly(tmp_path):
