@@ -15,10 +15,13 @@ unclean leader election on, and the loss it causes is reported, not a failure. P
 fault (kind, target, hold, a slowed link's delay or a lossy link's loss, the unavailability window:
 the longest gap between a partition's acknowledgements from the fault's start to the end of its
 cycle, and how much of it came after the heal) and a final summary (with the worst window per kind);
-exits 1 when the promise broke or the cluster got stuck. The data directory (each broker's output in
-`broker-<id>.out`) is kept when the run fails or with --keep, removed otherwise. Bounded in time:
-each cycle holds its faults at most 2 ZooKeeper sessions, then waits at most 60 s for the cluster to
-heal.
+exits 1 when the promise broke or the cluster got stuck. After each cycle's heal and at the end it
+checks liveness (testing/liveness.py: every live broker in the controller's channel, full ISRs,
+every broker's metadata agreeing with ZooKeeper, an acks=all record accepted by every partition,
+within 30 s of the heal); a failed check prints what it saw and the brokers' last lines. The data
+directory (each broker's output in `broker-<id>.out`) is kept when the run fails or with --keep,
+removed otherwise. Bounded in time: each cycle holds its faults at most 2 ZooKeeper sessions, then
+waits at most 60 s for the cluster to heal.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def print_cycle(fault: FaultRecord) -> None:
     delay += f" loss={fault.loss_percent}%" if fault.loss_percent else ""
     delay += f" rate={fault.rate_kbit}kbit/s" if fault.rate_kbit else ""
     target += f" and {fault.peer}" if fault.peer is not None else ""
+    delay += " restarted-at-once" if fault.at_once else ""
+    delay += f" live={fault.live_s:.1f}s" if fault.live_s is not None else ""
     print(
         f"cycle {fault.cycle:3d} t={fault.started_s:7.1f}s {fault.kind:15s} {target:26s} "
         f"hold={fault.hold_s:5.2f}s{delay} window={window} acked={fault.acked}",
@@ -110,6 +115,8 @@ def main() -> int:
     print(result.summary())
     for line in [*result.stuck, *([result.error] if result.error else [])]:
         print(f"  {line}")
+    if result.liveness_report:
+        print(result.liveness_report)
     if args.json:
         args.json.write_text(json.dumps(result.to_json(), indent=1))
     if result.ok and not args.keep:

@@ -20,9 +20,10 @@ committing its position twice a second (`GroupReader`; __consumer_offsets has re
 and min.insync.replicas 2 too); the nemesis, which draws from
 `random.Random(seed)` the faults of each cycle among `ChaosSettings.kinds`, with chance `overlap`
 a second one on another broker at the same time:
-- process faults: kill -9 of a random broker, of a random partition's leader, of the controller,
-  or SIGSTOP of a random broker for longer than replica.lag.time.max.ms and sometimes longer than
-  the ZooKeeper session;
+- process faults: kill -9 of a random broker, of a random partition's leader, of the controller
+  (half the time started again at once, its old session still registered, which the broker waits
+  out itself; otherwise once that registration is gone), or SIGSTOP of a random broker for longer
+  than replica.lag.time.max.ms and sometimes longer than the ZooKeeper session;
 - host faults, on brokers each in a network namespace of their own on a bridge (testing/netns.py,
   `NamespacedCluster`): a broker's link down (cut from everybody), a partition's leader split from
   the other brokers (it keeps ZooKeeper and the clients), a partial partition (two brokers cut from
@@ -40,8 +41,18 @@ a second one on another broker at the same time:
 Each fault is held a bounded random time, then healed (restart, SIGCONT, link up and rules
 flushed, proxy healed); before the next cycle the harness waits until every ISR is full again
 (with `full_isr_between` off only until every broker is registered again: an ISR may be down to one
-member when the next fault hits it, and the partition must then be unavailable, not lossy). The
-checker, once everything healed and the replicas caught up, reads every partition from offset 0
+member when the next fault hits it, and the partition must then be unavailable, not lossy).
+
+Liveness, after every cycle's heal and after the run (`check_liveness`, testing/liveness.py): within
+LIVENESS_S (30 s) of the cycle's last heal, every broker is registered, the controller's channel
+reaches every live broker and no broker has gone unheard by the current controller (their
+/metrics), every broker's Metadata agrees with ZooKeeper (controller, live brokers, each partition's
+leader and ISR), every ISR is the whole replica set, and then an acks=all record is accepted by every
+partition (b"p%08d" values, checked like the producers'). A failed check is a stuck finding with what
+it saw, and the brokers' last lines are kept (`liveness_report`); each fault records how long after
+its heal the checks passed (`live_s`).
+
+The checker, once everything healed and the replicas caught up, reads every partition from offset 0
 and reports lost acknowledged values, values at two offsets, holes in the offsets, values nobody
 sent, values read elsewhere than where they were acknowledged, replicas whose segment bytes
 differ, and (after every cycle and at the end) group offsets committed below a commit acknowledged
@@ -84,6 +95,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.links import ProxiedCluster
+from odradek.testing.liveness import broker_tails, produce_to_every_partition, wait_live
 from odradek.testing.netns import NamespacedCluster, netns_available
 from odradek.testing.proxy import FaultProxy
 
@@ -111,8 +123,11 @@ RECONNECT_BACKOFF_MAX_MS = 1000
 GROUP = "chaos-readers"
 COMMIT_INTERVAL_S = 0.5
 DISK_BYTES = 256 << 20  # each namespaced broker's log dir, a tmpfs the full-disk fault fills
-PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python"}  # by the first byte of their values
+# by the first byte of their values; b"p": the liveness probe's acks=all records, one per partition
+PRODUCERS = {b"w": "confluent-kafka", b"k": "kafka-python", b"p": "liveness-probe"}
+LIVENESS_S = 30.0  # every liveness check passes within this of a cycle's last heal
 LEADER_KINDS = ("kill-leader", "isolate-leader", "split-leader")
+KILL_KINDS = ("kill-broker", "kill-leader", "kill-controller")
 # Where namespaces cannot be made, each host fault runs as the nearest proxy fault.
 PROXY_EQUIVALENT = {
     "isolate-host": "isolate-broker",
@@ -166,6 +181,7 @@ class FaultRecord:
     hold_s: float  # a killed broker also stays down until its ZooKeeper session expired
     started_s: float  # since the run started
     delay_ms: int = 0  # a slowed link's delay
+    at_once: bool = False  # a killed broker started again at once, its old session still registered
     peer: int | None = None  # the other end of a partial or one-way partition
     loss_percent: int = 0  # a lossy link's share of dropped packets
     rate_kbit: int = 0  # a throttled link's outbound rate
@@ -174,6 +190,7 @@ class FaultRecord:
     healed_s: float | None = None  # when the fault was healed, since the run started
     ended_s: float | None = None  # when its cycle ended, since the run started
     acked: int = 0  # acknowledgements so far, at the end of the cycle
+    live_s: float | None = None  # from the heal until every liveness check passed
 
 
 @dataclass
@@ -204,6 +221,8 @@ class ChaosResult:
     commit_regressions: list[str] = field(default_factory=list)  # acknowledged commits lost
     unacknowledged_read: int = 0  # sent, never acknowledged, yet written: allowed
     unclean_election: bool = False  # on: acknowledged data lost is reported, and allowed
+    liveness_checks: int = 0  # passed: after each cycle's heal and after the run
+    liveness_report: str = ""  # the brokers' last lines when one failed
     error: str | None = None
 
     @property
@@ -239,7 +258,8 @@ class ChaosResult:
             f"group: consumed={self.group_consumed} commits={self.group_commits} "
             f"commit_failures={self.group_commit_failures} regressions={len(self.commit_regressions)} "
             f"fatal={len(self.fatal)} failures={self.failures} worst_windows={self.worst_windows()} "
-            f"worst_past_heal={self.worst_past_heal()} "
+            f"worst_past_heal={self.worst_past_heal()} liveness_checks={self.liveness_checks} "
+            f"worst_time_to_live={self._worst('live_s')} "
             f"unclean_election={'on: loss allowed' if self.unclean_election else 'off'} "
             f"error={self.error} ok={self.ok}"
         )
@@ -282,6 +302,25 @@ class Workload:
                 threading.Thread(target=self._run_kafka_python, name="chaos-producer-2", daemon=True)
             )
         self.group = GroupReader(bootstrap, settings)
+        self._probes = 0
+
+    def probe(self) -> list[str]:
+        """One acks=all record (b"p%08d") to every partition, recorded as the producers' are; why
+        each that failed did."""
+        with self._lock:
+            values = [b"p%08d" % (self._probes + p) for p in range(self.settings.partitions)]
+            self._probes += len(values)
+            self.sent.update(values)
+        answers = produce_to_every_partition(self.bootstrap, TOPIC, values)
+        failures = []
+        for value in values:
+            answer = answers.get(value, "not answered")
+            if isinstance(answer, tuple):
+                self._acknowledge(value, *answer)
+            else:
+                self._fail(value, answer)
+                failures.append(f"{value.decode()}: {answer}")
+        return failures
 
     def start(self) -> None:
         for thread in self._threads:
@@ -531,6 +570,8 @@ class Nemesis:
         self.cluster = cluster
         self.settings = settings
         self.rng = random.Random(settings.seed)
+        # whether a killed broker starts again at once: drawn apart, so a seed's other draws stay
+        self.restarts = random.Random(settings.seed + 1)
         self.epoch = time.monotonic()
 
     def draw(self, cycle: int) -> list[FaultRecord]:
@@ -547,6 +588,7 @@ class Nemesis:
         partition = self.rng.randrange(self.settings.partitions) if kind in LEADER_KINDS else None
         broker = self._target(kind, partition, exclude)
         fault = FaultRecord(cycle, kind, broker, partition, round(self._hold(kind), 2), started)
+        fault.at_once = kind in KILL_KINDS and self.restarts.random() < 0.5
         if kind in SLOW_KINDS:
             fault.delay_ms = self.rng.randint(*self.settings.delay_ms)
         if kind == "lossy-link":
@@ -618,7 +660,8 @@ class Nemesis:
         process.kill()
 
         def restart() -> None:
-            self._wait_deregistered(fault.broker)
+            if not fault.at_once:  # at once: the broker waits for its old registration to go itself
+                self._wait_deregistered(fault.broker)
             process.start()
 
         return restart
@@ -846,6 +889,7 @@ def make_cluster(
             disk_bytes=DISK_BYTES,
             session_timeout_ms=settings.session_timeout_ms,
             overrides=overrides,
+            metrics=True,
         )
     return ProxiedCluster(
         data_dir,
@@ -853,6 +897,7 @@ def make_cluster(
         zookeeper_connect=zookeeper_connect,
         session_timeout_ms=settings.session_timeout_ms,
         overrides=overrides,
+        metrics=True,
     )
 
 
@@ -892,17 +937,42 @@ def run_faults(
         nemesis.apply(faults)
         result.faults += faults
         healed = wait_until(lambda: nemesis.healed(), settings.heal_timeout_s)
+        what = ", ".join(f"{f.kind} of {f.broker}" for f in faults)
         if healed:
             workload.group.check_committed()
+            healed_at = nemesis.epoch + max(f.healed_s or 0.0 for f in faults)
+            healed = check_liveness(nemesis.cluster, workload, result, healed_at, f"cycle {cycle} ({what})")
+            for fault in faults:
+                fault.live_s = round(time.monotonic() - healed_at, 2)
+        else:
+            result.stuck.append(f"cycle {cycle} ({what}): not healed")
         note_unavailability(faults, workload, nemesis.epoch)
         for fault in faults:
             fault.acked = len(workload.acked)
             on_cycle(fault)
         if not healed:
-            what = ", ".join(f"{f.kind} of {f.broker}" for f in faults)
-            result.stuck.append(f"cycle {cycle} ({what}): not healed")
             return
         nemesis.quiet()
+
+
+def check_liveness(
+    cluster: LocalCluster, workload: Workload, result: ChaosResult, healed_at: float, when: str
+) -> bool:
+    """Every liveness check (testing/liveness.py) passing by `healed_at` + LIVENESS_S, then an
+    acks=all record accepted by every partition; what failed is recorded as stuck, with the brokers'
+    last lines."""
+    deadline = max(healed_at + LIVENESS_S, time.monotonic())
+    findings = wait_live(cluster, TOPIC, workload.settings.partitions, deadline)
+    if not findings:
+        findings = [f"acks=all {failure}" for failure in workload.probe()]
+    elif time.monotonic() > healed_at + LIVENESS_S:
+        findings.insert(0, f"not live {LIVENESS_S:g} s after the heal")
+    if findings:
+        result.stuck.append(f"{when}: {'; '.join(findings)}")
+        result.liveness_report = broker_tails(cluster)
+        return False
+    result.liveness_checks += 1
+    return True
 
 
 def run_chaos(
@@ -938,6 +1008,8 @@ def run_chaos(
             run_faults(nemesis, workload, result, on_cycle)
         except Exception as exc:  # a broker that never came back is a finding, not a harness crash
             result.error = f"{type(exc).__name__}: {exc}"
+        if result.error is None and not result.stuck:
+            check_liveness(cluster, workload, result, time.monotonic(), "after the run")
         collect(workload, result)
         if result.error is None:
             check(cluster, settings, workload, result)

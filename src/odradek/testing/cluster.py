@@ -15,6 +15,8 @@ assignment spreads replicas the way a three-rack cluster would. Each listens on 
 port, or with `base_port` on base_port + id - 1. The chroot is the caller's (`""`: none) or a fresh
 one per cluster.
 
+With `metrics`, every broker serves /metrics on a port of its own (`metrics_url`).
+
 With `security` (a `ClientSecurity`: TLS and/or a SASL step such as security/sasl/client.py's
 `sasl_authenticate`), the cluster's own Metadata probes connect as that says, for brokers whose
 listener is not PLAINTEXT.
@@ -41,8 +43,8 @@ from kazoo.exceptions import NoNodeError
 from odradek.controller.zk import znodes
 from odradek.network_client import ClientSecurity, NodeConnection
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.messages.metadata import MetadataRequest
-from odradek.testing.broker import BrokerProcess
+from odradek.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.zookeeper import ZooKeeperServer
 
 T = TypeVar("T")
@@ -54,15 +56,38 @@ def metadata_view(
 ) -> tuple[int, list[int]] | None:
     """(controller id, broker ids) as `process` answers Metadata v12 now (connecting with `security`
     when given); None when unreachable."""
+    response = _metadata(process, [], security)
+    return None if response is None else (response.controller_id, sorted(b.node_id for b in response.brokers))
 
-    async def ask() -> tuple[int, list[int]]:
+
+def partition_view(process: BrokerProcess, topic: str) -> dict[int, tuple[int, tuple[int, ...]]] | None:
+    """Each partition of `topic` as `process`'s Metadata has it now: (leader, sorted ISR); None when
+    unreachable."""
+    response = _metadata(process, [MetadataRequest.MetadataRequestTopic(name=topic)])
+    if response is None:
+        return None
+    return {
+        p.partition_index: (p.leader_id, tuple(sorted(p.isr_nodes)))
+        for t in response.topics
+        if t.name == topic
+        for p in t.partitions
+    }
+
+
+def _metadata(
+    process: BrokerProcess,
+    topics: list[MetadataRequest.MetadataRequestTopic],
+    security: ClientSecurity | None = None,
+) -> MetadataResponse | None:
+    async def ask() -> MetadataResponse:
         connection = NodeConnection(process.broker_id, process.host, process.port, client_id="local-cluster")
         await connection.connect(security)
         try:
-            response = await connection.send(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
+            request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+            response: MetadataResponse = await connection.send(ApiKey.METADATA, 12, request)
+            return response
         finally:
             await connection.close()
-        return response.controller_id, sorted(b.node_id for b in response.brokers)
 
     try:
         return asyncio.run(ask())
@@ -97,6 +122,7 @@ class LocalCluster:
         base_port: int | None = None,
         die_with_owner: bool = False,
         security: ClientSecurity | None = None,
+        metrics: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.security = security  # how the cluster's own probes connect (TLS, SASL)
@@ -106,6 +132,7 @@ class LocalCluster:
         self.overrides = dict(overrides or {})
         self.base_port = base_port
         self.die_with_owner = die_with_owner
+        self.metrics = metrics  # each broker serves /metrics (http.listeners) at `metrics_url(id)`
         self._zookeeper_connect = zookeeper_connect
         self.zookeeper: ZooKeeperServer | None = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -150,9 +177,16 @@ class LocalCluster:
         }
         directory = self.data_dir / (data or f"broker-{broker_id}")
         port = None if self.base_port is None else self.base_port + broker_id - 1
-        return BrokerProcess(
+        process = BrokerProcess(
             directory, port=port, broker_id=broker_id, overrides=settings, die_with_owner=self.die_with_owner
         )
+        if self.metrics:
+            process.overrides["http.listeners"] = f"http://{process.host}:{free_port(process.host)}"
+        return process
+
+    def metrics_url(self, broker_id: int) -> str:
+        """Where broker `broker_id` serves /metrics (the cluster made with `metrics`)."""
+        return self.brokers[broker_id].overrides["http.listeners"] + "/metrics"
 
     def stop(
         self, timeout_s: float = 30.0, announce: Callable[[str], None] | None = None
@@ -215,6 +249,11 @@ class LocalCluster:
 
     def controller_epoch(self) -> int:
         return int(self._reader().get(znodes.CONTROLLER_EPOCH_PATH)[0])
+
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's assigned replicas (`/brokers/topics/<topic>`); empty when unknown."""
+        found = self.read(znodes.topic_path(topic)) or {}
+        return list(found.get("partitions", {}).get(str(partition), []))
 
     def state(self, topic: str, partition: int) -> dict[str, Any] | None:
         """`/brokers/topics/<topic>/partitions/<p>/state`: leader, leader_epoch, isr, ..."""

@@ -48,6 +48,7 @@ from odradek.testing.broker import BrokerProcess
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.zookeeper import ZooKeeperServer
 
+METRICS_PORT = 9080  # /metrics, with `metrics`
 BROKER_PORT = 9092
 SUBNET_PREFIX = "10.231"
 NFT_TABLE = "chaos"
@@ -267,6 +268,8 @@ class NamespacedCluster(LocalCluster):
             self.disks[broker_id].mount()
         link = self.links[broker_id]
         process.host, process.port = link.address, BROKER_PORT
+        if self.metrics:
+            process.overrides["http.listeners"] = f"http://{link.address}:{METRICS_PORT}"
         process.wrapper = ["ip", "netns", "exec", link.namespace]
         return process
 
