@@ -92,3 +92,28 @@ def test_peer_closing_fails_pending_requests():
         asyncio.run(scenario())
     finally:
         server.close()
+
+
+def test_a_timed_out_connection_is_reset_so_its_request_is_not_delivered_late():
+    """A graceful close would leave the unanswered request to the kernel, retransmitted until the
+    peer takes it (after a partition heals: after requests sent later on a new connection); the
+    timed-out connection is reset instead, which the peer reads as a reset, not an orderly end."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    async def scenario() -> None:
+        connection = _connection(server.getsockname()[1], request_timeout_ms=200)
+        await connection.connect()
+        accepted, _ = await asyncio.get_running_loop().run_in_executor(None, server.accept)
+        with pytest.raises(RequestTimedOut):
+            await connection.send(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("t", "1"))
+        await connection.close()
+        accepted.settimeout(5)
+        with pytest.raises(ConnectionResetError):
+            while accepted.recv(65536):
+                pass
+        accepted.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.close()

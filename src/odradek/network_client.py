@@ -21,7 +21,10 @@ Behaviour:
   one reader task. A response that does not come within `request_timeout_ms` (Kafka's
   `request.timeout.ms`) fails with `RequestTimedOut` and, as in Kafka, the connection is closed (a
   late answer could otherwise be taken for the next request's), failing every other pending request
-  with `NodeDisconnected`; callers reconnect.
+  with `NodeDisconnected`; callers reconnect. That close is a reset (SO_LINGER 0): a graceful one
+  leaves the unanswered request in the kernel's send buffer, retransmitted until the peer takes it,
+  so after a partition heals the peer could handle it after requests sent later on the new
+  connection (the fault runs found a controller's UpdateMetadata applied out of order that way).
 - A response's `records` fields alias the frame's own bytes (one allocation per response), so a
   follower appends fetched batches without copying them again.
 
@@ -39,6 +42,7 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import socket
 import ssl
 import struct
 import time
@@ -55,6 +59,7 @@ from odradek.protocol.headers import (
 )
 
 _SIZE = struct.Struct(">i")
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 REAUTHENTICATE_AT = 0.85  # of a session's lifetime
 
 # An authentication step (the broker's SASL client, security/sasl/client.py) on a new connection.
@@ -172,7 +177,7 @@ class NodeConnection:
         try:
             frame = await asyncio.wait_for(asyncio.shield(future), self._request_timeout_s)
         except TimeoutError:
-            self._close(NodeDisconnected(f"broker {self.node_id}: an earlier request timed out"))
+            self._close(NodeDisconnected(f"broker {self.node_id}: an earlier request timed out"), reset=True)
             raise RequestTimedOut(
                 f"broker {self.node_id} did not answer {api_key} v{api_version} within "
                 f"{self._request_timeout_s * 1000:.0f} ms"
@@ -203,7 +208,7 @@ class NodeConnection:
         if not future.done():
             future.set_result(frame)
 
-    def _close(self, reason: BaseException) -> None:
+    def _close(self, reason: BaseException, reset: bool = False) -> None:
         if self._closed:
             return
         self._closed = True
@@ -212,7 +217,9 @@ class NodeConnection:
             if not future.done():
                 future.set_exception(reason)
                 future.exception()  # a caller that timed out no longer awaits it
-        if self._writer is not None:
+        if self._writer is not None and reset:
+            _reset(self._writer.transport)
+        elif self._writer is not None:
             self._writer.close()
         if self._reader_task is not None and self._reader_task is not asyncio.current_task():
             self._reader_task.cancel()
@@ -225,6 +232,15 @@ class NodeConnection:
         if self._reader_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
+
+
+def _reset(transport: asyncio.BaseTransport) -> None:
+    """Close with a TCP reset: what the kernel still holds to send is dropped, not retransmitted."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+    transport.abort()
 
 
 class ReusedConnection:

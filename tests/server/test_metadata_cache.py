@@ -46,6 +46,19 @@ def test_partition_updates_merge_and_deletion_markers_remove():
     assert cache.topic("t") is None and cache.topic_by_id(ORDERS) is None and cache.topic_configs("t") == {}
 
 
+def test_an_older_partition_state_of_the_same_topic_does_not_replace_a_newer_one():
+    """A late copy of an UpdateMetadata (the controller sent it again on a new connection, the first
+    copy arrived after newer ones) leaves the newer state; a recreated topic (a new id) starts over."""
+    cache = MetadataCache(0)
+    shrunk, expanded = PartitionState(1, 3, (0, 1), (1,), 1, 5), PartitionState(1, 3, (0, 1), (0, 1), 1, 6)
+    cache.update_metadata(update(1, {"t": (ORDERS, {0: expanded})}))
+    cache.update_metadata(update(1, {"t": (ORDERS, {0: shrunk, 1: shrunk})}))
+    assert cache.partition("t", 0).isr == (0, 1) and cache.partition("t", 1).isr == (1,)
+    recreated = uuid.uuid4()
+    cache.update_metadata(update(1, {"t": (recreated, {0: PartitionState(0, 0, (0,), (0,), 1, 0)})}))
+    assert cache.topic("t").topic_id == recreated and cache.partition("t", 0).partition_epoch == 0
+
+
 def test_topic_configs_are_known_before_and_after_the_partitions():
     cache = MetadataCache(0)
     cache.update_topic_configs("t", {"retention.ms": "5"})

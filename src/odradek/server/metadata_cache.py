@@ -6,8 +6,10 @@ replicas, controller epoch, partition epoch), plus each topic's config overrides
 
 Fed only by:
 - UpdateMetadata (`update_metadata`): brokers and controller are replaced by the request's; each
-  partition state in it replaces the cached one, and a partition whose leader is LEADER_DURING_DELETE
-  is removed (a topic with no partition left goes). The broker has already refused a request from
+  partition state in it replaces the cached one, unless it is older (the same topic id, a lower
+  partition epoch: a late copy of a request the controller sent again on a new connection; Kafka's
+  ZooKeeper-mode cache takes it), and a partition whose leader is LEADER_DURING_DELETE is removed (a
+  topic with no partition left goes). The broker has already refused a request from
   a controller epoch older than the newest it has seen (STALE_CONTROLLER_EPOCH, Kafka's rule).
 - topic config changes (`update_topic_configs`): in ZooKeeper mode every broker hears them through
   the `/config/changes` notifications, in local mode from the store's watch. A topic's configs are
@@ -40,6 +42,8 @@ from odradek.controller.metadata import (
 from odradek.controller.waiters import Waiters
 from odradek.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 
+_NONE_CACHED = PartitionState(NO_LEADER, -1, (), (), -1, -1)  # no state is older than it
+
 
 class MetadataCache:
     """See the module docstring."""
@@ -70,10 +74,14 @@ class MetadataCache:
         name = topic.topic_name
         cached = self._topics.get(name)
         partitions = dict(cached.partitions) if cached is not None else {}
+        same_topic = cached is not None and cached.topic_id == topic.topic_id
         for p in topic.partition_states:
             if p.leader == LEADER_DURING_DELETE:
                 partitions.pop(p.partition_index, None)
-            else:
+            elif (
+                same_topic and p.zk_version < partitions.get(p.partition_index, _NONE_CACHED).partition_epoch
+            ):
+                continue  # an older state than the one cached
                 partitions[p.partition_index] = PartitionState(
                     leader=p.leader,
                     leader_epoch=p.leader_epoch,
