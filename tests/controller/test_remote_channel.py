@@ -111,6 +111,8 @@ class StandIn:
                     self.unanswered += 1
                     self.max_unanswered = max(self.max_unanswered, self.unanswered)
                     answers.put_nowait((frame, header.api_key, header.api_version))
+        except ConnectionResetError:  # the channel resets a connection whose request timed out
+            self.closed_by_peer.append(connection)
         except asyncio.IncompleteReadError:
             if not writer.is_closing():
                 self.closed_by_peer.append(connection)

@@ -82,6 +82,7 @@ class MetadataCache:
                 same_topic and p.zk_version < partitions.get(p.partition_index, _NONE_CACHED).partition_epoch
             ):
                 continue  # an older state than the one cached
+            else:
                 partitions[p.partition_index] = PartitionState(
                     leader=p.leader,
                     leader_epoch=p.leader_epoch,
