@@ -157,7 +157,9 @@ class LocalCluster:
         test may run the others in its own process); return once all listen."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._zookeeper_connect is None:
-            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", die_with_owner=self.die_with_owner)
+            self.zookeeper = ZooKeeperServer(
+                self.data_dir / "zookeeper", port=self._zookeeper_port(), die_with_owner=self.die_with_owner
+            )
             self.zookeeper.start(timeout_s)
             self._zookeeper_connect = self.zookeeper.connect_string
         for broker_id in processes or range(1, self.broker_count + 1):
@@ -166,6 +168,16 @@ class LocalCluster:
         self.zk = KazooClient(hosts=self.connect, timeout=5.0)
         self.zk.start(timeout=timeout_s)
         return self
+
+    def _zookeeper_port(self) -> int:
+        """A free port for the ZooKeeper server this starts, none of the brokers' `base_port` ports
+        (free too until the brokers bind them: one was seen taken by ZooKeeper)."""
+        taken = (
+            range(0) if self.base_port is None else range(self.base_port, self.base_port + self.broker_count)
+        )
+        while (port := free_port()) in taken:
+            pass
+        return port
 
     def broker(self, broker_id: int, data: str | None = None) -> BrokerProcess:
         """A broker process of this cluster (not started): its own data dir and rack, the chroot."""
