@@ -6,6 +6,7 @@ being controller answers NOT_CONTROLLER."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from odradek.protocol.errors import ErrorCode
@@ -123,5 +124,28 @@ def test_stale_or_ineligible_isr_changes_are_refused_and_change_nothing(tmp_path
             ask(1, 1, state.leader_epoch, state.partition_epoch, [1])
         )
         assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+    run(scenario)
+
+
+def test_a_change_whose_asker_gave_up_is_still_written_and_announced(tmp_path: Path) -> None:
+    """The leader's AlterPartition handler was cancelled (its connection closed) while the change
+    waited in the controller's queue: the answer goes nowhere, and the change is written and reaches
+    every broker all the same (setting the cancelled answer once failed the event after the write,
+    so nobody was told)."""
+
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)
+        before = cluster.states()[1]
+        cluster.remote.sent.clear()
+        asked = asyncio.ensure_future(
+            cluster.controller.alter_partition(ask(1, 1, before.leader_epoch, before.partition_epoch, [1]))
+        )
+        await asyncio.sleep(0)  # queued
+        asked.cancel()
+        await cluster.controller.idle()
+        assert cluster.states()[1].isr == (1,)
+        announced = [(api, b) for api, b, _ in cluster.remote.sent]
+        assert ("UpdateMetadata", 1) in announced and ("UpdateMetadata", 2) in announced
 
     run(scenario)

@@ -43,6 +43,7 @@ from odradek.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
+from odradek.tasks import answer
 
 log = logging.getLogger(__name__)
 
@@ -55,17 +56,16 @@ class ControlledShutdownAsked:
     answer: asyncio.Future[ControlledShutdownResponse]
 
     def refuse(self, code: ErrorCode) -> None:
-        if not self.answer.done():
-            self.answer.set_result(ControlledShutdownResponse(error_code=code))
+        answer(self.answer, ControlledShutdownResponse(error_code=code))
 
 
 async def shut_down_broker(ctx: ControllerContext, event: ControlledShutdownAsked) -> None:
     broker_id, broker_epoch = event.request.broker_id, event.request.broker_epoch
     if broker_id not in ctx.live_brokers:
-        event.answer.set_result(ControlledShutdownResponse(error_code=ErrorCode.BROKER_NOT_AVAILABLE))
+        answer(event.answer, ControlledShutdownResponse(error_code=ErrorCode.BROKER_NOT_AVAILABLE))
         return
     if ctx.stale(broker_id, broker_epoch):
-        event.answer.set_result(ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+        answer(event.answer, ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
         return
     ctx.shutting_down.add(broker_id)
     moved = _without_shutting_broker(ctx, broker_id)
@@ -81,7 +81,7 @@ async def shut_down_broker(ctx: ControllerContext, event: ControlledShutdownAske
         sum(len(states) for states in moved.values()),
         len(remaining),
     )
-    event.answer.set_result(ControlledShutdownResponse(remaining_partitions=remaining))
+    answer(event.answer, ControlledShutdownResponse(remaining_partitions=remaining))
 
 
 async def _stop_following(ctx: ControllerContext, broker_id: int, changed: TopicStates) -> None:

@@ -39,6 +39,7 @@ from odradek.controller.metadata import NO_LEADER, PartitionState
 from odradek.controller.sending import send_leader_and_isr, send_update_metadata
 from odradek.controller.store import StoredTopic
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.tasks import answer
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,7 @@ async def elect_leaders(ctx: ControllerContext, event: LeaderElectionAsked) -> N
         )
     gone = ElectionResult(error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message=UNKNOWN_PARTITION)
     results.update({tp: gone for tp in asked if tp not in results})  # deleted during the write
-    if not event.answer.done():
-        event.answer.set_result(results)
+    answer(event.answer, results)
 
 
 def _requested_election(

@@ -34,6 +34,7 @@ from odradek.controller.metadata import PartitionState
 from odradek.controller.sending import send_update_metadata
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from odradek.tasks import answer
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +49,14 @@ class IsrChangeAsked:
     answer: asyncio.Future[AlterPartitionResponse]
 
     def refuse(self, code: ErrorCode) -> None:
-        if not self.answer.done():
-            self.answer.set_result(AlterPartitionResponse(error_code=code))
+        answer(self.answer, AlterPartitionResponse(error_code=code))
 
 
 async def change_isr(ctx: ControllerContext, event: IsrChangeAsked) -> None:
     request = event.request
     stale = ctx.stale(request.broker_id, request.broker_epoch, required=True)
     if request.broker_id not in ctx.live_brokers or stale:
-        event.answer.set_result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+        answer(event.answer, AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
         return
     decided = _decide_isr_changes(ctx, request)
     writes: dict[str, dict[int, PartitionState]] = {}
@@ -65,7 +65,7 @@ async def change_isr(ctx: ControllerContext, event: IsrChangeAsked) -> None:
         if isinstance(decision, PartitionState) and decision != topics[name].states[index]:
             writes.setdefault(name, {})[index] = replace(decision, controller_epoch=ctx.epoch)
     changed = await ctx.write_states(writes) if writes else {}
-    event.answer.set_result(_isr_response(ctx, decided))
+    answer(event.answer, _isr_response(ctx, decided))
     if changed:
         for name, (_, states) in changed.items():
             for index, state in states.items():

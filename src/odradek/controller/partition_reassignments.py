@@ -53,6 +53,7 @@ from odradek.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from odradek.tasks import answer
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,7 @@ class ReassignmentsAsked:
     answer: asyncio.Future[AlterPartitionReassignmentsResponse]
 
     def refuse(self, code: ErrorCode) -> None:
-        if not self.answer.done():
-            self.answer.set_result(AlterPartitionReassignmentsResponse(error_code=code))
+        answer(self.answer, AlterPartitionReassignmentsResponse(error_code=code))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ async def alter_reassignments(ctx: ControllerContext, event: ReassignmentsAsked)
                 name=topic.name, partitions=answered
             )
         )
-    event.answer.set_result(AlterPartitionReassignmentsResponse(responses=responses))
+    answer(event.answer, AlterPartitionReassignmentsResponse(responses=responses))
 
 
 async def complete_finished_reassignments(ctx: ControllerContext) -> None:
