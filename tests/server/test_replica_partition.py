@@ -368,3 +368,17 @@ def test_the_last_stable_offset_never_falls_below_the_log_start_offset(tmp_path:
     assert partition.last_stable_offset == 0
     partition.log.advance_start_offset(2)  # DeleteRecords past the open transaction's start
     assert partition.last_stable_offset == 2
+
+
+def test_a_leader_continuing_into_a_new_epoch_starts_it_after_its_old_epoch_batches(tmp_path: Path) -> None:
+    """A leader kept through an ISR change (leader epoch 7 -> 8) may append in epoch 7 until the new
+    state is applied: epoch 8 starts at the log end when it is applied, after those batches (written
+    at load time in a worker, it started below them, and the followers, whose fetched batches say
+    epoch 7, diverged from the leader for ever)."""
+    partition = make_partition(tmp_path)
+    partition.make_leader(state(epoch=7))
+    partition.append_records_to_leader(batch(2), required_acks=1)
+    partition.make_leader(state(epoch=8, partition_epoch=1))
+    cache = partition.log.leader_epoch_cache
+    assert [(e.epoch, e.start_offset) for e in cache.entries][-2:] == [(7, 0), (8, 2)]
+    assert partition.leader_epoch_start_offset == 2

@@ -41,7 +41,11 @@ Invariants:
 - A new leader epoch starts at the log end offset in the log's leader epoch cache (as Kafka's
   makeLeader does), so OffsetForLeaderEpoch answers for the new epoch before anything is written in
   it: `prepare_leader_epoch` writes that entry (an fsync) in the ReplicaManager's worker thread
-  before the state is applied on the event loop.
+  before the state is applied on the event loop for a partition new here, and in `make_leader`, on
+  the event loop, for one hosted already: the entry must come after every batch of the old epoch,
+  which such a partition may still append (as leader, or from its fetcher) until the new state is
+  applied (written in the worker, a new epoch started below old-epoch batches appended after it,
+  and its followers diverged from it for ever: found by the fault runs).
 - The log changes only when a move between log dirs completes (`replace_log`: the new log holds the
   same offsets, epochs and producer state).
 - State changes only through `make_leader` / `make_follower`, which refuse (STALE_CONTROLLER_EPOCH)
@@ -244,6 +248,7 @@ class Partition:
         new_term = state.leader_epoch != self.leader_epoch or not self.is_leader
         self._apply(state)
         if new_term:
+            prepare_leader_epoch(self.log, state.leader_epoch)  # done already for a new partition
             self.leader_epoch_start_offset = self.log_end_offset
             self._followers = {}
             self._refused.clear()

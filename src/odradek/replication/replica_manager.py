@@ -492,7 +492,10 @@ class ReplicaManager:
         pending = self._pending.get(key)
         if pending is None:
             return
-        leader_epoch = pending.state.leader_epoch if pending.state.leader == self.broker_id else None
+        # A partition hosted already starts its new epoch in make_leader, on the loop: until then it
+        # may still append (as leader or from its fetcher) in the old epoch at the log end.
+        leads = pending.state.leader == self.broker_id and key not in self._partitions
+        leader_epoch = pending.state.leader_epoch if leads else None
         try:
             prepared = await self._in_order(
                 key, self._prepare_log, key, self._topic_config(key[0]), leader_epoch
