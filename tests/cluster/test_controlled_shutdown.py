@@ -81,7 +81,7 @@ def shut_down_under_load(cluster: LocalCluster, pick: Callable[[], int | None]) 
         eventually(lambda: load.acknowledged() > 300, 30, "first acknowledgements")
         victim = pick()
         led = [p for p in range(PARTITIONS) if cluster.state(TOPIC, p)["leader"] == victim]
-        assert cluster.brokers[victim].stop(TIMEOUT_S) == 0
+        assert cluster.brokers[victim].stop(TIMEOUT_S) == 0, cluster.brokers[victim].output_tail()
         for p in range(PARTITIONS):
             state = cluster.state(TOPIC, p)
             assert state["leader"] != victim and state["leader"] in cluster.brokers, (p, state)

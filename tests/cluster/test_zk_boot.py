@@ -199,7 +199,7 @@ def test_a_broker_with_a_live_brokers_id_waits_then_exits_with_an_error(cluster)
     try:
         with pytest.raises(BrokerStartError):
             duplicate.start()  # it never accepted a connection
-        assert duplicate.wait(30) == 1
+        assert duplicate.wait(30) == 1, duplicate.output_tail()
         output = duplicate.output_tail()
         assert WAITING_LINE in output
         assert "broker id 2 is already registered in ZooKeeper by a live broker" in output
@@ -218,7 +218,7 @@ def test_a_broker_stopped_while_it_waits_to_register_shuts_down_cleanly(cluster)
     try:
         eventually(lambda: WAITING_LINE in duplicate.output_tail(), 30, "the waiting line")
         duplicate.send_signal(signal.SIGTERM)
-        assert duplicate.wait(15) == 0
+        assert duplicate.wait(15) == 0, duplicate.output_tail()
     finally:
         starting.join(60)
         duplicate.kill()
