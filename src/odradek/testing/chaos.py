@@ -95,11 +95,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing.cluster import LocalCluster
 from odradek.testing.links import ProxiedCluster
-from odradek.testing.liveness import broker_tails, produce_to_every_partition, wait_live
+from odradek.testing.liveness import QUIET, broker_tails, produce_to_every_partition, wait_live
 from odradek.testing.netns import NamespacedCluster, netns_available
 from odradek.testing.proxy import FaultProxy
 
-QUIET = {"log_level": 3}
 TOPIC = "chaos"
 REPLICATION = 3
 PROCESS_KINDS = ("kill-broker", "kill-leader", "kill-controller", "pause-broker")

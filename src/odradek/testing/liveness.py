@@ -44,10 +44,11 @@ def liveness_findings(cluster: LocalCluster, topic: str, partitions: int) -> lis
         ]
     states = {p: cluster.state(topic, p) or {} for p in range(partitions)}
     expected = {p: (s.get("leader", -1), tuple(sorted(s.get("isr", ())))) for p, s in states.items()}
+    replicas = {p: sorted(cluster.replicas(topic, p)) for p in range(partitions)}
     findings = [
-        f"{topic}-{p}: ISR {list(isr)} led by {leader}, replicas {cluster.replicas(topic, p)}"
+        f"{topic}-{p}: ISR {list(isr)} led by {leader}, replicas {replicas[p]}"
         for p, (leader, isr) in expected.items()
-        if leader not in live or sorted(isr) != sorted(cluster.replicas(topic, p))
+        if leader not in live or list(isr) != replicas[p]
     ]
     for broker_id in live:
         findings += _broker_findings(cluster, broker_id, controller, live, topic, expected)
