@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -24,13 +26,28 @@ def raise_stop(signum: int, frame: object) -> None:
     raise Stop
 
 
+@pytest.fixture(params=["alone", "beside another thread"])
+def other_thread(request):
+    """With another thread alive, which does not block the stop signals, the kernel gives it the stop."""
+    if request.param == "alone":
+        yield
+        return
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait)
+    thread.start()
+    yield
+    done.set()
+    thread.join()
+
+
 @pytest.mark.skipif(zookeeper_classpath() is None, reason="no ZooKeeper server here")
-def test_a_stop_during_the_spawn_is_raised_once_the_server_is_owned(tmp_path, monkeypatch):
+def test_a_stop_during_the_spawn_is_raised_once_the_server_is_owned(tmp_path, monkeypatch, other_thread):
     spawn = subprocess.Popen
 
     def spawn_then_stop(*args, **kwargs):
         child = spawn(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGTERM)  # as while Popen waits for the child's exec
+        time.sleep(0.1)  # time for another thread to take it; the main thread then checks for signals
         return child
 
     monkeypatch.setattr(zookeeper.subprocess, "Popen", spawn_then_stop)
