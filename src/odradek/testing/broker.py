@@ -12,6 +12,10 @@ SIGTERM and SIGINT blocked, and `odradek serve` unblocks them once it handles th
 stop sent at any moment, even before the interpreter finished starting, is a clean stop with exit
 status 0, never a death by the signal's default action (-15) (testing/stop_signals.py).
 
+`LoopbackProcess` is what every such process shows its owner, BrokerProcess's and the peer brokers'
+alike (testing/kafka_reference.py, bench/peers.py): `bootstrap`, `pid`, `is_running()`, a `with`
+block that starts and stops it, and `wait_listening`, the wait for its listener to accept.
+
 Callers: tests (tests/server, tests/compat, benchmarks). Not used by the broker itself.
 """
 
@@ -25,9 +29,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from odradek.testing import stop_signals
 from odradek.testing.parent_death import die_with_owner
@@ -65,7 +70,72 @@ class BrokerStartError(RuntimeError):
     """The broker exited or did not listen in time; the message carries its output tail."""
 
 
-class BrokerProcess:
+def accepts(host: str, port: int) -> bool:
+    """Whether `host:port` accepts a TCP connection right now."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class LoopbackProcess:
+    """A server subprocess on `host:port` (set by the subclass, with `_proc` once spawned, and its own
+    `start`)."""
+
+    host: str
+    port: int
+    _proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """The `host:port` string clients take as bootstrap servers."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def wait_listening(self, timeout: float, ready: Callable[[], bool] = lambda: True) -> bool:
+        """Poll until the listener accepts and `ready()` holds (True), the process exits or `timeout`
+        passes (False; the process is left as it is)."""
+        deadline = time.monotonic() + timeout
+        while self.is_running() and time.monotonic() < deadline:
+            if accepts(self.host, self.port) and ready():
+                return True
+            time.sleep(_POLL_INTERVAL_S)
+        return False
+
+    def start(self, timeout: float = 30.0) -> object:
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Graceful shutdown (SIGTERM); returns the exit code, SIGKILLs if it does not exit in time."""
+        if self._proc is None:
+            return None
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        return self._proc.returncode
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class BrokerProcess(LoopbackProcess):
     """One broker subprocess bound to `host:port`, storing its logs in `data_dir`."""
 
     def __init__(
@@ -93,24 +163,12 @@ class BrokerProcess:
         self.env = dict(env) if env is not None else None
         self.die_with_owner = die_with_owner
         self.wrapper: list[str] = []  # argv the broker's command runs under (`ip netns exec NS`)
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc = None
         self._output_start = 0  # where the output of the process last spawned begins in output_path
-
-    @property
-    def bootstrap(self) -> str:
-        """The `host:port` string clients take as bootstrap servers."""
-        return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
 
     @property
     def returncode(self) -> int | None:
         return self._proc.poll() if self._proc is not None else None
-
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def command(self) -> list[str]:
         """The argv that starts the broker."""
@@ -152,31 +210,13 @@ class BrokerProcess:
             )
 
     def _wait_listening(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.is_running():
-                raise BrokerStartError(f"broker exited with {self.returncode}:\n{self.output_tail()}")
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(_POLL_INTERVAL_S)
+        if self.wait_listening(timeout):
+            return
+        if not self.is_running():
+            raise BrokerStartError(f"broker exited with {self.returncode}:\n{self.output_tail()}")
         self.kill()
         tail = self.output_tail()
         raise BrokerStartError(f"broker did not listen on {self.bootstrap} in {timeout}s:\n{tail}")
-
-    def stop(self, timeout: float = 30.0) -> int | None:
-        """Graceful shutdown (SIGTERM); returns the exit code, SIGKILLs if it does not exit in time."""
-        if self._proc is None:
-            return None
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        return self._proc.returncode
 
     def kill(self) -> None:
         """Crash the broker (SIGKILL): no flush, no checkpoints, no clean shutdown marker."""
@@ -222,12 +262,3 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
         return data.decode("utf-8", "replace").strip().rpartition("\n")[2]
-
-    def __enter__(self) -> BrokerProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -27,17 +27,15 @@ import base64
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from odradek.testing import stop_signals
-from odradek.testing.broker import free_port
+from odradek.testing.broker import LoopbackProcess, free_port
 
 ZOOKEEPER_VERSION = "3.9.2"  # the newest 3.9.x on Maven Central: the last line with ZooKeeper mode
 KRAFT_VERSION = "4.4.0"  # the newest 4.x on Maven Central
@@ -48,7 +46,6 @@ TOOL_HEAP = "-Xmx256m"
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 POM = Path(__file__).resolve().parents[3] / "tools" / "kafka-reference" / "pom.xml"
 _COMPLETE = ".complete"  # written once a fetch has copied every jar
-_POLL_INTERVAL_S = 0.1
 
 
 class KafkaStartError(RuntimeError):
@@ -185,7 +182,7 @@ def run_tool(
     )
 
 
-class KafkaBroker:
+class KafkaBroker(LoopbackProcess):
     """One Kafka broker JVM on `host:port`, with its config, data and output in `work_dir`.
 
     3.9 joins `zookeeper_connect`; 4.x is a combined broker and controller, formatted with
@@ -219,15 +216,7 @@ class KafkaBroker:
         self.cluster_id = cluster_id or random_cluster_id()
         self.expected_brokers = expected_brokers
         self.overrides = dict(overrides or {})
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid if self._proc is not None else 0
+        self._proc = None
 
     @property
     def output_path(self) -> Path:
@@ -285,14 +274,19 @@ class KafkaBroker:
                 f"kafka-storage format failed ({done.returncode}): {done.stdout}{done.stderr}"
             )
 
-    def spawn(self) -> None:
-        """Write the config (and format the storage, for 4.x), then start the JVM; return at once."""
+    def prepare(self) -> Path:
+        """Write the config (and format the storage, for 4.x, once); return the config's path."""
         reason = missing(self.version)
         if reason is not None:
             raise KafkaStartError(reason)
         config = self._write_config()
         if is_kraft(self.version):
             self._format(config)
+        return config
+
+    def spawn(self) -> None:
+        """`prepare()`, then start the JVM; return at once."""
+        config = self.prepare()
         logging = _logging_config(self.version, self.work_dir, "INFO", str(self.work_dir / "server.log"))
         argv = java_command(self.version, "kafka.Kafka", [str(config)], heap=KAFKA_HEAP, logging=logging)
         with open(self.output_path, "ab") as out, stop_signals.held():
@@ -307,23 +301,14 @@ class KafkaBroker:
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         """Block until the listener accepts and Metadata lists `expected_brokers` brokers."""
-        deadline = time.monotonic() + timeout
-        while not (self._accepts() and self._brokers_seen() >= self.expected_brokers):
-            if self._proc is None or self._proc.poll() is not None or time.monotonic() > deadline:
-                status = None if self._proc is None else self._proc.poll()
-                self.kill()
-                raise KafkaStartError(
-                    f"Kafka {self.version} broker {self.broker_id} on {self.bootstrap} not ready "
-                    f"(exit status {status}):\n{self.output_tail()}"
-                )
-            time.sleep(_POLL_INTERVAL_S)
-
-    def _accepts(self) -> bool:
-        try:
-            with socket.create_connection((self.host, self.port), timeout=0.5):
-                return True
-        except OSError:
-            return False
+        if self.wait_listening(timeout, lambda: self._brokers_seen() >= self.expected_brokers):
+            return
+        status = None if self._proc is None else self._proc.poll()
+        self.kill()
+        raise KafkaStartError(
+            f"Kafka {self.version} broker {self.broker_id} on {self.bootstrap} not ready "
+            f"(exit status {status}):\n{self.output_tail()}"
+        )
 
     def _brokers_seen(self) -> int:
         from confluent_kafka.admin import AdminClient
@@ -342,9 +327,6 @@ class KafkaBroker:
             except OSError:
                 pass
         return "\n".join(texts)
-
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM (a controlled shutdown), then SIGKILL when it does not exit in time."""
@@ -368,14 +350,6 @@ class KafkaBroker:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 class KafkaCluster:
