@@ -1,7 +1,8 @@
-"""Produce and consume throughput of odradek against a peer broker (Tansu 0.6, Rust, in-memory).
+"""Produce and consume throughput of odradek against its peers: Apache Kafka 3.9 (ZooKeeper mode) and
+4.x (KRaft), and Tansu 0.6 (Rust, in-memory).
 
-Two workloads, each against each broker (a real process on a free loopback port; odradek with a
-temporary log dir and message.max.bytes 2 MiB):
+Two workloads, each against each broker (a real process on a free loopback port, bench/peers.py;
+odradek and Kafka with a temporary log dir and message.max.bytes 2 MiB):
 - small: 100 B and 1 KiB records. A confluent-kafka Producer (linger.ms=5, batch.size=1 MiB, acks=1,
   no compression, a 32 MiB local queue as Java's buffer.memory) sends N records to a fresh
   one-partition topic, timed from the first produce() to the end of flush(); then a Consumer
@@ -16,9 +17,10 @@ A warm-up of a tenth of the records to another topic precedes each measurement; 
 median of 3 runs, each started after os.sync() so that no run pays for an earlier one's dirty
 pages. MB/s counts value bytes (10^6 bytes/s). The machine limits are measured in the same run, first.
 
-Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,tansu]
-[--workloads small,large]`. Not a test: numbers, not assertions. A broker that fails is reported in
-the table and the run goes on.
+Run `python bench/throughput.py [--records N] [--quick] [--brokers odradek,kafka-3.9,kafka-4,tansu]
+[--workloads small,large]`. Not a test: numbers, not assertions. A broker that fails, or cannot run
+here (no Java, no Tansu binary), is reported in the table in one line and the run goes on.
+bench/side_by_side.py runs the small workload through `measure_workload` on brokers it started.
 """
 
 from __future__ import annotations
@@ -28,13 +30,10 @@ import json
 import os
 import platform
 import statistics
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -46,9 +45,7 @@ from machine_limits import (
     format_limits,
     measure_all,
 )
-from peers import TansuBroker
-
-from odradek.testing.broker import BrokerProcess
+from peers import missing, single_broker
 
 RUNS = 3  # each figure is the median of this many runs on fresh topics
 TIMEOUT_S = 120.0
@@ -129,31 +126,7 @@ class Result:
         )
 
 
-@contextmanager
-def odradek_broker() -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="odradek-bench-") as root:
-        process = BrokerProcess(
-            Path(root) / "data",
-            output_path=Path(root) / "broker.out",
-            overrides={"message.max.bytes": MESSAGE_MAX_BYTES},
-        )
-        process.start()
-        try:
-            yield process.bootstrap
-        finally:
-            process.stop()
-
-
-@contextmanager
-def tansu_broker() -> Iterator[str]:
-    with TansuBroker() as broker:
-        yield broker.bootstrap
-
-
-BROKERS: dict[str, Callable[[], AbstractContextManager[str]]] = {
-    "odradek": odradek_broker,
-    "tansu": tansu_broker,
-}
+BROKER_SETTINGS = {"message.max.bytes": MESSAGE_MAX_BYTES}  # odradek's and Kafka's (Tansu takes none)
 
 
 def create_topic(bootstrap: str) -> str:
@@ -261,12 +234,12 @@ def produce_then_consume(bootstrap: str, workload: Workload) -> tuple[float, flo
     return produced, consume(bootstrap, topic, workload, workload.records)
 
 
-def measure_workload(name: str, bootstrap: str, workload: Workload) -> Result:
+def measure_workload(name: str, bootstrap: str, workload: Workload, runs_per_figure: int = RUNS) -> Result:
     warm, warm_records = create_topic(bootstrap), max(workload.records // 10, 1000)
     stats: list[str] = []
     produce(bootstrap, warm, workload, warm_records, stats)
     consume(bootstrap, warm, workload, warm_records)
-    runs = [produce_then_consume(bootstrap, workload) for _ in range(RUNS)]
+    runs = [produce_then_consume(bootstrap, workload) for _ in range(runs_per_figure)]
     produce_s = statistics.median(p for p, _ in runs)
     consume_s = statistics.median(c for _, c in runs)
     return Result(name, workload, produce_s, consume_s, mean_request_bytes(stats[-1]) if stats else 0.0)
@@ -274,10 +247,13 @@ def measure_workload(name: str, bootstrap: str, workload: Workload) -> Result:
 
 def measure(name: str, workloads: list[Workload]) -> list[Result | str]:
     rows: list[Result | str] = []
+    reason = missing(name)
+    if reason is not None:
+        return [f"| {name} | not run: {reason} | | | | | | |"]
     try:
-        with BROKERS[name]() as bootstrap:
+        with single_broker(name, BROKER_SETTINGS) as broker:
             for workload in workloads:
-                rows.append(measure_workload(name, bootstrap, workload))
+                rows.append(measure_workload(name, broker.bootstrap, workload))
     except Exception as exc:  # a failing broker is a result too; the run reports it and goes on
         rows.append(
             f"| {name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | | | | | |"
@@ -301,7 +277,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000, help="small records per size (default 200k)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 20k small records, 64 MiB large")
-    parser.add_argument("--brokers", default="odradek,tansu", help="comma-separated: odradek,tansu")
+    parser.add_argument(
+        "--brokers", default="odradek,tansu", help="comma-separated: odradek,kafka-3.9,kafka-4,tansu"
+    )
     parser.add_argument("--workloads", default="small,large", help="comma-separated: small,large")
     args = parser.parse_args()
     chosen = {name.strip() for name in args.workloads.split(",")}
