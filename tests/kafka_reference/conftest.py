@@ -1,6 +1,6 @@
 """Fixtures of the side-by-side tests with Apache Kafka (issue 34): the pinned Kafka versions, skipped
 in one line where Java or their jars are missing (tools/install-deps.sh fetches them; CI has both, so
-there they run), and `run`, which runs one of Kafka's command-line tools by its main class."""
+there they run), the main classes of Kafka's command-line tools, and `run`, which runs one of them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,23 @@ import pytest
 
 from odradek.testing import kafka_reference
 from tests.conftest import topic_name
+
+TOOLS = "org.apache.kafka.tools"  # the main classes bin/kafka-*.sh run
+TOPICS = f"{TOOLS}.TopicCommand"
+CONFIGS = f"{TOOLS}.ConfigCommand"
+GROUPS = f"{TOOLS}.consumer.group.ConsumerGroupCommand"
+CONSOLE_PRODUCER = f"{TOOLS}.ConsoleProducer"
+CONSOLE_CONSUMER = f"{TOOLS}.consumer.ConsoleConsumer"
+GET_OFFSETS = f"{TOOLS}.GetOffsetShell"
+DELETE_RECORDS = f"{TOOLS}.DeleteRecordsCommand"
+LOG_DIRS = f"{TOOLS}.LogDirsCommand"
+PRODUCER_PERF = f"{TOOLS}.ProducerPerformance"
+CONSUMER_PERF = f"{TOOLS}.ConsumerPerformance"
+ACLS = f"{TOOLS}.AclCommand"
+LEADER_ELECTION = f"{TOOLS}.LeaderElectionCommand"
+TRANSACTIONS = f"{TOOLS}.TransactionsCommand"
+REASSIGN = f"{TOOLS}.reassign.ReassignPartitionsCommand"
+METADATA_QUORUM = f"{TOOLS}.MetadataQuorumCommand"
 
 
 def require_kafka(version: str) -> None:

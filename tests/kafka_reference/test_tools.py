@@ -22,24 +22,26 @@ from confluent_kafka import Producer
 
 from odradek.testing import kafka_reference
 from odradek.testing.broker import BrokerProcess
-from tests.kafka_reference.conftest import require_kafka, run, run_ok
-
-TOOLS = "org.apache.kafka.tools"
-TOPICS = f"{TOOLS}.TopicCommand"
-CONFIGS = f"{TOOLS}.ConfigCommand"
-GROUPS = f"{TOOLS}.consumer.group.ConsumerGroupCommand"
-CONSOLE_PRODUCER = f"{TOOLS}.ConsoleProducer"
-CONSOLE_CONSUMER = f"{TOOLS}.consumer.ConsoleConsumer"
-GET_OFFSETS = f"{TOOLS}.GetOffsetShell"
-DELETE_RECORDS = f"{TOOLS}.DeleteRecordsCommand"
-LOG_DIRS = f"{TOOLS}.LogDirsCommand"
-PRODUCER_PERF = f"{TOOLS}.ProducerPerformance"
-CONSUMER_PERF = f"{TOOLS}.ConsumerPerformance"
-ACLS = f"{TOOLS}.AclCommand"
-LEADER_ELECTION = f"{TOOLS}.LeaderElectionCommand"
-TRANSACTIONS = f"{TOOLS}.TransactionsCommand"
-REASSIGN = f"{TOOLS}.reassign.ReassignPartitionsCommand"
-METADATA_QUORUM = f"{TOOLS}.MetadataQuorumCommand"
+from tests.kafka_reference.conftest import (
+    ACLS,
+    CONFIGS,
+    CONSOLE_CONSUMER,
+    CONSOLE_PRODUCER,
+    CONSUMER_PERF,
+    DELETE_RECORDS,
+    GET_OFFSETS,
+    GROUPS,
+    LEADER_ELECTION,
+    LOG_DIRS,
+    METADATA_QUORUM,
+    PRODUCER_PERF,
+    REASSIGN,
+    TOPICS,
+    TRANSACTIONS,
+    require_kafka,
+    run,
+    run_ok,
+)
 
 pytestmark = pytest.mark.slow  # about 70 JVM starts, 2-4 minutes on 2 cores: the file runs first
 
