@@ -67,7 +67,8 @@ class TansuBroker(LoopbackProcess):
 
 class KafkaBroker(LoopbackProcess):
     """An Apache Kafka broker (`version`, 4.x by default) on `127.0.0.1:port`, its data in a temporary
-    directory removed at stop; `overrides` go into its server.properties."""
+    directory removed at stop; `overrides` go into its server.properties. Its JVM runs as Kafka's start
+    script runs it (SERVER_JVM_OPTIONS: 1 GiB heap, G1, the full JIT), not as the tests' small one."""
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class KafkaBroker(LoopbackProcess):
                 host=self.host,
                 zookeeper_connect=zookeeper,
                 overrides=self.overrides,
+                jvm_options=kafka_reference.SERVER_JVM_OPTIONS,
             )
             self._broker = resources.enter_context(broker)
             self._resources = resources.pop_all()

@@ -12,7 +12,9 @@ cache outside the repository, `$ODRADEK_KAFKA_CACHE` or ~/.cache/odradek/kafka, 
 `<cache>/kafka-<version>/libs/*.jar`; a version already there is not fetched again. `missing(version)`
 says in one line why Kafka cannot run here (no Java, no jars), which is what tests skip with.
 
-A broker's JVM is kept small (KAFKA_HEAP, serial GC) and runs in a process group of its own, with its
+A broker's JVM is kept small for tests (KAFKA_HEAP, serial GC, the C1 compiler only); benchmarks
+give `jvm_options=SERVER_JVM_OPTIONS`, the heap, collector and JIT bin/kafka-server-start.sh starts
+Kafka with. It runs in a process group of its own, with its
 config, data and output in a work directory of the caller's. `start()` returns once the listener
 accepts connections and a Metadata request lists every broker of the cluster; `stop()` sends SIGTERM
 and waits, then SIGKILL.
@@ -44,6 +46,20 @@ VERSIONS = (ZOOKEEPER_VERSION, KRAFT_VERSION)
 KAFKA_HEAP = "-Xmx512m"
 TOOL_HEAP = "-Xmx256m"
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+# What Kafka's start scripts run a broker with by default (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS):
+# a 1 GiB heap, G1 with 20 ms pause goals, the full JIT; for benchmarks, where the test settings above
+# would measure a handicapped Kafka.
+SERVER_JVM_OPTIONS = (
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+)
 POM = Path(__file__).resolve().parents[3] / "tools" / "kafka-reference" / "pom.xml"
 _COMPLETE = ".complete"  # written once a fetch has copied every jar
 
@@ -155,9 +171,17 @@ def _logging_config(version: str, work_dir: Path, level: str, target: str) -> li
 
 
 def java_command(
-    version: str, main_class: str, args: Sequence[str], *, heap: str, logging: list[str]
+    version: str,
+    main_class: str,
+    args: Sequence[str],
+    *,
+    heap: str,
+    logging: list[str],
+    jvm_options: Sequence[str] | None = None,
 ) -> list[str]:
-    return ["java", heap, *_JVM_OPTIONS, *logging, "-cp", classpath(version), main_class, *args]
+    """The JVM's argv: `heap` and the small test JVM's options, or `jvm_options` instead of both."""
+    options = list(jvm_options) if jvm_options is not None else [heap, *_JVM_OPTIONS]
+    return ["java", *options, *logging, "-cp", classpath(version), main_class, *args]
 
 
 def run_tool(
@@ -202,6 +226,7 @@ class KafkaBroker(LoopbackProcess):
         cluster_id: str | None = None,
         expected_brokers: int = 1,
         overrides: Mapping[str, object] | None = None,
+        jvm_options: Sequence[str] | None = None,
     ) -> None:
         if not is_kraft(version) and zookeeper_connect is None:
             raise ValueError(f"Kafka {version} runs in ZooKeeper mode here: give zookeeper_connect")
@@ -216,6 +241,7 @@ class KafkaBroker(LoopbackProcess):
         self.cluster_id = cluster_id or random_cluster_id()
         self.expected_brokers = expected_brokers
         self.overrides = dict(overrides or {})
+        self.jvm_options = jvm_options
         self._proc = None
 
     @property
@@ -288,7 +314,14 @@ class KafkaBroker(LoopbackProcess):
         """`prepare()`, then start the JVM; return at once."""
         config = self.prepare()
         logging = _logging_config(self.version, self.work_dir, "INFO", str(self.work_dir / "server.log"))
-        argv = java_command(self.version, "kafka.Kafka", [str(config)], heap=KAFKA_HEAP, logging=logging)
+        argv = java_command(
+            self.version,
+            "kafka.Kafka",
+            [str(config)],
+            heap=KAFKA_HEAP,
+            logging=logging,
+            jvm_options=self.jvm_options,
+        )
         with open(self.output_path, "ab") as out, stop_signals.held():
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, process_group=0
@@ -365,6 +398,7 @@ class KafkaCluster:
         zookeeper_connect: str | None = None,
         host: str = "127.0.0.1",
         overrides: Mapping[str, object] | None = None,
+        jvm_options: Sequence[str] | None = None,
     ) -> None:
         self.work_dir = Path(work_dir)
         self.version = version
@@ -385,6 +419,7 @@ class KafkaCluster:
                 cluster_id=cluster_id,
                 expected_brokers=size,
                 overrides=overrides,
+                jvm_options=jvm_options,
             )
             for node in ids
         ]
