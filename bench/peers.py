@@ -50,15 +50,20 @@ class TansuBroker(LoopbackProcess):
         self.port = port if port is not None else free_port(host)
         self._proc = None
 
-    def start(self, timeout: float = 20.0) -> None:
+    def spawn(self) -> None:
+        """Start the process and return at once."""
         url = f"tcp://{self.host}:{self.port}"
         argv = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
         argv += ["--storage-engine", "memory://tansu/", "--silent"]
         self._proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.spawn()
         if self.wait_listening(timeout):
             return
+        assert self._proc is not None
         if self._proc.poll() is not None:
             raise RuntimeError(f"tansu exited with {self._proc.returncode}")
         self.stop()
