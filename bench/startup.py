@@ -94,7 +94,11 @@ def timed_spawn(process: LoopbackProcess, spawn: Callable[[], None]) -> float:
             except (OSError, ValueError):  # not listening, or not answering yet
                 pass
             if not process.is_running() or time.monotonic() > deadline:
-                raise RuntimeError(f"{process.bootstrap} never answered Metadata")
+                status = process._proc.poll() if process._proc is not None else None
+                last = process.last_output_line() if isinstance(process, BrokerProcess) else ""
+                raise RuntimeError(
+                    f"{process.bootstrap} never answered Metadata (exit status {status}) {last}".strip()
+                )
             time.sleep(POLL_S)
     finally:
         process.stop()
