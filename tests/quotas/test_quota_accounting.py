@@ -183,3 +183,30 @@ def test_the_user_is_the_connections_principal_and_its_quota_overrides_a_client_
     assert quotas.record_request(alice, 1 << 20, 0) == 0  # alice's own quota, not the default
     assert quotas.record_request(anonymous, 1 << 20, 0) > 0  # the client-id default
     assert sorted((g.user, g.client_id) for g in quotas.produce.groups()) == [("", "app"), ("alice", "")]
+
+
+def test_the_rate_keeps_one_sample_more_than_the_window_as_kafkas():
+    # Kafka's SampledStat keeps quota.window.num + 1 samples: the twelfth sample of an 11-sample
+    # window does not take the first one's place while that one's last record is in the window
+    manager = ClientQuotaManager("producer_byte_rate", WINDOW)
+    manager.set_limits({((CLIENT_ID, "c"),): 1000.0})
+    manager.record("u", "c", 1000, 0.0)
+    manager.record("u", "c", 1000, 900.0)  # sample 0: began at 0, last record at 0.9 s
+    for second in range(1, 11):  # samples 1-10
+        manager.record("u", "c", 1000, second * 1000.0)
+    # sample 11 at 11 s: 13,000 bytes since 0 s, 11 s: 13,000 bytes take 13 s at the limit
+    assert manager.record("u", "c", 1000, 11_000.0) == 2000
+
+
+def test_a_sample_counts_until_its_last_record_is_a_window_old():
+    # Kafka's purgeObsoleteSamples: a sample that began before the window but was recorded into
+    # within it still counts, and the rate is over the time since it began
+    manager = ClientQuotaManager("producer_byte_rate", QuotaWindow(samples=2, size_ms=1000))
+    manager.set_limits({((CLIENT_ID, "c"),): 50.0})
+    manager.record("u", "c", 100, 0.0)
+    manager.record("u", "c", 100, 999.0)
+    # at 2.5 s: 200 bytes over 2.5 s is 80 B/s; at 50 B/s they take 4 s: 1.5 s to wait
+    assert manager.throttle_ms("u", "c", 2500.0) == 1500
+    # until the last record (0.999 s) is the whole window (2 s) old: 4 s - 2.998 s to wait
+    assert manager.throttle_ms("u", "c", 2998.0) == 1002
+    assert manager.throttle_ms("u", "c", 2999.0) == 0

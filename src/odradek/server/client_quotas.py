@@ -20,9 +20,10 @@ level that matched: (user, client-id) for the levels naming both, (user, "") for
 own, and all connections of a group share one sensor. No level configured: no sensor, no throttle.
 
 Enforcement (KIP-219): a group's rate is its recorded total over `quota.window.num` samples of
-`quota.window.size.seconds` each (Kafka's SampledStat Rate, its window never counted shorter than
-num - 1 samples). A record that takes the rate over the limit answers the throttle time that brings
-it back: (rate - limit) / limit x window. The dispatcher puts it in the response's throttle_time_ms
+`quota.window.size.seconds` each (Kafka's SampledStat Rate: num + 1 samples kept, a sample counted
+until its last record is num windows old, the window never counted shorter than num - 1 samples).
+A record that takes the rate over the limit answers the throttle time that brings it back:
+(rate - limit) / limit x window. The dispatcher puts it in the response's throttle_time_ms
 and mutes the connection for that long (`ClientInfo.throttle`). The request quota's throttle time is
 bounded by one window, as Kafka's. Controller mutations use Kafka's token bucket instead (a burst of
 limit x num x window partitions, refilled at the limit): a strict request (CreateTopics v6+,
@@ -93,32 +94,42 @@ class QuotaWindow:
 
 
 class Rate:
-    """Kafka's SampledStat Rate over `window`: a ring of samples, each a window long from its first
-    record. The total and the oldest start are kept as samples change, so a record and a measure cost
-    O(1) but once per window (a sample starting) or per obsolete sample (Kafka's
-    purgeObsoleteSamples). The window's numbers are copied in: the record path reads only slots."""
+    """Kafka's SampledStat Rate over `window`: a ring of num + 1 samples (Kafka keeps one more than
+    quota.window.num), each a window long from its first record. A sample counts until its last
+    record is a whole window (num x size) old, so a sample that began before the window but was
+    recorded into within it still counts (Kafka's purgeObsoleteSamples); the rate divides by the
+    time since the oldest sample began. The total and the oldest start are kept as samples change,
+    so a record and a measure cost O(1) but once per window (a sample starting) or when a sample
+    may have expired. The window's numbers are copied in: the record path reads only slots."""
 
-    __slots__ = ("_starts", "_values", "_current", "total", "_oldest", "_size_ms", "_samples", "_span_ms")
+    __slots__ = (
+        "_starts", "_lasts", "_values", "_current", "total", "_oldest", "_size_ms", "_ring", "_samples",
+        "_span_ms",
+    )  # fmt: skip
 
     def __init__(self, now_ms: float, window: QuotaWindow) -> None:
         self._starts = [now_ms]
+        self._lasts = [now_ms]
         self._values = [0.0]
         self._current = 0
         self.total = 0.0
         self._oldest = now_ms
         self._size_ms, self._samples, self._span_ms = window.size_ms, window.samples, window.total_ms
+        self._ring = window.samples + 1
 
     def record(self, value: float, now_ms: float) -> None:
         current = self._current
         if now_ms >= self._starts[current] + self._size_ms:
             current = self._next_sample(now_ms)
         self._values[current] += value
+        self._lasts[current] = now_ms
         self.total += value
 
     def _next_sample(self, now_ms: float) -> int:
-        current = self._current = (self._current + 1) % self._samples
+        current = self._current = (self._current + 1) % self._ring
         if current >= len(self._starts):
             self._starts.append(now_ms)
+            self._lasts.append(now_ms)
             self._values.append(0.0)
         else:
             self._reset(current, now_ms)
@@ -127,11 +138,11 @@ class Rate:
 
     def _reset(self, index: int, now_ms: float) -> None:
         self.total -= self._values[index]
-        self._starts[index], self._values[index] = now_ms, 0.0
+        self._starts[index], self._lasts[index], self._values[index] = now_ms, now_ms, 0.0
 
     def measure(self, now_ms: float) -> tuple[float, float]:
         """(the rate per second, the window in ms it is measured over)."""
-        if now_ms - self._oldest >= self._span_ms:
+        if now_ms - self._oldest >= self._span_ms:  # a sample may have expired: none began earlier
             self._purge_obsolete(now_ms)
         elapsed = now_ms - self._oldest
         short = self._samples - 1 - int(elapsed // self._size_ms)
@@ -140,8 +151,8 @@ class Rate:
         return self.total * 1000.0 / elapsed, elapsed
 
     def _purge_obsolete(self, now_ms: float) -> None:
-        for i, start in enumerate(self._starts):
-            if now_ms - start >= self._span_ms:
+        for i, last in enumerate(self._lasts):
+            if now_ms - last >= self._span_ms:
                 self._reset(i, now_ms)
         self._oldest = min(self._starts)
 
