@@ -1,7 +1,7 @@
 """Kafka's own command-line tools (Kafka 4.x's jars) against an odradek cluster of three brokers on
 ZooKeeper, and the same commands against a Kafka 4.x cluster of three nodes, asserting the same
 output: topics (create with replication factor 3, describe showing leaders and ISRs on the three
-brokers, alter partitions), reassign-partitions (generate, execute with --throttle, the throttles
+brokers, alter partitions, delete), reassign-partitions (generate, execute with --throttle, the throttles
 it sets, verify clearing them), leader-election (preferred, after a reassignment that put another
 replica first) and log-dirs across the brokers.
 
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from odradek.testing import kafka_reference
-from odradek.testing.cluster import LocalCluster
+from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
 from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
 from tests.kafka_reference.conftest import (
@@ -123,6 +124,12 @@ def test_topics_on_three_brokers(cluster: Cluster, unique_topic: str) -> None:
     offsets = run_ok(GET_OFFSETS, *cluster.args("--topic", unique_topic)).splitlines()
     assert sorted(line.rsplit(":", 2)[1] for line in offsets) == ["0", "1", "2", "3", "4"]
     assert sum(int(line.rsplit(":", 1)[1]) for line in offsets) == 10
+
+    assert run_ok(TOPICS, *cluster.args("--delete", "--topic", unique_topic)) == ""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    eventually(
+        lambda: unique_topic not in admin.list_topics(timeout=10).topics, 15, f"{unique_topic} deleted"
+    )
 
 
 def _dynamic(described: str) -> list[str]:

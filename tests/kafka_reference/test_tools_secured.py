@@ -209,8 +209,8 @@ def _acl_entry(user: str, operation: str) -> str:
 
 def test_scram_user_acls_and_console_clients(target: Secured, unique_topic: str) -> None:
     """A SCRAM-SHA-256 user made with kafka-configs is refused by the console clients until kafka-acls
-    grants it a producer's and a consumer's ACLs; alice (PLAIN, no ACL, no super user) cannot change
-    ACLs."""
+    grants it a producer's and a consumer's ACLs; alice (PLAIN, no ACL, no super user) can neither change
+    ACLs nor create a topic."""
     user, password, group = f"u-{uuid.uuid4().hex[:8]}", "scram-secret", f"{unique_topic}-g"
     _create(target, unique_topic)
     entity = ["--entity-type", "users", "--entity-name", user]
@@ -251,6 +251,11 @@ def test_scram_user_acls_and_console_clients(target: Secured, unique_topic: str)
     denied = run(ACLS, *target.as_user(alice, "--add", "--allow-principal", "User:alice", "--cluster"))
     assert denied.returncode == 1
     assert "ClusterAuthorizationException" in denied.stdout + denied.stderr, denied.stdout + denied.stderr
+    denied = run(TOPICS, *target.as_user(alice, "--create", "--topic", f"{unique_topic}-alice"))
+    assert denied.returncode == 1
+    assert "TopicAuthorizationException: Authorization failed." in denied.stdout + denied.stderr, (
+        denied.stdout + denied.stderr
+    )
 
     run_ok(ACLS, *target.admin("--remove", "--force", "--topic", unique_topic))
     run_ok(ACLS, *target.admin("--remove", "--force", "--group", group))
@@ -361,10 +366,15 @@ def test_log_dirs_leader_election_and_reassignment(
         f"Valid replica already elected for partitions {unique_topic}-0\n"
     )
 
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": unique_topic}], "version": 1}))
+    generate = ["--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1"]
+    proposed = run_ok(REASSIGN, *odradek.admin(*generate)).splitlines()[-1]
+    assert json.loads(proposed)["partitions"] == [
+        {"topic": unique_topic, "partition": 0, "replicas": [1], "log_dirs": ["any"]}
+    ]
     move = tmp_path / "move.json"
-    move.write_text(
-        json.dumps({"version": 1, "partitions": [{"topic": unique_topic, "partition": 0, "replicas": [1]}]})
-    )
+    move.write_text(proposed)
     executed = run_ok(
         REASSIGN, *odradek.admin("--execute", "--reassignment-json-file", str(move), "--throttle", "1000000")
     )
