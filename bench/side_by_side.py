@@ -207,8 +207,13 @@ def latency_figures(rate: float) -> dict[str, Figure]:
     }
 
 
+STARTED = time.monotonic()
+
+
 def progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """A line to stderr, stamped with the minutes and seconds since the run began."""
+    minutes, seconds = divmod(int(time.monotonic() - STARTED), 60)
+    print(f"[{minutes:02d}:{seconds:02d}] {line}", file=sys.stderr, flush=True)
 
 
 def attempt(table: Table, broker: str, figures: list[Figure], what: str, measure: Callable[[], None]) -> None:
@@ -349,7 +354,6 @@ def main() -> None:
     )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
-    started = time.monotonic()
     brokers = [name.strip() for name in args.brokers.split(",")]
     table = Table(brokers)
     absent = {name: reason for name in brokers if (reason := missing(name)) is not None}
@@ -371,7 +375,7 @@ def main() -> None:
         print(f"- {note}")
     if "replication" in args.sections and "tansu" in brokers:
         print("- Tansu: n/a in the three-broker rows (one broker, in memory: no replication)")
-    print(f"- wall time of the run: {(time.monotonic() - started) / 60:.1f} min")
+    print(f"- wall time of the run: {(time.monotonic() - STARTED) / 60:.1f} min")
 
 
 if __name__ == "__main__":
