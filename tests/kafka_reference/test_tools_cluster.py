@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from tests.kafka_reference.conftest import (
     REASSIGN,
     TOPICS,
     require_kafka,
+    run,
     run_ok,
 )
 
@@ -46,6 +47,7 @@ SETTINGS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 0,
 }
 BROKERS = (1, 2, 3)
+SETTLE_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -88,24 +90,43 @@ def _produce(cluster: Cluster, topic: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def _describe(cluster: Cluster, topic: str) -> tuple[str, list[dict[str, str]]]:
-    """kafka-topics --describe: the topic's line, and each partition's fields by name."""
-    head, *lines = run_ok(TOPICS, *cluster.args("--describe", "--topic", topic)).splitlines()
-    partitions = [
-        {key: value for key, _, value in (field.partition(": ") for field in line.split("\t")[1:])}
-        for line in lines
-    ]
-    return head, partitions
+Partitions = list[dict[str, str]]
+
+
+def _describe(
+    cluster: Cluster, topic: str, settled: Callable[[Partitions], bool] = lambda _: True
+) -> tuple[str, Partitions]:
+    """kafka-topics --describe: the topic's line, and each partition's fields by name. Asked again
+    (for up to SETTLE_S) while it fails or `settled` says no: the broker that answers learns a change from the
+    controller after the request that made it was answered, in Kafka as in odradek."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        done = run(TOPICS, *cluster.args("--describe", "--topic", topic))
+        if done.returncode != 0:  # a broker that has not heard of the topic yet
+            assert time.monotonic() < deadline, done.stdout + done.stderr
+            continue
+        head, *lines = done.stdout.splitlines()
+        partitions = [
+            {key: value for key, _, value in (field.partition(": ") for field in line.split("\t")[1:])}
+            for line in lines
+        ]
+        if settled(partitions) or time.monotonic() > deadline:
+            return head, partitions
 
 
 def _ids(text: str) -> list[int]:
     return [int(broker_id) for broker_id in text.split(",")]
 
 
+def _full(partition: dict[str, str]) -> bool:
+    """Every replica of the partition in its ISR."""
+    return sorted(_ids(partition["Isr"])) == sorted(_ids(partition["Replicas"]))
+
+
 def test_topics_on_three_brokers(cluster: Cluster, unique_topic: str) -> None:
     create = ["--create", "--topic", unique_topic, "--partitions", "3", "--replication-factor", "3"]
     assert run_ok(TOPICS, *cluster.args(*create)) == f"Created topic {unique_topic}.\n"
-    head, partitions = _describe(cluster, unique_topic)
+    head, partitions = _describe(cluster, unique_topic, lambda found: all(_full(p) for p in found))
     assert "\tPartitionCount: 3\tReplicationFactor: 3\t" in head
     assert [p["Partition"] for p in partitions] == ["0", "1", "2"]
     for partition in partitions:
@@ -117,7 +138,9 @@ def test_topics_on_three_brokers(cluster: Cluster, unique_topic: str) -> None:
     assert sorted(int(p["Leader"]) for p in partitions) == list(BROKERS)  # one leader on each broker
 
     assert run_ok(TOPICS, *cluster.args("--alter", "--topic", unique_topic, "--partitions", "5")) == ""
-    head, partitions = _describe(cluster, unique_topic)
+    head, partitions = _describe(
+        cluster, unique_topic, lambda found: len(found) == 5 and all(_full(p) for p in found)
+    )
     assert "\tPartitionCount: 5\tReplicationFactor: 3\t" in head
     assert all(sorted(_ids(p["Replicas"])) == list(BROKERS) for p in partitions)
     _produce(cluster, unique_topic, 10)
@@ -205,24 +228,34 @@ def test_reassign_partitions_with_a_throttle(cluster: Cluster, unique_topic: str
         "Clearing broker-level throttles on brokers 1,2,3",
         f"Clearing topic-level throttles on topic {unique_topic}",
     ]
-    _, described = _describe(cluster, unique_topic)
-    assert [_ids(p["Replicas"]) for p in described] == [move["replicas"] for move in moves]
+    moved = [move["replicas"] for move in moves]
+    _, described = _describe(
+        cluster,
+        unique_topic,
+        lambda found: [_ids(p["Replicas"]) for p in found] == moved and all(_full(p) for p in found),
+    )
+    assert [_ids(p["Replicas"]) for p in described] == moved
     assert [sorted(_ids(p["Isr"])) for p in described] == [[2, 3], [2, 3]]
     assert (
         run_ok(CONFIGS, *cluster.args(*topic_configs)) == f"Dynamic configs for topic {unique_topic} are:\n"
     )
 
-    lines = run_ok(LOG_DIRS, *cluster.args("--describe", "--topic-list", unique_topic)).splitlines()
-    assert lines[:2] == [
-        "Querying brokers for log directories information",
-        "Received log directory information from brokers 1,2,3",
-    ]
-    held = {}
-    for broker in json.loads(lines[2])["brokers"]:
-        (log_dir,) = broker["logDirs"]
-        assert (log_dir["logDir"], log_dir["error"]) == (cluster.log_dirs[broker["broker"]], None)
-        held[broker["broker"]] = sorted(p["partition"] for p in log_dir["partitions"])
-        assert all(p["size"] > 0 for p in log_dir["partitions"]), log_dir
+    # broker 1 drops its replicas once the controller tells it to, after the move completed
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        lines = run_ok(LOG_DIRS, *cluster.args("--describe", "--topic-list", unique_topic)).splitlines()
+        assert lines[:2] == [
+            "Querying brokers for log directories information",
+            "Received log directory information from brokers 1,2,3",
+        ]
+        held = {}
+        for broker in json.loads(lines[2])["brokers"]:
+            (log_dir,) = broker["logDirs"]
+            assert (log_dir["logDir"], log_dir["error"]) == (cluster.log_dirs[broker["broker"]], None)
+            held[broker["broker"]] = sorted(p["partition"] for p in log_dir["partitions"])
+            assert all(p["size"] > 0 for p in log_dir["partitions"]), log_dir
+        if held[1] == [] or time.monotonic() > deadline:
+            break
     assert held == {1: [], 2: partitions, 3: partitions}
 
 
@@ -242,12 +275,12 @@ def test_preferred_leader_election(cluster: Cluster, unique_topic: str, tmp_path
     )
     run_ok(REASSIGN, *cluster.args("--execute", "--reassignment-json-file", str(plan)))
     _verify_until_complete(cluster, plan, [f"{unique_topic}-0"])
-    (partition,) = _describe(cluster, unique_topic)[1]
+    (partition,) = _describe(cluster, unique_topic, lambda found: found[0]["Replicas"] == "2,1,3")[1]
     assert (partition["Leader"], partition["Replicas"]) == ("1", "2,1,3")  # a reorder keeps the leader
 
     assert (
         run_ok(LEADER_ELECTION, *cluster.args(*elect))
         == f"Successfully completed leader election (PREFERRED) for partitions {unique_topic}-0\n"
     )
-    (partition,) = _describe(cluster, unique_topic)[1]
+    (partition,) = _describe(cluster, unique_topic, lambda found: found[0]["Leader"] == "2")[1]
     assert (partition["Leader"], partition["Replicas"]) == ("2", "2,1,3")
