@@ -329,6 +329,32 @@ SECTIONS: dict[str, Callable[[Table, str, Plan], None]] = {
 }
 
 
+def section_figures(section: str, plan: Plan) -> list[Figure]:
+    """The rows a section fills, in the table's order."""
+    if section == "single":
+        sizes = [figure for workload in throughput.small_workloads(plan.records)
+                 for figure in throughput_figures(workload.label)]  # fmt: skip
+        rates = [figure for rate in plan.rates for figure in latency_figures(rate).values()]
+        return [RSS_REST, *sizes, *rates, RSS_LOAD]
+    if section == "replication":
+        return [RF1, RF3, LEADER_CPU, FOLLOWER_CPU, FAILOVER]
+    return [STARTUP]
+
+
+def run_section(table: Table, section: str, name: str, plan: Plan) -> None:
+    """One section on one broker; when it raises (a broker that would not start), the rows it had
+    not filled say "failed" and a note says why."""
+    try:
+        SECTIONS[section](table, name, plan)
+    except Exception as exc:  # the run goes on with the next broker
+        for figure in section_figures(section, plan):
+            if name not in table.cells[table.figure(figure)]:
+                table.put(figure, name, "failed")
+        reason = (str(exc) or type(exc).__name__).splitlines()[0][:200]
+        table.notes.append(f"{label(name)}, {section}: failed: {type(exc).__name__}: {reason}")
+        progress(f"{name}: {section} failed: {reason}")
+
+
 def header(plan: Plan, quick: bool) -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
@@ -359,12 +385,15 @@ def main() -> None:
     absent = {name: reason for name in brokers if (reason := missing(name)) is not None}
     for name, reason in absent.items():
         progress(f"{label(name)}: not run: {reason}")
-    for section in (name.strip() for name in args.sections.split(",")):
+    sections = [section.strip() for section in args.sections.split(",")]
+    for section in sections:
+        for figure in section_figures(section, plan):
+            table.figure(figure)
+    for section in sections:
         for name in brokers:
-            if name in absent:
-                continue
-            progress(f"-- {section}: {name}")
-            SECTIONS[section](table, name, plan)
+            if name not in absent:
+                progress(f"-- {section}: {name}")
+                run_section(table, section, name, plan)
     print(header(plan, args.quick))
     print()
     print(table.markdown())
