@@ -95,7 +95,7 @@ def test_create_topic_errors(client):
         ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     ]
     assert "retention.ms" in results[4].error_message
-    assert results[1].num_partitions == -1 and results[1].configs is None
+    assert results[1].num_partitions == -1 and results[1].configs == []  # as Kafka: empty, not null
     (again,) = create(client, NewTopic(name=name, num_partitions=1, replication_factor=1))
     assert again.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
 

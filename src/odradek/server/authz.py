@@ -172,6 +172,16 @@ def require_transactional_id(ctx: RequestContext, operation: AclOperation, trans
         raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
+# The authorization refusals, each its own error code
+AUTHORIZATION_FAILURES = frozenset(
+    {
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+)
+
 # ConfigResource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
 CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
 

@@ -40,7 +40,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from odradek.security.authorizer import AclOperation
-from odradek.server.authz import require_config_resource
+from odradek.server.authz import AUTHORIZATION_FAILURES, require_config_resource
 from odradek.server.config import (
     DEPRECATED_BROKER_CONFIGS,
     DEPRECATED_TOPIC_CONFIGS,
@@ -69,6 +69,8 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
             await _alter(ctx, resource, request.validate_only)
         except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
+            if exc.code in AUTHORIZATION_FAILURES:  # Kafka answers these without a message
+                result.error_message = None
         results.append(result)
     return AlterConfigsResponse(responses=results)
 

@@ -6,8 +6,9 @@ Behaviour: lists every API in the handler registry of the broker's mode (`regist
 ZooKeeper-only controller APIs only with zookeeper.connect set) with the version range its module
 declares, so the advertised set is exactly what the dispatcher routes. A v3+ request whose client
 software name or version is not Kafka's `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` gets
-INVALID_REQUEST with the list anyway, as Kafka does. A version outside v0-v4 never reaches this
-module: the dispatcher answers it with UNSUPPORTED_VERSION in a v0 body (the mode's list too).
+INVALID_REQUEST with an empty list, as Kafka 3.9 answers (tests/differential). A version outside
+v0-v4 never reaches this module: the dispatcher answers it with UNSUPPORTED_VERSION in a v0 body
+(the mode's list too).
 
 Deliberate deviations: no supported or finalized features (a ZooKeeper-mode broker has none the
 clients need), finalized features epoch -1; never throttled.
@@ -49,7 +50,7 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
     )
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE if valid else ErrorCode.INVALID_REQUEST,
-        api_keys=supported_versions(registry_for(ctx.broker.config)),
+        api_keys=supported_versions(registry_for(ctx.broker.config)) if valid else [],
     )
 
 

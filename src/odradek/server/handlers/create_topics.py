@@ -74,28 +74,29 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
     for topic in request.topics:
         if counts[topic.name] > 1:
             message = f"Create topics request contains multiple entries for the topic {topic.name}"
-            results.append(
-                Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST, error_message=message)
-            )
+            results.append(_error(topic.name, ErrorCode.INVALID_REQUEST, message))
             continue
         if not may_create_any and not authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name):
             message = "Authorization failed."
-            results.append(
-                Result(
-                    name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=message
-                )
-            )
+            refused = _error(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, message)
+            refused.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # v5+, as Kafka's
+            results.append(refused)
             continue
         try:
             stored = await _create(ctx, topic, request.validate_only, quota)
         except KafkaError as exc:
-            results.append(Result(name=topic.name, error_code=exc.code, error_message=exc.message))
+            results.append(_error(topic.name, exc.code, exc.message))
             continue
         created[topic.name] = stored
         results.append(_success(ctx.broker.config, stored))
     if created and not request.validate_only and request.timeout_ms > 0:
         await _wait_for_leaders(ctx, created, request.timeout_ms, results)
     return CreateTopicsResponse(throttle_time_ms=quota.throttle_time_ms, topics=results)
+
+
+def _error(name: str, code: int, message: str | None) -> Result:
+    """A failed topic's result: v5+ carries an empty config list, as Kafka's (never null)."""
+    return Result(name=name, error_code=code, error_message=message, configs=[])
 
 
 async def _wait_for_leaders(

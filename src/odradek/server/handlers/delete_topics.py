@@ -74,13 +74,13 @@ async def _delete(
         return _failed(result, ErrorCode.INVALID_REQUEST, "Give either a topic name or a topic id, not both.")
     topic = metadata.topic(wanted.name) if wanted.name is not None else metadata.topic_by_id(wanted.topic_id)
     if topic is None and wanted.name is not None and not _may_delete(ctx, wanted.name):
-        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     if topic is None:
         if wanted.name is None:
             return _failed(result, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
-        return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
+        return _failed(result, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)  # Kafka gives no message
     if not _may_delete(ctx, topic.name):
-        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+        return _failed(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     try:
         quota.record(len(topic.partitions))
         await ctx.broker.admin.delete_topic(topic.name)

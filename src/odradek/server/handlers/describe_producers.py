@@ -18,6 +18,7 @@ TOPIC_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from odradek.security.authorizer import AclOperation
 from odradek.server.authz import refusing_topics
@@ -26,6 +27,8 @@ from odradek.server.context import RequestContext
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 MIN_VERSION = 0
 MAX_VERSION = 0
+
+_UNKNOWN = "This server does not host this topic-partition."  # Kafka's message for an unknown topic
 
 TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = DescribeProducersResponse.PartitionResponse
@@ -47,9 +50,11 @@ async def _handle(ctx: RequestContext, request: DescribeProducersRequest) -> Des
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
     code, producers = ctx.broker.replica_manager.active_producers(topic, index)
+    known = ctx.broker.metadata_cache.topic(topic) is not None  # Kafka names only an unknown topic
     return PartitionResponse(
         partition_index=index,
         error_code=code,
+        error_message=_UNKNOWN if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not known else None,
         active_producers=[
             ProducerState(
                 producer_id=entry.producer_id,

@@ -79,13 +79,19 @@ async def _once_cached(ctx: RequestContext, results: ElectionResults, timeout_s:
     return {tp: TIMED_OUT if tp in elected and not cached(tp) else r for tp, r in results.items()}
 
 
+# Kafka's messages for the partition outcomes that carry one without a cause of their own
+_MESSAGES = {ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition."}
+
+
 def _response(results: ElectionResults) -> ElectLeadersResponse:
     by_topic: dict[str, ElectLeadersResponse.ReplicaElectionResult] = {}
     for (name, index), result in results.items():
         topic = by_topic.setdefault(name, ElectLeadersResponse.ReplicaElectionResult(topic=name))
         topic.partition_result.append(
             ElectLeadersResponse.PartitionResult(
-                partition_id=index, error_code=result.error, error_message=result.message
+                partition_id=index,
+                error_code=result.error,
+                error_message=result.message or _MESSAGES.get(result.error),
             )
         )
     return ElectLeadersResponse(replica_election_results=list(by_topic.values()))

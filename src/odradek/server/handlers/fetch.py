@@ -451,7 +451,7 @@ def _partition(result: FetchPartitionResult, committed: bool) -> PartitionData:
         FetchResponse.EpochEndOffset(diverging.leader_epoch, diverging.end_offset) if diverging else None,
         None,  # current_leader
         None,  # snapshot_id
-        _aborted(result) if committed else None,
+        _aborted(result) if committed else [] if result.error_code in _REFUSED_BEFORE_READ else None,
         -1,  # preferred_read_replica
         result.records or b"",
     )
@@ -473,5 +473,14 @@ def error_response(request: FetchRequest, version: int, code: int) -> FetchRespo
     )
 
 
+# Errors Kafka answers before reading the partition (unknown, refused): its answer then carries an
+# empty aborted_transactions list, never null.
+_REFUSED_BEFORE_READ = frozenset(
+    {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+)
+
+
 def _failed(partition: int, code: int) -> PartitionData:
-    return PartitionData(partition_index=partition, error_code=code, high_watermark=-1, records=b"")
+    return PartitionData(
+        partition_index=partition, error_code=code, high_watermark=-1, aborted_transactions=[], records=b""
+    )

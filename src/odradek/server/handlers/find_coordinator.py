@@ -47,7 +47,8 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
     found = await _find(ctx, request.key, request.key_type)
     return FindCoordinatorResponse(
         error_code=found.error_code,
-        error_message=found.error_message,
+        # Kafka's v1-v3 answer names the error even when it is NONE (its Errors.NONE.message())
+        error_message=found.error_message if found.error_code else "NONE",
         node_id=found.node_id,
         host=found.host,
         port=found.port,

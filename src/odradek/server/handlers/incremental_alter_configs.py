@@ -34,7 +34,7 @@ from odradek.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from odradek.security.authorizer import AclOperation
-from odradek.server.authz import require_config_resource
+from odradek.server.authz import AUTHORIZATION_FAILURES, require_config_resource
 from odradek.server.config import CONFIG_KEYS, ConfigType, format_value, topic_config_type
 from odradek.server.context import RequestContext
 from odradek.server.handlers.alter_configs import (
@@ -71,6 +71,8 @@ async def handle(
             await _alter(ctx, resource, request.validate_only)
         except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
+            if exc.code in AUTHORIZATION_FAILURES:  # Kafka answers these without a message
+                result.error_message = None
         results.append(result)
     return IncrementalAlterConfigsResponse(responses=results)
 
