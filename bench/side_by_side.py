@@ -8,10 +8,13 @@ The run, in this order, every broker on the same machine as its clients:
    - throughput (bench/throughput.py, the small workload): 100 B and 1 KiB records to a fresh
      one-partition topic, produce MB/s and consume MB/s, the median of RUNS runs after a warm-up;
    - latency (bench/latency.py --keyed): 100 partitions, 1 KiB records keyed over 1,000,000 keys,
-     acks=all, linger.ms 1, at 5, 10 and 20 MB/s; the rate achieved, p50 / p99 / p99.9 from send to
-     receipt, and the broker's CPU per request (utime+stime from /proc/<pid>/stat over the window,
-     divided by the requests the producer and consumer sent in it by librdkafka's statistics: the
-     same client-side count for every broker; odradek's own /metrics count is in the progress lines);
+     acks=all, linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured run at 20 MB/s (the JVM's JIT
+     compilers took half of Kafka's CPU in its first minute here); the rate achieved, p50 / p99 /
+     p99.9 from send to receipt, the broker's CPU in cores (utime+stime from /proc/<pid>/stat over
+     the window) and per request (divided by the requests the producer and consumer sent in it by
+     librdkafka's statistics: the same client-side count for every broker; odradek's own /metrics
+     count is in the progress lines). Requests are not alike from broker to broker: a broker that
+     answers slowly gets fewer, larger ones, so CPU per request is read beside the cores;
    - RSS under load: the highest VmRSS sampled every 0.2 s during the throughput and latency runs;
 2. replication (bench/replication.py) on three brokers of odradek, Kafka 3.9 (on a ZooKeeper) and
    Kafka 4 (KRaft, combined nodes): RF=1 and RF=3 acks=all throughput, CPU seconds per GB on the
@@ -24,10 +27,11 @@ Kafka's JVMs run with the options of Kafka's own start script (1 GiB heap, G1, t
 testing/kafka_reference.SERVER_JVM_OPTIONS). ZooKeeper's CPU and memory are not counted for Kafka 3.9
 nor for odradek's cluster. Progress lines go to stderr, the table to stdout.
 
-Sizes: the full run (100k records per size and 3 runs per throughput figure, 10 s per latency rate,
-50k records per replication throughput run, 3 starts each) takes about 12-15 minutes on a quiet
-2-core machine; `--quick` (10k records and 1 run, only 5 MB/s for 2 s, 3k records per replication
-run, 1 start) checks the whole path in 2-3 minutes and its figures mean little. A broker that cannot
+Sizes: the full run (100k records per size and 3 runs per throughput figure, 10 s per latency rate
+after a 15 s warm-up, 50k records per replication throughput run, 3 starts each) is sized to take
+about 13-15 minutes on a quiet 2-core machine; `--quick` (10k records and 1 run, only 5 MB/s for 2 s
+after a 2 s warm-up, 3k records per replication run, 1 start) checks the whole path in 3-4 minutes
+there (5-6 on a loaded one) and its figures mean little. A broker that cannot
 run here (no Java, no jars, no Tansu binary) is named in one line and its cells say "not run"; a
 measurement that fails says "failed" and the error follows the table; the run goes on either way.
 
@@ -70,14 +74,29 @@ class Plan:
     runs: int  # throughput runs per figure (the median is taken)
     rates: tuple[float, ...]  # latency rates, MB/s
     latency_seconds: float
+    latency_warmup_seconds: float  # one unmeasured run at the highest rate first (a JVM's JIT compiles)
     replication_records: int
     startup_runs: int
 
 
-FULL = Plan(records=100_000, runs=3, rates=(5.0, 10.0, 20.0), latency_seconds=10.0,
-            replication_records=50_000, startup_runs=3)  # fmt: skip
-QUICK = Plan(records=10_000, runs=1, rates=(5.0,), latency_seconds=2.0,
-             replication_records=3_000, startup_runs=1)  # fmt: skip
+FULL = Plan(
+    records=100_000,
+    runs=3,
+    rates=(5.0, 10.0, 20.0),
+    latency_seconds=10.0,
+    latency_warmup_seconds=15.0,
+    replication_records=50_000,
+    startup_runs=3,
+)
+QUICK = Plan(
+    records=10_000,
+    runs=1,
+    rates=(5.0,),
+    latency_seconds=2.0,
+    latency_warmup_seconds=2.0,
+    replication_records=3_000,
+    startup_runs=1,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +223,7 @@ def latency_figures(rate: float) -> dict[str, Figure]:
         "p99": Figure(f"{at} p99 latency, ms", False),
         "p99.9": Figure(f"{at} p99.9 latency, ms", False),
         "cpu": Figure(f"{at} broker CPU per request, us", False, 0),
+        "cores": Figure(f"{at} broker CPU, cores", False, 2),
     }
 
 
@@ -262,6 +282,13 @@ def single_broker_run(table: Table, name: str, plan: Plan) -> None:
             keyed=True,
             key_space=KEY_SPACE,
         )
+        warm_up = argparse.Namespace(**{**vars(options), "seconds": plan.latency_warmup_seconds})
+        try:
+            topic = f"latency-warm-up-{time.time_ns()}"
+            latency.create_topic(broker.bootstrap, topic, PARTITIONS, 1)
+            latency.measure((broker.bootstrap, [pid], metrics), topic, max(plan.rates), warm_up)
+        except Exception as exc:  # the measured runs will say what is wrong
+            progress(f"{name}: the latency warm-up failed: {exc}")
         for index, rate in enumerate(plan.rates):
             figures = latency_figures(rate)
             for figure in figures.values():
@@ -280,6 +307,7 @@ def single_broker_run(table: Table, name: str, plan: Plan) -> None:
                 table.put(at["p99"], name, result.percentile(0.99))
                 table.put(at["p99.9"], name, result.percentile(0.999))
                 table.put(at["cpu"], name, result.cpu_per_request_us)
+                table.put(at["cores"], name, result.cores)
                 if len(result.latencies_ms) < result.sent:
                     table.notes.append(
                         f"{label(name)} at {rate:g} MB/s: {len(result.latencies_ms):,} of {result.sent:,} "
@@ -365,7 +393,8 @@ def header(plan: Plan, quick: bool) -> str:
         f"{'Quick run (figures mean little)' if quick else 'Full run'}, {when}, commit {commit or '?'}\n"
         f"Machine: {throughput.machine_description()}\n"
         f"Throughput: {plan.records:,} records per size, median of {plan.runs}; latency: {PARTITIONS} "
-        f"partitions, keyed, {rates} MB/s for {plan.latency_seconds:g} s each; replication: "
+        f"partitions, keyed, {rates} MB/s for {plan.latency_seconds:g} s each after "
+        f"{plan.latency_warmup_seconds:g} s unmeasured; replication: "
         f"{plan.replication_records:,} records per run, death noticed after {SESSION_TIMEOUT_MS} ms; "
         f"start-up: median of {plan.startup_runs}"
     )
