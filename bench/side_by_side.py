@@ -155,14 +155,12 @@ def ratio(figure: Figure, cells: dict[str, Cell]) -> str:
     if theirs == 0 or ours == 0:
         return "n/a (a zero)"
     times = ours / theirs
-    better = times > 1 if figure.higher_is_better else times < 1
-    if figure.higher_is_better:
-        gap = times - 1 if better else 1 - times  # shares of Kafka's figure
-    else:
-        gap = 1 - times if better else times - 1
     if abs(times - 1) < 0.005:
         return f"{times:.2f}x: even"
-    return f"{times:.2f}x: {'ahead' if better else 'behind'} by {gap:.0%}"
+    better = times > 1 if figure.higher_is_better else times < 1
+    # the gap as a share of Kafka's figure: a rate that much lower or higher, a time or cost that
+    # much longer or shorter
+    return f"{times:.2f}x: {'ahead' if better else 'behind'} by {abs(times - 1):.0%}"
 
 
 # -- measurements ----------------------------------------------------------------------------
