@@ -30,6 +30,7 @@ from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest
 from odradek.protocol.messages.init_producer_id import InitProducerIdRequest
 from odradek.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from odradek.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from odradek.protocol.records.batch import LOG_OVERHEAD
 from odradek.protocol.records.errors import RecordsError
 from odradek.protocol.records.record import iter_batch_records
 from tests.server.raw_client import RawClient
@@ -282,16 +283,21 @@ def batches(value: Any) -> Any:
     id) and its records, so that a difference is named field by field."""
     if not isinstance(value, (bytes, bytearray, memoryview)) or not value:
         return to_tree(value)
+    data = bytes(value)
     try:
-        return [
+        decoded: list[Any] = [
             {
                 **{k: v for k, v in header._asdict().items() if k != "crc"},
                 "records": [to_tree(record) for record in records],
             }
-            for header, records in iter_batch_records(bytes(value))
+            for header, records in iter_batch_records(data)
         ]
     except RecordsError:
-        return bytes(value)
+        return data
+    whole = sum(batch["batch_length"] + LOG_OVERHEAD for batch in decoded)
+    if whole < len(data):  # a batch cut by the size limits: its length is compared
+        decoded.append({"partial_batch_bytes": len(data) - whole})
+    return decoded
 
 
 def normalize(tree: Any, ignored: frozenset[str], unlisted: frozenset[str] = frozenset()) -> Any:
@@ -309,6 +315,8 @@ def normalize(tree: Any, ignored: frozenset[str], unlisted: frozenset[str] = fro
         items = [normalize(item, ignored, unlisted) for item in tree]
         items = [item for item in items if not (isinstance(item, dict) and item.get("name") in unlisted)]
         if items and all(isinstance(item, dict) for item in items):
+            if all("headers" in item for item in items):  # a batch's records: their order is theirs
+                return items
             for key in _SORT_KEYS:
                 if all(key in item for item in items):
                     keyed = {f"[{key}={item[key]!r}]": item for item in items}
