@@ -8,7 +8,7 @@ The run, in this order, every broker on the same machine as its clients:
    - throughput (bench/throughput.py, the small workload): 100 B and 1 KiB records to a fresh
      one-partition topic, produce MB/s and consume MB/s, the median of RUNS runs after a warm-up;
    - latency (bench/latency.py --keyed): 100 partitions, 1 KiB records keyed over 1,000,000 keys,
-     acks=all, linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured run at 20 MB/s (the JVM's JIT
+     acks=all, linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured 10 s run at 20 MB/s (the JVM's JIT
      compilers took half of Kafka's CPU in its first minute here); the rate achieved, p50 / p99 /
      p99.9 from send to receipt, the broker's CPU in cores (utime+stime from /proc/<pid>/stat over
      the window) and per request (divided by the requests the producer and consumer sent in it by
@@ -28,10 +28,11 @@ testing/kafka_reference.SERVER_JVM_OPTIONS). ZooKeeper's CPU and memory are not 
 nor for odradek's cluster. Progress lines go to stderr, the table to stdout.
 
 Sizes: the full run (100k records per size and 3 runs per throughput figure, 10 s per latency rate
-after a 15 s warm-up, 50k records per replication throughput run, 3 starts each) is sized to take
+after a 10 s warm-up, 50k records per replication throughput run, 3 starts each) is sized to take
 about 13-15 minutes on a quiet 2-core machine; `--quick` (10k records and 1 run, only 5 MB/s for 2 s
-after a 2 s warm-up, 3k records per replication run, 1 start) checks the whole path in 3-4 minutes
-there (5-6 on a loaded one) and its figures mean little. A broker that cannot
+and no warm-up, 3k records per replication run, 1 start) checks the whole path, and its figures mean
+little. Most of a quick run is starting JVMs (seven Kafka brokers and three ZooKeepers): about 5 min
+on this machine under a load of 10-20, less on a quiet one. A broker that cannot
 run here (no Java, no jars, no Tansu binary) is named in one line and its cells say "not run"; a
 measurement that fails says "failed" and the error follows the table; the run goes on either way.
 
@@ -74,7 +75,7 @@ class Plan:
     runs: int  # throughput runs per figure (the median is taken)
     rates: tuple[float, ...]  # latency rates, MB/s
     latency_seconds: float
-    latency_warmup_seconds: float  # one unmeasured run at the highest rate first (a JVM's JIT compiles)
+    latency_warmup_seconds: float  # an unmeasured run at the highest rate first (for the JIT); 0: none
     replication_records: int
     startup_runs: int
 
@@ -84,7 +85,7 @@ FULL = Plan(
     runs=3,
     rates=(5.0, 10.0, 20.0),
     latency_seconds=10.0,
-    latency_warmup_seconds=15.0,
+    latency_warmup_seconds=10.0,
     replication_records=50_000,
     startup_runs=3,
 )
@@ -93,7 +94,7 @@ QUICK = Plan(
     runs=1,
     rates=(5.0,),
     latency_seconds=2.0,
-    latency_warmup_seconds=2.0,
+    latency_warmup_seconds=0.0,
     replication_records=3_000,
     startup_runs=1,
 )
@@ -282,9 +283,10 @@ def single_broker_run(table: Table, name: str, plan: Plan) -> None:
         )
         warm_up = argparse.Namespace(**{**vars(options), "seconds": plan.latency_warmup_seconds})
         try:
-            topic = f"latency-warm-up-{time.time_ns()}"
-            latency.create_topic(broker.bootstrap, topic, PARTITIONS, 1)
-            latency.measure((broker.bootstrap, [pid], metrics), topic, max(plan.rates), warm_up)
+            if plan.latency_warmup_seconds > 0:
+                topic = f"latency-warm-up-{time.time_ns()}"
+                latency.create_topic(broker.bootstrap, topic, PARTITIONS, 1)
+                latency.measure((broker.bootstrap, [pid], metrics), topic, max(plan.rates), warm_up)
         except Exception as exc:  # the measured runs will say what is wrong
             progress(f"{name}: the latency warm-up failed: {exc}")
         for index, rate in enumerate(plan.rates):
