@@ -156,12 +156,13 @@ def ratio(figure: Figure, cells: dict[str, Cell]) -> str:
     if theirs == 0 or ours == 0:
         return "n/a (a zero)"
     times = ours / theirs
+    shown = f"{times:.2f}x" if times >= 0.1 else f"{times:.2g}x"  # 0.0031x, not 0.00x
     if abs(times - 1) < 0.005:
-        return f"{times:.2f}x: even"
+        return f"{shown}: even"
     better = times > 1 if figure.higher_is_better else times < 1
     # the gap as a share of Kafka's figure: a rate that much lower or higher, a time or cost that
     # much longer or shorter
-    return f"{times:.2f}x: {'ahead' if better else 'behind'} by {abs(times - 1):.0%}"
+    return f"{shown}: {'ahead' if better else 'behind'} by {abs(times - 1):.0%}"
 
 
 # -- measurements ----------------------------------------------------------------------------
@@ -389,12 +390,12 @@ def header(plan: Plan, quick: bool) -> str:
     ).stdout.strip()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rates = ", ".join(f"{rate:g}" for rate in plan.rates)
+    warm_up = f"{plan.latency_warmup_seconds:g} s unmeasured" if plan.latency_warmup_seconds else "no warm-up"
     return (
         f"{'Quick run (figures mean little)' if quick else 'Full run'}, {when}, commit {commit or '?'}\n"
         f"Machine: {throughput.machine_description()}\n"
         f"Throughput: {plan.records:,} records per size, median of {plan.runs}; latency: {PARTITIONS} "
-        f"partitions, keyed, {rates} MB/s for {plan.latency_seconds:g} s each after "
-        f"{plan.latency_warmup_seconds:g} s unmeasured; replication: "
+        f"partitions, keyed, {rates} MB/s for {plan.latency_seconds:g} s each after {warm_up}; replication: "
         f"{plan.replication_records:,} records per run, death noticed after {SESSION_TIMEOUT_MS} ms; "
         f"start-up: median of {plan.startup_runs}"
     )

@@ -23,6 +23,7 @@ def test_a_rate_below_kafka_is_behind_by_the_share_of_kafkas_rate_missing() -> N
 def test_a_time_above_kafka_is_behind_by_how_much_longer_it_is() -> None:
     assert ratio(TIME, {"odradek": 30.0, "kafka-4": 10.0}) == "3.00x: behind by 200%"
     assert ratio(TIME, {"odradek": 5.0, "kafka-4": 10.0}) == "0.50x: ahead by 50%"
+    assert ratio(TIME, {"odradek": 8.2, "kafka-4": 2689.0}) == "0.003x: ahead by 100%"
 
 
 def test_no_ratio_without_both_figures() -> None:
