@@ -210,7 +210,7 @@ def _acl_entry(user: str, operation: str) -> str:
 def test_scram_user_acls_and_console_clients(target: Secured, unique_topic: str) -> None:
     """A SCRAM-SHA-256 user made with kafka-configs is refused by the console clients until kafka-acls
     grants it a producer's and a consumer's ACLs; alice (PLAIN, no ACL, no super user) can neither change
-    ACLs nor create a topic."""
+    ACLs, describe the group nor create a topic."""
     user, password, group = f"u-{uuid.uuid4().hex[:8]}", "scram-secret", f"{unique_topic}-g"
     _create(target, unique_topic)
     entity = ["--entity-type", "users", "--entity-name", user]
@@ -251,6 +251,12 @@ def test_scram_user_acls_and_console_clients(target: Secured, unique_topic: str)
     denied = run(ACLS, *target.as_user(alice, "--add", "--allow-principal", "User:alice", "--cluster"))
     assert denied.returncode == 1
     assert "ClusterAuthorizationException" in denied.stdout + denied.stderr, denied.stdout + denied.stderr
+    denied = run(GROUPS, *target.as_user(alice, "--describe", "--group", group))
+    assert denied.stdout == (  # exit status 0, as the tool has it
+        "\nError: Executing consumer group command failed due to org.apache.kafka.common.errors."
+        "GroupAuthorizationException: FindCoordinator request for groupId "
+        f"`CoordinatorKey(idValue='{group}', type=GROUP)` failed due to authorization failure\n"
+    )
     denied = run(TOPICS, *target.as_user(alice, "--create", "--topic", f"{unique_topic}-alice"))
     assert denied.returncode == 1
     assert "TopicAuthorizationException: Authorization failed." in denied.stdout + denied.stderr, (
