@@ -39,12 +39,6 @@ DEVIATIONS: dict[str, str] = {
         "odradek creates a group only for a request it accepts, so DescribeGroups then answers Dead. The "
         "Kafka group holds nothing and expires; no client can tell them apart otherwise."
     ),
-    "txn-offset-commit-unverified": (
-        "TxnOffsetCommit: Kafka 3.9 verifies with the transaction coordinator that the group's offsets "
-        "partition is in the producer's transaction with that epoch (KIP-890 part 1) and answers "
-        "INVALID_TXN_STATE without AddOffsetsToTxn, INVALID_PRODUCER_EPOCH for another epoch; odradek "
-        "verifies transactional produce batches only and answers these commits NONE (a gap, not a choice)."
-    ),
     "describe-configs-v0-is-default": (
         "DescribeConfigs v0: Kafka 3.9 answers is_default false for every config (it derives the v0 flag from "
         "a source it never sets on that path); odradek answers true for a config at its default, the "
@@ -116,6 +110,11 @@ FIXES: dict[str, str] = {
     "elect-leaders-not-needed-message": (
         "ElectLeaders: ELECTION_NOT_NEEDED carries Kafka's message \"Leader election not needed for topic "
         'partition." (server/handlers/elect_leaders.py).'
+    ),
+    "txn-offset-commit-verified": (
+        "TxnOffsetCommit: the group's offsets partition is verified with the transaction coordinator first "
+        "(KIP-890 part 1, as Kafka 3.9): INVALID_TXN_STATE without AddOffsetsToTxn, INVALID_PRODUCER_EPOCH "
+        "for another epoch (server/handlers/txn_offset_commit.py)."
     ),
     "api-versions-invalid-empty": (
         "ApiVersions v3+ with an invalid client software name: INVALID_REQUEST with an empty API list, as "
@@ -512,23 +511,13 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
             "0:produce.responses[name='no-t-produce-unknown-topic'].partition_responses[index=0].error_message: kafka='<absent>' odradek='<present>'",
         ),
     ),
-    "txn-offset-commit/fenced-epoch": (
-        "txn-offset-commit-unverified",
-        (
-            "6:txn_offset_commit.topics[name='t-txn-offset-commit-fenced-epoch'].partitions[partition_index=0].error_code: kafka=47 odradek=0",
-        ),
-    ),
-    "txn-offset-commit/without-add-offsets": (
-        "txn-offset-commit-unverified",
-        (
-            "5:txn_offset_commit.topics[name='t-txn-offset-commit-without-add-offsets'].partitions[partition_index=0].error_code: kafka=48 odradek=0",
-        ),
-    ),
 }
 
 
 # case id -> the fix that made it match
 CASE_FIXES: dict[str, str] = {
+    "txn-offset-commit/without-add-offsets": "txn-offset-commit-verified",
+    "txn-offset-commit/fenced-epoch": "txn-offset-commit-verified",
     "acl-denied/delete-topics": "delete-topics-unknown-message",
     "acl-denied/create-topics": "create-topics-denied-config-error",
     "acl-denied/alter-configs": "alter-configs-denied-message",

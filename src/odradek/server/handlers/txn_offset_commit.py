@@ -12,9 +12,16 @@ partition the cluster does not have, OFFSET_METADATA_TOO_LARGE past offset.metad
 INVALID_PRODUCER_EPOCH for a producer epoch older than the one the partition knows (a fenced
 producer); NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the other group APIs.
 
-Deliberate deviations: the transactional id is not checked against the transaction coordinator
-(Kafka 3.9 does not either before KIP-890 part 2); the producer's epoch is checked by the partition's
-producer state as the batch is appended and again when its marker is written. The shard, the
+With transaction.partition.verification.enable (default true; KIP-890 part 1, as Kafka 3.9, whose
+answers tests/differential compares), the group's `__consumer_offsets` partition is first verified
+with the transactional id's coordinator (replication/txn_verification.py, as a transactional
+produce): not in the producer's transaction (no AddOffsetsToTxn) answers INVALID_TXN_STATE, another
+epoch INVALID_PRODUCER_EPOCH, an unknown id or another producer id INVALID_PRODUCER_ID_MAPPING, for
+every partition of the request that passed its own checks; a coordinator that cannot answer
+(unreachable, loading, moved, busy) COORDINATOR_NOT_AVAILABLE, which clients retry.
+
+Deliberate deviations: the producer's epoch is checked by the partition's producer state as the
+batch is appended and again when its marker is written. The shard, the
 partition's only writer, numbers its transactional batches itself from what it replayed; were the
 producer's batches cleaned from the partition while its producer state remains, the next batch of
 that producer would be refused (UNKNOWN_SERVER_ERROR). throttle_time_ms comes from the request quota.
@@ -30,7 +37,9 @@ from collections.abc import Callable
 
 from odradek.coordinator.classic import CommitArgs
 from odradek.coordinator.group import CommittedOffset, TopicPartition
+from odradek.coordinator.partitioning import OFFSETS_TOPIC
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from odradek.security.authorizer import AclOperation
 from odradek.server.authz import require_group, require_transactional_id
@@ -40,6 +49,16 @@ from odradek.server.handlers.offset_commit import checked_offsets
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 4
+
+# The transaction coordinator could not answer the verification: a code the client retries
+_COORDINATOR_UNREACHABLE = frozenset(
+    {
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+)
 
 Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
@@ -56,6 +75,11 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
             p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now_ms
         ),
     )
+    if offsets and ctx.broker.config["transaction.partition.verification.enable"]:
+        refused = await _verified(ctx, request)
+        if refused != ErrorCode.NONE:
+            errors.update(dict.fromkeys(offsets, refused))
+            offsets = {}
     if offsets:
         args = CommitArgs(
             group_id=request.group_id,
@@ -66,6 +90,22 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         )
         errors.update(await coordinator.commit_txn_offsets(args, request.producer_id, request.producer_epoch))
     return _response(request, lambda tp: errors[tp])
+
+
+async def _verified(ctx: RequestContext, request: TxnOffsetCommitRequest) -> int:
+    """NONE when the group's offsets partition is in the producer's transaction with this epoch,
+    else why not; NONE too before the offsets topic exists (the commit then answers as without)."""
+    partition = ctx.broker.group_coordinator.partition_for(request.group_id)
+    if partition is None:
+        return ErrorCode.NONE
+    key = TopicPartition(OFFSETS_TOPIC, partition)
+    failed = await ctx.broker.txn_verifier.verify(
+        request.transactional_id, request.producer_id, request.producer_epoch, [key]
+    )
+    code = failed.get(key, ErrorCode.NONE)
+    if code == ErrorCode.TRANSACTION_ABORTABLE:  # v0-v4 predate it (KIP-890 part 2)
+        return ErrorCode.INVALID_TXN_STATE
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if code in _COORDINATOR_UNREACHABLE else code
 
 
 def _response(
