@@ -3,7 +3,9 @@ ZooKeeper, and the same commands against a Kafka 4.x cluster of three nodes, ass
 output: topics (create with replication factor 3, describe showing leaders and ISRs on the three
 brokers, alter partitions, delete), reassign-partitions (generate, execute with --throttle, the throttles
 it sets, verify clearing them), leader-election (preferred, after a reassignment that put another
-replica first) and log-dirs across the brokers.
+replica first), log-dirs across the brokers, and the tools that find a coordinator or a leader on
+one of the three: consumer-groups (describe, reset-offsets), transactions (describe) and
+delete-records.
 
 Both clusters are brokers 1, 2 and 3 with the same settings (odradek's each in a rack of its own,
 Kafka's in none: either way a topic's replicas and leaders are spread over the three brokers).
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from odradek.testing import kafka_reference
@@ -27,11 +29,14 @@ from odradek.testing.zookeeper import ZooKeeperServer
 from tests.conftest import CLUSTER_SESSION_TIMEOUT_MS
 from tests.kafka_reference.conftest import (
     CONFIGS,
+    DELETE_RECORDS,
     GET_OFFSETS,
+    GROUPS,
     LEADER_ELECTION,
     LOG_DIRS,
     REASSIGN,
     TOPICS,
+    TRANSACTIONS,
     require_kafka,
     run,
     run_ok,
@@ -284,3 +289,55 @@ def test_preferred_leader_election(cluster: Cluster, unique_topic: str, tmp_path
     )
     (partition,) = _describe(cluster, unique_topic, lambda found: found[0]["Leader"] == "2")[1]
     assert (partition["Leader"], partition["Replicas"]) == ("2", "2,1,3")
+
+
+def test_groups_transactions_and_records_on_three_brokers(
+    cluster: Cluster, unique_topic: str, tmp_path: Path
+) -> None:
+    group, transactional_id = f"{unique_topic}-g", f"{unique_topic}-txn"
+    create = ["--create", "--topic", unique_topic, "--partitions", "3", "--replication-factor", "3"]
+    assert run_ok(TOPICS, *cluster.args(*create)) == f"Created topic {unique_topic}.\n"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for index in range(3):
+        producer.produce(unique_topic, f"v{index}".encode(), partition=0)
+    producer.commit_transaction(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(unique_topic, 0, 3)], asynchronous=False)
+    consumer.close()
+
+    head, *rows = [
+        line.split()
+        for line in run_ok(GROUPS, *cluster.args("--describe", "--group", group)).splitlines()
+        if line
+    ]
+    assert (
+        head == "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID".split()
+    )
+    assert rows == [[group, unique_topic, "0", "3", "4", "1", "-", "-", "-"]]  # the commit marker at 3
+    reset = [
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        f"{unique_topic}:0",
+        "--to-earliest",
+        "--execute",
+    ]
+    assert run_ok(GROUPS, *cluster.args(*reset)).split("\n")[-2].split() == [group, unique_topic, "0", "0"]
+
+    head, row = run_ok(
+        TRANSACTIONS, *cluster.args("describe", "--transactional-id", transactional_id)
+    ).splitlines()
+    values = dict(zip(head.split(), row.split(), strict=False))
+    assert int(values["CoordinatorId"]) in BROKERS
+    assert (values["TransactionalId"], values["TransactionState"]) == (transactional_id, "CompleteCommit")
+
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(
+        json.dumps({"partitions": [{"topic": unique_topic, "partition": 0, "offset": 2}], "version": 1})
+    )
+    assert run_ok(DELETE_RECORDS, *cluster.args("--offset-json-file", str(offsets))).splitlines()[-1] == (
+        f"partition: {unique_topic}-0\tlow_watermark: 2"
+    )
