@@ -18,7 +18,9 @@ exposes no /metrics here and Tansu none at all: the requests librdkafka sent (`t
 in its statistics, `statistics.interval.ms`), all of the producer's (its process lives inside the
 window) and the consumer's between the window's two ends (its statistics carry librdkafka's
 CLOCK_MONOTONIC time stamp `ts`, interpolated at the window's ends). The window runs from before
-the producer process starts to the moment it has flushed its last record. For odradek it also
+the producer process starts to the moment it has flushed its last record; for a JVM, the share of
+that CPU its JIT compiler threads took is printed too (a JVM still compiling is not at its speed
+yet). For odradek it also
 prints the requests the broker itself counted by API (the difference of
 `kafka_network_requestmetrics_requests_total` on each broker's `http.listeners` over the window,
 summed over the brokers), which the client count should match within the few requests of
@@ -213,6 +215,22 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICKS
 
 
+def compiler_cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds so far of the JVM's JIT compiler threads (named `C1 CompilerThre`, `C2 ...`) among
+    the threads of `pids`; 0 for a broker that has none."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                if "CompilerThre" not in (task / "comm").read_text():
+                    continue
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the thread ended
+                continue
+            total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
 def requests_by_api(metrics_urls: list[str]) -> dict[str, int]:
     """Kafka's API name -> requests answered so far, summed over the brokers' `/metrics` pages."""
     pattern = re.compile(r"^kafka_network_requestmetrics_requests_total\{([^}]*)\} (\S+)$", re.MULTILINE)
@@ -297,6 +315,7 @@ class LatencyResult:
     wall_s: float  # the measured window
     cpu_s: float  # the broker's user + system CPU over it
     client_requests: float  # the requests producer and consumer sent in it (librdkafka's count)
+    compiler_cpu_s: float  # of `cpu_s`, what a JVM's JIT compiler threads took
     broker_requests: dict[str, int] = field(default_factory=dict)  # by API, from odradek's /metrics
 
     def percentile(self, q: float) -> float:
@@ -305,6 +324,13 @@ class LatencyResult:
     @property
     def cores(self) -> float:
         return self.cpu_s / self.wall_s
+
+    @property
+    def compiler_share(self) -> float:
+        return self.compiler_cpu_s / self.cpu_s if self.cpu_s else 0.0
+
+    def compiler_note(self) -> str:
+        return f" ({self.compiler_share:.0%} of it in JIT compiler threads)" if self.compiler_cpu_s else ""
 
     @property
     def cpu_per_request_us(self) -> float:
@@ -318,7 +344,7 @@ class LatencyResult:
             f"{statistics.median(ms):7.2f} p99 {self.percentile(0.99):7.2f} "
             f"p99.9 {self.percentile(0.999):7.2f} max {ms[-1]:7.2f} ms; broker CPU {self.cores:.2f} cores; "
             f"client requests/s {self.client_requests / self.wall_s:,.0f}, "
-            f"{self.cpu_per_request_us:,.0f} us CPU per request"
+            f"{self.cpu_per_request_us:,.0f} us CPU per request{self.compiler_note()}"
             f"{request_rates(self.broker_requests, self.wall_s, self.cpu_s)}"
         )
 
@@ -342,6 +368,7 @@ def measure(broker: Broker, topic: str, rate: float, args: argparse.Namespace) -
             while not Path(ready).exists():
                 time.sleep(0.05)
         requests_before = requests_by_api(metrics_urls)
+        compiler_before = compiler_cpu_seconds(pids)
         cpu_before, window_start = cpu_seconds(pids), time.monotonic()
         producer = subprocess.Popen(
             [*me, "--role", "producer", "--rate", str(rate), "--seconds", str(seconds), "--flushed", flushed],
@@ -352,6 +379,7 @@ def measure(broker: Broker, topic: str, rate: float, args: argparse.Namespace) -
             time.sleep(0.01)
         window_end = time.monotonic()
         cpu = cpu_seconds(pids) - cpu_before
+        compiler = compiler_cpu_seconds(pids) - compiler_before
         requests_after = requests_by_api(metrics_urls)
         produced, _ = producer.communicate()
         if producer.returncode != 0:
@@ -374,6 +402,7 @@ def measure(broker: Broker, topic: str, rate: float, args: argparse.Namespace) -
         wall_s=window_end - window_start,
         cpu_s=cpu,
         client_requests=client_requests,
+        compiler_cpu_s=compiler,
         broker_requests={
             name: count - requests_before.get(name, 0) for name, count in requests_after.items()
         },

@@ -309,6 +309,11 @@ def single_broker_run(table: Table, name: str, plan: Plan) -> None:
                 table.put(at["p99.9"], name, result.percentile(0.999))
                 table.put(at["cpu"], name, result.cpu_per_request_us)
                 table.put(at["cores"], name, result.cores)
+                if result.compiler_share >= 0.1:
+                    table.notes.append(
+                        f"{label(name)} at {rate:g} MB/s: {result.compiler_share:.0%} of its CPU in the "
+                        "window was its JIT compiler threads' (still warming up)"
+                    )
                 if len(result.latencies_ms) < result.sent:
                     table.notes.append(
                         f"{label(name)} at {rate:g} MB/s: {len(result.latencies_ms):,} of {result.sent:,} "
