@@ -15,14 +15,17 @@ from odradek.protocol.messages import alter_partition_reassignments as apr
 from odradek.protocol.messages import alter_replica_log_dirs as ard
 from odradek.protocol.messages import alter_user_scram_credentials as aus
 from odradek.protocol.messages import api_versions as av
+from odradek.protocol.messages import consumer_group_heartbeat as cgh
 from odradek.protocol.messages import create_acls as ca
 from odradek.protocol.messages import delete_acls as da
 from odradek.protocol.messages import describe_acls as dsa
 from odradek.protocol.messages import describe_client_quotas as dcq
 from odradek.protocol.messages import describe_cluster as dc
 from odradek.protocol.messages import describe_configs as dcf
+from odradek.protocol.messages import describe_topic_partitions as dtp
 from odradek.protocol.messages import describe_user_scram_credentials as dus
 from odradek.protocol.messages import elect_leaders as el
+from odradek.protocol.messages import get_telemetry_subscriptions as gts
 from odradek.protocol.messages import incremental_alter_configs as iac
 from odradek.protocol.messages import leader_and_isr as lai
 from odradek.protocol.messages import list_partition_reassignments as lpr
@@ -844,5 +847,40 @@ CASES += [
     Case(
         "api-versions/bad-client-name",
         (Step(ApiKey.API_VERSIONS, 3, av.ApiVersionsRequest("bad name!", "1.0"), ignore=VERSION_FIELDS),),
+    ),
+]
+
+# APIs one broker serves and the other does not (their version ranges are the api-versions cases)
+CASES += [
+    Case(
+        "unserved/describe-topic-partitions",
+        with_topic(
+            Step(
+                ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+                0,
+                lambda c: dtp.DescribeTopicPartitionsRequest(
+                    topics=[dtp.DescribeTopicPartitionsRequest.TopicRequest(c.topic)]
+                ),
+            )
+        ),
+    ),
+    Case(
+        "unserved/consumer-group-heartbeat",
+        (
+            Step(
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                0,
+                lambda c: cgh.ConsumerGroupHeartbeatRequest(
+                    group_id=c.group,
+                    rebalance_timeout_ms=30000,
+                    subscribed_topic_names=[c.topic],
+                    server_assignor="range",
+                ),
+            ),
+        ),
+    ),
+    Case(
+        "unserved/get-telemetry-subscriptions",
+        (Step(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, gts.GetTelemetrySubscriptionsRequest()),),
     ),
 ]

@@ -80,7 +80,8 @@ DEVIATIONS: dict[str, str] = {
         "is stored), FindCoordinator up to v5 (v6 is KIP-932's share groups), no delegation tokens (38-41), "
         "no UpdateFeatures, Envelope, AllocateProducerIds or KIP-848 consumer groups (57, 58, 67-69), the "
         "controller-to-broker APIs (4-7, 56) only in ZooKeeper mode, and DescribeTopicPartitions (75), "
-        "which Kafka serves on KRaft brokers only."
+        "which Kafka serves on KRaft brokers only. Sent anyway, an API a broker does not serve closes the "
+        "connection there, but ConsumerGroupHeartbeat, which Kafka 3.9 answers UNSUPPORTED_VERSION."
     ),
     "list-offsets-v0": (
         "ListOffsets v0 (the multi-offset answer built from segment times) is not served by odradek "
@@ -509,6 +510,18 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "produce-error-answer",
         (
             "0:produce.responses[name='no-t-produce-unknown-topic'].partition_responses[index=0].error_message: kafka='<absent>' odradek='<present>'",
+        ),
+    ),
+    "unserved/describe-topic-partitions": (
+        "api-versions-ranges",
+        (
+            "2:describe_topic_partitions: kafka='<connection closed>' odradek={'topics': {\"[name='t-unserved-describe-topic-partitions']\": {'error_code': 0, 'name': 't-unserved-describe-topic-partitions', 'is_internal': False, 'partitions': {'[partition_index=0]': {'error_code': 0, 'partition_index': 0, 'leader_id': 1, 'leader_epoch': 0, 'replica_nodes': [1], 'isr_nodes': [1], 'eligible_leader_replicas': [], 'last_known_elr': [], 'offline_replicas': []}}, 'topic_authorized_operations': 3576}}, 'next_cursor': None}",
+        ),
+    ),
+    "unserved/consumer-group-heartbeat": (
+        "api-versions-ranges",
+        (
+            "0:consumer_group_heartbeat: kafka={'error_code': 35, 'error_message': '<absent>', 'member_epoch': 0, 'heartbeat_interval_ms': 0, 'assignment': None} odradek='<connection closed>'",
         ),
     ),
 }

@@ -17,6 +17,9 @@ from tests.differential.engine import Case, Pair, run_case
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "differential.md"
 
+# the file runs for a minute or two: `make test` starts it first (tests/conftest.py's file order)
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_same_answers(pair: Pair, case: Case) -> None:
