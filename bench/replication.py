@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from peers import KAFKA_VERSIONS, missing  # noqa: E402
 
 from odradek.testing import kafka_reference  # noqa: E402
 from odradek.testing.cluster import LocalCluster, eventually  # noqa: E402
@@ -52,7 +53,6 @@ from odradek.testing.zookeeper import ZooKeeperServer  # noqa: E402
 RECORD = 1024
 TICKS = os.sysconf("SC_CLK_TCK")
 CLUSTERS = ("odradek", "kafka-3.9", "kafka-4")
-KAFKA_VERSIONS = {"kafka-3.9": kafka_reference.ZOOKEEPER_VERSION, "kafka-4": kafka_reference.KRAFT_VERSION}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -67,11 +67,6 @@ class Cluster:
     bootstrap: str
     pids: dict[int, int]
     kill: Callable[[int], None]
-
-
-def missing(name: str) -> str | None:
-    """One line saying why the cluster `name` cannot run here, or None when it can."""
-    return kafka_reference.missing(KAFKA_VERSIONS[name]) if name in KAFKA_VERSIONS else None
 
 
 @contextmanager
