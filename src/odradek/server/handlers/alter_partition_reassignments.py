@@ -46,4 +46,16 @@ async def handle(
 def error_response(
     request: AlterPartitionReassignmentsRequest, version: int, code: int
 ) -> AlterPartitionReassignmentsResponse:
-    return AlterPartitionReassignmentsResponse(error_code=code)
+    """The error, and the same error for each asked partition, as Kafka answers a refused request
+    (tests/differential)."""
+    message = _MESSAGES.get(code)
+    Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+    Partition = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+    responses = [
+        Topic(t.name, [Partition(p.partition_index, code, message) for p in t.partitions])
+        for t in request.topics
+    ]
+    return AlterPartitionReassignmentsResponse(error_code=code, error_message=message, responses=responses)
+
+
+_MESSAGES = {ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed."}

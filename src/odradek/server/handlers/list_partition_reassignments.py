@@ -42,4 +42,10 @@ async def handle(
 def error_response(
     request: ListPartitionReassignmentsRequest, version: int, code: int
 ) -> ListPartitionReassignmentsResponse:
-    return ListPartitionReassignmentsResponse(error_code=code)
+    """The error, with each asked partition listed without replicas, as Kafka answers a refused
+    request (tests/differential)."""
+    Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+    Partition = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
+    topics = [Topic(t.name, [Partition(i) for i in t.partition_indexes]) for t in request.topics or ()]
+    message = "Cluster authorization failed." if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED else None
+    return ListPartitionReassignmentsResponse(error_code=code, error_message=message, topics=topics)
