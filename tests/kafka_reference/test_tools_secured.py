@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing import kafka_reference
-from odradek.testing.broker import free_port
+from odradek.testing.broker import BrokerProcess, free_port
 from tests.kafka_reference.conftest import (
     ACLS,
     CONFIGS,
@@ -56,9 +56,9 @@ from tests.security.sasl_brokers import (
     jaas,
     sasl_overrides,
 )
-from tests.security.tls_broker import DebugBrokerProcess, Pki, make_pki
+from tests.security.tls_broker import Pki, make_pki
 
-pytestmark = pytest.mark.slow  # about 50 JVM starts over TLS, and a Kafka broker
+pytestmark = pytest.mark.slow  # about 60 JVM starts over TLS, and a Kafka broker
 
 LISTENER = "sasl_ssl"
 SETTINGS: dict[str, object] = {
@@ -130,7 +130,7 @@ def _odradek(root: Path, pki: Pki) -> Iterator[Secured]:
         },
     )
     data = root / "data"
-    with DebugBrokerProcess(data, port=port, overrides=overrides, output_path=root / "broker.out") as broker:
+    with BrokerProcess(data, port=port, overrides=overrides, output_path=root / "broker.out") as broker:
         yield Secured("odradek", broker.bootstrap, str(data), pki.ca.cert_path, root)
 
 
@@ -138,20 +138,21 @@ def _odradek(root: Path, pki: Pki) -> Iterator[Secured]:
 def _kafka(root: Path, pki: Pki) -> Iterator[Secured]:
     """Kafka 4.x with a SASL_SSL listener for the tools beside the PLAINTEXT one its controller and
     start-up probe use (User:ANONYMOUS, a super user there)."""
-    port = free_port()
-    broker = kafka_reference.KafkaBroker(root / "kafka")
+    port, plain, controller = free_port(), free_port(), free_port()
     secured = f"SASL_SSL://127.0.0.1:{port}"
-    broker.overrides = sasl_overrides(
+    overrides = sasl_overrides(
         LISTENER,
         **{
-            "listeners": f"PLAINTEXT://{broker.bootstrap},CONTROLLER://127.0.0.1:{broker.controller_port},"
-            + secured,
-            "advertised.listeners": f"PLAINTEXT://{broker.bootstrap},{secured}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{controller},{secured}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},{secured}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
             "super.users": f"User:{ADMIN};User:ANONYMOUS",
             **pki.ssl_settings(client_auth="none"),
             **SETTINGS,
         },
+    )
+    broker = kafka_reference.KafkaBroker(
+        root / "kafka", port=plain, controller_port=controller, overrides=overrides
     )
     with broker:
         yield Secured("kafka", f"127.0.0.1:{port}", str(root / "kafka" / "data"), pki.ca.cert_path, root)
