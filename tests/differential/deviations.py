@@ -50,9 +50,9 @@ DEVIATIONS: dict[str, str] = {
     ),
     "error-message-presence": (
         "Free-text error messages only: with the same error code, one broker fills error_message and the other "
-        "leaves it null or empty (Kafka names the request and session in a cluster authorization failure, "
-        "odradek gives none; odradek names an unknown topic in DescribeConfigs, Kafka gives ''). Clients act "
-        "on the code."
+        "leaves it null or empty (Kafka names the request and session in a cluster authorization failure of "
+        "the ACL APIs, odradek gives none; odradek names an unknown topic in DescribeConfigs, which its own "
+        "configs tool prints, where Kafka gives ''). Clients act on the code."
     ),
     "no-broker-loggers": (
         "DescribeConfigs of a BROKER_LOGGER resource (Kafka's log4j levels): odradek has no broker logger "
@@ -122,6 +122,11 @@ FIXES: dict[str, str] = {
         "the answer lists each asked partition (with the error, for Alter) and Kafka's message, as Kafka's "
         "(server/handlers/alter_partition_reassignments.py, list_partition_reassignments.py)."
     ),
+    "client-quotas-messages": (
+        "AlterClientQuotas refused for cluster authorization carries Kafka's message on each entry, and "
+        "DescribeClientQuotas with a bad filter its reason (server/handlers/alter_client_quotas.py, "
+        "describe_client_quotas.py)."
+    ),
     "api-versions-invalid-empty": (
         "ApiVersions v3+ with an invalid client software name: INVALID_REQUEST with an empty API list, as "
         "Kafka 3.9 answers, not the list (server/handlers/api_versions.py)."
@@ -142,10 +147,6 @@ FIXES: dict[str, str] = {
 
 # case id -> the deviation it shows and the exact difference lines (kafka first, then odradek)
 CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "acl-denied/alter-client-quotas": (
-        "error-message-presence",
-        ("2:alter_client_quotas.entries[0].error_message: kafka='<present>' odradek='<absent>'",),
-    ),
     "acl-denied/create-acls": (
         "error-message-presence",
         ("2:create_acls.results[0].error_message: kafka='<present>' odradek='<absent>'",),
@@ -265,10 +266,6 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
             "0:api_versions.api_keys[api_key=75]: kafka='<missing>' odradek={'api_key': 75, 'min_version': 0, 'max_version': 0}",
             "0:api_versions.api_keys[api_key=7]: kafka={'api_key': 7, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
         ),
-    ),
-    "client-quotas/describe-bad-type": (
-        "error-message-presence",
-        ("0:describe_client_quotas.error_message: kafka='<present>' odradek='<absent>'",),
     ),
     "controller/leader-and-isr-stale-epoch": (
         "controller-apis-single-node",
@@ -520,6 +517,8 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # case id -> the fix that made it match
 CASE_FIXES: dict[str, str] = {
+    "acl-denied/alter-client-quotas": "client-quotas-messages",
+    "client-quotas/describe-bad-type": "client-quotas-messages",
     "acl-denied/alter-reassignments": "reassignments-denied-shape",
     "acl-denied/list-reassignments": "reassignments-denied-shape",
     "txn-offset-commit/without-add-offsets": "txn-offset-commit-verified",

@@ -83,6 +83,7 @@ def _echo(entry: AlterClientQuotasRequest.EntryData) -> list[AlterClientQuotasRe
 
 
 def error_response(request: AlterClientQuotasRequest, version: int, code: int) -> AlterClientQuotasResponse:
-    return AlterClientQuotasResponse(
-        entries=[Entry(error_code=code, entity=_echo(entry)) for entry in request.entries]
-    )
+    message = "Cluster authorization failed." if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED else None
+    # the refusal's message on each entry, as Kafka's
+    entries = [Entry(error_code=code, error_message=message, entity=_echo(e)) for e in request.entries]
+    return AlterClientQuotasResponse(entries=entries)

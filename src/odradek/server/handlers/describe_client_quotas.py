@@ -48,7 +48,10 @@ Entry = DescribeClientQuotasResponse.EntryData
 
 async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
-    wanted = _filter(request.components)
+    try:
+        wanted = _filter(request.components)
+    except KafkaError as exc:  # a bad filter: the error with its reason, as Kafka answers
+        return DescribeClientQuotasResponse(error_code=exc.code, error_message=exc.message, entries=None)
     entries = []
     for (entity_type, name), configs in sorted(ctx.broker.store.client_entities().items()):
         values = quota_values(configs)
