@@ -13,22 +13,26 @@ ZooKeeper, then odradek), quota.window.num and quota.window.size.seconds left at
   as fast as they go: idempotent, linger.ms 5, batch.size 200,000, the settings of the issue's
   observation), two Java producers (Kafka 4.x's own ProducerPerformance, --throughput -1,
   --record-size 10000, batch.size 200,000 so that the quota and not its 16 KiB default batch is
-  what holds it) and two librdkafka consumers reading `q-prefill` from its start.
+  what holds it), two librdkafka consumers and two Java consumers (Kafka 4.x's ConsumerPerformance,
+  its defaults) reading `q-prefill` from its start.
 
 What a client got is read every 0.25 s: a producer's topic's high watermark (records x 10,000
-bytes, read by this process), a consumer's record bytes received. A client at full speed under a
+bytes, read by this process), a consumer's record bytes received (ConsumerPerformance's progress
+lines for the Java one). A client at full speed under a
 quota of 11 windows does not run at an even rate: it is let through in a burst of up to num - 1
 windows' worth whenever its old samples expire (about every 12 s), then trickles until the next,
 so the rate over a fixed span (the issue's 14-34 s) depends on how many bursts fall inside it.
 The steady state is therefore measured over whole cycles: from the first to the last burst within
---from to --to seconds after the start (the span's rate where under two bursts are found). The
+--from to --to seconds after the client's start, its first bytes (the span's rate where under two
+bursts are found; clients started together on a loaded machine get going seconds apart, the JVMs
+last, so each is measured from its own start and all run 30 s longer than --to). The
 throttle times are the clients' own: librdkafka's statistics (the throttle_time_ms of its
-responses) and the Java producer's NetworkClient log lines; their sum over the span's length says
+responses) and the Java clients' NetworkClient log lines; their sum over the span's length says
 how much of it the client was held. Also printed: each broker's CPU in the span (/proc) and the
 machine's load average, since other work on the machine slows a broker down.
 
 Run `python bench/quota_side_by_side.py [--kafka 4.4.0[,3.9.2]] [--from 14] [--to 60]` from the
-repository root (about 2.5 minutes with one Kafka, 3.7 with two). Numbers, not assertions.
+repository root (about 4 minutes with one Kafka, 5.5 with two). Numbers, not assertions.
 """
 
 from __future__ import annotations
@@ -67,13 +71,15 @@ PREFILL_TOPIC = "q-prefill"
 PREFILL_MARGIN = 1.25  # the consumers must never run dry
 SAMPLE_S = 0.25  # how often a client's cumulative bytes are read
 FIRST_BURST_S = 5.0  # bursts are looked for after the start's own
+START_GRACE_S = 30.0  # the clients run this much longer than --to: their origins differ
 BURST_GAP_S = 8.0  # a burst cannot follow another sooner: the window must roll over first
+JAVA_PROGRESS = re.compile(r"^([0-9-]+ [0-9:]+):([0-9]+), [0-9]+, ([0-9.]+),")  # ConsumerPerformance
 JAVA_THROTTLE = re.compile(r"^\[([0-9-]+ [0-9:]+),([0-9]+)\] WARN .* is throttled for ([0-9]+) ms")
 
 
 @dataclass(frozen=True)
 class Client:
-    kind: str  # rdkafka-producer, java-producer, rdkafka-consumer
+    kind: str  # rdkafka-producer, java-producer, rdkafka-consumer, java-consumer
     quota_mib: int
 
     @property
@@ -83,6 +89,10 @@ class Client:
     @property
     def topic(self) -> str:
         return PREFILL_TOPIC if self.is_consumer else f"q-{self.client_id}"
+
+    @property
+    def is_java(self) -> bool:
+        return self.kind.startswith("java")
 
     @property
     def is_consumer(self) -> bool:
@@ -98,23 +108,29 @@ class Client:
             "rdkafka-producer": "librdkafka producer",
             "java-producer": "Java producer (ProducerPerformance)",
             "rdkafka-consumer": "librdkafka consumer",
+            "java-consumer": "Java consumer (ConsumerPerformance)",
         }[self.kind]
 
 
 CLIENTS = tuple(
-    Client(kind, mib) for kind in ("rdkafka-producer", "java-producer", "rdkafka-consumer") for mib in (1, 4)
+    Client(kind, mib)
+    for kind in ("rdkafka-producer", "java-producer", "rdkafka-consumer", "java-consumer")
+    for mib in (1, 4)
 )
 
 
 @dataclass
 class Series:
-    """What one client got: its cumulative bytes at times (seconds after the start), and the
-    throttle times its responses carried (average and largest ms in the span; None: not read)."""
+    """What one client got: its cumulative bytes at times (seconds after the clients were started),
+    and the throttle times its responses carried: (time, sum ms, count, largest ms) records."""
 
     points: list[tuple[float, int]] = field(default_factory=list)
-    throttle_avg: float | None = None
-    throttle_max: float | None = None
-    throttle_sum: float | None = None
+    throttles: list[tuple[float, float, int, float]] = field(default_factory=list)
+
+    def origin(self) -> float:
+        """When the client got its first bytes: its own start (JVMs and processes started together on
+        a loaded machine get going seconds apart)."""
+        return next((when for when, got in self.points if got > 0), 0.0)
 
     def at(self, when: float) -> float:
         """The cumulative bytes at `when`, linear between the two points around it."""
@@ -136,7 +152,7 @@ class Series:
         onsets: list[float] = []
         armed = False
         for when, _ in self.points:
-            if when < FIRST_BURST_S or when > end:
+            if when < self.origin() + FIRST_BURST_S or when > end:
                 continue
             ahead = self.at(when + 1.0) - self.at(when)
             if (
@@ -159,54 +175,58 @@ class Steady:
     span_mib: float  # over the issue's span (--from to --issue-to)
     steady_mib: float  # between its first and last burst in the run's span, or the span's rate
     period_s: float | None  # the bursts' mean period (None: no two bursts, the span's rate)
-    onsets: list[float]
-    throttle_avg: float | None
-    throttle_max: float | None
-    throttled: float | None  # the throttle times' sum over the span's length
+    onsets: list[float]  # seconds after the client's origin
+    origin: float  # when the client got its first bytes, seconds after the clients were started
+    throttle_avg: float
+    throttle_max: float
+    throttled: float  # the throttle times' sum over the span's length
+    short_s: float  # how much of the span the run did not cover (the client started late)
 
     @classmethod
     def of(cls, series: Series, quota_mib: int, args: argparse.Namespace) -> Steady:
-        onsets = series.bursts(args.start, args.end, quota_mib * MiB)
-        span = series.rate(args.start, args.issue_end)
+        """The spans are seconds after the client's own origin."""
+        origin = series.origin()
+        start, end = origin + args.start, origin + args.end
+        onsets = series.bursts(start, end, quota_mib * MiB)
+        span = series.rate(start, origin + args.issue_end)
         if len(onsets) >= 2:
             steady, period = series.rate(onsets[0], onsets[-1]), (onsets[-1] - onsets[0]) / (len(onsets) - 1)
         else:
-            steady, period = series.rate(args.start, args.end), None
-        throttled = (
-            None if series.throttle_sum is None else series.throttle_sum / 1000 / (args.end - args.start)
+            steady, period = series.rate(start, end), None
+        throttles = [t for t in series.throttles if start <= t[0] <= end]
+        total, count = sum(t[1] for t in throttles), sum(t[2] for t in throttles)
+        largest = max((t[3] for t in throttles), default=0.0)
+        average = total / count if count else 0.0
+        relative = [onset - origin for onset in onsets]
+        short = max(0.0, end - series.points[-1][0]) if series.points else end
+        return cls(
+            span, steady, period, relative, origin, average, largest, total / 1000 / (end - start), short
         )
-        return cls(span, steady, period, onsets, series.throttle_avg, series.throttle_max, throttled)
 
 
 # --- the client processes -----------------------------------------------------------------------
 
 
 class ThrottleStats:
-    """The throttle_time_ms statistics librdkafka reports each second, summed over a span."""
+    """The throttle_time_ms statistics librdkafka reports each second: (time, sum, count, largest)."""
 
-    def __init__(self, t0: float, start: float, end: float) -> None:
-        self.t0, self.start, self.end = t0, start, end
-        self.total = 0.0
-        self.count = 0
-        self.largest = 0.0
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.records: list[tuple[float, float, int, float]] = []
 
     def __call__(self, stats_json: str) -> None:
         at = time.monotonic() - self.t0
-        if not self.start < at <= self.end + 0.5:
-            return
         for broker in json.loads(stats_json).get("brokers", {}).values():
             throttle = broker.get("throttle") or {}
-            self.total += throttle.get("sum", 0)
-            self.count += throttle.get("cnt", 0)
-            self.largest = max(self.largest, throttle.get("max", 0))
+            if throttle.get("cnt", 0):
+                self.records.append((at, throttle["sum"], throttle["cnt"], throttle.get("max", 0)))
 
     def result(self) -> dict[str, object]:
-        average = self.total / self.count if self.count else 0.0
-        return {"throttle_avg": average, "throttle_max": self.largest, "throttle_sum": self.total}
+        return {"throttles": self.records}
 
 
 def run_rdkafka_producer(args: argparse.Namespace) -> dict[str, object]:
-    stats = ThrottleStats(args.t0, args.start, args.end)
+    stats = ThrottleStats(args.t0)
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -233,7 +253,7 @@ def run_rdkafka_producer(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run_rdkafka_consumer(args: argparse.Namespace) -> dict[str, object]:
-    stats = ThrottleStats(args.t0, args.start, args.end)
+    stats = ThrottleStats(args.t0)
     consumer = Consumer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -390,25 +410,42 @@ class Watcher(threading.Thread):
             self.consumer.close()
 
 
-def java_throttles(text: str, wall_t0: float, start: float, end: float) -> tuple[float, float, float]:
-    """(average, largest, sum) of the throttle ms the Java producer's NetworkClient logged in [start, end]."""
-    times = []
+def java_time(stamp: str, millis: str) -> float:
+    """The wall-clock time of a Java client's line (local time, to the millisecond)."""
+    return time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(millis) / 1000
+
+
+def java_series(text: str, wall_t0: float) -> Series:
+    """A Java client's throttle times (its NetworkClient's log lines) and, for ConsumerPerformance,
+    its cumulative MiB consumed (its progress lines)."""
+    series = Series([(0.0, 0)])
     for line in text.splitlines():
-        match = JAVA_THROTTLE.match(line)
-        if match is None:
-            continue
-        stamp = time.mktime(time.strptime(match[1], "%Y-%m-%d %H:%M:%S")) + int(match[2]) / 1000
-        if start <= stamp - wall_t0 <= end:
-            times.append(int(match[3]))
-    return (sum(times) / len(times), max(times), sum(times)) if times else (0.0, 0.0, 0.0)
+        if (progress := JAVA_PROGRESS.match(line)) is not None:
+            at = java_time(progress[1], progress[2]) - wall_t0
+            series.points.append((at, int(float(progress[3]) * MiB)))
+        elif (match := JAVA_THROTTLE.match(line)) is not None:
+            throttle = int(match[3])
+            series.throttles.append((java_time(match[1], match[2]) - wall_t0, throttle, 1, throttle))
+    return series
 
 
 def spawn_client(
     client: Client, bootstrap: str, t0: float, args: argparse.Namespace, work: Path
 ) -> subprocess.Popen:
     out = open(work / f"{client.client_id}.out", "w")  # noqa: SIM115 - closed with the process
-    if client.kind == "java-producer":
-        version = args.java_version
+    version = args.java_version
+    logging = kafka_reference._logging_config(version, work / "java-logging", "WARN", "")
+    if client.kind == "java-consumer":
+        argv = kafka_reference.java_command(
+            version,
+            "org.apache.kafka.tools.ConsumerPerformance",
+            ["--bootstrap-server", bootstrap, "--topic", client.topic, "--num-records", str(10**9),
+             "--timeout", "600000", "--show-detailed-stats", "--reporting-interval", "250",
+             "--group", f"group-{client.client_id}", "--command-property", f"client.id={client.client_id}"],
+            heap=kafka_reference.TOOL_HEAP,
+            logging=logging,
+        )  # fmt: skip
+    elif client.kind == "java-producer":
         argv = kafka_reference.java_command(
             version,
             "org.apache.kafka.tools.ProducerPerformance",
@@ -417,18 +454,18 @@ def spawn_client(
              f"bootstrap.servers={bootstrap}", f"client.id={client.client_id}", "batch.size=200000",
              "linger.ms=5"],
             heap=kafka_reference.TOOL_HEAP,
-            logging=kafka_reference._logging_config(version, work / "java-logging", "WARN", ""),
+            logging=logging,
         )  # fmt: skip
     else:
         argv = [sys.executable, __file__, "--client", client.kind, "--bootstrap", bootstrap,
                 "--client-id", client.client_id, "--topic", client.topic, "--t0", repr(t0),
-                "--from", str(args.start), "--to", str(args.end)]  # fmt: skip
+                "--to", str(args.end + START_GRACE_S)]  # fmt: skip
     return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, process_group=0)
 
 
 def stop(processes: dict[Client, subprocess.Popen]) -> None:
     for c, process in processes.items():
-        if c.kind == "java-producer" and process.poll() is None:
+        if c.is_java and process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
     for process in processes.values():
         try:
@@ -451,17 +488,18 @@ class Run:
 def measure(bootstrap: str, pid: int, args: argparse.Namespace) -> Run:
     create_topics(bootstrap)
     consumer_bytes = max(c.quota_mib for c in CLIENTS if c.is_consumer) * MiB
-    prefill(bootstrap, int(PREFILL_MARGIN * consumer_bytes * (args.end + 11)))
+    prefill(bootstrap, int(PREFILL_MARGIN * consumer_bytes * (args.end + START_GRACE_S + 11)))
     set_quotas(bootstrap)
     time.sleep(2.0)  # the quotas reach the broker's quota managers
     with tempfile.TemporaryDirectory(prefix="quota-clients-") as root:
         work = Path(root)
         t0, wall_t0 = time.monotonic(), time.time()
-        watcher = Watcher(bootstrap, pid, [c for c in CLIENTS if not c.is_consumer], t0, args.end + 1.0)
+        until = args.end + START_GRACE_S
+        watcher = Watcher(bootstrap, pid, [c for c in CLIENTS if not c.is_consumer], t0, until + 1.0)
         watcher.start()
         processes = {c: spawn_client(c, bootstrap, t0, args, work) for c in CLIENTS}
         try:
-            watcher.join(args.end + 60)
+            watcher.join(until + 60)
             if watcher.failure is not None:
                 raise watcher.failure
         finally:
@@ -469,25 +507,24 @@ def measure(bootstrap: str, pid: int, args: argparse.Namespace) -> Run:
         series = watcher.series
         for c in CLIENTS:
             text = (work / f"{c.client_id}.out").read_text()
-            if c.kind == "java-producer":
-                throttles = java_throttles(text, wall_t0, args.start, args.end)
-                series[c].throttle_avg, series[c].throttle_max, series[c].throttle_sum = throttles
+            if c.is_java:
+                java = java_series(text, wall_t0)
+                if c.is_consumer:
+                    series[c] = java
+                series[c].throttles = java.throttles
                 continue
             if processes[c].returncode:
                 raise RuntimeError(f"{c.client_id} exited with {processes[c].returncode}:\n{text[-2000:]}")
             stats = json.loads(text.strip().splitlines()[-1])
             if c.is_consumer:
                 series[c] = Series([tuple(p) for p in stats["points"]])
-            series[c].throttle_avg, series[c].throttle_max = stats["throttle_avg"], stats["throttle_max"]
-            series[c].throttle_sum = stats["throttle_sum"]
-    loads = [load for at, load in watcher.load if args.start <= at <= args.end]
+            series[c].throttles = [tuple(t) for t in stats["throttles"]]
+    loads = [load for at, load in watcher.load if args.start <= at <= until]
     steady = {c: Steady.of(series[c], c.quota_mib, args) for c in CLIENTS}
-    return Run(steady, watcher.cores(args.start, args.end), (min(loads), max(loads)), series)
+    return Run(steady, watcher.cores(args.start, until), (min(loads), max(loads)), series)
 
 
 def throttle_text(result: Steady) -> str:
-    if result.throttle_avg is None or result.throttle_max is None or result.throttled is None:
-        return "-"
     return f"{result.throttle_avg:.0f} / {result.throttle_max:.0f} ({result.throttled:.0%})"
 
 
@@ -530,7 +567,9 @@ def main() -> None:
         run = runs[name]
         print(f"  broker CPU {run.cores:.2f} cores, {load_text(run)} in the span")
         for c, r in run.clients.items():
-            print(f"  {c.client_id:>20}: {args.start:g}-{args.issue_end:g} s {r.span_mib:.2f} MiB/s, "
+            short = f" (the run ended {r.short_s:.1f} s before its span)" if r.short_s > 0.5 else ""
+            print(f"  {c.client_id:>20}: first bytes at {r.origin:.1f} s{short}; "
+                  f"{args.start:g}-{args.issue_end:g} s {r.span_mib:.2f} MiB/s, "
                   f"steady {steady_text(r)}, throttle avg/max ms {throttle_text(r)}, "
                   f"bursts at {', '.join(f'{o:.1f}' for o in r.onsets) or '-'} s", flush=True)  # fmt: skip
     print_tables(runs, [f"Kafka {v}" for v in versions], args)
