@@ -30,6 +30,8 @@ MAX_VERSION = 0
 
 _UNKNOWN = "This server does not host this topic-partition."  # Kafka's message for an unknown topic
 
+_REFUSED = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed."}  # Kafka's message
+
 TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = DescribeProducersResponse.PartitionResponse
 ProducerState = DescribeProducersResponse.ProducerState
@@ -70,12 +72,14 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse
 
 
 def error_response(request: DescribeProducersRequest, version: int, code: int) -> DescribeProducersResponse:
+    message = _REFUSED.get(code)
     return DescribeProducersResponse(
         topics=[
             TopicResponse(
                 name=t.name,
                 partitions=[
-                    PartitionResponse(partition_index=p, error_code=code) for p in t.partition_indexes
+                    PartitionResponse(partition_index=p, error_code=code, error_message=message)
+                    for p in t.partition_indexes
                 ],
             )
             for t in request.topics
