@@ -24,6 +24,7 @@ from odradek.protocol.messages import metadata as md
 from odradek.protocol.messages import produce as pr
 from odradek.protocol.messages import sync_group as sg
 from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.protocol.records.compression import CompressionType
 from tests.differential.engine import Ctx, Step
 
 TIMESTAMP = 1_700_000_000_000
@@ -54,6 +55,7 @@ def records(
     seq: int = -1,
     txn: bool = False,
     timestamp: int = TIMESTAMP,
+    compression: CompressionType = CompressionType.NONE,
 ) -> Callable[[Ctx], bytes]:
     """A record batch (as a function of the Ctx, for producer ids saved by earlier steps)."""
 
@@ -65,6 +67,7 @@ def records(
         ]
         return build_batch(
             batch,
+            compression,
             producer_id=producer_field(pid, c, "producer_id"),
             producer_epoch=producer_field(epoch, c, "producer_epoch"),
             base_sequence=seq,

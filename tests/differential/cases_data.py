@@ -12,6 +12,7 @@ from odradek.protocol.messages import delete_records as dr
 from odradek.protocol.messages import describe_log_dirs as dl
 from odradek.protocol.messages import describe_producers as dp
 from odradek.protocol.messages import offset_for_leader_epoch as oe
+from odradek.protocol.records.compression import CompressionType
 from tests.differential.build import fetch, fmt, init_producer, list_offsets, produce, ready, records, topic
 from tests.differential.engine import Case, Step
 
@@ -147,6 +148,33 @@ CASES += [
     Case("produce/compact-with-key", with_topic(produce(records(1)), configs={"cleanup.policy": "compact"})),
     Case("produce/truncated-batch", with_topic(produce(lambda c: records(3)(c)[:-5]))),
     Case("produce/empty-records", with_topic(produce(b""))),
+]
+
+# Compressed batches, as produced and as a topic's compression.type rewrites them
+for codec in ("GZIP", "SNAPPY", "LZ4", "ZSTD"):
+    CASES.append(
+        Case(
+            f"compression/{codec.lower()}-round-trip",
+            with_topic(produce(records(3, compression=CompressionType[codec]), version=9), fetch()),
+        )
+    )
+CASES += [
+    Case(
+        "compression/topic-gzip-recompresses",
+        with_topic(produce(records(3)), fetch(), configs={"compression.type": "gzip"}),
+    ),
+    Case(
+        "compression/topic-uncompressed-decompresses",
+        with_topic(
+            produce(records(3, compression=CompressionType.LZ4)),
+            fetch(),
+            configs={"compression.type": "uncompressed"},
+        ),
+    ),
+    Case(
+        "compression/zstd-on-old-produce-version",
+        with_topic(produce(records(2, compression=CompressionType.ZSTD), version=6)),
+    ),
 ]
 
 # Idempotent producer: sequences, gaps, duplicates, fenced epochs

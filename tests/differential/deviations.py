@@ -83,6 +83,17 @@ DEVIATIONS: dict[str, str] = {
         "which Kafka serves on KRaft brokers only. Sent anyway, an API a broker does not serve closes the "
         "connection there, but ConsumerGroupHeartbeat, which Kafka 3.9 answers UNSUPPORTED_VERSION."
     ),
+    "compression-as-produced": (
+        "A topic's compression.type: Kafka recompresses each batch to the topic's codec (or stores it "
+        "uncompressed for 'uncompressed'); odradek stores and serves batches as produced, whatever the "
+        "topic says (README: compression). A gap: consumers read the same records either way, the bytes "
+        "on disk and on the wire differ."
+    ),
+    "zstd-before-produce-v7": (
+        "A zstd batch in Produce v3-v6: Kafka answers UNSUPPORTED_COMPRESSION_TYPE (KIP-110 ties zstd to "
+        "v7+); odradek stores it. Left so: the suite's own wire client (tests/compat/wire.py, Produce v3) "
+        "sends zstd batches to test the bounded decompression, and no client sends zstd below v7."
+    ),
     "list-offsets-v0": (
         "ListOffsets v0 (the multi-offset answer built from segment times) is not served by odradek "
         "(server/handlers/list_offsets.py): UNSUPPORTED_VERSION per partition; clients use v1+ since Kafka 0.10.1."
@@ -504,6 +515,28 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "api-versions-ranges",
         (
             "0:consumer_group_heartbeat: kafka={'error_code': 35, 'error_message': '<absent>', 'member_epoch': 0, 'heartbeat_interval_ms': 0, 'assignment': None} odradek='<connection closed>'",
+        ),
+    ),
+    "compression/topic-gzip-recompresses": (
+        "compression-as-produced",
+        (
+            "3:fetch.responses[topic='t-compression-topic-gzip-recompresses'].partitions[partition_index=0].records[0].attributes: kafka=1 odradek=0",
+            "3:fetch.responses[topic='t-compression-topic-gzip-recompresses'].partitions[partition_index=0].records[0].batch_length: kafka=91 odradek=79",
+        ),
+    ),
+    "compression/topic-uncompressed-decompresses": (
+        "compression-as-produced",
+        (
+            "3:fetch.responses[topic='t-compression-topic-uncompressed-decompresses'].partitions[partition_index=0].records[0].attributes: kafka=0 odradek=3",
+            "3:fetch.responses[topic='t-compression-topic-uncompressed-decompresses'].partitions[partition_index=0].records[0].batch_length: kafka=79 odradek=98",
+        ),
+    ),
+    "compression/zstd-on-old-produce-version": (
+        "zstd-before-produce-v7",
+        (
+            "2:produce.responses[name='t-compression-zstd-on-old-produce-version'].partition_responses[index=0].base_offset: kafka=-1 odradek=0",
+            "2:produce.responses[name='t-compression-zstd-on-old-produce-version'].partition_responses[index=0].error_code: kafka=76 odradek=0",
+            "2:produce.responses[name='t-compression-zstd-on-old-produce-version'].partition_responses[index=0].log_start_offset: kafka=-1 odradek=0",
         ),
     ),
 }
