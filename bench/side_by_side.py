@@ -7,14 +7,14 @@ The run, in this order, every broker on the same machine as its clients:
    - RSS at rest: VmRSS from /proc/<pid>/status 2 s after the broker answers, before any topic;
    - throughput (bench/throughput.py, the small workload): 100 B and 1 KiB records to a fresh
      one-partition topic, produce MB/s and consume MB/s, the median of RUNS runs after a warm-up;
-   - latency (bench/latency.py --keyed): 100 partitions, 1 KiB records keyed over 1,000,000 keys,
-     acks=all, linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured 10 s run at 20 MB/s (the JVM's JIT
-     compilers took half of Kafka's CPU in its first minute here); the rate achieved, p50 / p99 /
-     p99.9 from send to receipt, the broker's CPU in cores (utime+stime from /proc/<pid>/stat over
-     the window) and per request (divided by the requests the producer and consumer sent in it by
-     librdkafka's statistics: the same client-side count for every broker; odradek's own /metrics
-     count is in the progress lines). Requests are not alike from broker to broker: a broker that
-     answers slowly gets fewer, larger ones, so CPU per request is read beside the cores;
+   - latency (bench/latency.py --keyed): 100 partitions, 1 KiB records keyed over 1,000,000 keys, acks=all,
+     linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured 60 s run at 20 MB/s (the JVM's JIT compilers took
+     half of Kafka's CPU in its first minute here, and 35-40% still after a 10 s one); the rate achieved, p50
+     / p99 / p99.9 from send to receipt, the broker's CPU in cores (utime+stime from /proc/<pid>/stat over the
+     window) and per request (divided by the requests the producer and consumer sent in it by librdkafka's
+     statistics: the same client-side count for every broker; odradek's own /metrics count is in the progress
+     lines). Requests are not alike from broker to broker: a broker that answers slowly gets fewer, larger
+     ones, so CPU per request is read beside the cores;
    - RSS under load: the highest VmRSS sampled every 0.2 s during the throughput and latency runs;
 2. replication (bench/replication.py) on three brokers of odradek, Kafka 3.9 (on a ZooKeeper) and
    Kafka 4 (KRaft, combined nodes): RF=1 and RF=3 acks=all throughput, CPU seconds per GB on the
@@ -28,8 +28,8 @@ testing/kafka_reference.SERVER_JVM_OPTIONS). ZooKeeper's CPU and memory are not 
 nor for odradek's cluster. Progress lines go to stderr, the table to stdout.
 
 Sizes: the full run (100k records per size and 3 runs per throughput figure, 10 s per latency rate
-after a 10 s warm-up, 50k records per replication throughput run, 3 starts each) is sized to take
-about 13-15 minutes on a quiet 2-core machine; `--quick` (10k records and 1 run, only 5 MB/s for 2 s
+after a 60 s warm-up, 50k records per replication throughput run, 3 starts each) took 11 minutes
+on a quiet 2-core machine; `--quick` (10k records and 1 run, only 5 MB/s for 2 s
 and no warm-up, 3k records per replication run, 1 start) checks the whole path, and its figures mean
 little. Most of a quick run is starting JVMs (seven Kafka brokers and three ZooKeepers): about 5 min
 on this machine under a load of 10-20, less on a quiet one. A broker that cannot
@@ -85,7 +85,7 @@ FULL = Plan(
     runs=3,
     rates=(5.0, 10.0, 20.0),
     latency_seconds=10.0,
-    latency_warmup_seconds=10.0,
+    latency_warmup_seconds=60.0,
     replication_records=50_000,
     startup_runs=3,
 )
