@@ -112,5 +112,9 @@ def run_together(*jobs: Callable[[], None]) -> None:
         raise failures[0]
 
 
-def within(rate: float, quota: float, tolerance: float = 0.10) -> bool:
-    return abs(rate - quota) <= tolerance * quota
+def within(rate: float, quota: float, above: float = 0.10, below: float = 0.35) -> bool:
+    """Whether a measured rate shows a client held to `quota`. More than 10% above it, the quota was not
+    enforced. Below it, the client may have been starved of CPU (two cores shared by brokers and
+    clients; a CI run measured 0.88 of the quota on all three brokers at once), so the floor is only
+    what tells this quota from the others in a test: none is within a factor of 1.5 of another."""
+    return (1 - below) * quota <= rate <= (1 + above) * quota
