@@ -98,11 +98,41 @@ from odradek.protocol.messages.read_share_group_state import REQUEST_SPEC as _re
 from odradek.protocol.messages.write_share_group_state import REQUEST_SPEC as _write_share_group_state_request, RESPONSE_SPEC as _write_share_group_state_response, WriteShareGroupStateRequest, WriteShareGroupStateResponse
 from odradek.protocol.messages.delete_share_group_state import REQUEST_SPEC as _delete_share_group_state_request, RESPONSE_SPEC as _delete_share_group_state_response, DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
 from odradek.protocol.messages.read_share_group_state_summary import REQUEST_SPEC as _read_share_group_state_summary_request, RESPONSE_SPEC as _read_share_group_state_summary_response, ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse
+from odradek.protocol.messages.consumer_group_current_member_assignment_key import SPEC as _consumer_group_current_member_assignment_key_spec, ConsumerGroupCurrentMemberAssignmentKey
+from odradek.protocol.messages.consumer_group_current_member_assignment_value import SPEC as _consumer_group_current_member_assignment_value_spec, ConsumerGroupCurrentMemberAssignmentValue
+from odradek.protocol.messages.consumer_group_member_metadata_key import SPEC as _consumer_group_member_metadata_key_spec, ConsumerGroupMemberMetadataKey
+from odradek.protocol.messages.consumer_group_member_metadata_value import SPEC as _consumer_group_member_metadata_value_spec, ConsumerGroupMemberMetadataValue
+from odradek.protocol.messages.consumer_group_metadata_key import SPEC as _consumer_group_metadata_key_spec, ConsumerGroupMetadataKey
+from odradek.protocol.messages.consumer_group_metadata_value import SPEC as _consumer_group_metadata_value_spec, ConsumerGroupMetadataValue
+from odradek.protocol.messages.consumer_group_partition_metadata_key import SPEC as _consumer_group_partition_metadata_key_spec, ConsumerGroupPartitionMetadataKey
+from odradek.protocol.messages.consumer_group_partition_metadata_value import SPEC as _consumer_group_partition_metadata_value_spec, ConsumerGroupPartitionMetadataValue
+from odradek.protocol.messages.consumer_group_regular_expression_key import SPEC as _consumer_group_regular_expression_key_spec, ConsumerGroupRegularExpressionKey
+from odradek.protocol.messages.consumer_group_regular_expression_value import SPEC as _consumer_group_regular_expression_value_spec, ConsumerGroupRegularExpressionValue
+from odradek.protocol.messages.consumer_group_target_assignment_member_key import SPEC as _consumer_group_target_assignment_member_key_spec, ConsumerGroupTargetAssignmentMemberKey
+from odradek.protocol.messages.consumer_group_target_assignment_member_value import SPEC as _consumer_group_target_assignment_member_value_spec, ConsumerGroupTargetAssignmentMemberValue
+from odradek.protocol.messages.consumer_group_target_assignment_metadata_key import SPEC as _consumer_group_target_assignment_metadata_key_spec, ConsumerGroupTargetAssignmentMetadataKey
+from odradek.protocol.messages.consumer_group_target_assignment_metadata_value import SPEC as _consumer_group_target_assignment_metadata_value_spec, ConsumerGroupTargetAssignmentMetadataValue
 from odradek.protocol.messages.consumer_protocol_assignment import SPEC as _consumer_protocol_assignment_spec, ConsumerProtocolAssignment
 from odradek.protocol.messages.consumer_protocol_subscription import SPEC as _consumer_protocol_subscription_spec, ConsumerProtocolSubscription
 from odradek.protocol.messages.default_principal_data import SPEC as _default_principal_data_spec, DefaultPrincipalData
 from odradek.protocol.messages.k_raft_version_record import SPEC as _k_raft_version_record_spec, KRaftVersionRecord
 from odradek.protocol.messages.leader_change_message import SPEC as _leader_change_message_spec, LeaderChangeMessage
+from odradek.protocol.messages.share_group_current_member_assignment_key import SPEC as _share_group_current_member_assignment_key_spec, ShareGroupCurrentMemberAssignmentKey
+from odradek.protocol.messages.share_group_current_member_assignment_value import SPEC as _share_group_current_member_assignment_value_spec, ShareGroupCurrentMemberAssignmentValue
+from odradek.protocol.messages.share_group_member_metadata_key import SPEC as _share_group_member_metadata_key_spec, ShareGroupMemberMetadataKey
+from odradek.protocol.messages.share_group_member_metadata_value import SPEC as _share_group_member_metadata_value_spec, ShareGroupMemberMetadataValue
+from odradek.protocol.messages.share_group_metadata_key import SPEC as _share_group_metadata_key_spec, ShareGroupMetadataKey
+from odradek.protocol.messages.share_group_metadata_value import SPEC as _share_group_metadata_value_spec, ShareGroupMetadataValue
+from odradek.protocol.messages.share_group_state_partition_metadata_key import SPEC as _share_group_state_partition_metadata_key_spec, ShareGroupStatePartitionMetadataKey
+from odradek.protocol.messages.share_group_state_partition_metadata_value import SPEC as _share_group_state_partition_metadata_value_spec, ShareGroupStatePartitionMetadataValue
+from odradek.protocol.messages.share_group_target_assignment_member_key import SPEC as _share_group_target_assignment_member_key_spec, ShareGroupTargetAssignmentMemberKey
+from odradek.protocol.messages.share_group_target_assignment_member_value import SPEC as _share_group_target_assignment_member_value_spec, ShareGroupTargetAssignmentMemberValue
+from odradek.protocol.messages.share_group_target_assignment_metadata_key import SPEC as _share_group_target_assignment_metadata_key_spec, ShareGroupTargetAssignmentMetadataKey
+from odradek.protocol.messages.share_group_target_assignment_metadata_value import SPEC as _share_group_target_assignment_metadata_value_spec, ShareGroupTargetAssignmentMetadataValue
+from odradek.protocol.messages.share_snapshot_key import SPEC as _share_snapshot_key_spec, ShareSnapshotKey
+from odradek.protocol.messages.share_snapshot_value import SPEC as _share_snapshot_value_spec, ShareSnapshotValue
+from odradek.protocol.messages.share_update_key import SPEC as _share_update_key_spec, ShareUpdateKey
+from odradek.protocol.messages.share_update_value import SPEC as _share_update_value_spec, ShareUpdateValue
 from odradek.protocol.messages.snapshot_footer_record import SPEC as _snapshot_footer_record_spec, SnapshotFooterRecord
 from odradek.protocol.messages.snapshot_header_record import SPEC as _snapshot_header_record_spec, SnapshotHeaderRecord
 from odradek.protocol.messages.voters_record import SPEC as _voters_record_spec, VotersRecord
@@ -288,11 +318,41 @@ MESSAGE_CLASSES: dict[int, tuple[type, type]] = {
     87: (ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse),
 }
 DATA_SPECS: dict[str, MessageSpec] = {
+    'ConsumerGroupCurrentMemberAssignmentKey': _consumer_group_current_member_assignment_key_spec,
+    'ConsumerGroupCurrentMemberAssignmentValue': _consumer_group_current_member_assignment_value_spec,
+    'ConsumerGroupMemberMetadataKey': _consumer_group_member_metadata_key_spec,
+    'ConsumerGroupMemberMetadataValue': _consumer_group_member_metadata_value_spec,
+    'ConsumerGroupMetadataKey': _consumer_group_metadata_key_spec,
+    'ConsumerGroupMetadataValue': _consumer_group_metadata_value_spec,
+    'ConsumerGroupPartitionMetadataKey': _consumer_group_partition_metadata_key_spec,
+    'ConsumerGroupPartitionMetadataValue': _consumer_group_partition_metadata_value_spec,
+    'ConsumerGroupRegularExpressionKey': _consumer_group_regular_expression_key_spec,
+    'ConsumerGroupRegularExpressionValue': _consumer_group_regular_expression_value_spec,
+    'ConsumerGroupTargetAssignmentMemberKey': _consumer_group_target_assignment_member_key_spec,
+    'ConsumerGroupTargetAssignmentMemberValue': _consumer_group_target_assignment_member_value_spec,
+    'ConsumerGroupTargetAssignmentMetadataKey': _consumer_group_target_assignment_metadata_key_spec,
+    'ConsumerGroupTargetAssignmentMetadataValue': _consumer_group_target_assignment_metadata_value_spec,
     'ConsumerProtocolAssignment': _consumer_protocol_assignment_spec,
     'ConsumerProtocolSubscription': _consumer_protocol_subscription_spec,
     'DefaultPrincipalData': _default_principal_data_spec,
     'KRaftVersionRecord': _k_raft_version_record_spec,
     'LeaderChangeMessage': _leader_change_message_spec,
+    'ShareGroupCurrentMemberAssignmentKey': _share_group_current_member_assignment_key_spec,
+    'ShareGroupCurrentMemberAssignmentValue': _share_group_current_member_assignment_value_spec,
+    'ShareGroupMemberMetadataKey': _share_group_member_metadata_key_spec,
+    'ShareGroupMemberMetadataValue': _share_group_member_metadata_value_spec,
+    'ShareGroupMetadataKey': _share_group_metadata_key_spec,
+    'ShareGroupMetadataValue': _share_group_metadata_value_spec,
+    'ShareGroupStatePartitionMetadataKey': _share_group_state_partition_metadata_key_spec,
+    'ShareGroupStatePartitionMetadataValue': _share_group_state_partition_metadata_value_spec,
+    'ShareGroupTargetAssignmentMemberKey': _share_group_target_assignment_member_key_spec,
+    'ShareGroupTargetAssignmentMemberValue': _share_group_target_assignment_member_value_spec,
+    'ShareGroupTargetAssignmentMetadataKey': _share_group_target_assignment_metadata_key_spec,
+    'ShareGroupTargetAssignmentMetadataValue': _share_group_target_assignment_metadata_value_spec,
+    'ShareSnapshotKey': _share_snapshot_key_spec,
+    'ShareSnapshotValue': _share_snapshot_value_spec,
+    'ShareUpdateKey': _share_update_key_spec,
+    'ShareUpdateValue': _share_update_value_spec,
     'SnapshotFooterRecord': _snapshot_footer_record_spec,
     'SnapshotHeaderRecord': _snapshot_header_record_spec,
     'VotersRecord': _voters_record_spec,
@@ -477,11 +537,41 @@ __all__ = [
     'DeleteShareGroupStateResponse',
     'ReadShareGroupStateSummaryRequest',
     'ReadShareGroupStateSummaryResponse',
+    'ConsumerGroupCurrentMemberAssignmentKey',
+    'ConsumerGroupCurrentMemberAssignmentValue',
+    'ConsumerGroupMemberMetadataKey',
+    'ConsumerGroupMemberMetadataValue',
+    'ConsumerGroupMetadataKey',
+    'ConsumerGroupMetadataValue',
+    'ConsumerGroupPartitionMetadataKey',
+    'ConsumerGroupPartitionMetadataValue',
+    'ConsumerGroupRegularExpressionKey',
+    'ConsumerGroupRegularExpressionValue',
+    'ConsumerGroupTargetAssignmentMemberKey',
+    'ConsumerGroupTargetAssignmentMemberValue',
+    'ConsumerGroupTargetAssignmentMetadataKey',
+    'ConsumerGroupTargetAssignmentMetadataValue',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
     'DefaultPrincipalData',
     'KRaftVersionRecord',
     'LeaderChangeMessage',
+    'ShareGroupCurrentMemberAssignmentKey',
+    'ShareGroupCurrentMemberAssignmentValue',
+    'ShareGroupMemberMetadataKey',
+    'ShareGroupMemberMetadataValue',
+    'ShareGroupMetadataKey',
+    'ShareGroupMetadataValue',
+    'ShareGroupStatePartitionMetadataKey',
+    'ShareGroupStatePartitionMetadataValue',
+    'ShareGroupTargetAssignmentMemberKey',
+    'ShareGroupTargetAssignmentMemberValue',
+    'ShareGroupTargetAssignmentMetadataKey',
+    'ShareGroupTargetAssignmentMetadataValue',
+    'ShareSnapshotKey',
+    'ShareSnapshotValue',
+    'ShareUpdateKey',
+    'ShareUpdateValue',
     'SnapshotFooterRecord',
     'SnapshotHeaderRecord',
     'VotersRecord',
