@@ -10,11 +10,13 @@
         [--dry-run | --execute]
     odradek consumer-groups --bootstrap-server H:P --delete-offsets --group G --topic T[:P,P] ...
 
-Output as Kafka 3.9's ConsumerGroupCommand prints it: its column layouts (GROUP TOPIC PARTITION
-CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID; the members and state tables; the
-NEW-OFFSET table of a reset), its notes on stderr ("Consumer group 'g' has no active members.", "is
-rebalancing", the warning when neither --dry-run nor --execute is given) and its messages. A reset
-over many partitions reports progress on stderr (a line per round of lookups with counts and rate).
+Output as Kafka's ConsumerGroupCommand prints it: its column layouts (GROUP TOPIC PARTITION
+CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID; the members and state tables, with
+Kafka 4's --verbose columns for a group of the consumer protocol (KIP-848): member epochs, current
+and target assignments, the group and target-assignment epochs; the NEW-OFFSET table of a reset),
+its notes on stderr ("Consumer group 'g' has no active members.", "is rebalancing", the warning when
+neither --dry-run nor --execute is given) and its messages. A reset over many partitions reports
+progress on stderr (a line per round of lookups with counts and rate).
 
 Differences from Kafka, deliberate: a group that does not exist, a refused reset (active group) and
 a failed deletion exit with status 1 (Kafka prints the error and exits 0); a failed deletion's
@@ -36,7 +38,7 @@ from odradek.cli.common import ToolError, add_connection_options, connect, guard
 from odradek.cli.main import UsageError
 from odradek.cli.progress import Progress
 from odradek.client import TopicPartition
-from odradek.client.group_admin import GroupAdmin, GroupReport, ResetTarget
+from odradek.client.group_admin import GroupAdmin, GroupReport, Member, ResetTarget
 from odradek.protocol.errors import ErrorCode, error_name
 
 COMMAND = "consumer-groups"
@@ -232,6 +234,8 @@ def _offsets_table(report: GroupReport, _verbose: bool) -> None:
 
 
 def _members_table(report: GroupReport, verbose: bool) -> None:
+    """Kafka's members table; a consumer-protocol group's --verbose columns are Kafka 4's: each member's
+    epoch and assignment, and the target assignment it reconciles towards with the group's epoch of it."""
     with_instances = any(m.instance_id for m in report.members)
     cells = [
         [
@@ -241,27 +245,46 @@ def _members_table(report: GroupReport, verbose: bool) -> None:
             m.host,
             m.client_id,
             str(len(m.partitions)),
-            *([_assignment(m.partitions)] if verbose else []),
+            *(_verbose_member_cells(report, m) if verbose else []),
         ]
         for m in report.members
     ]
     header = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instances else []), "HOST", "CLIENT-ID"]
     widths = [_width(cells, i, 17 if header[i] == "GROUP-INSTANCE-ID" else 15) for i in range(len(header))]
     widths.append(15)
+    verbose_header = ["ASSIGNMENT"]
+    if report.consumer_protocol:
+        verbose_header = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        widths += [15, 20, 15, 20] if verbose else []
     print()
-    for line in [[*header, "#PARTITIONS", *(["ASSIGNMENT"] if verbose else [])], *cells]:
+    for line in [[*header, "#PARTITIONS", *(verbose_header if verbose else [])], *cells]:
         print(_padded(line[: len(widths)], widths, strip=False) + " " + "".join(line[len(widths) :]))
     print()
 
 
-def _state_table(report: GroupReport, _verbose: bool) -> None:
+def _verbose_member_cells(report: GroupReport, member: Member) -> list[str]:
+    if not report.consumer_protocol:
+        return [_assignment(member.partitions)]
+    return [
+        _or_dash(member.member_epoch),
+        _topic_partitions(member.partitions),
+        _or_dash(report.assignment_epoch),
+        _topic_partitions(member.target),
+    ]
+
+
+def _state_table(report: GroupReport, verbose: bool) -> None:
+    """Kafka's state table; with --verbose, a consumer-protocol group's epochs (Kafka 4's columns)."""
+    epochs = verbose and report.consumer_protocol
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    row = [report.group, report.coordinator, report.protocol, report.state]
+    if epochs:
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [_or_dash(report.group_epoch), _or_dash(report.assignment_epoch)]
     first = max(25, len(report.coordinator))
-    for line in (
-        ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-        [report.group, report.coordinator, report.protocol, report.state, str(len(report.members))],
-    ):
+    for line in (header + ["#MEMBERS"], row + [str(len(report.members))]):
         print()
-        print(_padded(line, [first, 25, 20, 15]), end="")
+        print(_padded(line, [first, 25, 20, 15, *([15, 25] if epochs else [])]), end="")
     print()
 
 
@@ -415,6 +438,16 @@ def _assignment(partitions: Sequence[TopicPartition]) -> str:
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     return ", ".join(sorted(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in by_topic.items()))
+
+
+def _topic_partitions(partitions: Sequence[TopicPartition]) -> str:
+    """Kafka 4's `t:0,1;u:2` for a consumer-protocol member's partitions, `-` for none."""
+    if not partitions:
+        return "-"
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ";".join(f"{t}:{','.join(str(p) for p in ps)}" for t, ps in by_topic.items())
 
 
 def _or_dash(value: int | None) -> str:

@@ -54,6 +54,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.FIND_COORDINATOR: 3,
     ApiKey.LIST_GROUPS: 4,
     ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: 0,
     ApiKey.OFFSET_FETCH: 7,
     ApiKey.OFFSET_COMMIT: 8,
     ApiKey.DELETE_GROUPS: 2,

@@ -2,13 +2,19 @@
 and the web console: a blocking group admin client.
 
 Owns `GroupAdmin`: over a connected `KafkaClient`, the group APIs as plain requests to the group's
-coordinator (FindCoordinator, ListGroups on every broker, DescribeGroups, OffsetFetch, OffsetCommit,
-DeleteGroups, OffsetDelete) and log offsets (ListOffsets) for lag and resets. Coordinator errors
-(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) are retried until the
-admin's timeout. `describe` gives a group's state, coordinator, members with their assignments
-(decoded from the consumer protocol) and one row per partition the group has committed or is
-assigned; `plan_reset` computes new offsets as Kafka's reset does (a target outside the log is
-clamped to it, with Kafka's notice line); `commit` writes them. Printing is the callers' business.
+coordinator (FindCoordinator, ListGroups on every broker, ConsumerGroupDescribe and DescribeGroups,
+OffsetFetch, OffsetCommit, DeleteGroups, OffsetDelete) and log offsets (ListOffsets) for lag and
+resets. Coordinator errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE)
+are retried until the admin's timeout.
+
+`describe` gives a group's state, coordinator, members with their assignments and one row per
+partition the group has committed or is assigned. It asks ConsumerGroupDescribe first where the
+coordinator serves it, as Kafka 4's admin does: a group of the consumer protocol (KIP-848) comes with
+its group and target-assignment epochs and each member's epoch and target assignment;
+GROUP_ID_NOT_FOUND there (a classic group, or none) falls back to DescribeGroups, whose assignments
+are decoded from the classic consumer protocol. `plan_reset` computes new offsets as Kafka's reset
+does (a target outside the log is clamped to it, with Kafka's notice line); `commit` writes them.
+Printing is the callers' business.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
 from odradek.protocol.errors import ErrorCode, KafkaError, check
 from odradek.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
@@ -61,6 +68,8 @@ class Member:
     client_id: str
     host: str
     partitions: tuple[TopicPartition, ...]
+    member_epoch: int | None = None  # a consumer-protocol group's (KIP-848) member; None: classic
+    target: tuple[TopicPartition, ...] = ()  # the partitions it reconciles towards (consumer protocol)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +99,24 @@ class GroupReport:
     members: tuple[Member, ...]
     rows: tuple[PartitionRow, ...]
     committed: dict[TopicPartition, int]
+    group_epoch: int | None = None  # consumer-protocol groups only, as the two below
+    assignment_epoch: int | None = None
+
+    @property
+    def consumer_protocol(self) -> bool:
+        """Whether the group speaks the consumer group protocol of KIP-848 (Kafka's type Consumer)."""
+        return self.group_epoch is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Described:
+    """A group as its coordinator described it, through either API."""
+
+    state: str
+    protocol: str  # the assignment strategy (classic) or the server-side assignor (consumer)
+    members: tuple[Member, ...]
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +173,8 @@ class GroupAdmin:
     def describe(self, group: str) -> GroupReport:
         def describe_at(
             connection: BrokerConnection, found: Any
-        ) -> tuple[Any, str, dict[TopicPartition, int]]:
-            described = connection.request(
-                ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[group])
-            ).groups[0]
-            _raise_if_moved(described.error_code)
-            check(described.error_code, f"describing '{group}' failed")
+        ) -> tuple[_Described, str, dict[TopicPartition, int]]:
+            described = _consumer_group(connection, group) or _classic_group(connection, group)
             return (
                 described,
                 f"{found.host}:{found.port}  ({found.node_id})",
@@ -159,7 +182,7 @@ class GroupAdmin:
             )
 
         described, coordinator, committed = self._with_coordinator(group, describe_at)
-        members = _members(described)
+        members = described.members
         owners = {tp: m for m in members for tp in m.partitions}
         partitions = sorted(set(committed) | set(owners))
         log_end = self._log_end_offsets(partitions)
@@ -170,12 +193,14 @@ class GroupAdmin:
         rows += [PartitionRow(None, None, None, *_owner_cells(m)) for m in members if not m.partitions]
         return GroupReport(
             group,
-            described.group_state,
-            described.protocol_data,
+            described.state,
+            described.protocol,
             coordinator,
             members,
             tuple(rows),
             committed,
+            described.group_epoch,
+            described.assignment_epoch,
         )
 
     def _committed(self, connection: BrokerConnection, group: str) -> dict[TopicPartition, int]:
@@ -330,6 +355,49 @@ def _clamped(tp: TopicPartition, offset: int, earliest: int, latest: int) -> int
               f"Value will be set to {latest}")  # fmt: skip
         return latest
     return offset
+
+
+def _consumer_group(connection: BrokerConnection, group: str) -> _Described | None:
+    """The group by ConsumerGroupDescribe; None when the coordinator does not serve the API or the group
+    is not of the consumer protocol (GROUP_ID_NOT_FOUND: a classic group, or no group)."""
+    if ApiKey.CONSUMER_GROUP_DESCRIBE not in connection.versions:
+        return None
+    described = connection.request(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest(group_ids=[group])
+    ).groups[0]
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    _raise_if_moved(described.error_code)
+    check(described.error_code, f"describing '{group}' failed")
+    members = tuple(
+        Member(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            _described_partitions(m.assignment),
+            m.member_epoch,
+            _described_partitions(m.target_assignment),
+        )
+        for m in described.members
+    )
+    state = described.group_state[:1].upper() + described.group_state[1:]  # Kafka's admin prints Stable
+    return _Described(
+        state, described.assignor_name, members, described.group_epoch, described.assignment_epoch
+    )
+
+
+def _described_partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+    return tuple(
+        sorted(TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
+    )
+
+
+def _classic_group(connection: BrokerConnection, group: str) -> _Described:
+    described = connection.request(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[group])).groups[0]
+    _raise_if_moved(described.error_code)
+    check(described.error_code, f"describing '{group}' failed")
+    return _Described(described.group_state, described.protocol_data, _members(described))
 
 
 def _members(described: Any) -> tuple[Member, ...]:
