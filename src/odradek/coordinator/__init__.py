@@ -20,6 +20,8 @@ Module map (dependencies point down):
 - `group.py`: the immutable values (`Group`, `Member`, `CommittedOffset`, `GroupState`, `Now`).
 - `records.py`: the key/value byte formats of `__consumer_offsets` (Kafka's).
 - `partitioning.py`: `partition_for(group_id, partitions)`, Kafka's hash.
+- `assignors.py`: the KIP-848 server-side assignors `uniform` and `range` (pure), and choosing one
+  from group.consumer.assignors.
 - `consumer_protocol.py`: reading subscriptions and assignments of the "consumer" protocol.
 - `config.py`: `GroupConfig`, the coordinator's settings by Kafka's config names; `ConfigValues`.
 - `txn_markers.py`: `TxnMarkerChannel`, markers to local partitions (a `MarkerWriter`) or to their
