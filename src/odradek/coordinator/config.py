@@ -6,7 +6,10 @@ broker configuration the group coordinator acts on:
 group.min.session.timeout.ms, group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
 group.max.size, offsets.topic.num.partitions, offsets.topic.replication.factor,
 offsets.topic.segment.bytes, offsets.retention.minutes, offsets.retention.check.interval.ms,
-offsets.commit.timeout.ms, offsets.load.buffer.size, offset.metadata.max.bytes. The new-member
+offsets.commit.timeout.ms, offsets.load.buffer.size, offset.metadata.max.bytes, and for
+consumer-protocol groups (KIP-848) group.consumer.session.timeout.ms,
+group.consumer.heartbeat.interval.ms, group.consumer.max.size and group.consumer.assignors (the
+first is the default assignor; their bounds are checked by the broker's config). The new-member
 join timeout is Kafka's fixed 5 minutes (not a config in Kafka either).
 Callers: the coordinator runtime, the state machine (timeouts) and handlers (metadata size limit).
 """
@@ -40,6 +43,10 @@ class GroupConfig:
     offsets_commit_timeout_ms: int = 5000
     offsets_load_buffer_size: int = 5 * 1024 * 1024
     offset_metadata_max_bytes: int = 4096
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
 
     @classmethod
     def from_kafka_config(cls, config: ConfigValues) -> GroupConfig:
@@ -57,4 +64,16 @@ class GroupConfig:
             offsets_commit_timeout_ms=int(config["offsets.commit.timeout.ms"]),
             offsets_load_buffer_size=int(config["offsets.load.buffer.size"]),
             offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+            consumer_session_timeout_ms=int(_get(config, "group.consumer.session.timeout.ms", 45000)),
+            consumer_heartbeat_interval_ms=int(_get(config, "group.consumer.heartbeat.interval.ms", 5000)),
+            consumer_max_size=int(_get(config, "group.consumer.max.size", 2**31 - 1)),
+            consumer_assignors=tuple(_get(config, "group.consumer.assignors", ("uniform", "range"))),
         )
+
+
+def _get(config: ConfigValues, name: str, default: Any) -> Any:
+    """A consumer-protocol setting, its default where `config` predates them (a dict in tests)."""
+    try:
+        return config[name]
+    except KeyError:
+        return default

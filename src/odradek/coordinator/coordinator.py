@@ -30,6 +30,7 @@ Callers: the group API handlers (through `broker.group_coordinator`), tests.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from typing import Protocol
 
 from odradek.clock import Clock
 from odradek.controller.metadata import BrokerInfo, PartitionState, TopicMetadata
-from odradek.coordinator import classic
+from odradek.coordinator import classic, consumer_group
 from odradek.coordinator.classic import (
     CommitArgs,
     GroupDescription,
@@ -51,6 +52,7 @@ from odradek.coordinator.classic import (
     SyncResult,
 )
 from odradek.coordinator.config import ConfigValues, GroupConfig
+from odradek.coordinator.consumer_group import ConsumerGroup, TopicInfo
 from odradek.coordinator.group import CommittedOffset, Group, Now, TopicPartition
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.runtime import (
@@ -90,6 +92,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +159,13 @@ class GroupCoordinator:
             offsets_log,
             runtime_config(self.config),
             clock,
-            lambda context: GroupCoordinatorShard(context, self.config, clock),
+            lambda context: GroupCoordinatorShard(context, self.config, clock, self._topics_view),
             timers,
             self._on_shard_loaded,
         )
         self._topic = CoordinatorTopic(metadata, topic_creator, OFFSETS_TOPIC)
+        self._metadata = metadata
+        self._regex_cache: dict[str, tuple[int, frozenset[str]]] = {}  # regex -> (metadata version, topics)
         self._loading: set[int] = set()  # partitions the next load summary waits for
         self._loaded_partitions = 0
         self._loaded_groups = 0
@@ -229,13 +234,16 @@ class GroupCoordinator:
 
     async def join_group(self, args: JoinArgs) -> JoinResult:
         new_member_id = f"{args.group_instance_id or args.client_id}-{uuid.uuid4()}"
-        result = await self._submit(
-            args.group_id,
-            lambda group, ticket, now: classic.join_group(
-                group, args, ticket, new_member_id, now, self.config
-            ),
-            lambda code: JoinResult(code, args.member_id),
-        )
+        shard = self._shard(args.group_id)
+
+        def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
+            if shard is not None and _has_consumer_members(shard, args.group_id):
+                # a consumer-protocol group: no classic member may join it (no online migration)
+                reply = JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+                return classic.Decision(group, (classic.Reply(ticket, reply),))
+            return classic.join_group(group, args, ticket, new_member_id, now, self.config)
+
+        result = await self._submit(args.group_id, decide, lambda code: JoinResult(code, args.member_id))
         assert isinstance(result, JoinResult)
         return result
 
@@ -269,11 +277,20 @@ class GroupCoordinator:
     # -- offsets ----------------------------------------------------------------------------------
 
     async def commit_offsets(self, args: CommitArgs) -> dict[TopicPartition, int]:
-        result = await self._submit(
-            args.group_id,
-            lambda group, ticket, now: classic.commit_offsets(group, args, ticket, now, self.config),
-            lambda code: {tp: code for tp in args.offsets},
-        )
+        shard = self._shard(args.group_id)
+
+        def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
+            consumer = shard.consumer_groups.get(args.group_id) if shard is not None else None
+            if consumer is None:
+                return classic.commit_offsets(group, args, ticket, now, self.config)
+            error = consumer_group.validate_offset_commit(consumer, args.member_id, args.generation_id)
+            if error != ErrorCode.NONE:
+                return classic.Decision(group, (classic.Reply(ticket, dict.fromkeys(args.offsets, error)),))
+            # the consumer group's offsets are kept as a group that only commits offsets
+            simple = CommitArgs(args.group_id, -1, "", None, args.offsets)
+            return classic.commit_offsets(group, simple, ticket, now, self.config)
+
+        result = await self._submit(args.group_id, decide, lambda code: {tp: code for tp in args.offsets})
         assert isinstance(result, dict)
         return result
 
@@ -303,14 +320,25 @@ class GroupCoordinator:
         return {tp for groups in shard.pending_txn_offsets.values() for tp in groups.get(group_id, ())}
 
     async def fetch_offsets(
-        self, group_id: str, partitions: tuple[TopicPartition, ...] | None
+        self,
+        group_id: str,
+        partitions: tuple[TopicPartition, ...] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> FetchResult:
-        """(error code, committed offset per partition) — the error is the coordinator's state."""
-        result = await self._submit(
-            group_id,
-            _read(lambda group: (ErrorCode.NONE, classic.fetch_offsets(group, partitions))),
-            lambda code: (code, {}),
-        )
+        """(error code, committed offset per partition) — the error is the coordinator's state, or
+        (OffsetFetch v9, a consumer-protocol group) UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH."""
+        shard = self._shard(group_id)
+
+        def view(group: Group | None) -> FetchResult:
+            consumer = shard.consumer_groups.get(group_id) if shard is not None else None
+            if consumer is not None and member_id is not None:
+                error = consumer_group.validate_offset_fetch(consumer, member_id, member_epoch)
+                if error != ErrorCode.NONE:
+                    return error, {}
+            return ErrorCode.NONE, classic.fetch_offsets(group, partitions)
+
+        result = await self._submit(group_id, _read(view), lambda code: (code, {}))
         assert isinstance(result, tuple)
         return result
 
@@ -343,7 +371,16 @@ class GroupCoordinator:
         for context in self._runtime.contexts().values():
             if context.state is ShardState.LOADING:
                 error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-            listings.extend(_listing(group) for group in context.shard.groups.values())
+            consumer_groups = context.shard.consumer_groups
+            listings.extend(
+                _listing(group)
+                for group in context.shard.groups.values()
+                if group.group_id not in consumer_groups
+            )
+            listings.extend(
+                GroupListing(group.group_id, "consumer", group.state.value, "consumer")
+                for group in consumer_groups.values()
+            )
         return error, listings
 
     async def delete_group(self, group_id: str) -> int:
@@ -354,6 +391,53 @@ class GroupCoordinator:
         )
         assert isinstance(result, int)
         return result
+
+    # -- consumer-protocol groups (KIP-848) ---------------------------------------------------------
+
+    async def consumer_group_heartbeat(
+        self, args: consumer_group.HeartbeatArgs
+    ) -> consumer_group.HeartbeatResult:
+        invalid = consumer_group.validate(args, self.config)
+        if invalid is not None:
+            return invalid
+        shard = self._shard(args.group_id)
+        if shard is None:
+            return consumer_group.HeartbeatResult(self._unavailable(args.group_id))
+        new_member_id = str(uuid.uuid4())
+
+        def decide(
+            group: ConsumerGroup | None, classic_group: Group | None, now: Now
+        ) -> consumer_group.Decision:
+            classic_members = classic_group is not None and bool(classic_group.members)
+            return consumer_group.heartbeat(
+                group, args, classic_members, new_member_id, self._topics_view(), now, self.config
+            )
+
+        result = await shard.submit_consumer(args.group_id, decide, consumer_group.HeartbeatResult)
+        assert isinstance(result, consumer_group.HeartbeatResult)
+        return result
+
+    async def consumer_group_describe(self, group_id: str) -> consumer_group.GroupDescription:
+        shard = self._shard(group_id)
+        if shard is None:
+            return consumer_group.GroupDescription(self._unavailable(group_id), None, group_id)
+
+        def decide(
+            group: ConsumerGroup | None, classic_group: Group | None, now: Now
+        ) -> consumer_group.Decision:
+            is_classic = classic_group is not None and classic_group.protocol_type is not None
+            return consumer_group.Decision(
+                group, consumer_group.describe(group_id, group, is_classic, self.config)
+            )
+
+        result = await shard.submit_consumer(
+            group_id, decide, lambda code: consumer_group.GroupDescription(code, None, group_id)
+        )
+        assert isinstance(result, consumer_group.GroupDescription)
+        return result
+
+    def _topics_view(self) -> _MetadataTopics:
+        return _MetadataTopics(self._metadata, self._regex_cache)
 
     # -- routing ----------------------------------------------------------------------------------
 
@@ -391,3 +475,44 @@ def _read(view: Callable[[Group | None], object]) -> Callable[[Group | None, int
 
 def _listing(group: Group) -> GroupListing:
     return GroupListing(group.group_id, group.protocol_type or "", group.state.value)
+
+
+def _has_consumer_members(shard: GroupCoordinatorShard, group_id: str) -> bool:
+    group = shard.consumer_groups.get(group_id)
+    return group is not None and bool(group.members)
+
+
+class _MetadataTopics:
+    """The metadata cache as consumer-group decisions read it: subscribed topics by name, and the
+    topic names a regex subscription matches (full match, internal topics excluded), cached per
+    metadata version (the cache's UpdateMetadata count) so a heartbeat does not scan every topic."""
+
+    def __init__(self, metadata: ClusterMetadata, cache: dict[str, tuple[int, frozenset[str]]]) -> None:
+        self._metadata = metadata
+        self._cache = cache
+
+    def topic(self, name: str) -> TopicInfo | None:
+        topic = self._metadata.topic(name)
+        if topic is None or not topic.partitions:
+            return None
+        return TopicInfo(name, topic.topic_id, len(topic.partitions))
+
+    def matching(self, regex: str) -> frozenset[str]:
+        version = getattr(self._metadata, "version", None)
+        cached = self._cache.get(regex)
+        if cached is not None and version is not None and cached[0] == version:
+            return cached[1]
+        try:
+            pattern = re.compile(regex)
+        except re.error:
+            return frozenset()
+        topics = getattr(self._metadata, "topics", None)
+        names = topics() if topics is not None else {}
+        matched = frozenset(
+            name for name, t in names.items() if not t.is_internal and pattern.fullmatch(name) is not None
+        )
+        if version is not None:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[regex] = (version, matched)
+        return matched

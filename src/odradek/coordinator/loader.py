@@ -19,6 +19,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import replace
 
+from odradek.coordinator.consumer_records import (
+    RECORD_TYPES as CONSUMER_GROUP_RECORD_TYPES,
+)
+from odradek.coordinator.consumer_records import (
+    ConsumerGroupReplay,
+    ConsumerRecordError,
+    record_type,
+)
 from odradek.coordinator.group import (
     CommittedOffset,
     Group,
@@ -57,6 +65,7 @@ class GroupLoader:
         self._open_txns: dict[int, list[RawRecord]] = {}
         self.txn_sequences: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, next sequence)
         self.skipped = 0
+        self.consumer_groups = ConsumerGroupReplay()  # the KIP-848 groups' records
 
     def apply_batch(self, header: BatchHeader, records: list[Record]) -> None:
         if header.is_control:
@@ -96,8 +105,11 @@ class GroupLoader:
             self.skipped += 1
             return
         try:
-            self._apply(key, value)
-        except RecordFormatError as exc:
+            if record_type(key) in CONSUMER_GROUP_RECORD_TYPES:
+                self.consumer_groups.apply(key, value)
+            else:
+                self._apply(key, value)
+        except (RecordFormatError, ConsumerRecordError) as exc:
             self.skipped += 1
             log.warning("Skipping an undecodable __consumer_offsets record: %s", exc)
 

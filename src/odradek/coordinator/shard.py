@@ -2,9 +2,12 @@
 (Kafka's GroupCoordinatorShard), run by the coordinator runtime (runtime.py: loading, the single
 writer, append then apply, timers, closing).
 
-Owns the groups of the partition. Loading replays the partition through `GroupLoader`. An event is a
-pure decision over one group (`classic.*`): its records are written through the runtime (appended
-with acks=-1 and committed) before the new group state is kept and the replies are sent; if the
+Owns the groups of the partition: classic groups (`groups`, which also hold the committed offsets of
+every group) and consumer-protocol groups (`consumer_groups`, KIP-848: `consumer_group.*` decisions,
+their records encoded by consumer_records.py; a write failure answers the heartbeat with the mapped
+append error and keeps the group as it was). Loading replays the partition through `GroupLoader`.
+An event is a pure decision over one group (`classic.*`): its records are written through the runtime
+(appended with acks=-1 and committed) before the new group state is kept and the replies are sent; if the
 append fails, the group stays as it was and the decision's failure answer is sent instead (Kafka's
 mapping, with the group coordinator's additions: a record too large answers
 INVALID_COMMIT_OFFSET_SIZE, a fenced transactional producer INVALID_PRODUCER_EPOCH). A decision
@@ -15,7 +18,8 @@ partition's only writer, so it continues its own sequence per producer) and stay
 producer's marker reaches the partition (`complete_txn`).
 
 Timers (runtime timers on the injected clock): each group's next deadline (session, rebalance,
-pending sync) runs `classic.advance` for the group; offset expiration runs every
+pending sync) runs `classic.advance` for the group, and each consumer group's next member
+deadline (session, revocation) `consumer_group.advance`; offset expiration runs every
 offsets.retention.check.interval.ms.
 
 Requests wait on the runtime's tickets; a JoinGroup or SyncGroup parked in a rebalance keeps its
@@ -35,8 +39,9 @@ import logging
 from collections.abc import Callable
 
 from odradek.clock import Clock
-from odradek.coordinator import classic
+from odradek.coordinator import classic, consumer_group, consumer_records
 from odradek.coordinator.config import GroupConfig
+from odradek.coordinator.consumer_group import ConsumerGroup, ConsumerGroupState, TopicsView
 from odradek.coordinator.group import Group, GroupState, Now, TopicPartition
 from odradek.coordinator.loader import GroupLoader, PendingTxnOffsets
 from odradek.coordinator.partitioning import OFFSETS_TOPIC
@@ -58,6 +63,7 @@ log = logging.getLogger(__name__)
 # Timer keys: (kind, group id); the empty group id is a valid key for offset commits.
 _GROUP_TIMER = 0
 _EXPIRATION = (1, "")
+_CONSUMER_GROUP_TIMER = 2
 
 # The group coordinator's additions to the runtime's append error map (Kafka's).
 _APPEND_ERRORS: dict[int, ErrorCode] = {
@@ -69,6 +75,18 @@ _APPEND_ERRORS: dict[int, ErrorCode] = {
 
 Decide = Callable[[Group | None, int, Now], classic.Decision]
 ErrorResult = Callable[[int], object]
+# A consumer-protocol group's decision, given the classic group of the same id (its offsets)
+ConsumerDecide = Callable[[ConsumerGroup | None, Group | None, Now], consumer_group.Decision]
+
+
+class _NoTopics:
+    """The topics view of a shard built without one (tests of the classic path): no topics."""
+
+    def topic(self, name: str) -> None:
+        return None
+
+    def matching(self, regex: str) -> frozenset[str]:
+        return frozenset()
 
 
 def runtime_config(config: GroupConfig) -> RuntimeConfig:
@@ -85,11 +103,18 @@ def runtime_config(config: GroupConfig) -> RuntimeConfig:
 
 class GroupCoordinatorShard:
     def __init__(
-        self, context: CoordinatorContext[GroupCoordinatorShard], config: GroupConfig, clock: Clock
+        self,
+        context: CoordinatorContext[GroupCoordinatorShard],
+        config: GroupConfig,
+        clock: Clock,
+        topics: Callable[[], TopicsView] | None = None,
     ) -> None:
         self._context = context
         self.partition = context.partition
         self.groups: dict[str, Group] = {}
+        # consumer-protocol groups (KIP-848); their offsets are in `groups` under the same id
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self._topics = topics or _NoTopics
         # TxnOffsetCommit offsets per producer id and group, until the transaction's marker
         self.pending_txn_offsets: PendingTxnOffsets = {}
         self._txn_sequences: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, next sequence)
@@ -119,12 +144,19 @@ class GroupCoordinatorShard:
         self._txn_sequences = loader.txn_sequences
         for group_id, group in self.groups.items():
             self._schedule(group_id, group)
+        now = self._now()
+        for group_id, loaded_group in loader.consumer_groups.groups().items():
+            fresh = consumer_group.with_fresh_sessions(loaded_group, now, self._config)
+            self.consumer_groups[group_id] = fresh
+            self._schedule_consumer(group_id, fresh)
         self._context.every(
             _EXPIRATION, self._config.offsets_retention_check_interval_ms, self._expire_offsets
         )
         log.debug(
-            "Loaded %d groups from __consumer_offsets-%d up to offset %d in %d ms (%d records skipped)",
+            "Loaded %d groups and %d consumer groups from __consumer_offsets-%d up to offset %d in %d ms "
+            "(%d records skipped)",
             len(self.groups),
+            len(self.consumer_groups),
             self.partition,
             loaded.offset,
             loaded.elapsed_ms,
@@ -133,6 +165,7 @@ class GroupCoordinatorShard:
 
     def unloaded(self) -> None:
         self.groups.clear()
+        self.consumer_groups.clear()
         self.pending_txn_offsets.clear()
 
     # -- requests ---------------------------------------------------------------------------------
@@ -142,6 +175,16 @@ class GroupCoordinatorShard:
 
         async def event(ticket: int) -> None:
             await self._apply(group_id, lambda group, now: decide(group, ticket, now))
+
+        return await self._context.submit(event, error_result)
+
+    async def submit_consumer(
+        self, group_id: str, decide: ConsumerDecide, error_result: ErrorResult
+    ) -> object:
+        """Run a consumer-protocol group's decision as the next event of the partition."""
+
+        async def event(ticket: int) -> None:
+            await self._apply_consumer(group_id, decide, ticket)
 
         return await self._context.submit(event, error_result)
 
@@ -188,8 +231,62 @@ class GroupCoordinatorShard:
         else:
             self.groups[group_id] = decision.group
             self._schedule(group_id, decision.group)
-        _log_transition(group_id, before, decision.group)
+        if group_id not in self.consumer_groups:  # a consumer group's offsets: its own lines
+            _log_transition(group_id, before, decision.group)
         self._deliver(decision)
+
+    async def _apply_consumer(self, group_id: str, decide: ConsumerDecide, ticket: int | None) -> None:
+        now = self._now()
+        before = self.consumer_groups.get(group_id)
+        decision = decide(before, self.groups.get(group_id), now)
+        reply = decision.reply
+        if decision.records:
+            appended = await self._context.write(_consumer_records(decision.records, now))
+            if appended.error != ErrorCode.NONE:
+                if ticket is not None:
+                    self._context.reply(ticket, consumer_group.HeartbeatResult(appended.error))
+                else:
+                    log.warning(
+                        "Could not store the state of consumer group %s: %s",
+                        group_id,
+                        ErrorCode(appended.error).name,
+                    )
+                return
+            if not self._context.active:  # leadership moved: answer, keep nothing
+                if ticket is not None:
+                    self._context.reply(ticket, reply)
+                return
+        if decision.group is None:
+            self.consumer_groups.pop(group_id, None)
+        else:
+            self.consumer_groups[group_id] = decision.group
+            self._schedule_consumer(group_id, decision.group)
+        _log_consumer_transition(group_id, before, decision.group)
+        if ticket is not None:
+            self._context.reply(ticket, reply)
+
+    def _schedule_consumer(self, group_id: str, group: ConsumerGroup) -> None:
+        deadline = group.next_deadline_ms()
+        if deadline is not None:
+            self._context.schedule(
+                (_CONSUMER_GROUP_TIMER, group_id), deadline, lambda: self._advance_consumer(group_id)
+            )
+
+    async def _advance_consumer(self, group_id: str) -> None:
+        if group_id not in self.consumer_groups:
+            return
+
+        def decide(
+            group: ConsumerGroup | None, classic_group: Group | None, now: Now
+        ) -> consumer_group.Decision:
+            if group is None:
+                return consumer_group.Decision(None)
+            decision, fenced = consumer_group.advance(group, self._topics(), now)
+            for line in fenced:
+                log.info("%s", line)
+            return decision
+
+        await self._apply_consumer(group_id, decide, None)
 
     def _deliver(self, decision: classic.Decision) -> None:
         for reply in decision.replies:
@@ -271,6 +368,36 @@ def _records(records: tuple[classic.Record, ...], now: Now) -> list[SimpleRecord
         SimpleRecord(value=_encode_value(value), key=encode_key(key), timestamp=now.wall_ms)
         for key, value in records
     ]
+
+
+def _consumer_records(records: tuple[consumer_group.CgRecord, ...], now: Now) -> list[SimpleRecord]:
+    encoded = (consumer_records.encode(record) for record in records)
+    return [SimpleRecord(value=value, key=key, timestamp=now.wall_ms) for key, value in encoded]
+
+
+def _log_consumer_transition(
+    group_id: str, before: ConsumerGroup | None, after: ConsumerGroup | None
+) -> None:
+    """One INFO line when a consumer group is created, moves to a new epoch, is emptied or deleted."""
+    if after is None:
+        if before is not None:
+            log.info("Consumer group %s deleted (epoch %d)", group_id, before.group_epoch)
+        return
+    if before is None:
+        log.info("Consumer group %s created", group_id)
+    before_epoch = before.group_epoch if before is not None else 0
+    if after.state is ConsumerGroupState.EMPTY:
+        if before is not None and before.members:
+            log.info("Consumer group %s is now empty (epoch %d)", group_id, after.group_epoch)
+    elif after.group_epoch != before_epoch:
+        log.info(
+            "Consumer group %s moved to epoch %d with %d members",
+            group_id,
+            after.group_epoch,
+            len(after.members),
+        )
+    elif before is not None and before.state is not after.state:
+        log.debug("Consumer group %s: %s -> %s", group_id, before.state.value, after.state.value)
 
 
 def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:

@@ -307,6 +307,13 @@ _B, _S, _I, _SH, _L, _D, _LS = (
 )
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# group.consumer.assignors: the built-in assignors by name or by Kafka's class name
+_CONSUMER_ASSIGNORS = (
+    "uniform",
+    "range",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+)
 
 
 def default_log_dir() -> str:
@@ -455,6 +462,15 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("group.min.session.timeout.ms", _I, 6000),
         ConfigKey("group.max.session.timeout.ms", _I, 1800000),
         ConfigKey("group.max.size", _I, INT_MAX, at_least(1)),
+        # consumer-protocol groups (KIP-848): coordinator/consumer_group.py
+        ConfigKey("group.consumer.session.timeout.ms", _I, 45000, at_least(1)),
+        ConfigKey("group.consumer.min.session.timeout.ms", _I, 45000, at_least(1)),
+        ConfigKey("group.consumer.max.session.timeout.ms", _I, 60000, at_least(1)),
+        ConfigKey("group.consumer.heartbeat.interval.ms", _I, 5000, at_least(1)),
+        ConfigKey("group.consumer.min.heartbeat.interval.ms", _I, 5000, at_least(1)),
+        ConfigKey("group.consumer.max.heartbeat.interval.ms", _I, 15000, at_least(1)),
+        ConfigKey("group.consumer.max.size", _I, INT_MAX, at_least(1)),
+        ConfigKey("group.consumer.assignors", _LS, ["uniform", "range"], each_of(*_CONSUMER_ASSIGNORS)),
         # transactions and producer ids
         ConfigKey("transaction.state.log.replication.factor", _SH, 1, at_least(1)),
         ConfigKey("transaction.state.log.min.isr", _I, 1, at_least(1)),
@@ -918,6 +934,26 @@ class KafkaConfig:
                 )
         return advertised
 
+    def _validate_consumer_group_keys(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the consumer-protocol group settings."""
+        prefix = "group.consumer."
+        for kind in ("session.timeout.ms", "heartbeat.interval.ms"):
+            value = self[prefix + kind]
+            low, high = self[f"{prefix}min.{kind}"], self[f"{prefix}max.{kind}"]
+            if low > high:
+                raise ConfigError(f"{prefix}min.{kind}", low, f"must not exceed {prefix}max.{kind}")
+            if not low <= value <= high:
+                raise ConfigError(
+                    prefix + kind, value, f"must be between {prefix}min.{kind} and {prefix}max.{kind}"
+                )
+        heartbeat, session = self[prefix + "heartbeat.interval.ms"], self[prefix + "session.timeout.ms"]
+        if heartbeat >= session:
+            raise ConfigError(
+                prefix + "heartbeat.interval.ms", heartbeat, f"must be less than {prefix}session.timeout.ms"
+            )
+        if not self[prefix + "assignors"]:
+            raise ConfigError(prefix + "assignors", "", "at least one assignor is required")
+
     def _validate_cross_key(self) -> None:
         self._validate_cluster_keys()
         if self.broker_id < 0:
@@ -927,6 +963,7 @@ class KafkaConfig:
         min_session, max_session = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
         if min_session > max_session:
             raise ConfigError("group.min.session.timeout.ms", min_session, "must not exceed the max")
+        self._validate_consumer_group_keys()
         if not self.log_dirs:
             raise ConfigError("log.dirs", self._values["log.dirs"], "at least one log directory is required")
         queued_bytes = self["queued.max.request.bytes"]

@@ -57,6 +57,8 @@ class MetadataCache:
         self._by_id: dict[uuid.UUID, str] = {}
         self._configs: dict[str, Mapping[str, str]] = {}
         self.changed = Waiters()
+        # bumped by every UpdateMetadata: readers cache what they derive from the topics by it
+        self.version = 0
 
     # -- updates ---------------------------------------------------------------------------------
 
@@ -67,6 +69,7 @@ class MetadataCache:
         self._brokers = {b.id: _broker(b) for b in request.live_brokers}
         for topic in request.topic_states:
             self._apply_topic(topic)
+        self.version += 1
         self.changed.notify()
         return UpdateMetadataResponse()
 

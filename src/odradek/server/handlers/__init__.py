@@ -82,6 +82,9 @@ HANDLER_MODULES: list[str] = [
     "list_groups",
     "delete_groups",
     "offset_delete",
+    # consumer-protocol groups (KIP-848)
+    "consumer_group_heartbeat",
+    "consumer_group_describe",
     # ACLs
     "describe_acls",
     "create_acls",
