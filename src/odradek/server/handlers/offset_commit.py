@@ -9,7 +9,11 @@ consumers that only store offsets). Per partition: UNKNOWN_TOPIC_OR_PARTITION fo
 partition the cluster does not have, OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes; a
 null metadata is stored as "". The commit timestamp is the broker's clock, or the client's v1
 `commit_timestamp` when it sets one; v2-v4 `retention_time_ms` (when not -1) sets an explicit expiry.
-v6+ carry the committed leader epoch. v9's `generation_id_or_member_epoch` is the classic generation.
+v6+ carry the committed leader epoch. `generation_id_or_member_epoch` is the classic generation, or
+for a consumer-protocol group (KIP-848) the member epoch: a commit of a member must carry its
+current epoch (STALE_MEMBER_EPOCH; an unknown member UNKNOWN_MEMBER_ID), and one without a member
+(epoch -1) is accepted only while the group is empty, as Kafka checks. Kafka also refuses a
+consumer-protocol member's commit below v9 (UNSUPPORTED_VERSION); odradek accepts it.
 
 Deliberate deviations: v0 commits are stored in `__consumer_offsets` like every other version
 (Kafka stored them in ZooKeeper).

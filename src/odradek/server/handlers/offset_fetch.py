@@ -13,8 +13,9 @@ With `require_stable` (v7+), a partition whose group has an offset pending in an
 (TxnOffsetCommit not yet completed by its marker) answers UNSTABLE_OFFSET_COMMIT, so the consumer
 retries; without it, the last committed offset is answered.
 
-Deliberate deviations: the v9 member id / member epoch (KIP-848) are not
-checked: classic groups do not validate them.
+The v9 member id / member epoch (KIP-848): for a consumer-protocol group, a member epoch of 0 or
+more must be the member's current one (STALE_MEMBER_EPOCH; an unknown member UNKNOWN_MEMBER_ID), as
+Kafka checks; -1 (an admin client) fetches freely. Classic groups do not validate them.
 
 Authorization (Kafka's): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for it) and on each
 topic: a named topic's partitions answer TOPIC_AUTHORIZATION_FAILED, and when all the group's
@@ -41,6 +42,7 @@ MAX_VERSION = 9
 
 FIRST_BATCH_VERSION = 8
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
+FIRST_MEMBER_EPOCH_VERSION = 9
 
 Requested = list[tuple[str, list[int]]] | None
 Fetched = dict[str, list[tuple[int, CommittedOffset | None, int]]]
@@ -55,7 +57,8 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         groups = []
         for group in request.groups:
             requested = _requested(group.topics)
-            error, fetched = await _fetch(ctx, group.group_id, requested, request.require_stable)
+            member = (group.member_id, group.member_epoch) if version >= FIRST_MEMBER_EPOCH_VERSION else None
+            error, fetched = await _fetch(ctx, group.group_id, requested, request.require_stable, member)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error, topics=_batch_topics(fetched)
@@ -74,15 +77,24 @@ def _requested(topics: Sequence[Any] | None) -> Requested:
 
 
 async def _fetch(
-    ctx: RequestContext, group_id: str, requested: Requested, require_stable: bool
+    ctx: RequestContext,
+    group_id: str,
+    requested: Requested,
+    require_stable: bool,
+    member: tuple[str | None, int] | None = None,
 ) -> tuple[int, Fetched]:
     partitions = None
     if requested is not None:
         partitions = tuple(TopicPartition(name, p) for name, indexes in requested for p in indexes)
+    error: int
+    offsets: dict[TopicPartition, CommittedOffset | None]
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
     else:
-        error, offsets = await ctx.broker.group_coordinator.fetch_offsets(group_id, partitions)
+        member_id, member_epoch = member if member is not None else (None, -1)
+        error, offsets = await ctx.broker.group_coordinator.fetch_offsets(
+            group_id, partitions, member_id, member_epoch
+        )
     fetched: Fetched = defaultdict(list)
     if error != ErrorCode.NONE and partitions is not None:
         offsets = {tp: None for tp in partitions}
