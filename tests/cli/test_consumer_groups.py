@@ -1,7 +1,8 @@
 """`odradek consumer-groups` (kafka-consumer-groups) run through the entry point against a broker process.
 
-Output lines are Kafka 3.9's ConsumerGroupCommand's (its fixed column widths, its notes on stderr);
-committed offsets are read back with confluent-kafka, a client that is not the tool's own.
+Output lines are Kafka's ConsumerGroupCommand's (its fixed column widths, its notes on stderr; Kafka
+4's columns for consumer-protocol groups); committed offsets are read back with confluent-kafka, a
+client that is not the tool's own.
 """
 
 from __future__ import annotations
@@ -170,6 +171,47 @@ def test_an_active_group_shows_members_state_and_refuses_a_reset(
         "is Stable.\n"
     )
     assert committed(bootstrap, group, unique_topic, 1) == [1]
+
+
+def test_a_consumer_protocol_group_shows_its_epochs_and_assignments(
+    tool_broker, unique_topic: str, group: str
+) -> None:
+    """A KIP-848 group (group.protocol=consumer) described through ConsumerGroupDescribe, in Kafka 4's
+    --verbose columns: the member's epoch and assignment, the target assignment and its epoch."""
+    bootstrap = tool_broker.bootstrap
+    create_topic(bootstrap, unique_topic, 2)
+    member = consumer(bootstrap, group, **{"group.protocol": "consumer", "client.id": "kip848"})
+    member.subscribe([unique_topic])
+    try:
+        deadline = time.monotonic() + 30
+        while len(member.assignment()) < 2 and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert len(member.assignment()) == 2
+        verbose = groups(bootstrap, "--describe", "--group", group, "--members", "--verbose").split("\n")
+        member_id, epoch = verbose[2].split()[1], verbose[2].split()[5]
+        assert int(epoch) >= 1
+        widths = (len(group), len(member_id), 15, 15, 15, 15, 20, 15, 20)
+        assert verbose == [
+            "",
+            row("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT", widths=widths) + " ",
+            row(group, member_id, "/127.0.0.1", "kip848", "2", epoch, f"{unique_topic}:0,1", epoch,
+                f"{unique_topic}:0,1", widths=widths) + " ",
+            "",
+            "",
+        ]  # fmt: skip
+        state = groups(bootstrap, "--describe", "--group", group, "--state", "--verbose").split("\n")
+        coordinator = f"{bootstrap}  (1)"
+        widths = (max(25, len(coordinator)), 25, 20, 15, 15, 25)
+        assert state[1:3] == [
+            row("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS", widths=widths),
+            row(group, coordinator, "uniform", "Stable", epoch, epoch, "1", widths=widths),
+        ]  # fmt: skip
+    finally:
+        member.close()
+    state = groups(bootstrap, "--describe", "--group", group, "--state").split("\n")[2].split()
+    assert state[3:] == ["uniform", "Empty", "0"]
 
 
 def reset(bootstrap: str, group: str, *args: str) -> list[str]:
