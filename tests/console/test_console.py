@@ -147,6 +147,29 @@ def test_the_pages_follow_the_cluster_as_it_changes(console_broker, browser, scr
     assert "late" in later and "1 records" in later
 
 
+def test_a_consumer_protocol_group_shows_its_epochs(console_broker, browser, screenshots):
+    """A live KIP-848 member (group.protocol=consumer): the group page names the protocol, its assignor
+    and epochs, and the member's epoch and target partitions."""
+    process, base = console_broker
+    member = Consumer(
+        {
+            "bootstrap.servers": process.bootstrap,
+            "group.id": "kip848",
+            "group.protocol": "consumer",
+            "client.id": "live-member",
+        }
+    )
+    member.subscribe([TOPIC])
+    try:
+        eventually(lambda: member.poll(0.2) is None and len(member.assignment()) == 1, 30, "an assignment")
+        group = _visit(browser, screenshots, base + "/group?id=kip848", "group-kip848")
+    finally:
+        member.close()
+    assert "Protocol: consumer (KIP-848), assignor uniform, group epoch" in group
+    assert "Member Client id Host Assigned partitions Epoch Target partitions" in group
+    assert f"live-member /127.0.0.1 {TOPIC}-0" in group
+
+
 def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, screenshots):
     _, base = console_broker
     text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=x", "bad-form")

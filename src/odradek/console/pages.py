@@ -163,14 +163,24 @@ def groups_page(groups: Sequence[GroupListing], lags: dict[str, int | None]) -> 
 
 
 def group_page(group_id: str, report: GroupReport, history: Sequence[tuple[float, int]]) -> bytes:
+    """A group's members, lag per partition and total lag; for a group of the consumer protocol
+    (KIP-848) also its epochs, and each member's epoch and the target assignment it reconciles to."""
+    kip848 = report.consumer_protocol
     member_table = table(
-        ["Member", "Client id", "Host", "Assigned partitions"],
+        [
+            "Member",
+            "Client id",
+            "Host",
+            "Assigned partitions",
+            *(["Epoch", "Target partitions"] if kip848 else []),
+        ],
         (
             [
                 escape(m.member_id),
                 escape(m.client_id),
                 escape(m.host),
                 escape(", ".join(map(str, m.partitions))),
+                *([_or_dash(m.member_epoch), escape(", ".join(map(str, m.target)))] if kip848 else []),
             ]
             for m in sorted(report.members, key=lambda m: m.member_id)
         ),
@@ -191,8 +201,15 @@ def group_page(group_id: str, report: GroupReport, history: Sequence[tuple[float
         ),
         (1, 2, 3, 4),
     )
+    protocol = (
+        f"consumer (KIP-848), assignor <b>{escape(report.protocol)}</b>, group epoch {report.group_epoch}, "
+        f"target assignment epoch {report.assignment_epoch}"
+        if kip848
+        else f"classic, assignment strategy <b>{escape(report.protocol or '-')}</b>"
+    )
     body = (
-        f"<p>State: <b>{escape(report.state)}</b></p><h2>Members</h2>{member_table}"
+        f"<p>State: <b>{escape(report.state)}</b></p><p>Protocol: {protocol}</p>"
+        f"<h2>Members</h2>{member_table}"
         f"<h2>Lag per partition</h2>{offsets}<h2>Total lag, last minutes</h2>{lag_chart(history)}"
     )
     return layout(f"Consumer group {group_id}", body)
