@@ -97,6 +97,36 @@ def _consume_and_commit(bootstrap: str, topic: str, group: str, commit_after: in
         consumer.close()
 
 
+def _consumer_protocol_member(bootstrap: str, topic: str, group: str) -> Consumer:
+    """A member of `group` with group.protocol=consumer (KIP-848) once it holds the topic's partition."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer"})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    assert consumer.assignment()
+    return consumer
+
+
+def test_group_counts_by_protocol_and_state(metrics_broker, unique_topic):
+    bootstrap = metrics_broker.process.bootstrap
+    _produce(bootstrap, unique_topic, RECORDS)
+    _consume_and_commit(bootstrap, unique_topic, f"classic-{unique_topic}", COMMITTED)  # left: Empty
+    before = metrics_broker.scrape()
+    member = _consumer_protocol_member(bootstrap, unique_topic, f"kip848-{unique_topic}")
+    try:
+        during = metrics_broker.scrape()
+    finally:
+        member.close()
+    prefix = "kafka_server_group_coordinator_metrics_"
+    assert value(before, f"{prefix}classic_group_count", state="empty") >= 1
+    for name, labels in ((f"{prefix}group_count", {"protocol": "consumer"}),
+                         (f"{prefix}consumer_group_count", {"state": "stable"})):  # fmt: skip
+        assert value(during, name, **labels) == value(before, name, 0, **labels) + 1
+    classic = value(during, f"{prefix}group_count", protocol="classic")
+    assert classic == value(before, f"{prefix}group_count", protocol="classic")
+
+
 def test_topic_counters_log_offsets_and_group_lag_follow_real_clients(metrics_broker, unique_topic):
     bootstrap = metrics_broker.process.bootstrap
     before = metrics_broker.scrape()

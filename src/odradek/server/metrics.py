@@ -133,6 +133,7 @@ class BrokerCollector:
         yield from self._controller_metrics()
         yield from self._log_metrics()
         yield from self._group_lag()
+        yield from self._group_counts()
         yield from self._purgatories()
         yield from self._network()
         yield from self._quota_metrics()
@@ -248,6 +249,35 @@ class BrokerCollector:
                     if partition is not None:
                         lag.add_metric(key, max(partition.high_watermark - committed.offset, 0))
         yield from (lag, current)
+
+    def _group_counts(self) -> Iterator[Metric]:
+        """The groups this broker coordinates: by protocol (Kafka's group-count,protocol=classic|consumer)
+        and per protocol by state (classic-group-count and consumer-group-count, state lowercase). A
+        consumer-protocol group's offsets live in a classic entry of its id, which is not counted."""
+        prefix = "kafka_server_group_coordinator_metrics_"
+        total = GaugeMetricFamily(f"{prefix}group_count", "Groups by protocol", labels=["protocol"])
+        by_state = {
+            protocol: GaugeMetricFamily(
+                f"{prefix}{protocol}_group_count",
+                f"{protocol.capitalize()} groups by state",
+                labels=["state"],
+            )
+            for protocol in ("classic", "consumer")
+        }
+        counts: dict[str, dict[str, int]] = {"classic": {}, "consumer": {}}
+        for shard in self._broker.group_coordinator.shards().values():
+            for group_id, group in shard.groups.items():
+                if group_id not in shard.consumer_groups:
+                    states = counts["classic"]
+                    states[group.state.value] = states.get(group.state.value, 0) + 1
+            for consumer_group in shard.consumer_groups.values():
+                states = counts["consumer"]
+                states[consumer_group.state.value] = states.get(consumer_group.state.value, 0) + 1
+        for protocol, states in counts.items():
+            total.add_metric([protocol], sum(states.values()))
+            for state, count in sorted(states.items()):
+                by_state[protocol].add_metric([state.lower()], count)
+        yield from (total, *by_state.values())
 
     def _purgatories(self) -> Iterator[Metric]:
         manager = self._broker.replica_manager
