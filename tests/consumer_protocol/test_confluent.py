@@ -64,7 +64,7 @@ def poll_until(consumers: list[Consumer], done: Callable[[], bool], seen: dict[i
             if message is None:
                 continue
             assert message.error() is None, message.error()
-            seen.setdefault(index, []).append(message.value())
+            seen.setdefault(index, []).append(message.value() or b"")
 
 
 def assigned(member: Consumer) -> set[int]:
