@@ -53,7 +53,8 @@ def test_api_keys_and_version_facts() -> None:
         60,
     )
     produce = API_SPECS[ApiKey.PRODUCE]
-    assert produce.request_versions == Versions(0, 11) and produce.request_flexible == Versions(
+    # Kafka 3.9.0's v0-v2 (which Kafka 4 removed) and Kafka 4.4.0's v12-v13
+    assert produce.request_versions == Versions(0, 13) and produce.request_flexible == Versions(
         9, VERSION_MAX
     )
     assert API_SPECS[ApiKey.LEADER_AND_ISR].zk_broker and not API_SPECS[ApiKey.BROKER_REGISTRATION].zk_broker
