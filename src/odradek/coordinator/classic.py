@@ -836,17 +836,20 @@ def delete_group(group: Group | None, ticket: int, now: Now) -> Decision:
     return out.decision(None, Failure(FailureKind.DELETE_GROUP, ticket))
 
 
-def expire_offsets(group: Group, now: Now, config: GroupConfig) -> Decision:
+def expire_offsets(
+    group: Group, now: Now, config: GroupConfig, keep_topics: frozenset[str] = frozenset()
+) -> Decision:
     """Drop offsets past offsets.retention.minutes, Kafka's rules: an Empty group that had members
     counts from when it became Empty; a Stable consumer group expires offsets of topics it no longer
     subscribes to by commit time; a group that only commits (no protocol type) by commit time.
-    An explicit expire timestamp (OffsetCommit v1-v4 retention) wins."""
+    An explicit expire timestamp (OffsetCommit v1-v4 retention) wins. `keep_topics`: the topics a
+    KIP-848 consumer group of the same id subscribes to, whose offsets never expire (Kafka's rule)."""
     retention = config.offsets_retention_ms
     if group.protocol_type is not None and group.state is GroupState.EMPTY:
         base_ms = group.state_timestamp_ms
         keep: frozenset[str] = frozenset()
     elif group.protocol_type is None:
-        base_ms, keep = None, frozenset()
+        base_ms, keep = None, keep_topics
     elif (
         group.is_consumer_group()
         and group.state is GroupState.STABLE

@@ -194,6 +194,15 @@ class ConsumerGroup:
     def topic_names(self) -> dict[uuid.UUID, str]:
         return {t.topic_id: t.name for t in self.topics.values()}
 
+    def subscribed_topic_names(self) -> frozenset[str]:
+        """Every topic name a member subscribes to, by name or through its regex."""
+        names: set[str] = set()
+        for member in self.members.values():
+            names.update(member.subscribed_topic_names)
+            if member.subscribed_topic_regex is not None:
+                names |= self.regexes.get(member.subscribed_topic_regex, frozenset())
+        return frozenset(names)
+
 
 # ---------------------------------------------------------------------------------------------
 # records (typed; consumer_records.py gives their bytes). A None value is a tombstone.
@@ -836,6 +845,24 @@ def with_fresh_sessions(group: ConsumerGroup, now: Now, config: GroupConfig) -> 
         for m in group.members.values()
     }
     return replace(group, members=members)
+
+
+# ---------------------------------------------------------------------------------------------
+# DeleteGroups
+
+
+def delete(group_id: str, group: ConsumerGroup | None) -> Decision:
+    """DeleteGroups of a consumer-protocol group: only an empty one (NON_EMPTY_GROUP), its records
+    tombstoned (its regexes, target assignment metadata, group metadata, as Kafka writes them); the
+    reply is the error code. Its offsets are deleted with the classic group that holds them."""
+    if group is None:
+        return Decision(None, ErrorCode.GROUP_ID_NOT_FOUND)
+    if group.members:
+        return Decision(group, ErrorCode.NON_EMPTY_GROUP)
+    records: list[CgRecord] = [RegexRecord(group_id, regex, None) for regex in group.regexes]
+    records.append(TargetEpochRecord(group_id, None))
+    records.append(GroupEpochRecord(group_id, None))
+    return Decision(None, ErrorCode.NONE, tuple(records))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -356,9 +356,18 @@ class GroupCoordinator:
     # -- administration ---------------------------------------------------------------------------
 
     async def describe_group(self, group_id: str) -> GroupDescription:
+        """DescribeGroups (v0-v5): a consumer-protocol group is described as Kafka does for a group
+        that is not a classic one: Dead, without members."""
+        shard = self._shard(group_id)
+
+        def view(group: Group | None) -> GroupDescription:
+            if shard is not None and group_id in shard.consumer_groups:
+                return GroupDescription(ErrorCode.NONE, group_id, "Dead")
+            return classic.describe_group(group_id, group)
+
         result = await self._submit(
             group_id,
-            _read(lambda group: classic.describe_group(group_id, group)),
+            _read(view),
             lambda code: GroupDescription(code, group_id, ""),
         )
         assert isinstance(result, GroupDescription)
@@ -384,6 +393,19 @@ class GroupCoordinator:
         return error, listings
 
     async def delete_group(self, group_id: str) -> int:
+        shard = self._shard(group_id)
+        if shard is not None and group_id in shard.consumer_groups:
+            deleted = await shard.submit_consumer(
+                group_id, lambda group, _classic, _now: consumer_group.delete(group_id, group), int
+            )
+            assert isinstance(deleted, int)
+            if deleted != ErrorCode.NONE:
+                return deleted
+            offsets = await self._submit(
+                group_id, lambda group, ticket, now: classic.delete_group(group, ticket, now), int
+            )
+            assert isinstance(offsets, int)
+            return ErrorCode.NONE if offsets == ErrorCode.GROUP_ID_NOT_FOUND else offsets
         result = await self._submit(
             group_id,
             lambda group, ticket, now: classic.delete_group(group, ticket, now),

@@ -184,7 +184,7 @@ class GroupCoordinatorShard:
         """Run a consumer-protocol group's decision as the next event of the partition."""
 
         async def event(ticket: int) -> None:
-            await self._apply_consumer(group_id, decide, ticket)
+            await self._apply_consumer(group_id, decide, ticket, error_result)
 
         return await self._context.submit(event, error_result)
 
@@ -235,7 +235,13 @@ class GroupCoordinatorShard:
             _log_transition(group_id, before, decision.group)
         self._deliver(decision)
 
-    async def _apply_consumer(self, group_id: str, decide: ConsumerDecide, ticket: int | None) -> None:
+    async def _apply_consumer(
+        self,
+        group_id: str,
+        decide: ConsumerDecide,
+        ticket: int | None,
+        error_result: ErrorResult | None = None,
+    ) -> None:
         now = self._now()
         before = self.consumer_groups.get(group_id)
         decision = decide(before, self.groups.get(group_id), now)
@@ -243,8 +249,8 @@ class GroupCoordinatorShard:
         if decision.records:
             appended = await self._context.write(_consumer_records(decision.records, now))
             if appended.error != ErrorCode.NONE:
-                if ticket is not None:
-                    self._context.reply(ticket, consumer_group.HeartbeatResult(appended.error))
+                if ticket is not None and error_result is not None:
+                    self._context.reply(ticket, error_result(appended.error))
                 else:
                     log.warning(
                         "Could not store the state of consumer group %s: %s",
@@ -357,7 +363,9 @@ class GroupCoordinatorShard:
     def _expire_decision(self, group: Group | None, now: Now) -> classic.Decision:
         if group is None:
             return classic.Decision(None)
-        return classic.expire_offsets(group, now, self._config)
+        consumer = self.consumer_groups.get(group.group_id)
+        keep = consumer.subscribed_topic_names() if consumer is not None else frozenset()
+        return classic.expire_offsets(group, now, self._config, keep)
 
     def _now(self) -> Now:
         return Now(self._clock.time_ms(), self._clock.monotonic_ms())

@@ -2,10 +2,12 @@
 
 API: v0-v5.
 
-Behaviour: the groups this broker coordinates (group id, protocol type; state v4+; type "classic"
-v5+), filtered by state (v4+, case-insensitive, empty = all) and by type (v5+, empty = all; every
-odradek group is a classic group). While a `__consumer_offsets` partition is still loading the
-answer carries COORDINATOR_LOAD_IN_PROGRESS along with the groups already loaded, as Kafka does.
+Behaviour: the groups this broker coordinates (group id, protocol type; state v4+; type v5+:
+"classic", or "consumer" for a KIP-848 consumer-protocol group, whose protocol type is "consumer"
+and whose state is Empty, Assigning, Reconciling or Stable), filtered by state (v4+,
+case-insensitive, empty = all) and by type (v5+, case-insensitive, empty = all). While a
+`__consumer_offsets` partition is still loading the answer carries COORDINATOR_LOAD_IN_PROGRESS
+along with the groups already loaded, as Kafka does.
 
 Authorization (Kafka's): with DESCRIBE on the cluster every group is listed, else only the groups
 the principal may DESCRIBE.
@@ -23,8 +25,6 @@ API_KEY = ApiKey.LIST_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-CLASSIC_GROUP_TYPE = "classic"
-
 
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     error, listings = ctx.broker.group_coordinator.list_groups()
@@ -35,8 +35,8 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
         listings = [g for g in listings if g.group_id in allowed]
     states = {s.lower() for s in request.states_filter}
     types = {t.lower() for t in request.types_filter}
-    if types and CLASSIC_GROUP_TYPE not in types:
-        listings = []
+    if types:
+        listings = [g for g in listings if g.group_type in types]
     return ListGroupsResponse(
         error_code=error,
         groups=[
@@ -44,7 +44,7 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type=CLASSIC_GROUP_TYPE,
+                group_type=g.group_type,
             )
             for g in sorted(listings, key=lambda g: g.group_id)
             if not states or g.state.lower() in states
