@@ -229,6 +229,33 @@ def test_uniform_member_leaving_moves_only_its_own_partitions() -> None:
     assert _moved(current, result) == 10
 
 
+def test_uniform_heterogeneous_join_and_leave_keep_most_partitions_in_place() -> None:
+    """Five members read t0 (60 partitions), five read t0 and t1 (40): ten each. Balance may move a
+    few partitions between the others, but each keeps at least 8 of its 10."""
+    t0, t1 = TOPIC_IDS[:2]
+    topics = {t0: TopicDescription("a", 60), t1: TopicDescription("b", 40)}
+    members = {f"m{i}": _member(f"m{i}", {t0} if i < 5 else {t0, t1}) for i in range(10)}
+    current = UNIFORM.assign(members, topics)
+    assert set(_loads(current).values()) == {10}
+    members = _holding(members, current)
+
+    def kept(result: Assignment, member_id: str) -> int:
+        return sum(len(ps & current[member_id].get(t, frozenset())) for t, ps in result[member_id].items())
+
+    joined = dict(members, new=_member("new", {t1}))
+    result = UNIFORM.assign(joined, topics)
+    _check_complete(result, joined, topics)
+    assert 8 <= _loads(result)["new"] <= 9
+    assert _moved(current, result) <= 12
+    assert all(kept(result, m) >= 8 for m in members)
+    for leaver in ("m2", "m7"):
+        left = {m: s for m, s in members.items() if m != leaver}
+        result = UNIFORM.assign(left, topics)
+        _check_complete(result, left, topics)
+        assert _moved(current, result) <= 13
+        assert all(kept(result, m) >= 9 for m in left)
+
+
 def test_uniform_revokes_unsubscribed_and_missing_partitions() -> None:
     t0, t1 = TOPIC_IDS[:2]
     topics = {t0: TopicDescription("a", 2), t1: TopicDescription("b", 2)}
@@ -237,6 +264,41 @@ def test_uniform_revokes_unsubscribed_and_missing_partitions() -> None:
         "y": _member("y", {t0}, {t0: frozenset({0})}),  # x claims p0 first (member id order)
     }
     assert UNIFORM.assign(members, topics) == {"x": {t0: frozenset({0})}, "y": {t0: frozenset({1})}}
+
+
+@given(group=_groups(homogeneous=True))
+@settings(max_examples=300)
+def test_uniform_homogeneous_moves_the_fewest_partitions_balance_allows(group) -> None:
+    """From any current assignment: each member keeps its valid partitions up to its quota, and the
+    extra quotas go to members holding more than the minimum."""
+    members, topics = group
+    if not members:
+        return
+    claimed: dict[tuple[uuid.UUID, int], str] = {}
+    for member_id in sorted(members):  # a partition held twice stays with the first by member id
+        subscription = members[member_id]
+        for topic_id, partitions in subscription.assigned.items():
+            if topic_id in topics and topic_id in subscription.subscribed_topic_ids:
+                for p in partitions:
+                    if 0 <= p < topics[topic_id].partitions:
+                        claimed.setdefault((topic_id, p), member_id)
+    kept = [sum(1 for m in claimed.values() if m == member_id) for member_id in members]
+    subscribed = next(iter(members.values())).subscribed_topic_ids
+    total = sum(t.partitions for topic_id, t in topics.items() if topic_id in subscribed)
+    minimum, extra = divmod(total, len(members))
+    fewest = total - sum(min(k, minimum) for k in kept) - min(extra, sum(1 for k in kept if k > minimum))
+    result = UNIFORM.assign(members, topics)
+    assert sum(1 for tp, m in _owners(result).items() if claimed.get(tp) != m) == fewest
+
+
+def test_uniform_extra_quota_goes_to_the_member_already_holding_it() -> None:
+    t0 = TOPIC_IDS[0]
+    topics = {t0: TopicDescription("a", 3)}
+    members = {
+        "a": _member("a", {t0}, {t0: frozenset({2})}),
+        "b": _member("b", {t0}, {t0: frozenset({0, 1})}),
+    }
+    assert UNIFORM.assign(members, topics) == {"a": {t0: frozenset({2})}, "b": {t0: frozenset({0, 1})}}
 
 
 @given(group=_groups(homogeneous=True, with_current=False), joiner=st.text("pq", min_size=4, max_size=4))
