@@ -3,6 +3,8 @@ advertises exactly the APIs and version ranges the broker serves."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from odradek.protocol.api_keys import API_SPECS, ApiKey
@@ -12,12 +14,14 @@ from odradek.protocol.messages.alter_partition_reassignments import AlterPartiti
 from odradek.protocol.messages.api_versions import ApiVersionsRequest
 from odradek.protocol.messages.create_partitions import CreatePartitionsRequest
 from odradek.protocol.messages.create_topics import CreateTopicsRequest
+from odradek.protocol.messages.delete_groups import DeleteGroupsRequest
 from odradek.protocol.messages.delete_records import DeleteRecordsRequest
 from odradek.protocol.messages.delete_topics import DeleteTopicsRequest
 from odradek.protocol.messages.describe_cluster import DescribeClusterRequest
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.elect_leaders import ElectLeadersRequest
+from odradek.protocol.messages.find_coordinator import FindCoordinatorRequest
 from odradek.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
@@ -31,7 +35,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 9),
-    ApiKey.METADATA: (0, 12),
+    ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (0, 9),
     ApiKey.FIND_COORDINATOR: (0, 5),
@@ -49,16 +53,16 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.DELETE_GROUPS: (0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
-    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
     ApiKey.DESCRIBE_ACLS: (0, 3),
     ApiKey.CREATE_ACLS: (0, 3),
     ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
-    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 5),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
@@ -77,6 +81,8 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 
@@ -119,7 +125,7 @@ def test_api_versions(connect, version):
     assert advertised == sorted((key, low, high) for key, (low, high) in EXPECTED_RANGES.items())
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(0, 14))
 def test_metadata(connect, version):
     client = connect()
     name = topic_for(client, version)
@@ -194,10 +200,32 @@ def test_incremental_alter_configs(connect, version):
     assert set(errors_of(client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, request))) == {0}
 
 
-@pytest.mark.parametrize("version", range(0, 2))
+@pytest.mark.parametrize("version", range(0, 3))
 def test_describe_cluster(connect, version):
-    response = connect().call(ApiKey.DESCRIBE_CLUSTER, version, DescribeClusterRequest())
+    request = DescribeClusterRequest(include_fenced_brokers=True)
+    response = connect().call(ApiKey.DESCRIBE_CLUSTER, version, request)
     assert set(errors_of(response)) == {0} and response.brokers
+    assert not any(b.is_fenced for b in response.brokers)
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_delete_groups(connect, version):
+    client, names = connect(), [f"matrix-delete-groups-v{version}"]
+    find = FindCoordinatorRequest(key=names[0])
+    deadline = time.monotonic() + 30  # the first FindCoordinator creates __consumer_offsets
+    while client.call(ApiKey.FIND_COORDINATOR, 3, find).error_code != ErrorCode.NONE:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    request = DeleteGroupsRequest(groups_names=names)
+    while (response := client.call(ApiKey.DELETE_GROUPS, version, request)).results[0].error_code in (
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert [(r.group_id, r.error_code, r.error_message) for r in response.results] == [
+        (names[0], ErrorCode.GROUP_ID_NOT_FOUND, None)
+    ]
 
 
 @pytest.mark.parametrize("version", range(0, 3))
@@ -211,7 +239,7 @@ def test_delete_records(connect, version):
     assert [p.low_watermark for t in response.topics for p in t.partitions] == [0]
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 def test_describe_log_dirs(connect, version):
     client = connect()
     name = topic_for(client, version)
@@ -220,7 +248,7 @@ def test_describe_log_dirs(connect, version):
     assert set(errors_of(response)) == {0}
     (result,) = response.results
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in result.topics] == [(name, [0, 1])]
-    assert (result.total_bytes > 0) == (version >= 4)
+    assert (result.total_bytes > 0) == (version >= 4) and not result.is_cordoned
 
 
 @pytest.mark.parametrize("version", range(0, 3))

@@ -1,11 +1,12 @@
 """DeleteGroups handler.
 
-API: v0-v2.
+API: v0-v3.
 
 Behaviour: deletes each named group that has no members: its committed offsets and group metadata
 are tombstoned in `__consumer_offsets`. Per group: NON_EMPTY_GROUP while it has members,
 GROUP_ID_NOT_FOUND when it does not exist, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its
-coordinator is elsewhere or loading.
+coordinator is elsewhere or loading. v3's per-group error message is always null: each error
+code above is its whole cause (odradek has no GROUP_DELETION_FAILED to explain).
 
 Authorization (Kafka's): DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
@@ -21,7 +22,7 @@ from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
 MIN_VERSION = 0
-MAX_VERSION = 2
+MAX_VERSION = 3
 
 Result = DeleteGroupsResponse.DeletableGroupResult
 

@@ -1,12 +1,14 @@
 """DescribeCluster handler.
 
-API: v0-v1.
+API: v0-v2.
 
 Behaviour: cluster id, controller id and the live brokers with their endpoints advertised on the
 listener the request arrived on. Only the brokers endpoint type (1) is served; asking for
 controllers (2) answers UNSUPPORTED_ENDPOINT_TYPE, as a broker does. Cluster authorized operations
-are reported when asked for (those the principal is allowed; no authorizer: all). As in Kafka
-3.9, no other authorization.
+are reported when asked for (those the principal is allowed; no authorizer: all). v2's
+include_fenced_brokers adds nothing and is_fenced is always false: a fenced broker is a KRaft
+state, and the brokers odradek lists are the live ones (registered in ZooKeeper, or the single
+node). As in Kafka 3.9, no other authorization.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from odradek.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 BROKERS_ENDPOINT_TYPE = 1
 

@@ -1,6 +1,6 @@
 """DescribeLogDirs handler.
 
-API: v0-v4.
+API: v0-v5.
 
 Behaviour: one result per directory of log.dirs (its absolute path), listing the partitions whose
 logs it holds, each with its size in bytes (every segment's `.log` bytes) and its offset lag: for a
@@ -8,7 +8,9 @@ current replica the high watermark minus the log end offset when it is positive,
 future replica (is_future_key true: the copy of a replica moving to this dir, AlterReplicaLogDirs)
 the current log's end offset minus the future's, as Kafka reports them. `topics` null asks for every
 partition, else only the named ones. v4 adds the
-directory's total and usable bytes (the file system's, as Kafka reports them). A directory that
+directory's total and usable bytes (the file system's, as Kafka reports them); v5 adds whether the
+directory is cordoned (Kafka 4's way to stop placing new replicas on it): never, odradek has no
+cordoned log dirs. A directory that
 cannot be read answers KAFKA_STORAGE_ERROR with no topics.
 
 throttle_time_ms comes from the request quota.
@@ -33,7 +35,7 @@ from odradek.storage.log import Log
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
 
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
 TopicResult = DescribeLogDirsResponse.DescribeLogDirsTopic

@@ -1,6 +1,6 @@
 """Metadata handler.
 
-API: v0-v12.
+API: v0-v13.
 
 Behaviour: brokers (the advertised host and port of the listener the request arrived on, rack;
 brokers without an endpoint on that listener are left out), cluster id (v2+), controller id (v1+),
@@ -16,7 +16,8 @@ topic that may not be created UNKNOWN_TOPIC_OR_PARTITION. The requested topics a
 Kafka: a name (or id) named twice is answered once, so a request's cost follows the distinct topics
 it names; missing topics are auto-created together, not one after another. Authorized operations
 (v8+) are reported only when asked for: the supported operations the principal is allowed
-(server/authz.py; with no authorizer, every one).
+(server/authz.py; with no authorizer, every one). The top-level error code (v13+, for Kafka 4's
+REBOOTSTRAP_REQUIRED) is always 0: odradek never asks a client to rebootstrap.
 
 Authorization (Kafka's): the all-topics list leaves out the topics the principal may not DESCRIBE
 (quietly); a named topic (or topic id) it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED; a
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
-MAX_VERSION = 12
+MAX_VERSION = 13
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
