@@ -40,6 +40,7 @@ Callers: the consumer group coordinator (target assignments) and tests.
 from __future__ import annotations
 
 import heapq
+import itertools
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,10 +102,18 @@ def _known_subscriptions(
     members: Mapping[str, MemberSubscription],
     topics: Mapping[uuid.UUID, TopicDescription],
 ) -> list[frozenset[uuid.UUID]]:
-    return [
-        frozenset(t for t in members[m].subscribed_topic_ids if t in topics and topics[t].partitions > 0)
-        for m in member_ids
-    ]
+    """Each member's subscribed topics that exist with partitions; equal subscriptions share one
+    set (computed once: groups are mostly a few distinct subscriptions)."""
+    known = frozenset(t for t, description in topics.items() if description.partitions > 0)
+    computed: dict[frozenset[uuid.UUID], frozenset[uuid.UUID]] = {}
+    result = []
+    for member_id in member_ids:
+        subscribed = members[member_id].subscribed_topic_ids
+        mine = computed.get(subscribed)
+        if mine is None:
+            mine = computed[subscribed] = known.intersection(subscribed)
+        result.append(mine)
+    return result
 
 
 def _claim_current(
@@ -232,11 +241,14 @@ def _balance_topic(
     """Moves partitions of one topic from its most loaded holder to its least loaded subscriber
     while their loads differ by more than one. Each move lowers the sum of squared loads, so the
     rounds over all topics end. Returns whether anything moved."""
-    if len(subscribers) < 2:
+    if len(subscribers) < 2 or not held:
         return False
+    lowest = min(map(load.__getitem__, subscribers))
+    if max(load[i] for i, partitions in held.items() if partitions) - lowest <= 1:
+        return False  # the common case, checked without building the heaps
     least = [(load[i], i) for i in subscribers]
     heapq.heapify(least)
-    most = [(-load[i], i) for i in subscribers if held.get(i)]
+    most = [(-load[i], i) for i, partitions in held.items() if partitions]
     heapq.heapify(most)
     moved = False
     while most:
@@ -274,20 +286,24 @@ class RangeAssignor:
         ordered = sorted(members.values(), key=_range_order)
         member_ids = [m.member_id for m in ordered]
         result: Assignment = {m: {} for m in member_ids}
-        subscribers: dict[uuid.UUID, list[str]] = {}
-        for member_id, subscribed in zip(
-            member_ids, _known_subscriptions(member_ids, members, topics), strict=True
-        ):
+        # Positions in the order, by subscription: most groups have few distinct subscriptions.
+        by_subscription: dict[frozenset[uuid.UUID], list[int]] = {}
+        for position, subscribed in enumerate(_known_subscriptions(member_ids, members, topics)):
+            by_subscription.setdefault(subscribed, []).append(position)
+        by_topic: dict[uuid.UUID, list[list[int]]] = {}
+        for subscribed, positions in by_subscription.items():
             for topic_id in subscribed:
-                subscribers.setdefault(topic_id, []).append(member_id)
-        for topic_id in sorted(subscribers):
-            ids = subscribers[topic_id]
-            size, extra = divmod(topics[topic_id].partitions, len(ids))
+                by_topic.setdefault(topic_id, []).append(positions)
+        for topic_id in sorted(by_topic):
+            groups = by_topic[topic_id]
+            subscribers = groups[0] if len(groups) == 1 else sorted(itertools.chain.from_iterable(groups))
+            partitions = topics[topic_id].partitions
+            size, extra = divmod(partitions, len(subscribers))
             start = 0
-            for position, member_id in enumerate(ids):
-                end = start + size + (1 if position < extra else 0)
-                if end > start:
-                    result[member_id][topic_id] = frozenset(range(start, end))
+            # Subscribers past the partition count get none.
+            for k in range(min(len(subscribers), partitions)):
+                end = start + size + (1 if k < extra else 0)
+                result[member_ids[subscribers[k]]][topic_id] = frozenset(range(start, end))
                 start = end
         return result
 
