@@ -33,6 +33,7 @@ class View:
 
     def __init__(self, **topics: tuple[uuid.UUID, int]) -> None:
         self.topics = {name: TopicInfo(name, tid, n) for name, (tid, n) in topics.items()}
+        self.version: int | None = None  # None: every heartbeat looks again
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
@@ -77,6 +78,11 @@ def run(
     return decision.group, decision.reply, decision
 
 
+def answer(decision: cg.Decision) -> HeartbeatResult:
+    assert isinstance(decision.reply, HeartbeatResult)
+    return decision.reply
+
+
 def all_of(n: int) -> frozenset[int]:
     return frozenset(range(n))
 
@@ -101,7 +107,7 @@ def test_v0_member_without_id_gets_the_coordinators_id() -> None:
     args = replace(join(""), version=0)
     assert cg.validate(args, CONFIG) is None
     decision = cg.heartbeat(None, args, False, "generated", VIEW, now(), CONFIG)
-    assert isinstance(decision.reply, HeartbeatResult) and decision.reply.member_id == "generated"
+    assert isinstance(decision.reply, HeartbeatResult) and answer(decision).member_id == "generated"
 
 
 def test_second_member_waits_for_revocation_before_getting_partitions() -> None:
@@ -139,7 +145,7 @@ def test_leaving_member_bumps_the_epoch_and_the_other_takes_everything() -> None
     group, _, _ = run(group, beat("m1", 1, {T1: kept}))
     group, _, _ = run(group, beat("m2", 2, {}))
     decision = cg.heartbeat(group, beat("m2", -1, None), False, "x", VIEW, now(), CONFIG)
-    assert isinstance(decision.reply, HeartbeatResult) and decision.reply.member_epoch == -1
+    assert isinstance(decision.reply, HeartbeatResult) and answer(decision).member_epoch == -1
     group = decision.group  # type: ignore[assignment]
     assert set(group.members) == {"m1"} and group.group_epoch == 3
     assert [type(r).__name__ for r in decision.records][:3] == [
@@ -154,7 +160,7 @@ def test_leaving_member_bumps_the_epoch_and_the_other_takes_everything() -> None
 def test_epochs_are_fenced_except_the_previous_one_with_owned_partitions_in_the_assignment() -> None:
     group, _, _ = run(None, join("m1"))
     newer = cg.heartbeat(group, beat("m1", 5, {}), False, "x", VIEW, now(), CONFIG)
-    assert newer.reply.error_code == ErrorCode.FENCED_MEMBER_EPOCH  # type: ignore[union-attr]
+    assert answer(newer).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     group = replace(
         group, members={"m1": replace(group.members["m1"], member_epoch=3, previous_member_epoch=2)}
     )
@@ -163,24 +169,24 @@ def test_epochs_are_fenced_except_the_previous_one_with_owned_partitions_in_the_
     group, reply, _ = run(group, beat("m1", 2, {T1: frozenset({0})}))
     assert reply.error_code == ErrorCode.NONE and reply.member_epoch == 3
     outside = cg.heartbeat(group, beat("m1", 2, {T2: frozenset({0})}), False, "x", VIEW, now(), CONFIG)
-    assert outside.reply.error_code == ErrorCode.FENCED_MEMBER_EPOCH  # type: ignore[union-attr]
+    assert answer(outside).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     older = cg.heartbeat(group, beat("m1", 1, {}), False, "x", VIEW, now(), CONFIG)
-    assert older.reply.error_code == ErrorCode.FENCED_MEMBER_EPOCH  # type: ignore[union-attr]
+    assert answer(older).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     unknown = cg.heartbeat(group, beat("m9", 3, {}), False, "x", VIEW, now(), CONFIG)
-    assert unknown.reply.error_code == ErrorCode.UNKNOWN_MEMBER_ID  # type: ignore[union-attr]
+    assert answer(unknown).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_unknown_group_classic_group_and_full_group() -> None:
     missing = cg.heartbeat(None, beat("m1", 3, {}), False, "x", VIEW, now(), CONFIG)
-    assert missing.reply.error_code == ErrorCode.UNKNOWN_MEMBER_ID  # type: ignore[union-attr]
+    assert answer(missing).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     classic = cg.heartbeat(None, join("m1"), True, "x", VIEW, now(), CONFIG)
-    assert classic.reply.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # type: ignore[union-attr]
+    assert answer(classic).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     small = replace(CONFIG, consumer_max_size=1)
     group, _, _ = run(None, join("m1"))
     full = cg.heartbeat(group, join("m2"), False, "x", VIEW, now(), small)
-    assert full.reply.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED  # type: ignore[union-attr]
+    assert answer(full).error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
     again = cg.heartbeat(group, beat("m1", 1, None), False, "x", VIEW, now(), small)
-    assert again.reply.error_code == ErrorCode.NONE  # type: ignore[union-attr]
+    assert answer(again).error_code == ErrorCode.NONE
 
 
 @pytest.mark.parametrize(
@@ -214,11 +220,11 @@ def test_static_member_temporary_leave_and_takeover_keeps_the_assignment() -> No
     group, _, _ = run(None, join("a", instance_id="i1"))
     assert group.static_members == {"i1": "a"}
     unreleased = cg.heartbeat(group, join("b", instance_id="i1"), False, "x", VIEW, now(), CONFIG)
-    assert unreleased.reply.error_code == ErrorCode.UNRELEASED_INSTANCE_ID  # type: ignore[union-attr]
+    assert answer(unreleased).error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     fenced = cg.heartbeat(group, beat("b", 1, {}, instance_id="i1"), False, "x", VIEW, now(), CONFIG)
-    assert fenced.reply.error_code == ErrorCode.FENCED_INSTANCE_ID  # type: ignore[union-attr]
+    assert answer(fenced).error_code == ErrorCode.FENCED_INSTANCE_ID
     left = cg.heartbeat(group, beat("a", -2, None, instance_id="i1"), False, "x", VIEW, now(), CONFIG)
-    assert left.reply.member_epoch == -2 and left.group is not None  # type: ignore[union-attr]
+    assert answer(left).member_epoch == -2 and left.group is not None
     assert left.group.group_epoch == 1  # a temporary leave does not move the epoch
     group, reply, _ = run(left.group, join("b", instance_id="i1"))
     assert set(group.members) == {"b"} and group.static_members == {"i1": "b"}
@@ -315,3 +321,21 @@ def test_records_replay_to_the_same_group() -> None:
     for record in decision.records:
         replay.apply(*encode(record))
     assert set(replay.groups()["g"].members) == {"m1"}
+
+
+def test_metadata_is_looked_at_again_only_when_its_version_moves() -> None:
+    view = View(orders=(T1, 4))
+    view.version = 7
+    group, _, _ = run(None, join("m1", topics=(), subscribed_topic_regex="o.*"), view=view)
+    view.topics["others"] = TopicInfo("others", T2, 1)
+    group, reply, _ = run(group, beat("m1", 1, None), view=view)
+    assert group.group_epoch == 1 and reply.member_epoch == 1  # same version: not looked at
+    view.version = 8
+    group, reply, _ = run(group, beat("m1", 1, None), view=view)
+    assert group.group_epoch == 2 and reply.assignment == {T1: all_of(4), T2: all_of(1)}
+
+
+@pytest.mark.parametrize("regex", ["a(?=b)", "(?<!x)y", r"(a)\1", "a++", "(?>a)"])
+def test_regexes_re2j_refuses_are_refused(regex: str) -> None:
+    refused = cg.validate(join("m", topics=(), subscribed_topic_regex=regex), CONFIG)
+    assert refused is not None and refused.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION

@@ -147,6 +147,12 @@ def test_classic_and_consumer_groups_do_not_mix(tmp_path: Path) -> None:
         await beat(other, "m1", 0)
         joined = await other.join()
         assert joined.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        await beat(other, "m1", -1)  # the consumer group is empty: a classic member may take the id
+        joined = await other.join()
+        assert joined.error_code == ErrorCode.MEMBER_ID_REQUIRED
+        assert (
+            await other.coordinator.consumer_group_describe("g")
+        ).error_code == ErrorCode.GROUP_ID_NOT_FOUND
         await other.coordinator.shutdown()
 
     run(scenario)

@@ -1,5 +1,6 @@
-"""Consumer groups and committed offsets (Kafka's classic group coordinator) and transactions
-(Kafka's transaction coordinator), both state machines over one coordinator runtime.
+"""Consumer groups and committed offsets (Kafka's group coordinator: classic groups and KIP-848
+consumer-protocol groups) and transactions (Kafka's transaction coordinator), state machines over
+one coordinator runtime.
 
 Module map (dependencies point down):
 - `coordinator.py`: `GroupCoordinator`, what handlers call (`broker.group_coordinator`): routing by
@@ -16,7 +17,13 @@ Module map (dependencies point down):
   single writer, append with acks=-1 then apply, the append error map, timers on the injected
   clock, closing with NOT_COORDINATOR); `ReplicaManagerLog`, its access to the partitions.
 - `classic.py`: the group state machine as pure decisions (`Decision`: next group, replies, records).
-- `loader.py`: replaying a partition's records into groups.
+- `consumer_group.py`: KIP-848 consumer-protocol groups (ConsumerGroupHeartbeat /
+  ConsumerGroupDescribe): their immutable values and pure decisions (epochs, target assignment,
+  reconciliation, fencing, timers); their offsets are kept by the classic `Group` of the same id.
+- `consumer_records.py`: the ConsumerGroup* records of `__consumer_offsets` (Kafka 4's, through the
+  generated codecs) and their replay.
+- `loader.py`: replaying a partition's records into groups (consumer-protocol groups through
+  `consumer_records.py`).
 - `group.py`: the immutable values (`Group`, `Member`, `CommittedOffset`, `GroupState`, `Now`).
 - `records.py`: the key/value byte formats of `__consumer_offsets` (Kafka's).
 - `partitioning.py`: `partition_for(group_id, partitions)`, Kafka's hash.

@@ -847,7 +847,7 @@ def expire_offsets(
     retention = config.offsets_retention_ms
     if group.protocol_type is not None and group.state is GroupState.EMPTY:
         base_ms = group.state_timestamp_ms
-        keep: frozenset[str] = frozenset()
+        keep: frozenset[str] = keep_topics
     elif group.protocol_type is None:
         base_ms, keep = None, keep_topics
     elif (

@@ -27,16 +27,20 @@ The protocol (Kafka 4's GroupMetadataManager and CurrentAssignmentBuilder):
 - Timers: each heartbeat sets the member's session deadline (group.consumer.session.timeout.ms);
   entering UNREVOKED_PARTITIONS sets a revocation deadline (the member's rebalance timeout). Either
   one passing fences the member: it is removed and the group epoch bumped.
-- Empty groups are kept (their committed offsets live in the classic `Group` of the same id, which
-  holds the offsets of both kinds of group).
+- A heartbeat looks at the topics again only when the metadata's version moved (or the subscriptions
+  changed), so a steady group's heartbeat costs no topic lookups.
+- Empty groups are kept until DeleteGroups or a classic JoinGroup of the same id; their committed
+  offsets live in the classic `Group` of the same id, which holds the offsets of both kinds of group.
 
 Deviations: the assignment is computed synchronously in the heartbeat; regexes are resolved at the
 heartbeat (through the coordinator's cache, per metadata version) rather than in Kafka's background
-refresh; Python's `re` stands in for RE2/J (the differences: RE2/J has no backreferences or
-lookaround, which `re` accepts; `re` refuses possessive quantifiers before 3.11 and some
-RE2/J-only classes such as `\\pN` spelled without braces). Migration between classic and consumer
-groups (KIP-848's online upgrade) is not done: a classic group with members answers
-INCONSISTENT_GROUP_PROTOCOL.
+refresh; Python's `re` stands in for RE2/J: the constructs RE2/J lacks (lookaround, backreferences,
+possessive quantifiers, atomic groups) are refused with INVALID_REGULAR_EXPRESSION as RE2/J would,
+but RE2/J's own syntax that `re` lacks (Unicode classes `\\pN`, `\\Q...\\E` quoting, POSIX
+classes `[[:alpha:]]` read as a nested set) is refused, or read differently, by `re`. Migration
+between classic and consumer groups (KIP-848's online upgrade) is not done: a classic group with
+members answers INCONSISTENT_GROUP_PROTOCOL to a heartbeat, a consumer group with members to a
+JoinGroup; an empty one of either kind gives way to the other, its offsets kept.
 
 Invariants: values are never mutated; deadlines are monotonic milliseconds and never persisted; a
 decision's records describe exactly the difference between the group before and after.
@@ -48,7 +52,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
+import re._constants as sre_constants  # type: ignore[import-not-found]  # Python 3.11's regex parser
+import re._parser as sre_parse  # type: ignore[import-not-found]
 import uuid
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -95,7 +102,11 @@ class TopicInfo:
 
 
 class TopicsView(Protocol):
-    """The broker's topics as a decision reads them (a snapshot of the metadata cache)."""
+    """The broker's topics as a decision reads them (a snapshot of the metadata cache). `version`
+    changes whenever the topics may have (None: unknown, every heartbeat looks again)."""
+
+    @property
+    def version(self) -> int | None: ...
 
     def topic(self, name: str) -> TopicInfo | None: ...
 
@@ -159,6 +170,7 @@ class ConsumerGroup:
     target: Mapping[str, TopicPartitions] = field(default_factory=dict)
     topics: Mapping[str, TopicInfo] = field(default_factory=dict)  # subscribed topics, last heartbeat
     regexes: Mapping[str, frozenset[str]] = field(default_factory=dict)  # resolved subscriptions
+    metadata_version: int | None = None  # the TopicsView version `topics` was computed at (not stored)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -346,14 +358,13 @@ def _validate(args: HeartbeatArgs, config: GroupConfig) -> None:
     else:
         raise invalid("MemberEpoch is invalid.")
     if args.subscribed_topic_regex:
-        try:
-            re.compile(args.subscribed_topic_regex)
-        except re.error as exc:
+        problem = regex_problem(args.subscribed_topic_regex)
+        if problem is not None:
             raise _Refused(
                 ErrorCode.INVALID_REGULAR_EXPRESSION,
                 f"SubscribedTopicRegex `{args.subscribed_topic_regex}` is not a valid regular expression: "
-                f"{exc}.",
-            ) from None
+                f"{problem}.",
+            )
     if args.server_assignor is not None:
         try:
             assignors.assignor_for(config.consumer_assignors, args.server_assignor)
@@ -363,6 +374,41 @@ def _validate(args: HeartbeatArgs, config: GroupConfig) -> None:
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {args.server_assignor} is not supported. Supported assignors: {supported}.",
             ) from None
+
+
+# What Python's `re` accepts and RE2/J (Kafka's regex engine) does not: lookaround, backreferences,
+# possessive quantifiers and atomic groups.
+_NOT_RE2 = {
+    sre_constants.ASSERT: "lookaround is not supported",
+    sre_constants.ASSERT_NOT: "lookaround is not supported",
+    sre_constants.GROUPREF: "backreferences are not supported",
+    sre_constants.GROUPREF_EXISTS: "conditional groups are not supported",
+    sre_constants.POSSESSIVE_REPEAT: "possessive quantifiers are not supported",
+    sre_constants.ATOMIC_GROUP: "atomic groups are not supported",
+}
+
+
+def regex_problem(regex: str) -> str | None:
+    """Why `regex` is not a valid subscription regex (None: it is): Python's syntax errors, and the
+    constructs RE2/J refuses that Python accepts."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # FutureWarning on "[[" and the like
+            parsed = sre_parse.parse(regex)
+            re.compile(regex)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return str(exc)
+    stack = [parsed]
+    while stack:
+        for op, value in stack.pop():
+            if op in _NOT_RE2:
+                return str(_NOT_RE2[op])
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, sre_parse.SubPattern):
+                    stack.append(item)
+                elif isinstance(item, (list, tuple)):
+                    stack.extend(i for i in item if isinstance(i, sre_parse.SubPattern))
+    return None
 
 
 def heartbeat(
@@ -452,7 +498,10 @@ def _heartbeat(
         statics[updated.instance_id] = updated.member_id
     group = replace(group, members=members, static_members=statics)
 
-    group, bumped = _refresh_metadata(group, view, now, records, bump)
+    version = view.version
+    if bump or version is None or version != group.metadata_version:
+        group, _ = _refresh_metadata(group, view, now, records, bump)
+        group = replace(group, metadata_version=version)
     if group.group_epoch > group.assignment_epoch:
         group = _compute_target(group, now, config, records)
 

@@ -235,6 +235,12 @@ class GroupCoordinator:
     async def join_group(self, args: JoinArgs) -> JoinResult:
         new_member_id = f"{args.group_instance_id or args.client_id}-{uuid.uuid4()}"
         shard = self._shard(args.group_id)
+        empty = shard.consumer_groups.get(args.group_id) if shard is not None else None
+        if shard is not None and empty is not None and not empty.members:
+            # an empty consumer-protocol group gives way to the classic group (its offsets stay)
+            await shard.submit_consumer(
+                args.group_id, lambda group, _classic, _now: consumer_group.delete(args.group_id, group), int
+            )
 
         def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
             if shard is not None and _has_consumer_members(shard, args.group_id):
@@ -513,6 +519,11 @@ class _MetadataTopics:
         self._metadata = metadata
         self._cache = cache
 
+    @property
+    def version(self) -> int | None:
+        version = getattr(self._metadata, "version", None)
+        return version if isinstance(version, int) else None
+
     def topic(self, name: str) -> TopicInfo | None:
         topic = self._metadata.topic(name)
         if topic is None or not topic.partitions:
@@ -520,14 +531,13 @@ class _MetadataTopics:
         return TopicInfo(name, topic.topic_id, len(topic.partitions))
 
     def matching(self, regex: str) -> frozenset[str]:
-        version = getattr(self._metadata, "version", None)
+        version = self.version
         cached = self._cache.get(regex)
         if cached is not None and version is not None and cached[0] == version:
             return cached[1]
-        try:
-            pattern = re.compile(regex)
-        except re.error:
+        if consumer_group.regex_problem(regex) is not None:
             return frozenset()
+        pattern = re.compile(regex)  # parsed without warnings by regex_problem, now cached by `re`
         topics = getattr(self._metadata, "topics", None)
         names = topics() if topics is not None else {}
         matched = frozenset(

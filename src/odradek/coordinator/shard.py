@@ -82,6 +82,8 @@ ConsumerDecide = Callable[[ConsumerGroup | None, Group | None, Now], consumer_gr
 class _NoTopics:
     """The topics view of a shard built without one (tests of the classic path): no topics."""
 
+    version = None
+
     def topic(self, name: str) -> None:
         return None
 
@@ -404,7 +406,7 @@ def _log_consumer_transition(
             after.group_epoch,
             len(after.members),
         )
-    elif before is not None and before.state is not after.state:
+    elif before is not None and log.isEnabledFor(logging.DEBUG) and before.state is not after.state:
         log.debug("Consumer group %s: %s -> %s", group_id, before.state.value, after.state.value)
 
 
