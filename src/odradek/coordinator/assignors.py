@@ -109,6 +109,8 @@ def _known_subscriptions(
     result = []
     for member_id in member_ids:
         subscribed = members[member_id].subscribed_topic_ids
+        if not isinstance(subscribed, frozenset):
+            subscribed = frozenset(subscribed)  # a set given where the type says frozenset
         mine = computed.get(subscribed)
         if mine is None:
             mine = computed[subscribed] = known.intersection(subscribed)
@@ -283,8 +285,7 @@ class RangeAssignor:
     def assign(
         self, members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID, TopicDescription]
     ) -> Assignment:
-        ordered = sorted(members.values(), key=_range_order)
-        member_ids = [m.member_id for m in ordered]
+        member_ids = sorted(members, key=lambda member_id: _range_order(member_id, members[member_id]))
         result: Assignment = {m: {} for m in member_ids}
         # Positions in the order, by subscription: most groups have few distinct subscriptions.
         by_subscription: dict[frozenset[uuid.UUID], list[int]] = {}
@@ -308,11 +309,11 @@ class RangeAssignor:
         return result
 
 
-def _range_order(member: MemberSubscription) -> tuple[int, str, str]:
+def _range_order(member_id: str, member: MemberSubscription) -> tuple[int, str, str]:
     # Static members first, by instance id, so a restarted member (new member id) keeps its ranges.
     if member.instance_id is not None:
-        return (0, member.instance_id, member.member_id)
-    return (1, member.member_id, "")
+        return (0, member.instance_id, member_id)
+    return (1, member_id, "")
 
 
 ASSIGNORS: Mapping[str, PartitionAssignor] = MappingProxyType(
