@@ -16,7 +16,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages import ApiVersionsRequest, FindCoordinatorRequest
 from odradek.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from odradek.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from odradek.server.handlers import consumer_group_heartbeat, registry
+from odradek.server.handlers import consumer_group_describe, consumer_group_heartbeat, registry
 from odradek.testing.broker import BrokerProcess
 from tests.cli.tooling import ok
 from tests.compat.helpers import create_topic
@@ -24,6 +24,7 @@ from tests.consumer_protocol.conftest import FAST_GROUPS
 from tests.server.raw_client import RawClient
 
 HEARTBEAT_VERSION = consumer_group_heartbeat.MAX_VERSION
+DESCRIBE_VERSION = consumer_group_describe.MAX_VERSION
 RETRIABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -88,7 +89,7 @@ def test_a_join_is_answered_with_epoch_interval_and_assignment(broker: BrokerPro
     described = call(
         broker.bootstrap,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
-        0,
+        DESCRIBE_VERSION,
         ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True),
     ).groups[0]
     assert (described.error_code, described.group_state, described.group_epoch) == (0, "Stable", 1)
@@ -97,6 +98,8 @@ def test_a_join_is_answered_with_epoch_interval_and_assignment(broker: BrokerPro
     assert member.member_id == request.member_id and member.subscribed_topic_names == [topic]
     assert [tp.topic_name for tp in member.assignment.topic_partitions] == [topic]
     assert [tp.topic_name for tp in member.target_assignment.topic_partitions] == [topic]
+    if DESCRIBE_VERSION >= 1:
+        assert member.member_type == 1  # a consumer-protocol member (KIP-1099)
 
 
 @pytest.mark.parametrize(

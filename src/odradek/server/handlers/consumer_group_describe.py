@@ -6,9 +6,10 @@ Behaviour: per requested group, from its coordinator: state (Empty, Assigning, R
 group epoch, assignment epoch, the assignor the group uses, and each member with its member epoch,
 instance and rack ids, client id and host, subscribed topic names and regex, current assignment and
 target assignment (topic ids with their names; a topic the metadata no longer has is left out, as
-Kafka does). An unknown group, or a classic one, answers GROUP_ID_NOT_FOUND (Kafka's admin client
-then falls back to DescribeGroups); a group whose coordinator is elsewhere or loading carries that
-error. `include_authorized_operations`: the group operations the principal may perform.
+Kafka does) and, v1, its member type (1: a consumer-protocol member). An unknown group, or a
+classic one, answers GROUP_ID_NOT_FOUND (Kafka's admin client then falls back to DescribeGroups);
+a group whose coordinator is elsewhere or loading carries that error. `include_authorized_operations`:
+the group operations the principal may perform.
 
 Authorization (Kafka's): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; a group whose
 members' assignments name a topic the principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED.
@@ -36,6 +37,7 @@ MIN_VERSION = 0
 MAX_VERSION = min(1, messages.REQUEST_SPEC.valid_versions.hi)
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+CONSUMER_MEMBER_TYPE = 1  # v1 MemberType: -1 unknown, 0 classic member, 1 consumer member
 
 Response = ConsumerGroupDescribeResponse
 Described = ConsumerGroupDescribeResponse.DescribedGroup
@@ -77,7 +79,7 @@ def _described(ctx: RequestContext, group: GroupDescription, include_operations:
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.assignor_name,
         members=[
-            Response.Member(
+            _member(
                 member_id=m.member_id,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -93,6 +95,14 @@ def _described(ctx: RequestContext, group: GroupDescription, include_operations:
         ],
         authorized_operations=operations,
     )
+
+
+def _member(**fields: object) -> Response.Member:
+    """A described member; v1's MemberType (KIP-1099) is 1, a consumer-protocol member."""
+    member = Response.Member(**fields)  # type: ignore[arg-type]
+    if hasattr(member, "member_type"):
+        member.member_type = CONSUMER_MEMBER_TYPE
+    return member
 
 
 def _topic_names(ctx: RequestContext, group: GroupDescription) -> dict[uuid.UUID, str]:
