@@ -1,6 +1,6 @@
 """ConsumerGroupDescribe handler (KIP-848 consumer groups).
 
-API: v0 (v0-v1 once the codec carries v1: `MAX_VERSION` follows the generated schema, capped at 1).
+API: v0-v1 (v1: the member type, KIP-1099).
 
 Behaviour: per requested group, from its coordinator: state (Empty, Assigning, Reconciling, Stable),
 group epoch, assignment epoch, the assignor the group uses, and each member with its member epoch,
@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from odradek.coordinator.consumer_group import GroupDescription, TopicPartitions
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.messages import consumer_group_describe as messages
 from odradek.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -34,7 +33,7 @@ from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 MIN_VERSION = 0
-MAX_VERSION = min(1, messages.REQUEST_SPEC.valid_versions.hi)
+MAX_VERSION = 1
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 CONSUMER_MEMBER_TYPE = 1  # v1 MemberType: -1 unknown, 0 classic member, 1 consumer member
@@ -79,7 +78,7 @@ def _described(ctx: RequestContext, group: GroupDescription, include_operations:
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.assignor_name,
         members=[
-            _member(
+            Response.Member(
                 member_id=m.member_id,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -90,19 +89,12 @@ def _described(ctx: RequestContext, group: GroupDescription, include_operations:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=_assignment(m.assignment, names),
                 target_assignment=_assignment(m.target_assignment, names),
+                member_type=CONSUMER_MEMBER_TYPE,
             )
             for m in group.members
         ],
         authorized_operations=operations,
     )
-
-
-def _member(**fields: object) -> Response.Member:
-    """A described member; v1's MemberType (KIP-1099) is 1, a consumer-protocol member."""
-    member = Response.Member(**fields)  # type: ignore[arg-type]
-    if hasattr(member, "member_type"):
-        member.member_type = CONSUMER_MEMBER_TYPE
-    return member
 
 
 def _topic_names(ctx: RequestContext, group: GroupDescription) -> dict[uuid.UUID, str]:

@@ -1,6 +1,6 @@
 """ConsumerGroupHeartbeat handler (KIP-848 consumer groups).
 
-API: v0-v1 (v1 once the codec carries it: `MAX_VERSION` follows the generated schema, capped at 1).
+API: v0-v1 (v1: `subscribed_topic_regex`, and the client generates its member id, KIP-1082).
 
 Behaviour: Kafka's ConsumerGroupHeartbeat through the group coordinator
 (coordinator/consumer_group.py): joining (member epoch 0), heartbeating, leaving (-1), a static
@@ -24,7 +24,6 @@ from __future__ import annotations
 from odradek.coordinator.consumer_group import HeartbeatArgs, HeartbeatResult, TopicPartitions
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.messages import consumer_group_heartbeat as messages
 from odradek.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -35,7 +34,7 @@ from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 MIN_VERSION = 0
-MAX_VERSION = min(1, messages.REQUEST_SPEC.valid_versions.hi)
+MAX_VERSION = 1
 
 Response = ConsumerGroupHeartbeatResponse
 
@@ -58,7 +57,7 @@ async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) ->
         rack_id=request.rack_id,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed_topic_names=tuple(names) if names is not None else None,
-        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor,
         owned=owned,
         client_id=ctx.header.client_id or "",
