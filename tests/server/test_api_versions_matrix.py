@@ -34,7 +34,7 @@ from tests.conftest import topic_name
 EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
     ApiKey.FETCH: (4, 17),
-    ApiKey.LIST_OFFSETS: (1, 9),
+    ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (0, 9),
@@ -45,7 +45,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 5),
-    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 5),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
@@ -78,7 +78,7 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.END_TXN: (0, 4),
     ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
-    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
@@ -116,7 +116,7 @@ def test_expected_ranges_are_the_registry_and_within_kafka():
         assert low <= high and low in kafka and high in kafka, ApiKey(key).name
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 def test_api_versions(connect, version):
     request = ApiVersionsRequest(client_software_name="matrix", client_software_version="1")
     response = connect().call(ApiKey.API_VERSIONS, version, request)

@@ -28,8 +28,8 @@ def assert_connection_works(client) -> None:
 def test_api_versions_lists_the_registered_apis(connect):
     response = connect().call(API_VERSIONS, 3, api_versions_request())
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert ranges[API_VERSIONS] == (0, 4)
-    assert ranges[METADATA] == (0, 12)
+    assert ranges[API_VERSIONS] == (0, 5)
+    assert ranges[METADATA] == (0, 13)
     assert ranges[ApiKey.CREATE_TOPICS] == (0, 7)
     assert list(ranges) == sorted(ranges)
 
@@ -42,7 +42,7 @@ def test_future_api_versions_gets_unsupported_version_in_v0_then_v3_works(connec
     correlation_id, response = client.read_response(API_VERSIONS, 0, header_version=0)
     assert correlation_id == 41
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert any(k.api_key == API_VERSIONS and k.max_version == 4 for k in response.api_keys)
+    assert any(k.api_key == API_VERSIONS and k.max_version == 5 for k in response.api_keys)
     assert client.call(API_VERSIONS, 3, api_versions_request()).error_code == ErrorCode.NONE
     assert client.call(API_VERSIONS, 4, api_versions_request()).error_code == ErrorCode.NONE
 
@@ -52,6 +52,25 @@ def test_invalid_client_software_name_is_invalid_request(connect):
     response = connect().call(API_VERSIONS, 3, request)
     assert response.error_code == ErrorCode.INVALID_REQUEST
     assert response.api_keys == []  # as Kafka 3.9 answers it
+
+
+def test_v5_checks_the_cluster_and_node_the_client_names(connect):
+    client = connect()
+    metadata = client.call(METADATA, 12, MetadataRequest(topics=[]))
+    cluster, (node,) = metadata.cluster_id, [b.node_id for b in metadata.brokers]
+
+    def answer(cluster_id, node_id):
+        request = ApiVersionsRequest("odradek-tests", "1", cluster_id=cluster_id, node_id=node_id)
+        response = client.call(API_VERSIONS, 5, request)
+        return response.error_code, bool(response.api_keys)
+
+    assert answer(None, -1) == answer(cluster, node) == (ErrorCode.NONE, True)
+    assert (
+        answer("another-cluster", node)
+        == answer(cluster, node + 1)
+        == (ErrorCode.REBOOTSTRAP_REQUIRED, False)
+    )
+    assert answer(cluster, -1) == answer(None, node) == (ErrorCode.INVALID_REQUEST, False)  # as Kafka 4.4
 
 
 def test_unknown_api_key_closes_only_that_connection(connect):

@@ -11,6 +11,7 @@ from tests.server.raw_client import RawClient
 from tests.server.test_produce import create_topic, produce, records
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD = -6
 T = 1_700_000_000_000
 
 
@@ -50,7 +51,7 @@ def topic(client: RawClient) -> str:
     return name
 
 
-@pytest.mark.parametrize("version", range(1, 10))
+@pytest.mark.parametrize("version", range(1, 12))
 def test_earliest_and_latest_in_every_version(client: RawClient, topic: str, version: int) -> None:
     assert one(client, topic, EARLIEST, version=version) == (ErrorCode.NONE, 0, -1)
     assert one(client, topic, LATEST, version=version) == (ErrorCode.NONE, 6, -1)
@@ -75,6 +76,16 @@ def test_max_timestamp_local_and_tiered(client: RawClient, topic: str) -> None:
     assert one(client, topic, MAX_TIMESTAMP, version=7) == (ErrorCode.NONE, 4, T + 101)
     assert one(client, topic, EARLIEST_LOCAL, version=8) == (ErrorCode.NONE, 0, -1)
     assert one(client, topic, LATEST_TIERED, version=9) == (ErrorCode.NONE, -1, -1)
+
+
+def test_earliest_pending_upload_is_none_without_tiered_storage(client: RawClient, topic: str) -> None:
+    """v11's -6 answers offset, timestamp and leader epoch -1, as Kafka 4.4 does for a topic without
+    remote storage; v10's timeout_ms (for remote reads) changes nothing."""
+    (pending,) = list_offsets(client, topic, EARLIEST_PENDING_UPLOAD, version=11, timeout_ms=1)
+    assert (pending.error_code, pending.offset, pending.timestamp, pending.leader_epoch) == (0, -1, -1, -1)
+    assert one(client, topic, LATEST_TIERED, version=10, timeout_ms=1) == (ErrorCode.NONE, -1, -1)
+    # before v11 it is looked up as a timestamp: the first record at or after it
+    assert one(client, topic, EARLIEST_PENDING_UPLOAD, version=10) == (ErrorCode.NONE, 0, T)
 
 
 def test_read_committed_and_replica_requests(client: RawClient, topic: str) -> None:

@@ -337,7 +337,7 @@ def fetched(client: RawClient, group: str, topic: str, require_stable: bool) -> 
     return partition.error_code, partition.committed_offset
 
 
-@pytest.mark.parametrize("version", range(0, 2))
+@pytest.mark.parametrize("version", range(0, 3))
 def test_describe_and_list_transactions(client: RawClient, version: int) -> None:
     name, _ = create_topic(client, partitions=2)
     tid = f"described-{version}"
@@ -356,6 +356,27 @@ def test_describe_and_list_transactions(client: RawClient, version: int) -> None
         (tid, "Ongoing")
     ]
     assert end(client, tid, pid, epoch, False) == ErrorCode.NONE
+
+
+def test_list_transactions_by_id_pattern(client: RawClient) -> None:
+    """v2: the whole id must match the pattern (as Kafka 4.4 answers: "abc" lists abc, not xabcx);
+    null or empty lists every id; a pattern RE2/J refuses is INVALID_REGULAR_EXPRESSION."""
+    ids = ["pattern-abc", "pattern-xabcx", "pattern-other"]
+    for tid in ids:
+        init_found(client, tid)
+
+    def listed(pattern: str | None) -> tuple[int, list[str]]:
+        response = client.call(
+            ApiKey.LIST_TRANSACTIONS, 2, ListTransactionsRequest(transactional_id_pattern=pattern)
+        )
+        found = sorted(s.transactional_id for s in response.transaction_states if s.transactional_id in ids)
+        return response.error_code, found
+
+    assert listed(None) == listed("") == listed("pattern-.*") == (ErrorCode.NONE, sorted(ids))
+    assert listed("pattern-abc") == listed("pattern-a.c") == (ErrorCode.NONE, ["pattern-abc"])
+    assert listed("abc") == listed("PATTERN-ABC") == (ErrorCode.NONE, [])
+    assert listed("pattern-(xabcx|other)") == (ErrorCode.NONE, ["pattern-other", "pattern-xabcx"])
+    assert listed("(") == listed("pattern-a++bc") == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
 
 
 def test_transactional_state_survives_a_restart(tmp_path: Path) -> None:

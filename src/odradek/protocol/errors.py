@@ -1,4 +1,5 @@
-"""Kafka's error codes (the Kafka 3.9 set, -1 to 127) and the exception handlers raise.
+"""Kafka's error codes (the Kafka 3.9 set, -1 to 127, and Kafka 4's 128 and 129) and the exception
+handlers raise.
 
 Owns: `ErrorCode`, an IntEnum with Kafka's names (`NONE = 0`, `OFFSET_OUT_OF_RANGE = 1`, ...); the set
 of codes Kafka classes as retriable (its `RetriableException` family, which clients retry on their
@@ -145,6 +146,7 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
 
     @property
     def retriable(self) -> bool:

@@ -1,6 +1,6 @@
 """ListOffsets handler.
 
-API: v1-v9.
+API: v1-v11.
 
 Behaviour, per partition (offset, timestamp, and leader_epoch in v4+: the epoch that wrote the
 offset, from the partition's leader epoch cache, or -1 when the cache does not cover it):
@@ -9,7 +9,9 @@ offset, from the partition's leader epoch cache, or -1 when the cache does not c
   (replica_id >= 0); answered with the partition's current leader epoch;
 - -2 (EARLIEST) and -4 (EARLIEST_LOCAL, v8+): the log start offset;
 - -3 (MAX_TIMESTAMP, v7+): the first record carrying the largest timestamp, with that timestamp;
-- -5 (LATEST_TIERED, v9+): offset -1, as Kafka answers when nothing is in remote storage;
+- -5 (LATEST_TIERED, v9+) and -6 (EARLIEST_PENDING_UPLOAD, v11+): offset -1, timestamp -1,
+  leader epoch -1, as Kafka answers when nothing is in (or on its way to) remote storage: odradek
+  has no tiered storage (before v11, -6 is looked up as a timestamp like any other);
 - any other timestamp: the first record whose timestamp is >= it, with its timestamp.
 A lookup finding nothing below the offset the requester may read (HW / LSO, or LEO for replicas)
 answers NONE with offset -1 and timestamp -1. Errors: UNKNOWN_TOPIC_OR_PARTITION,
@@ -25,6 +27,10 @@ partition map, taken on the event loop where the map lives); smaller requests of
 -5 only are answered on the event loop from the partitions' offsets. (Decoding the request and
 encoding the response stay on the loop: a 3 MB request naming 250,000 partitions still holds it
 about 0.12 s.)
+
+v10's timeout_ms bounds a wait on remote storage, which odradek never does: it is not used.
+Kafka 4.4 answers UNSUPPORTED_VERSION for a negative timestamp it does not know at the request's
+version (-6 before v11, -5 before v9, ..., -7); odradek looks them up as timestamps.
 
 Deliberate deviations: v0 (the multi-offset answer built from segment modification times) is not
 served. throttle_time_ms comes from the request quota.
@@ -50,7 +56,10 @@ from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
 MIN_VERSION = 1
-MAX_VERSION = 9
+MAX_VERSION = 11
+
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # v11+
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -61,6 +70,10 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    if ctx.api_version >= 11:  # nothing is pending upload where nothing is tiered: answered as -5
+        for p in (p for t in request.topics for p in t.partitions):
+            if p.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
+                p.timestamp = LATEST_TIERED_TIMESTAMP
     return await refusing_topics(ctx, request, AclOperation.DESCRIBE, _handle, error_response)
 
 
