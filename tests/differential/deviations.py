@@ -78,10 +78,17 @@ DEVIATIONS: dict[str, str] = {
     "api-versions-ranges": (
         "The advertised APIs: odradek serves Produce v3+, Fetch v4+ and ListOffsets v1+ (only RecordBatch v2 "
         "is stored), FindCoordinator up to v5 (v6 is KIP-932's share groups), no delegation tokens (38-41), "
-        "no UpdateFeatures, Envelope, AllocateProducerIds or KIP-848 consumer groups (57, 58, 67-69), the "
-        "controller-to-broker APIs (4-7, 56) only in ZooKeeper mode, and DescribeTopicPartitions (75), "
-        "which Kafka serves on KRaft brokers only. Sent anyway, an API a broker does not serve closes the "
-        "connection there, but ConsumerGroupHeartbeat, which Kafka 3.9 answers UNSUPPORTED_VERSION."
+        "no UpdateFeatures, Envelope or AllocateProducerIds (57, 58, 67), the controller-to-broker APIs "
+        "(4-7, 56) only in ZooKeeper mode, DescribeTopicPartitions (75), which Kafka serves on KRaft brokers "
+        "only, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe (68, 69) at v0-v1, which "
+        "Kafka 3.9's ZooKeeper-mode broker advertises at v0 and answers UNSUPPORTED_VERSION. Sent anyway, "
+        "an API a broker does not serve closes the connection there."
+    ),
+    "consumer-group-protocol": (
+        "ConsumerGroupHeartbeat (KIP-848): odradek serves consumer-protocol groups in both modes and "
+        "validates the request as Kafka 4 does (a join without topic_partitions is INVALID_REQUEST, with "
+        "its reason); Kafka 3.9's ZooKeeper-mode broker answers every one UNSUPPORTED_VERSION "
+        "(coordinator/consumer_group.py)."
     ),
     "compression-as-produced": (
         "A topic's compression.type: Kafka recompresses each batch to the topic's codec (or stores it "
@@ -447,9 +454,10 @@ CASE_DEVIATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "unserved/consumer-group-heartbeat": (
-        "api-versions-ranges",
+        "consumer-group-protocol",
         (
-            "0:consumer_group_heartbeat: kafka={'error_code': 35, 'error_message': '<absent>', 'member_epoch': 0, 'heartbeat_interval_ms': 0, 'assignment': None} odradek='<connection closed>'",
+            "0:consumer_group_heartbeat.error_code: kafka=35 odradek=42",
+            "0:consumer_group_heartbeat.error_message: kafka='<absent>' odradek='<present>'",
         ),
     ),
     "compression/topic-gzip-recompresses": (
