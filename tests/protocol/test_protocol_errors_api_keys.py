@@ -8,8 +8,8 @@ from odradek.protocol.messages import MESSAGE_CLASSES, FetchRequest, FetchRespon
 from odradek.protocol.schema import VERSION_MAX, Versions
 
 
-def test_error_codes_cover_kafka_3_9_with_kafka_names() -> None:
-    assert [c.value for c in ErrorCode] == list(range(-1, 128))
+def test_error_codes_cover_kafka_3_9_and_4_with_kafka_names() -> None:
+    assert [c.value for c in ErrorCode] == list(range(-1, 130))
     expected = {
         "UNKNOWN_SERVER_ERROR": -1,
         "NONE": 0,
@@ -27,6 +27,8 @@ def test_error_codes_cover_kafka_3_9_with_kafka_names() -> None:
         "INVALID_RECORD": 87,
         "UNKNOWN_TOPIC_ID": 100,
         "VOTER_NOT_FOUND": 127,
+        "INVALID_REGULAR_EXPRESSION": 128,
+        "REBOOTSTRAP_REQUIRED": 129,
     }
     assert {name: ErrorCode[name].value for name in expected} == expected
 
