@@ -243,3 +243,31 @@ def logged_epochs(log: str, group: str) -> list[int]:
     """The group epochs a broker log shows (`Consumer group <g> moved to epoch N ...`), in order."""
     marker = f"Consumer group {group} moved to epoch "
     return [int(line.split(marker)[1].split()[0]) for line in log.splitlines() if marker in line]
+
+
+def test_a_static_member_restarting_takes_over_its_partitions(broker: BrokerProcess) -> None:
+    topic, group = unique("static"), unique("g")
+    helpers.create_topic(broker.bootstrap, topic, PARTITIONS)
+    other = consumer(broker.bootstrap, group, **{"group.instance.id": "other"})
+    first = consumer(broker.bootstrap, group, **{"group.instance.id": "instance-1"})
+    try:
+        other.subscribe([topic])
+        first.subscribe([topic])
+        poll_until([other, first], lambda: len(assigned(first)) == len(assigned(other)) == 2, {})
+        held = assigned(first)
+        epoch = logged_epochs(broker.output_tail(1 << 22), group)[-1]
+        first.close()  # a static member leaves temporarily (epoch -2): its partitions stay its own
+        successor = consumer(broker.bootstrap, group, **{"group.instance.id": "instance-1"})
+        try:
+            successor.subscribe([topic])
+            poll_until([other, successor], lambda: assigned(successor) == held, {})
+            assert assigned(other) == set(range(PARTITIONS)) - held
+            # neither the temporary leave nor the takeover moved the group epoch
+            assert logged_epochs(broker.output_tail(1 << 22), group)[-1] == epoch
+            description = describe(broker.bootstrap, group)
+            instances = sorted(m.group_instance_id or "" for m in description.members)
+            assert instances == ["instance-1", "other"]
+        finally:
+            successor.close()
+    finally:
+        other.close()
