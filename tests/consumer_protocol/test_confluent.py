@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType
-from confluent_kafka.admin import ConsumerGroupDescription
+from confluent_kafka.admin import ConsumerGroupDescription, NewPartitions
 
 from odradek.testing.broker import BrokerProcess
 from tests.compat import helpers
@@ -271,3 +271,18 @@ def test_a_static_member_restarting_takes_over_its_partitions(broker: BrokerProc
             successor.close()
     finally:
         other.close()
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned(broker: BrokerProcess) -> None:
+    topic, group = unique("grow"), unique("g")
+    helpers.create_topic(broker.bootstrap, topic, 2)
+    member = consumer(broker.bootstrap, group)
+    try:
+        member.subscribe([topic])
+        poll_until([member], lambda: assigned(member) == {0, 1}, {})
+        client = helpers.admin(broker.bootstrap)
+        client.create_partitions([NewPartitions(topic, 4)])[topic].result(helpers.TIMEOUT_S)
+        helpers.wait_for_leaders(broker.bootstrap, topic, 4)
+        poll_until([member], lambda: assigned(member) == {0, 1, 2, 3}, {})
+    finally:
+        member.close()
