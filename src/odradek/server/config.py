@@ -44,7 +44,9 @@ Deliberate deviations from Kafka's code defaults, taken from Kafka's shipped sin
 `broker.id` 0 (Kafka: -1), `listeners` PLAINTEXT://127.0.0.1:9092, `log.dir` the user's state dir
 ($XDG_STATE_HOME/odradek/data, else ~/.local/state/odradek/data; Kafka: /tmp/kafka-logs),
 `offsets.topic.replication.factor`, `transaction.state.log.replication.factor` and
-`transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `group.initial.rebalance.delay.ms` 0 (Kafka: 3000).
+`transaction.state.log.min.isr` 1 (Kafka: 3, 3, 2), `share.coordinator.state.topic.replication.factor`
+and `share.coordinator.state.topic.min.isr` 1 (Kafka: 3, 2), `group.initial.rebalance.delay.ms` 0
+(Kafka: 3000).
 `cluster.id` is an odradek key: when set it must match
 the id in meta.properties; when absent the id stored there (or a new random one) is used.
 `broker.id.generation.enable` defaults to false (Kafka: true) and true is refused: broker ids are
@@ -480,6 +482,21 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("transactional.id.expiration.ms", _I, 604800000, at_least(1)),
         ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10000, at_least(1)),
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000, at_least(1)),
+        # share groups (KIP-932): partition leaders' share-partitions and the share coordinator
+        ConfigKey("group.share.record.lock.duration.ms", _I, 30000, between(1000, 3600000)),
+        ConfigKey("group.share.min.record.lock.duration.ms", _I, 15000, between(1000, 30000)),
+        ConfigKey("group.share.max.record.lock.duration.ms", _I, 60000, between(30000, 3600000)),
+        ConfigKey("group.share.delivery.count.limit", _I, 5, between(2, 10)),
+        ConfigKey("group.share.partition.max.record.locks", _I, 2000, between(100, 10000)),
+        ConfigKey("group.share.max.share.sessions", _I, 2000, at_least(1)),
+        ConfigKey("share.fetch.max.fetch.records", _I, INT_MAX, at_least(1)),
+        ConfigKey("share.coordinator.state.topic.num.partitions", _I, 50, at_least(1)),
+        ConfigKey("share.coordinator.state.topic.replication.factor", _SH, 1, at_least(1)),
+        ConfigKey("share.coordinator.state.topic.min.isr", _SH, 1, at_least(1)),
+        ConfigKey("share.coordinator.state.topic.segment.bytes", _I, 104857600, at_least(1)),
+        ConfigKey("share.coordinator.snapshot.update.records.per.snapshot", _I, 500, at_least(0)),
+        ConfigKey("share.coordinator.write.timeout.ms", _I, 5000, at_least(1)),
+        ConfigKey("share.coordinator.load.buffer.size", _I, 5242880, at_least(1)),
         ConfigKey("producer.id.expiration.ms", _I, 86400000, at_least(1)),
         ConfigKey("transaction.partition.verification.enable", _B, True),
         # authorization: security/acl_authorizer.py (empty class name: every request is allowed)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from odradek.server.controller_contact import ControllerContact
     from odradek.server.fetch_session import FetchSessionCache
     from odradek.server.metadata_cache import MetadataCache
+    from odradek.server.share_partitions import SharePartitionManager
     from odradek.storage.manager import LogManager
 
 
@@ -65,6 +66,7 @@ class BrokerServices(Protocol):
     fetch_sessions: FetchSessionCache
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
+    share_partitions: SharePartitionManager
     txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager
     authorizer: Authorizer

@@ -168,6 +168,7 @@ from odradek.controller.zk.errors import BrokerIdInUseError, ControllerMovedErro
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import OFFSETS_TOPIC, TXN_TOPIC
 from odradek.coordinator.runtime import ReplicaManagerLog
+from odradek.coordinator.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
 from odradek.http_listener import HttpListener
@@ -209,6 +210,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
 from odradek.server.sasl_authenticator import authenticator_for
 from odradek.server.sasl_listener import inter_broker_authenticate, inter_broker_client, sasl_listeners
+from odradek.server.share_partitions import SharePartitionManager
 from odradek.server.socket_server import SocketServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
@@ -297,6 +299,8 @@ class KafkaServer:
     control_plane: ControlPlane
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
+    share_coordinator: ShareCoordinator
+    share_partitions: SharePartitionManager
     txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager
     controller: Controller | None
@@ -473,6 +477,18 @@ class KafkaServer:
             self.scheduler,
         )
         await self.txn_coordinator.startup()
+        self.share_coordinator = ShareCoordinator(
+            config,
+            self.clock,
+            self.metadata_cache,
+            self,
+            ReplicaManagerLog(self.replica_manager, SHARE_STATE_TOPIC),
+            self.scheduler,
+        )
+        await self.share_coordinator.startup()
+        self.share_partitions = SharePartitionManager(
+            config, self.clock, self.replica_manager, self.share_coordinator
+        )
         self.txn_verifier = TxnVerifier(
             self.broker_id,
             self.config.inter_broker_listener_name,
@@ -627,6 +643,7 @@ class KafkaServer:
         if self._started:
             await self.group_coordinator.shutdown()
             await self.txn_coordinator.shutdown()
+            await self.share_coordinator.shutdown()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
             await self.txn_verifier.close()
@@ -1031,11 +1048,13 @@ class KafkaServer:
     def _on_leadership_change(self, change: LeadershipChange) -> None:
         """Kafka's onLeadershipChange: coordinator shards follow the leadership of `__consumer_offsets`
         (group coordinator) and `__transaction_state` (transaction coordinator) partitions."""
-        coordinator: GroupCoordinator | TransactionCoordinator
+        coordinator: GroupCoordinator | TransactionCoordinator | ShareCoordinator
         if change.topic == OFFSETS_TOPIC:
             coordinator = self.group_coordinator
         elif change.topic == TXN_TOPIC:
             coordinator = self.txn_coordinator
+        elif change.topic == SHARE_STATE_TOPIC:
+            coordinator = self.share_coordinator
         else:
             return
         if change.is_leader:
@@ -1118,6 +1137,9 @@ class KafkaServer:
         elif name == TXN_TOPIC:
             prefix = "transaction.state.log"
             configs = {"min.insync.replicas": str(self.config["transaction.state.log.min.isr"])}
+        elif name == SHARE_STATE_TOPIC:
+            prefix = "share.coordinator.state.topic"
+            configs = {"min.insync.replicas": str(self.config["share.coordinator.state.topic.min.isr"])}
         else:
             return self.config["num.partitions"], self.config["default.replication.factor"], {}
         live = len(self.metadata_cache.brokers())

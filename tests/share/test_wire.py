@@ -1,0 +1,228 @@
+"""ShareFetch and ShareAcknowledge against a broker process over raw frames, as Kafka 4's share
+consumers send them (v1): share sessions, disjoint acquisition by two members, redelivery after the
+acquisition lock expires, rejected records never delivered again, and the durable state in
+`__share_group_state` across a broker restart. Membership (ShareGroupHeartbeat) is not needed: the
+partition leader serves any member id it is given.
+
+Each broker uses a one-second acquisition lock (group.share.record.lock.duration.ms 1000, Kafka's
+minimum) and three `__share_group_state` partitions; waits are poll loops with generous deadlines.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from odradek.protocol.messages.share_fetch import ShareFetchRequest
+from odradek.protocol.records.record import decode_records
+from odradek.testing.broker import BrokerProcess
+from tests.server.raw_client import RawClient
+from tests.server.test_produce import create_topic, produce, records
+
+SETTINGS = {
+    "group.share.record.lock.duration.ms": 1000,
+    "share.coordinator.state.topic.num.partitions": 3,
+    "offsets.topic.num.partitions": 3,
+}
+VERSION = 1
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("share-broker")
+    with BrokerProcess(root / "data", overrides=SETTINGS, output_path=root / "broker.out") as process:
+        yield process
+
+
+class Member:
+    """One share consumer member: its id, its share session epoch, its connection."""
+
+    def __init__(self, bootstrap: str, group: str, topic_id: Any) -> None:
+        self.client = RawClient(bootstrap, timeout=30.0)
+        self.group, self.topic_id = group, topic_id
+        self.member_id = str(uuid.uuid4())
+        self.epoch = 0
+
+    def fetch(
+        self, acks: Sequence[tuple[int, int, int]] = (), max_records: int = 500, wait_ms: int = 200
+    ) -> Any:
+        batches = [ShareFetchRequest.AcknowledgementBatch(f, last, [t]) for f, last, t in acks]
+        partition = ShareFetchRequest.FetchPartition(0, acknowledgement_batches=batches)
+        request = ShareFetchRequest(
+            group_id=self.group,
+            member_id=self.member_id,
+            share_session_epoch=self.epoch,
+            max_wait_ms=wait_ms,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=max_records,
+            batch_size=max_records,
+            topics=[ShareFetchRequest.FetchTopic(self.topic_id, [partition])],
+        )
+        response = self.client.call(ApiKey.SHARE_FETCH, VERSION, request)
+        assert response.error_code == ErrorCode.NONE, response
+        self.epoch += 1
+        return response
+
+    def acknowledge(self, acks: list[tuple[int, int, int]], epoch: int | None = None) -> Any:
+        batches = [ShareAcknowledgeRequest.AcknowledgementBatch(f, last, [t]) for f, last, t in acks]
+        request = ShareAcknowledgeRequest(
+            group_id=self.group,
+            member_id=self.member_id,
+            share_session_epoch=self.epoch if epoch is None else epoch,
+            topics=[
+                ShareAcknowledgeRequest.AcknowledgeTopic(
+                    self.topic_id, [ShareAcknowledgeRequest.AcknowledgePartition(0, batches)]
+                )
+            ],
+        )
+        response = self.client.call(ApiKey.SHARE_ACKNOWLEDGE, VERSION, request)
+        if epoch is None and response.error_code == ErrorCode.NONE:
+            self.epoch += 1
+        return response
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def acquired(response: Any) -> dict[int, tuple[bytes, int]]:
+    """offset -> (value, delivery count) of the records the response acquired."""
+    found: dict[int, tuple[bytes, int]] = {}
+    for topic in response.responses:
+        for partition in topic.partitions:
+            assert partition.error_code == ErrorCode.NONE, partition
+            values = {r.offset: r.value or b"" for r in decode_records(bytes(partition.records or b""))}
+            for span in partition.acquired_records:
+                for offset in range(span.first_offset, span.last_offset + 1):
+                    found[offset] = (values[offset], span.delivery_count)
+    return found
+
+
+def ack_error(response: Any) -> int:
+    (topic,) = response.responses
+    (partition,) = topic.partitions
+    return int(partition.acknowledge_error_code if hasattr(partition, "acknowledge_error_code") else 0)
+
+
+def setup(bootstrap: str, count: int = 10) -> tuple[str, Any, str]:
+    """A fresh topic with `count` records produced after the group's first fetch (the share-partition
+    starts at the latest offset, share.auto.offset.reset's default): (topic, topic id, group)."""
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    with RawClient(bootstrap, timeout=30.0) as client:
+        topic, topic_id = create_topic(client)
+    first = Member(bootstrap, group, topic_id)
+    assert acquired(first.fetch(wait_ms=0)) == {}
+    first.close()
+    with RawClient(bootstrap) as client:
+        data = records(*(f"v{i}".encode() for i in range(count)))
+        assert produce(client, topic, data, acks=-1).error_code == ErrorCode.NONE
+    return topic, topic_id, group
+
+
+def poll(member: Member, want: int, deadline_s: float = 30.0, **fields: Any) -> dict[int, tuple[bytes, int]]:
+    """Fetch until `want` records were acquired in all (or the deadline)."""
+    got: dict[int, tuple[bytes, int]] = {}
+    deadline = time.monotonic() + deadline_s
+    while len(got) < want and time.monotonic() < deadline:
+        got |= acquired(member.fetch(**fields))
+    return got
+
+
+def test_two_members_get_disjoint_records(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap)
+    a, b = Member(broker.bootstrap, group, topic_id), Member(broker.bootstrap, group, topic_id)
+    try:
+        got_a = poll(a, 4, max_records=4)
+        got_b = poll(b, 6, max_records=6)
+        assert set(got_a) == {0, 1, 2, 3}
+        assert set(got_b) == {4, 5, 6, 7, 8, 9}
+        assert {v for v, _ in got_b.values()} == {f"v{i}".encode() for i in range(4, 10)}
+        assert all(count == 1 for _, count in (got_a | got_b).values())
+        assert acquired(b.fetch(wait_ms=0)) == {}  # everything is held
+    finally:
+        a.close()
+        b.close()
+
+
+def test_unacknowledged_records_go_to_another_member_after_the_lock(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=5)
+    a, b = Member(broker.bootstrap, group, topic_id), Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 5)) == set(range(5))
+        again = poll(b, 5)  # once a's locks expire
+        assert set(again) == set(range(5))
+        assert all(count == 2 for _, count in again.values())
+        late = a.acknowledge([(0, 4, ACCEPT)])  # a's locks are gone
+        (topic,) = late.responses
+        assert topic.partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_rejected_record_is_never_delivered_again(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=3)
+    a, b = Member(broker.bootstrap, group, topic_id), Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 3)) == {0, 1, 2}
+        response = a.acknowledge([(0, 0, REJECT), (1, 2, RELEASE)])
+        assert response.error_code == ErrorCode.NONE
+        assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.NONE]
+        assert set(poll(b, 2)) == {1, 2}
+        b.fetch(acks=[(1, 2, RELEASE)], wait_ms=0)
+        seen: set[int] = set()
+        for _ in range(5):
+            got = acquired(b.fetch(wait_ms=100))
+            seen |= set(got)
+            if got:
+                b.fetch(acks=[(min(got), max(got), RELEASE)], wait_ms=0)
+        assert 0 not in seen
+    finally:
+        a.close()
+        b.close()
+
+
+def test_session_epochs(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=1)
+    a = Member(broker.bootstrap, group, topic_id)
+    try:
+        a.fetch(wait_ms=0)
+        request = ShareFetchRequest(group_id=group, member_id=a.member_id, share_session_epoch=7)
+        wrong = a.client.call(ApiKey.SHARE_FETCH, VERSION, request)
+        assert wrong.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        request = ShareFetchRequest(group_id=group, member_id="nobody", share_session_epoch=3)
+        unknown = a.client.call(ApiKey.SHARE_FETCH, VERSION, request)
+        assert unknown.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert a.acknowledge([(0, 0, ACCEPT)], epoch=0).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    finally:
+        a.close()
+
+
+def test_acknowledged_records_survive_a_restart(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data", overrides=SETTINGS, output_path=tmp_path / "broker.out") as process:
+        _, topic_id, group = setup(process.bootstrap, count=10)
+        a = Member(process.bootstrap, group, topic_id)
+        assert set(poll(a, 10)) == set(range(10))
+        response = a.acknowledge([(0, 4, ACCEPT)])
+        assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.NONE]
+        a.close()
+        process.kill()
+        process.restart()
+        b = Member(process.bootstrap, group, topic_id)
+        try:
+            again = poll(b, 5, deadline_s=60.0)
+            assert set(again) == set(range(5, 10))
+            assert {v for v, _ in again.values()} == {f"v{i}".encode() for i in range(5, 10)}
+            for _ in range(3):
+                assert not set(acquired(b.fetch(wait_ms=100))) & set(range(5))
+        finally:
+            b.close()
