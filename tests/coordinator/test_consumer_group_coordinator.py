@@ -124,7 +124,8 @@ def test_offsets_carry_the_member_epoch(tmp_path: Path) -> None:
         assert await commit(CommitArgs("g", 1, "m9", None, offsets)) == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
         assert await commit(CommitArgs("g", -1, "", None, offsets)) == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
         error, fetched = await h.coordinator.fetch_offsets("g", (TP,), "m1", 1)
-        assert error == ErrorCode.NONE and fetched[TP] is not None and fetched[TP].offset == 10
+        stored = fetched[TP]
+        assert error == ErrorCode.NONE and stored is not None and stored.offset == 10
         assert (await h.coordinator.fetch_offsets("g", (TP,), "m1", 3))[0] == ErrorCode.STALE_MEMBER_EPOCH
         assert (await h.coordinator.fetch_offsets("g", (TP,), None, -1))[0] == ErrorCode.NONE
         await h.coordinator.shutdown()
@@ -199,6 +200,23 @@ def test_offsets_of_subscribed_topics_do_not_expire(tmp_path: Path) -> None:
             h.clock.advance(60_000)
             await beat(h, "m1", 1, {0, 1, 2, 3})
         h.coordinator.wake()
+        _, fetched = await h.coordinator.fetch_offsets("g", None)
+        assert set(fetched) == {TP}
+        await h.coordinator.shutdown()
+
+    run(scenario)
+
+
+def test_offset_delete_keeps_the_offsets_of_subscribed_topics(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        h = await started(tmp_path)
+        await beat(h, "m1", 0)
+        other = TopicPartition("other", 0)
+        offsets = {TP: CommittedOffset(3, -1, "", 0), other: CommittedOffset(4, -1, "", 0)}
+        await h.coordinator.commit_offsets(CommitArgs("g", 1, "m1", None, offsets))
+        result = await h.coordinator.delete_offsets("g", (TP, other))
+        assert result.error_code == ErrorCode.NONE
+        assert result.partitions == {TP: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: ErrorCode.NONE}
         _, fetched = await h.coordinator.fetch_offsets("g", None)
         assert set(fetched) == {TP}
         await h.coordinator.shutdown()

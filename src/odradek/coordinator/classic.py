@@ -788,13 +788,18 @@ def _all(partitions: Mapping[TopicPartition, object] | tuple[TopicPartition, ...
 
 
 def delete_offsets(
-    group: Group | None, partitions: tuple[TopicPartition, ...], ticket: int, now: Now
+    group: Group | None,
+    partitions: tuple[TopicPartition, ...],
+    ticket: int,
+    now: Now,
+    keep_topics: frozenset[str] = frozenset(),
 ) -> Decision:
-    """OffsetDelete: a group with members keeps the offsets of topics it subscribes to."""
+    """OffsetDelete: a group with members keeps the offsets of topics it subscribes to;
+    `keep_topics`: the topics a KIP-848 consumer group of the same id subscribes to."""
     if group is None:
         return _answer(None, ticket, OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND))
     if group.state is GroupState.EMPTY:
-        subscribed: frozenset[str] = frozenset()
+        subscribed: frozenset[str] = keep_topics
     elif group.is_consumer_group():
         topics = group.subscribed_topics()
         subscribed = topics if topics is not None else frozenset(tp.topic for tp in partitions)

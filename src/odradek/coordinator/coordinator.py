@@ -351,11 +351,14 @@ class GroupCoordinator:
     async def delete_offsets(
         self, group_id: str, partitions: tuple[TopicPartition, ...]
     ) -> OffsetDeleteResult:
-        result = await self._submit(
-            group_id,
-            lambda group, ticket, now: classic.delete_offsets(group, partitions, ticket, now),
-            OffsetDeleteResult,
-        )
+        shard = self._shard(group_id)
+
+        def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
+            consumer = shard.consumer_groups.get(group_id) if shard is not None else None
+            keep = consumer.subscribed_topic_names() if consumer is not None else frozenset()
+            return classic.delete_offsets(group, partitions, ticket, now, keep)
+
+        result = await self._submit(group_id, decide, OffsetDeleteResult)
         assert isinstance(result, OffsetDeleteResult)
         return result
 
