@@ -296,6 +296,8 @@ class HeartbeatArgs:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatResult:
+    """The answer; a refused heartbeat carries only its error code and message, as Kafka's."""
+
     error_code: int
     error_message: str | None = None
     member_id: str | None = None
@@ -323,7 +325,7 @@ def validate(args: HeartbeatArgs, config: GroupConfig) -> HeartbeatResult | None
     try:
         _validate(args, config)
     except _Refused as refused:
-        return HeartbeatResult(refused.code, refused.message, args.member_id or None, args.member_epoch)
+        return HeartbeatResult(refused.code, refused.message)
     return None
 
 
@@ -428,7 +430,7 @@ def heartbeat(
             return _leave(group, args, view, now)
         return _heartbeat(group, args, classic_members, new_member_id, view, now, config)
     except _Refused as refused:
-        result = HeartbeatResult(refused.code, refused.message, args.member_id or None, args.member_epoch)
+        result = HeartbeatResult(refused.code, refused.message)
         return Decision(group, result)
 
 
