@@ -1,9 +1,10 @@
-"""Fetch end to end over raw frames: versions 4-17, topic ids, long poll, limits, errors (sessions:
+"""Fetch end to end over raw frames: versions 4-18, topic ids, long poll, limits, errors (sessions:
 test_fetch_sessions.py)."""
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -20,7 +21,7 @@ from odradek.storage.txn_index import AbortedTxn
 from tests.server.raw_client import RawClient
 from tests.server.test_produce import create_topic, produce, produce_request, records
 
-FETCH_VERSIONS = range(4, 18)
+FETCH_VERSIONS = range(4, 19)
 
 
 def fetch(
@@ -184,6 +185,31 @@ def test_unknown_replica_gets_no_records(client: RawClient) -> None:
     produce(client, name, records(b"a"))
     partition = only_partition(fetch(client, topic_id, version=14, replica_id=5))
     assert partition.error_code == ErrorCode.NONE and bytes(partition.records) == b""
+
+
+def follower_wait(client: RawClient, topic_id: uuid.UUID, version: int, high_watermark: int) -> float:
+    """Seconds a follower's fetch at the log end (min_bytes 1, max_wait 600 ms) takes to answer."""
+    partition = FetchRequest.FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)
+    partition.high_watermark = high_watermark
+    request = FetchRequest(
+        replica_state=FetchRequest.ReplicaState(replica_id=5, replica_epoch=1),
+        max_wait_ms=600,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=[partition])],
+    )
+    started = time.monotonic()
+    response = client.call(ApiKey.FETCH, version, request)
+    assert only_partition(response).error_code == ErrorCode.NONE
+    return time.monotonic() - started
+
+
+def test_v18_follower_behind_the_high_watermark_is_answered_at_once(client: RawClient) -> None:
+    name, topic_id = create_topic(client)
+    produce(client, name, records(b"a"))  # high watermark 1
+    assert follower_wait(client, topic_id, 18, high_watermark=0) < 0.4  # KIP-1166: no parking
+    assert follower_wait(client, topic_id, 18, high_watermark=1) >= 0.5  # up to date: waits
+    assert follower_wait(client, topic_id, 17, high_watermark=0) >= 0.5  # v17 carries no watermark
 
 
 def test_read_committed_answers_carry_the_aborted_transactions_read() -> None:

@@ -1,6 +1,6 @@
 """Fetch handler.
 
-API: v4-v17.
+API: v4-v18.
 
 Behaviour: partitions are named by topic (v4-v12) or topic id (v13+; an unknown id answers
 UNKNOWN_TOPIC_ID for its partitions) and read by the ReplicaManager in request order (in an
@@ -12,7 +12,9 @@ partitions of one topic sharing a topic entry (as Kafka groups them):
   replica of the partition gets no records for it, as in Kafka);
 - min_bytes / max_wait_ms: answered at once when min_bytes are there or a partition errors,
   otherwise the request waits in the fetch purgatory until appends bring min_bytes or max_wait_ms
-  passes, then answers with what is there;
+  passes, then answers with what is there; a follower's fetch (v18+, KIP-1166) naming a partition
+  whose high_watermark it reports below this leader's is answered at once, so the high watermark
+  reaches it without waiting for an append;
 - max_bytes (capped by the broker's fetch.max.bytes for consumers) is shared by the partitions in
   request order, each also bounded by its partition_max_bytes; the first batch of the first
   partition with data is returned whole even when larger than both (KIP-74);
@@ -88,9 +90,10 @@ from odradek.server.fetch_session import CachedPartition, FetchSession
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
-MAX_VERSION = 17
+MAX_VERSION = 18
 
 TOPIC_IDS_VERSION = 13
+FOLLOWER_HIGH_WATERMARK_VERSION = 18
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
@@ -300,7 +303,27 @@ def _fetch_params(ctx: RequestContext, request: FetchRequest) -> FetchParams:
         )
         if window_bytes is not None:
             max_bytes = min(max_bytes, max(1, int(window_bytes)))
-    return FetchParams(replica_id, request.max_wait_ms, request.min_bytes, max_bytes, request.isolation_level)
+    max_wait_ms = request.max_wait_ms
+    if (
+        replica_id >= 0
+        and ctx.api_version >= FOLLOWER_HIGH_WATERMARK_VERSION
+        and _follower_behind(ctx, request)
+    ):
+        max_wait_ms = 0
+    return FetchParams(replica_id, max_wait_ms, request.min_bytes, max_bytes, request.isolation_level)
+
+
+def _follower_behind(ctx: RequestContext, request: FetchRequest) -> bool:
+    """Whether a partition of the request reports a high watermark below this broker's (v18+: a
+    follower sends its own; the default, int64's largest, never is)."""
+    replicas = ctx.broker.replica_manager
+    for topic in request.topics:
+        name = topic.topic if ctx.api_version < TOPIC_IDS_VERSION else replicas.topic_name(topic.topic_id)
+        for fetched in topic.partitions if name is not None else ():
+            hosted = replicas.partition(name, fetched.partition)
+            if hosted is not None and fetched.high_watermark < hosted.high_watermark:
+                return True
+    return False
 
 
 def _partition_reads(
