@@ -81,8 +81,12 @@ DEVIATIONS: dict[str, str] = {
         "no UpdateFeatures, Envelope or AllocateProducerIds (57, 58, 67), the controller-to-broker APIs "
         "(4-7, 56) only in ZooKeeper mode, DescribeTopicPartitions (75), which Kafka serves on KRaft brokers "
         "only, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe (68, 69) at v0-v1, which "
-        "Kafka 3.9's ZooKeeper-mode broker advertises at v0 and answers UNSUPPORTED_VERSION. Sent anyway, "
-        "an API a broker does not serve closes the connection there."
+        "Kafka 3.9's ZooKeeper-mode broker advertises at v0 and answers UNSUPPORTED_VERSION; odradek also "
+        "serves KIP-932's ShareFetch and ShareAcknowledge (78, 79) at v1-v2, which Kafka 3.9 does not "
+        "advertise. Kafka 4's newer versions odradek serves are "
+        "advertised past Kafka 3.9's: Fetch v18, ListOffsets v10-v11, Metadata v13, ApiVersions v5, "
+        "DescribeLogDirs v5, DeleteGroups v3, DescribeCluster v2, ListTransactions v2 (their handlers say "
+        "what each adds). Sent anyway, an API a broker does not serve closes the connection there."
     ),
     "consumer-group-protocol": (
         "ConsumerGroupHeartbeat (KIP-848): odradek serves consumer-protocol groups in both modes and "
@@ -169,22 +173,32 @@ _API_VERSIONS_RANGES = (
     (
         "0:api_versions.api_keys[api_key=0].min_version: kafka=0 odradek=3",
         "0:api_versions.api_keys[api_key=10].max_version: kafka=6 odradek=5",
+        "0:api_versions.api_keys[api_key=18].max_version: kafka=4 odradek=5",
+        "0:api_versions.api_keys[api_key=1].max_version: kafka=17 odradek=18",
         "0:api_versions.api_keys[api_key=1].min_version: kafka=0 odradek=4",
+        "0:api_versions.api_keys[api_key=2].max_version: kafka=9 odradek=11",
         "0:api_versions.api_keys[api_key=2].min_version: kafka=0 odradek=1",
+        "0:api_versions.api_keys[api_key=35].max_version: kafka=4 odradek=5",
         "0:api_versions.api_keys[api_key=38]: kafka={'api_key': 38, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=39]: kafka={'api_key': 39, 'min_version': 0, 'max_version': 2} odradek='<missing>'",
+        "0:api_versions.api_keys[api_key=3].max_version: kafka=12 odradek=13",
         "0:api_versions.api_keys[api_key=40]: kafka={'api_key': 40, 'min_version': 0, 'max_version': 2} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=41]: kafka={'api_key': 41, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
+        "0:api_versions.api_keys[api_key=42].max_version: kafka=2 odradek=3",
         "0:api_versions.api_keys[api_key=4]: kafka={'api_key': 4, 'min_version': 0, 'max_version': 7} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=56]: kafka={'api_key': 56, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=57]: kafka={'api_key': 57, 'min_version': 0, 'max_version': 1} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=58]: kafka={'api_key': 58, 'min_version': 0, 'max_version': 0} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=5]: kafka={'api_key': 5, 'min_version': 0, 'max_version': 4} odradek='<missing>'",
+        "0:api_versions.api_keys[api_key=60].max_version: kafka=1 odradek=2",
+        "0:api_versions.api_keys[api_key=66].max_version: kafka=1 odradek=2",
         "0:api_versions.api_keys[api_key=67]: kafka={'api_key': 67, 'min_version': 0, 'max_version': 0} odradek='<missing>'",
-        "0:api_versions.api_keys[api_key=68]: kafka={'api_key': 68, 'min_version': 0, 'max_version': 0} odradek='<missing>'",
-        "0:api_versions.api_keys[api_key=69]: kafka={'api_key': 69, 'min_version': 0, 'max_version': 0} odradek='<missing>'",
+        "0:api_versions.api_keys[api_key=68].max_version: kafka=0 odradek=1",
+        "0:api_versions.api_keys[api_key=69].max_version: kafka=0 odradek=1",
         "0:api_versions.api_keys[api_key=6]: kafka={'api_key': 6, 'min_version': 0, 'max_version': 8} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=75]: kafka='<missing>' odradek={'api_key': 75, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=78]: kafka='<missing>' odradek={'api_key': 78, 'min_version': 1, 'max_version': 2}",
+        "0:api_versions.api_keys[api_key=79]: kafka='<missing>' odradek={'api_key': 79, 'min_version': 1, 'max_version': 2}",
         "0:api_versions.api_keys[api_key=7]: kafka={'api_key': 7, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
     ),
 )

@@ -33,7 +33,7 @@ from tests.conftest import topic_name
 # and so does adding one without writing it down.
 EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
-    ApiKey.FETCH: (4, 18),
+    ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (0, 9),
@@ -85,6 +85,11 @@ EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKey.SHARE_FETCH: (1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
 }
 
 
