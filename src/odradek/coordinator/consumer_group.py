@@ -509,7 +509,9 @@ def _heartbeat(
 
     before = group.members[updated.member_id]
     target = group.target.get(before.member_id, _NO_PARTITIONS)
-    reconciled = reconcile(before, group.assignment_epoch, target, args.owned, group.partition_owners())
+    reconciled = before
+    if not before.is_reconciled_to(group.assignment_epoch):  # who holds what: only when it matters
+        reconciled = reconcile(before, group.assignment_epoch, target, args.owned, group.partition_owners())
     if reconciled.assignment_state() != before.assignment_state():
         records.append(CurrentAssignmentRecord(group.group_id, reconciled.member_id, reconciled))
         deadline = (
@@ -740,16 +742,15 @@ def _compute_target(
     assignor = assignors.preferred_assignor(
         config.consumer_assignors, (m.server_assignor for m in group.members.values())
     )
-    subscriptions = {
-        m.member_id: MemberSubscription(
-            m.member_id,
-            m.instance_id,
-            m.rack_id,
-            subscribed_topic_ids(m, group),
-            group.target.get(m.member_id, _NO_PARTITIONS),
-        )
-        for m in group.members.values()
-    }
+    topic_ids: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}  # most members share one
+    subscriptions: dict[str, MemberSubscription] = {}
+    for m in group.members.values():
+        key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+        ids = topic_ids.get(key)
+        if ids is None:
+            ids = topic_ids[key] = subscribed_topic_ids(m, group)
+        target = group.target.get(m.member_id, _NO_PARTITIONS)
+        subscriptions[m.member_id] = MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, target)
     topics = {t.topic_id: TopicDescription(t.name, t.partitions) for t in group.topics.values()}
     computed = assignor.assign(subscriptions, topics)
     target: dict[str, TopicPartitions] = {}

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from odradek.clock import Clock
 from odradek.coordinator import classic, consumer_group, consumer_records
 from odradek.coordinator.config import GroupConfig
-from odradek.coordinator.consumer_group import ConsumerGroup, ConsumerGroupState, TopicsView
+from odradek.coordinator.consumer_group import ConsumerGroup, TopicsView
 from odradek.coordinator.group import Group, GroupState, Now, TopicPartition
 from odradek.coordinator.loader import GroupLoader, PendingTxnOffsets
 from odradek.coordinator.partitioning import OFFSETS_TOPIC
@@ -396,7 +396,7 @@ def _log_consumer_transition(
     if before is None:
         log.info("Consumer group %s created", group_id)
     before_epoch = before.group_epoch if before is not None else 0
-    if after.state is ConsumerGroupState.EMPTY:
+    if not after.members:
         if before is not None and before.members:
             log.info("Consumer group %s is now empty (epoch %d)", group_id, after.group_epoch)
     elif after.group_epoch != before_epoch:
