@@ -749,8 +749,8 @@ def _compute_target(
         ids = topic_ids.get(key)
         if ids is None:
             ids = topic_ids[key] = subscribed_topic_ids(m, group)
-        target = group.target.get(m.member_id, _NO_PARTITIONS)
-        subscriptions[m.member_id] = MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, target)
+        current = group.target.get(m.member_id, _NO_PARTITIONS)
+        subscriptions[m.member_id] = MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, current)
     topics = {t.topic_id: TopicDescription(t.name, t.partitions) for t in group.topics.values()}
     computed = assignor.assign(subscriptions, topics)
     target: dict[str, TopicPartitions] = {}
