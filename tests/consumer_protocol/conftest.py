@@ -22,7 +22,7 @@ FAST_GROUPS = {
     "offsets.topic.num.partitions": 3,
 }
 
-BrokerFactory = Callable[[], BrokerProcess]
+BrokerFactory = Callable[..., BrokerProcess]
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def make_broker(tmp_path: Path) -> Iterator[BrokerFactory]:
     started: list[BrokerProcess] = []
 
-    def factory() -> BrokerProcess:
+    def factory(**overrides: object) -> BrokerProcess:
         process = BrokerProcess(
-            tmp_path / f"broker{len(started)}", overrides=FAST_GROUPS, output_path=tmp_path / "broker.out"
+            tmp_path / f"broker{len(started)}",
+            overrides={**FAST_GROUPS, **overrides},
+            output_path=tmp_path / "broker.out",
         )
         started.append(process)
         process.start()

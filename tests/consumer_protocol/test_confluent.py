@@ -7,6 +7,8 @@ Each test waits with poll loops under generous deadlines (a loaded 2-core machin
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -286,3 +288,46 @@ def test_partitions_added_to_a_subscribed_topic_are_assigned(broker: BrokerProce
         poll_until([member], lambda: assigned(member) == {0, 1, 2, 3}, {})
     finally:
         member.close()
+
+
+MEMBER_SCRIPT = """
+import sys
+from confluent_kafka import Consumer
+consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer",
+                     "auto.offset.reset": "earliest", "log_level": 3})
+consumer.subscribe([sys.argv[3]])
+while not consumer.assignment():
+    consumer.poll(0.2)
+print("assigned", flush=True)
+while True:
+    consumer.poll(0.2)
+"""
+
+
+def test_a_member_killed_is_fenced_after_its_session_and_the_other_gets_everything(
+    make_broker: BrokerFactory,
+) -> None:
+    broker = make_broker(
+        **{"group.consumer.session.timeout.ms": 6000, "group.consumer.min.session.timeout.ms": 6000}
+    )
+    topic, group = unique("session"), unique("g")
+    helpers.create_topic(broker.bootstrap, topic, PARTITIONS)
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", MEMBER_SCRIPT, broker.bootstrap, group, topic],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    survivor = consumer(broker.bootstrap, group)
+    try:
+        assert doomed.stdout is not None and doomed.stdout.readline().strip() == "assigned"
+        survivor.subscribe([topic])
+        poll_until([survivor], lambda: len(assigned(survivor)) == PARTITIONS // 2, {})
+        doomed.kill()  # no leave: the coordinator learns of it from the missed heartbeats only
+        poll_until([survivor], lambda: assigned(survivor) == set(range(PARTITIONS)), {})
+        assert "session timeout" in broker.output_tail(1 << 22)
+    finally:
+        doomed.kill()
+        doomed.wait()
+        if doomed.stdout is not None:
+            doomed.stdout.close()
+        survivor.close()
