@@ -170,3 +170,23 @@ def test_acls_on_the_group_and_topics(secured: BrokerProcess) -> None:
         (group, ErrorCode.NONE),
         (closed, ErrorCode.GROUP_AUTHORIZATION_FAILED),
     ]
+
+
+def test_a_regex_resolves_to_the_topics_the_member_may_describe(secured: BrokerProcess) -> None:
+    prefix, group = unique("rx"), unique("g")
+    visible, hidden = f"{prefix}-visible", f"{prefix}-hidden"
+    create_topic(secured.bootstrap, visible)
+    create_topic(secured.bootstrap, hidden)
+    deny(secured, "Describe", "--topic", hidden)
+    request = join(group, "", subscribed_topic_names=None, subscribed_topic_regex=f"{prefix}-.*")
+    joined = call(secured.bootstrap, ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, request)
+    assert joined.error_code == ErrorCode.NONE and joined.assignment is not None
+    assert len(joined.assignment.topic_partitions) == 1
+    described = call(
+        secured.bootstrap,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        DESCRIBE_VERSION,
+        ConsumerGroupDescribeRequest([group]),
+    ).groups[0]
+    assert described.error_code == ErrorCode.NONE
+    assert [tp.topic_name for tp in described.members[0].assignment.topic_partitions] == [visible]

@@ -339,3 +339,21 @@ def test_metadata_is_looked_at_again_only_when_its_version_moves() -> None:
 def test_regexes_re2j_refuses_are_refused(regex: str) -> None:
     refused = cg.validate(join("m", topics=(), subscribed_topic_regex=regex), CONFIG)
     assert refused is not None and refused.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
+def test_a_regex_resolves_to_the_topics_the_member_may_describe() -> None:
+    view = View(**{"topic-a": (T1, 2), "topic-b": (T2, 2)})
+    args = join("m1", topics=(), subscribed_topic_regex="topic-.*")
+    hide_b = lambda names: frozenset(n for n in names if n != "topic-b")  # noqa: E731
+    group, reply, _ = run(None, replace(args, describable=hide_b), view=view)
+    assert reply.assignment == {T1: all_of(2)} and group.regexes == {"topic-.*": frozenset({"topic-a"})}
+    # a timer fencing another member keeps the resolution made for the members' principal (a
+    # heartbeat resolves every regex of the group for its own principal, as Kafka does)
+    group, _, _ = run(group, replace(join("m2"), describable=hide_b), view=view)
+    members = {
+        "m1": replace(group.members["m1"], session_deadline_ms=10**9),
+        "m2": replace(group.members["m2"], session_deadline_ms=0),
+    }
+    decision, fenced = cg.advance(replace(group, members=members), view, now(1))
+    assert decision.group is not None and set(decision.group.members) == {"m1"} and len(fenced) == 1
+    assert decision.group.regexes == {"topic-.*": frozenset({"topic-a"})}

@@ -56,7 +56,7 @@ import re._constants as sre_constants  # type: ignore[import-not-found]  # Pytho
 import re._parser as sre_parse  # type: ignore[import-not-found]
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -292,6 +292,9 @@ class HeartbeatArgs:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    # the topics, of those given, the member's principal may DESCRIBE (None: all): what a regex
+    # subscription resolves to is filtered by it, as Kafka does (KAFKA-18813)
+    describable: Callable[[frozenset[str]], frozenset[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,7 +505,7 @@ def _heartbeat(
 
     version = view.version
     if bump or version is None or version != group.metadata_version:
-        group, _ = _refresh_metadata(group, view, now, records, bump)
+        group, _ = _refresh_metadata(group, view, now, records, bump, args.describable)
         group = replace(group, metadata_version=version)
     if group.group_epoch > group.assignment_epoch:
         group = _compute_target(group, now, config, records)
@@ -671,7 +674,7 @@ def fence_member(
     """Remove the member (left, or its session or revocation timed out) and bump the group epoch;
     the target assignment is recomputed by the next heartbeat."""
     group = _without_member(group, member_id, records)
-    group, _ = _refresh_metadata(group, view, now, records, bump=True)
+    group, _ = _refresh_metadata(group, view, now, records, bump=True, reuse_regexes=True)
     return group
 
 
@@ -691,16 +694,30 @@ def _without_member(group: ConsumerGroup, member_id: str, records: list[CgRecord
 
 
 def _refresh_metadata(
-    group: ConsumerGroup, view: TopicsView, now: Now, records: list[CgRecord], bump: bool
+    group: ConsumerGroup,
+    view: TopicsView,
+    now: Now,
+    records: list[CgRecord],
+    bump: bool,
+    describable: Callable[[frozenset[str]], frozenset[str]] | None = None,
+    reuse_regexes: bool = False,
 ) -> tuple[ConsumerGroup, bool]:
     """Resolve the subscriptions against the metadata; bump the group epoch if asked or if the
-    subscribed topics' metadata changed. Regex resolutions that changed are written."""
+    subscribed topics' metadata changed. Regex resolutions that changed are written. A regex
+    resolves to the matching topics `describable` lets through (the heartbeating member's
+    principal); `reuse_regexes` (a timer, no member asking) keeps the resolutions already made."""
     regexes: dict[str, frozenset[str]] = {}
     names: set[str] = set()
     for member in group.members.values():
         names.update(member.subscribed_topic_names)
-        if member.subscribed_topic_regex is not None and member.subscribed_topic_regex not in regexes:
-            regexes[member.subscribed_topic_regex] = view.matching(member.subscribed_topic_regex)
+        regex = member.subscribed_topic_regex
+        if regex is None or regex in regexes:
+            continue
+        if reuse_regexes and regex in group.regexes:
+            regexes[regex] = group.regexes[regex]
+            continue
+        matched = view.matching(regex)
+        regexes[regex] = describable(matched) if describable is not None and matched else matched
     for regex, matched in regexes.items():
         if group.regexes.get(regex) != matched:
             records.append(RegexRecord(group.group_id, regex, matched, now.wall_ms))

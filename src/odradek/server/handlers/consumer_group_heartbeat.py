@@ -13,10 +13,10 @@ UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, INCONSISTENT_GROUP_PROTOCOL (a c
 members), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE from routing.
 
 Authorization (Kafka's KafkaApis): READ on the group, else GROUP_AUTHORIZATION_FAILED; then DESCRIBE
-on every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED.
-
-Deliberate deviations: topics a regex subscription matches are not filtered by the member's
-DESCRIBE permission (Kafka 4 resolves regexes per principal).
+on every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED. A regex subscription resolves to
+the matching topics the heartbeating member's principal may DESCRIBE (Kafka 4, KAFKA-18813), checked
+whenever the regex is resolved again (a new regex, or topics created or deleted); a change of ACLs
+alone does not resolve it again (Kafka also refreshes on a timer).
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) ->
         client_id=ctx.header.client_id or "",
         client_host=ctx.client_host if ctx.client_host.startswith("/") else f"/{ctx.client_host}",
         version=ctx.api_version,
+        describable=lambda topics: frozenset(
+            authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, log_if_denied=False)
+        ),
     )
     return _response(await ctx.broker.group_coordinator.consumer_group_heartbeat(args))
 
