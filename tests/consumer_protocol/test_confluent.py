@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, KafkaException
 from confluent_kafka.admin import ConsumerGroupDescription, NewPartitions
 
 from odradek.testing.broker import BrokerProcess
@@ -331,3 +331,28 @@ def test_a_member_killed_is_fenced_after_its_session_and_the_other_gets_everythi
         if doomed.stdout is not None:
             doomed.stdout.close()
         survivor.close()
+
+
+def test_the_admin_client_lists_by_type_and_deletes_an_empty_group(broker: BrokerProcess) -> None:
+    topic, group = unique("admin"), unique("g")
+    helpers.create_topic(broker.bootstrap, topic, 2)
+    member = consumer(broker.bootstrap, group)
+    try:
+        member.subscribe([topic])
+        poll_until([member], lambda: assigned(member) == {0, 1}, {})
+        client = helpers.admin(broker.bootstrap)
+
+        def listed(kind: ConsumerGroupType) -> dict[str, ConsumerGroupType]:
+            result = client.list_consumer_groups(types={kind}, request_timeout=helpers.TIMEOUT_S)
+            return {g.group_id: g.type for g in result.result(helpers.TIMEOUT_S).valid}
+
+        assert listed(ConsumerGroupType.CONSUMER).get(group) == ConsumerGroupType.CONSUMER
+        assert group not in listed(ConsumerGroupType.CLASSIC)
+        refused = client.delete_consumer_groups([group], request_timeout=helpers.TIMEOUT_S)[group]
+        with pytest.raises(KafkaException) as raised:
+            refused.result(helpers.TIMEOUT_S)
+        assert raised.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+    finally:
+        member.close()
+    client.delete_consumer_groups([group], request_timeout=helpers.TIMEOUT_S)[group].result(helpers.TIMEOUT_S)
+    assert group not in listed(ConsumerGroupType.CONSUMER)
