@@ -23,6 +23,14 @@ FindCoordinator) are reported by one INFO line when the last of them is loaded, 
 A failed creation of `__consumer_offsets` (a full disk...) answers COORDINATOR_NOT_AVAILABLE and is
 logged once per cause until a creation succeeds, not once per client retry.
 
+KIP-848 consumer-protocol groups (`consumer_group_heartbeat`, `consumer_group_describe`) are routed
+the same way and decided by `consumer_group.py` on the shard; the decisions read the topics through
+`_MetadataTopics` (the metadata cache by name, regex matches cached per metadata version). A
+consumer group's offsets are the classic entry of its id: OffsetCommit / OffsetFetch check the
+member epoch against the consumer group first; JoinGroup on a consumer group with members answers
+INCONSISTENT_GROUP_PROTOCOL (an empty one is deleted first); ListGroups lists it as type
+"consumer"; DescribeGroups answers Dead for it; DeleteGroups deletes an empty one and its offsets.
+
 Every method returns the API's result value (error codes inside) and never raises for Kafka errors.
 Callers: the group API handlers (through `broker.group_coordinator`), tests.
 """
