@@ -94,11 +94,32 @@ class Member:
         self.client.close()
 
 
+# What a partition answers while it or its share-partition's state is still loading (a broker
+# just started, a leader just elected): clients ask again.
+RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+
+
+class Retry(Exception):
+    """A partition answered a RETRIABLE error."""
+
+
 def acquired(response: Any) -> dict[int, tuple[bytes, int]]:
     """offset -> (value, delivery count) of the records the response acquired."""
     found: dict[int, tuple[bytes, int]] = {}
     for topic in response.responses:
         for partition in topic.partitions:
+            if partition.error_code in RETRIABLE:
+                raise Retry(partition.error_code)
             assert partition.error_code == ErrorCode.NONE, partition
             values = {r.offset: r.value or b"" for r in decode_records(bytes(partition.records or b""))}
             for span in partition.acquired_records:
@@ -120,7 +141,7 @@ def setup(bootstrap: str, count: int = 10) -> tuple[str, Any, str]:
     with RawClient(bootstrap, timeout=30.0) as client:
         topic, topic_id = create_topic(client)
     first = Member(bootstrap, group, topic_id)
-    assert acquired(first.fetch(wait_ms=0)) == {}
+    assert settled_fetch(first) == {}
     first.close()
     with RawClient(bootstrap) as client:
         data = records(*(f"v{i}".encode() for i in range(count)))
@@ -128,12 +149,27 @@ def setup(bootstrap: str, count: int = 10) -> tuple[str, Any, str]:
     return topic, topic_id, group
 
 
+def settled_fetch(member: Member, deadline_s: float = 30.0) -> dict[int, tuple[bytes, int]]:
+    """A fetch that does not wait, asked again while the partition answers a RETRIABLE error."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return acquired(member.fetch(wait_ms=0))
+        except Retry:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def poll(member: Member, want: int, deadline_s: float = 30.0, **fields: Any) -> dict[int, tuple[bytes, int]]:
     """Fetch until `want` records were acquired in all (or the deadline)."""
     got: dict[int, tuple[bytes, int]] = {}
     deadline = time.monotonic() + deadline_s
     while len(got) < want and time.monotonic() < deadline:
-        got |= acquired(member.fetch(**fields))
+        try:
+            got |= acquired(member.fetch(**fields))
+        except Retry:
+            time.sleep(0.2)
     return got
 
 

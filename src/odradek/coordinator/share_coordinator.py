@@ -40,6 +40,7 @@ from odradek.coordinator.config import ConfigValues
 from odradek.coordinator.coordinator import (
     FIND_COORDINATOR_LOAD_WAIT_S,
     ClusterMetadata,
+    CoordinatorLocation,
     CoordinatorTopic,
     InternalTopicCreator,
 )
@@ -219,6 +220,15 @@ class ShareCoordinator:
     def shards(self) -> dict[int, ShareStateShard]:
         return {partition: context.shard for partition, context in self._runtime.contexts().items()}
 
+    async def find_coordinator(self, key: str) -> CoordinatorLocation:
+        """The leader of the key's `__share_group_state` partition (FindCoordinator key type SHARE,
+        and the share-partition leaders' routing), once loaded when it is this broker."""
+        location, partition = await self._topic.locate(key)
+        context = self._runtime.context(partition)
+        if location.node is not None and context is not None:
+            await context.wait_loaded(FIND_COORDINATOR_LOAD_WAIT_S)
+        return location
+
     async def locate(self, key: str) -> int:
         """The key's `__share_group_state` partition (the topic created if need be; -1 without it)."""
         _, partition = await self._topic.locate(key)
@@ -290,6 +300,3 @@ class ShareCoordinator:
         if context is None or not context.active:
             return None, self._runtime.unavailable(partition)
         return context, ErrorCode.NONE
-
-
-__all__ = ["FIND_COORDINATOR_LOAD_WAIT_S", "SHARE_STATE_TOPIC", "ShareCoordinator", "ShareStateShard"]

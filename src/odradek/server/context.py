@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from odradek.controller.producer_ids import ProducerIdManager
     from odradek.controller.store import MetadataStore
     from odradek.coordinator.coordinator import GroupCoordinator
+    from odradek.coordinator.share_coordinator import ShareCoordinator
     from odradek.coordinator.txn_coordinator import TransactionCoordinator
     from odradek.replication.replica_manager import ReplicaManager
     from odradek.replication.txn_verification import TxnVerifier
@@ -66,6 +67,7 @@ class BrokerServices(Protocol):
     fetch_sessions: FetchSessionCache
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
+    share_coordinator: ShareCoordinator
     share_partitions: SharePartitionManager
     txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager

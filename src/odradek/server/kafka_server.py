@@ -211,6 +211,7 @@ from odradek.server.metrics import RequestMetrics, broker_registry, metrics_rout
 from odradek.server.sasl_authenticator import authenticator_for
 from odradek.server.sasl_listener import inter_broker_authenticate, inter_broker_client, sasl_listeners
 from odradek.server.share_partitions import SharePartitionManager
+from odradek.server.share_persister import SharePersister
 from odradek.server.socket_server import SocketServer
 from odradek.server.to_controller import BrokerToControllerChannel, ControllerUnavailable
 from odradek.storage.config import LogConfig
@@ -300,6 +301,7 @@ class KafkaServer:
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
     share_coordinator: ShareCoordinator
+    share_persister: SharePersister
     share_partitions: SharePartitionManager
     txn_verifier: TxnVerifier
     producer_id_manager: ProducerIdManager
@@ -486,8 +488,15 @@ class KafkaServer:
             self.scheduler,
         )
         await self.share_coordinator.startup()
+        self.share_persister = SharePersister(
+            self.broker_id,
+            self.config.inter_broker_listener_name,
+            self.config["request.timeout.ms"],
+            self.share_coordinator,
+            inter_broker_security(config),
+        )
         self.share_partitions = SharePartitionManager(
-            config, self.clock, self.replica_manager, self.share_coordinator
+            config, self.clock, self.replica_manager, self.share_persister
         )
         self.txn_verifier = TxnVerifier(
             self.broker_id,
@@ -644,6 +653,7 @@ class KafkaServer:
             await self.group_coordinator.shutdown()
             await self.txn_coordinator.shutdown()
             await self.share_coordinator.shutdown()
+            await self.share_persister.close()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)
         if self._started:
             await self.txn_verifier.close()

@@ -4,7 +4,8 @@ ShareFetch and ShareAcknowledge handlers call (`broker.share_partitions`).
 Owns the `SharePartition`s (coordinator/share_partition.py) of the (group, topic partition) pairs
 fetched from partitions this broker leads, the share sessions (server/share_session.py) and the
 way both reach the durable state (the share coordinator, coordinator/share_coordinator.py, in
-process).
+process, or by request to
+the broker leading the state's `__share_group_state` partition: server/share_persister.py).
 
 - A share-partition is built on its first fetch here, or again when its partition's leader epoch
   moved (a share-partition moves with its partition's leadership): its state is read from the share
@@ -49,13 +50,13 @@ from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.coordinator.config import ConfigValues
-from odradek.coordinator.share_coordinator import ShareCoordinator
 from odradek.coordinator.share_partition import Acquired, SharePartition, ShareSettings
 from odradek.coordinator.share_records import StateKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.primitives import FileSlice
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.types import FetchPartitionRequest
+from odradek.server.share_persister import SharePersister
 from odradek.server.share_session import ShareSessionCache
 
 log = logging.getLogger(__name__)
@@ -107,13 +108,13 @@ def share_settings(config: ConfigValues) -> ShareSettings:
 
 class SharePartitionManager:
     def __init__(
-        self, config: ConfigValues, clock: Clock, replicas: ReplicaManager, coordinator: ShareCoordinator
+        self, config: ConfigValues, clock: Clock, replicas: ReplicaManager, persister: SharePersister
     ) -> None:
         self.settings = share_settings(config)
         self.max_fetch_records = config["share.fetch.max.fetch.records"]
         self._clock = clock
         self._replicas = replicas
-        self.coordinator = coordinator
+        self.persister = persister
         self.sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.group_config: Callable[[str], ShareGroupConfig] = lambda group_id: ShareGroupConfig()
         self._entries: dict[tuple[str, str, int], _Entry] = {}
@@ -133,7 +134,7 @@ class SharePartitionManager:
         if entry is not None and entry.leader_epoch == hosted.leader_epoch:
             return ErrorCode.NONE, entry
         state_key = StateKey(group_id, topic_id, index)
-        error, state = await self.coordinator.read_state(state_key)
+        error, state = await self.persister.read_state(state_key)
         if error:
             return error, None
         entry = self._entries.get(key)  # built meanwhile by another request
@@ -141,7 +142,7 @@ class SharePartitionManager:
             return ErrorCode.NONE, entry
         if state is None:
             start = self._reset_offset(group_id, hosted.log_start_offset, hosted.high_watermark)
-            error = await self.coordinator.initialize_state(state_key, 0, start)
+            error = await self.persister.initialize_state(state_key, 0, start)
             if error:
                 return error, None
             share = SharePartition(self.settings, start)
@@ -164,7 +165,7 @@ class SharePartitionManager:
         """Write the share-partition's state; on failure it goes back to `saved`."""
         share = entry.partition
         topic_id = self._topic_ids[(group_id, topic, index)]
-        error = await self.coordinator.write_state(
+        error = await self.persister.write_state(
             StateKey(group_id, topic_id, index),
             share.state_epoch,
             entry.leader_epoch,
@@ -310,26 +311,26 @@ class SharePartitionManager:
         self, group_id: str, partitions: Iterable[TopicIdPartition] | None = None
     ) -> dict[TopicIdPartition, int]:
         if partitions is None:
-            states = self.coordinator.local_states(group_id)
+            states = self.persister.local_states(group_id)
             return {TopicIdPartition(k.topic_id, k.partition): s.start_offset for k, s in states.items()}
         found: dict[TopicIdPartition, int] = {}
         for topic_id, index in partitions:
-            _, state = await self.coordinator.read_state(StateKey(group_id, topic_id, index))
+            _, state = await self.persister.read_state(StateKey(group_id, topic_id, index))
             if state is not None:
                 found[TopicIdPartition(topic_id, index)] = state.start_offset
         return found
 
     async def has_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
-        return await self.coordinator.has_state(StateKey(group_id, topic_id, partition))
+        return await self.persister.has_state(StateKey(group_id, topic_id, partition))
 
     async def alter_start_offset(
         self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
     ) -> int:
         key = StateKey(group_id, topic_id, partition)
-        _, state = await self.coordinator.read_state(key)
+        _, state = await self.persister.read_state(key)
         epoch = state.state_epoch + 1 if state is not None else 0
         self._forget(group_id, topic_id, partition)
-        return await self.coordinator.initialize_state(key, epoch, start_offset)
+        return await self.persister.initialize_state(key, epoch, start_offset)
 
     async def delete_state(
         self, group_id: str, partitions: Iterable[TopicIdPartition]
@@ -337,7 +338,7 @@ class SharePartitionManager:
         errors: dict[TopicIdPartition, int] = {}
         for topic_id, index in partitions:
             self._forget(group_id, topic_id, index)
-            errors[TopicIdPartition(topic_id, index)] = await self.coordinator.delete_state(
+            errors[TopicIdPartition(topic_id, index)] = await self.persister.delete_state(
                 StateKey(group_id, topic_id, index)
             )
         return errors

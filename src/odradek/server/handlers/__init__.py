@@ -88,6 +88,12 @@ HANDLER_MODULES: list[str] = [
     # share groups (KIP-932): the partition leaders' data path
     "share_fetch",
     "share_acknowledge",
+    # the share coordinator (inter-broker)
+    "initialize_share_group_state",
+    "read_share_group_state",
+    "write_share_group_state",
+    "delete_share_group_state",
+    "read_share_group_state_summary",
     # ACLs
     "describe_acls",
     "create_acls",
