@@ -33,7 +33,7 @@ from tests.conftest import topic_name
 # and so does adding one without writing it down.
 EXPECTED_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
-    ApiKey.FETCH: (4, 17),
+    ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (0, 9),
