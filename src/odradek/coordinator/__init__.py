@@ -1,6 +1,6 @@
 """Consumer groups and committed offsets (Kafka's group coordinator: classic groups and KIP-848
-consumer-protocol groups) and transactions (Kafka's transaction coordinator), state machines over
-one coordinator runtime.
+consumer-protocol groups), transactions (Kafka's transaction coordinator) and share-partition state
+(Kafka's share coordinator, KIP-932), state machines over one coordinator runtime.
 
 Module map (dependencies point down):
 - `coordinator.py`: `GroupCoordinator`, what handlers call (`broker.group_coordinator`): routing by
@@ -35,6 +35,14 @@ Module map (dependencies point down):
   leaders.
 - `txn_metadata.py`: a transactional id's state (`TxnMetadata`, `TxnState`) and pure transitions.
 - `txn_records.py`: the key/value byte formats of `__transaction_state` (Kafka's).
+- `share_coordinator.py`: `ShareCoordinator` (`broker.share_coordinator`), the durable state of
+  share-partitions (KIP-932) in `__share_group_state`: its shards (`ShareStateShard`) on the runtime,
+  reads, initializations, writes and deletions of a share-partition's state.
+- `share_records.py`: the ShareSnapshot / ShareUpdate records of `__share_group_state` (Kafka's,
+  through the generated codecs), their replay and merge; `StateKey`, Kafka's `group:topicId:partition`.
+- `share_partition.py`: `SharePartition`, one share-partition's in-flight records on its partition
+  leader as a pure state machine (acquisition, locks, acknowledgements, start offset); the leader's
+  side (sessions, reads, persistence) is server/share_partitions.py.
 
 Nothing here imports the server layer: the broker hands each coordinator the objects that satisfy
 its Protocols (the metadata cache, itself for topic creation and local markers, the ReplicaManager
