@@ -197,6 +197,44 @@ def test_errors_are_per_partition_and_change_nothing(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_a_replication_factor_change_is_refused_when_not_allowed(tmp_path: Path) -> None:
+    """v1's allow_replication_factor_change false: a target of another size answers
+    INVALID_REPLICATION_FACTOR with Kafka 4.4's message (the size before any move in progress
+    counts); the same size moves, and an invalid target is refused as before; the flag is echoed."""
+
+    async def scenario() -> None:
+        cluster = await _started_with_topic(tmp_path)  # partition 0: replicas (0, 1)
+        before = cluster.states()
+        request = alter((0, [0, 1, 2]), (1, [2]), (2, [1, 7]))
+        request.allow_replication_factor_change = False
+        response = await cluster.controller.alter_partition_reassignments(request)
+        assert not response.allow_replication_factor_change
+        assert codes(response) == [
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        ]
+        messages = [p.error_message for p in response.responses[0].partitions[:2]]
+        assert messages == [
+            "The replication factor is changed from 2 to 3",
+            "The replication factor is changed from 2 to 1",
+        ]
+        assert cluster.states() == before
+        moving = alter((0, [1, 2]))
+        moving.allow_replication_factor_change = False
+        assert codes(await cluster.controller.alter_partition_reassignments(moving)) == [0]
+        again = alter((0, [2, 0, 1]))  # while (1, 2, 0) is moving: the original two replicas count
+        again.allow_replication_factor_change = False
+        assert codes(await cluster.controller.alter_partition_reassignments(again)) == [
+            ErrorCode.INVALID_REPLICATION_FACTOR
+        ]
+        allowed = await cluster.controller.alter_partition_reassignments(alter((1, [2])))
+        assert allowed.allow_replication_factor_change and codes(allowed) == [0]
+        await cluster.controller.shutdown()
+
+    run(scenario)
+
+
 def test_a_new_controller_finishes_reassignments_found_complete(tmp_path: Path) -> None:
     async def scenario() -> None:
         cluster = await _started_with_topic(tmp_path)

@@ -17,7 +17,10 @@ Behaviour:
   asked): a leader from the target if the current one is not in it, replicas and ISR shrunk to the
   target (leader epoch + 1, written first), the final assignment written, LeaderAndIsr to the
   target, StopReplica (delete) to the removed replicas. UpdateMetadata to every live broker follows
-  each step. A null target cancels: the target becomes the original replicas. A new controller
+  each step. A null target cancels: the target becomes the original replicas. With
+  allow_replication_factor_change false (v1+), a valid target whose size is not the partition's
+  replication factor before any reassignment in progress (its original replicas) is refused with
+  INVALID_REPLICATION_FACTOR, as Kafka 4.4 answers; the answer echoes the flag. A new controller
   finishes the reassignments it finds complete at start-up (the others were sent in its full
   LeaderAndIsr and complete as their ISR grows).
 - `Controller.list_partition_reassignments` answers from the store (`list_in_progress`): every partition being
@@ -76,10 +79,11 @@ class ReassignmentsResumed:
 
 async def alter_reassignments(ctx: ControllerContext, event: ReassignmentsAsked) -> None:
     responses = []
+    allow_rf_change = event.request.allow_replication_factor_change
     for topic in event.request.topics:
         answered = []
         for asked in topic.partitions:
-            error = await _reassign(ctx, topic.name, asked.partition_index, asked.replicas)
+            error = await _reassign(ctx, topic.name, asked.partition_index, asked.replicas, allow_rf_change)
             answered.append(
                 AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
                     partition_index=asked.partition_index,
@@ -92,7 +96,12 @@ async def alter_reassignments(ctx: ControllerContext, event: ReassignmentsAsked)
                 name=topic.name, partitions=answered
             )
         )
-    answer(event.answer, AlterPartitionReassignmentsResponse(responses=responses))
+    answer(
+        event.answer,
+        AlterPartitionReassignmentsResponse(
+            allow_replication_factor_change=allow_rf_change, responses=responses
+        ),
+    )
 
 
 async def complete_finished_reassignments(ctx: ControllerContext) -> None:
@@ -115,7 +124,7 @@ def list_in_progress(
 
 
 async def _reassign(
-    ctx: ControllerContext, name: str, index: int, replicas: list[int] | None
+    ctx: ControllerContext, name: str, index: int, replicas: list[int] | None, allow_rf_change: bool = True
 ) -> KafkaError | None:
     """Start, replace or cancel one partition's reassignment; the error to answer, if any."""
     topic = ctx.store.topics().get(name)
@@ -128,6 +137,11 @@ async def _reassign(
         target = reassignment.target_of(current, replicas, ctx.live_brokers)
     except KafkaError as exc:
         return exc
+    if not allow_rf_change and replicas is not None and len(target) != len(current.original):
+        return KafkaError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"The replication factor is changed from {len(current.original)} to {len(target)}",
+        )
     if target == current.replicas and not current.being_reassigned:
         return None
     moving = reassignment.reassign_to(current, target)

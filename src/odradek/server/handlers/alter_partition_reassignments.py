@@ -1,6 +1,6 @@
 """AlterPartitionReassignments handler: start, replace or cancel partition reassignments (KIP-455).
 
-API: v0.
+API: v0-v1.
 
 Behaviour: served by the controller, as in Kafka (the admin client sends it to the controller the
 Metadata response names): the request is decided by `Controller.alter_partition_reassignments` in
@@ -8,7 +8,9 @@ turn with the controller's other events (see controller/partition_reassignments.
 once each reassignment has started, not when it completes. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
 INVALID_REPLICA_ASSIGNMENT (an empty or duplicate list, a negative id, a replica added on a broker
 that is not live), NO_REASSIGNMENT_IN_PROGRESS (a cancellation, null replicas, of a partition not
-being reassigned). A broker that is not the controller answers NOT_CONTROLLER at the top.
+being reassigned), and from v1 INVALID_REPLICATION_FACTOR for a target changing the partition's
+replication factor when allow_replication_factor_change is false (Kafka 4's flag, echoed in
+the answer). A broker that is not the controller answers NOT_CONTROLLER at the top.
 
 A single node serves it too (it is its own controller): a target of its own broker id changes
 nothing, any other broker is not live (INVALID_REPLICA_ASSIGNMENT, as Kafka answers).
@@ -30,7 +32,7 @@ from odradek.server.context import RequestContext
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 MIN_VERSION = 0
-MAX_VERSION = 0
+MAX_VERSION = 1
 
 
 async def handle(
