@@ -85,7 +85,8 @@ DEVIATIONS: dict[str, str] = {
         "serves KIP-932's ShareFetch and ShareAcknowledge (78, 79) at v1-v2, which Kafka 3.9 does not "
         "advertise. Kafka 4's newer versions odradek serves are "
         "advertised past Kafka 3.9's: Fetch v18, ListOffsets v10-v11, Metadata v13, ApiVersions v5, "
-        "DescribeLogDirs v5, DeleteGroups v3, DescribeCluster v2, ListTransactions v2 (their handlers say "
+        "DescribeLogDirs v5, DeleteGroups v3, DescribeCluster v2, ListTransactions v2, "
+        "AlterPartitionReassignments v1 (their handlers say "
         "what each adds). Sent anyway, an API a broker does not serve closes the connection there."
     ),
     "consumer-group-protocol": (
@@ -185,6 +186,7 @@ _API_VERSIONS_RANGES = (
         "0:api_versions.api_keys[api_key=40]: kafka={'api_key': 40, 'min_version': 0, 'max_version': 2} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=41]: kafka={'api_key': 41, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=42].max_version: kafka=2 odradek=3",
+        "0:api_versions.api_keys[api_key=45].max_version: kafka=0 odradek=1",
         "0:api_versions.api_keys[api_key=4]: kafka={'api_key': 4, 'min_version': 0, 'max_version': 7} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=56]: kafka={'api_key': 56, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=57]: kafka={'api_key': 57, 'min_version': 0, 'max_version': 1} odradek='<missing>'",
