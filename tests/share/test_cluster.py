@@ -5,6 +5,7 @@ back: no acknowledged record is delivered again, the unacknowledged ones are."""
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -83,7 +84,9 @@ def test_state_kept_by_another_broker_survives_the_partition_leaders_death(
     finally:
         warm.close()
     for p in range(STATE_PARTITIONS):
-        eventually(lambda p=p: full_isr(cluster, SHARE_STATE_TOPIC, p), 30, "the state partitions' ISR")
+        eventually(
+            functools.partial(full_isr, cluster, SHARE_STATE_TOPIC, p), 30, "the state partitions' ISR"
+        )
     group = next(
         g
         for g in (f"queue-readers-{uuid.uuid4().hex[:6]}" for _ in range(100))

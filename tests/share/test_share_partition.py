@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from odradek.coordinator.share_partition import (
     AcknowledgeType,
@@ -16,6 +17,9 @@ from odradek.coordinator.share_partition import (
 )
 from odradek.coordinator.share_records import ShareState, StateKey, replay, snapshot_record, update_record
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.primitives import FileSlice
+from odradek.protocol.records.builder import SimpleRecord, build_batch
+from odradek.server.share_partitions import batch_spans, skipped_batches
 from odradek.server.share_session import ShareSessionCache
 
 SETTINGS = ShareSettings(lock_duration_ms=1000, delivery_count_limit=3, max_record_locks=100)
@@ -201,3 +205,51 @@ def test_share_session_rules() -> None:
     assert cache.check(("g", "m"), -1)[1] is session
     assert cache.close(("g", "m")) is session
     assert cache.open(("g", "x"), [])[0] == ErrorCode.NONE
+
+
+def test_skipped_batches_are_archived_never_acquired() -> None:
+    share = fresh()
+    assert share.acquire("a", [(0, 1), (2, 3), (4, 4)], 0, 0, skipped={2, 4}) == [Acquired(0, 1, 1)]
+    assert share.records[2].state is RecordState.ARCHIVED and share.next_offset == 5
+    share.acknowledge("a", [(0, 1, [ACCEPT])], 0)
+    assert share.start_offset == 5  # the archived offsets do not hold the start offset back
+
+
+def testbatch_spans_and_the_batches_a_read_committed_group_skips(tmp_path: Path) -> None:
+    def batch(base: int, count: int, pid: int = -1, txn: bool = False, control: bool = False) -> bytes:
+        records = [SimpleRecord(b"v%d" % i, timestamp=1) for i in range(count)]
+        return build_batch(
+            records,
+            base_offset=base,
+            producer_id=pid,
+            producer_epoch=0 if pid >= 0 else -1,
+            base_sequence=0 if pid >= 0 else -1,
+            is_transactional=txn,
+            is_control=control,
+        )
+
+    data = b"".join(
+        [
+            batch(0, 2),  # plain
+            batch(2, 2, pid=7, txn=True),  # aborted below
+            batch(4, 1, pid=8, txn=True),  # committed
+            batch(5, 1, pid=7, txn=True, control=True),  # 7's abort marker
+            batch(6, 1, pid=8, txn=True, control=True),  # 8's commit marker
+            batch(7, 1, pid=7, txn=True),  # 7's next transaction, not aborted
+        ]
+    )
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    with path.open("rb") as f:
+        spans = batch_spans([FileSlice(f.fileno(), 0, len(data))])
+    assert [(s.base, s.last, s.producer_id, s.transactional, s.control) for s in spans] == [
+        (0, 1, -1, False, False),
+        (2, 3, 7, True, False),
+        (4, 4, 8, True, False),
+        (5, 5, 7, True, True),
+        (6, 6, 8, True, True),
+        (7, 7, 7, True, False),
+    ]
+    assert sum(s.size for s in spans) == len(data)
+    assert skipped_batches(spans, [(7, 2)]) == {2, 5, 6}
+    assert skipped_batches(spans, []) == {5, 6}

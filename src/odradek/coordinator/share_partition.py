@@ -10,7 +10,8 @@ at or above `next_offset` were never acquired (Kafka's end offset is `next_offse
 Rules (Kafka's):
 - `acquire` takes the AVAILABLE offsets of the window and the new offsets past it that a read of
   the log returned (as batch spans), bumping each delivery count, up to `max_records` and while
-  the records in flight stay below `group.share.partition.max.record.locks`;
+  the records in flight stay below `group.share.partition.max.record.locks`; batches a
+  read_committed group must not see (aborted transactions, markers) are ARCHIVED instead;
 - an acquisition lock expires at `group.share.record.lock.duration.ms`: the record becomes
   AVAILABLE again, or ARCHIVED once its delivery count reached `group.share.delivery.count.limit`;
 - acknowledgements apply to records the member holds: ACCEPT(1) -> ACKNOWLEDGED, RELEASE(2) ->
@@ -30,7 +31,7 @@ the calls on one partition and persists. Callers: that module, the share coordin
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from odradek.protocol.errors import ErrorCode
@@ -140,14 +141,24 @@ class SharePartition:
     # -- transitions ----------------------------------------------------------------------------
 
     def acquire(
-        self, member: str, spans: Sequence[tuple[int, int]], max_records: int, now_ms: int
+        self,
+        member: str,
+        spans: Sequence[tuple[int, int]],
+        max_records: int,
+        now_ms: int,
+        skipped: Container[int] = (),
     ) -> list[Acquired]:
         """Acquire for `member` the acquirable offsets of `spans` ((base, last) offsets of the
-        batches a read returned, in order); the AcquiredRecords ranges."""
+        batches a read returned, in order); the AcquiredRecords ranges. The batches whose base
+        offset is in `skipped` (aborted or control batches of a read_committed group) are archived
+        instead: never delivered."""
         deadline = now_ms + self.settings.lock_duration_ms
         taken: list[int] = []
         budget = max_records if max_records > 0 else 1 << 62
         for base, last in spans:
+            if base in skipped:
+                self._archive(base, last)
+                continue
             for offset in range(max(base, self.start_offset), last + 1):
                 if len(taken) >= budget:
                     break
@@ -165,6 +176,17 @@ class SharePartition:
                 record.delivery_count += 1
                 taken.append(offset)
         return self._ranges(taken)
+
+    def _archive(self, base: int, last: int) -> None:
+        for offset in range(max(base, self.start_offset), last + 1):
+            if offset < self.next_offset:
+                record = self.records[offset]
+                if record.state is RecordState.AVAILABLE:
+                    record.state = RecordState.ARCHIVED
+            elif offset == self.next_offset:
+                self.records[offset] = InFlight(RecordState.ARCHIVED, 0)
+                self.next_offset += 1
+        self.advance()
 
     def _ranges(self, offsets: list[int]) -> list[Acquired]:
         ranges: list[Acquired] = []

@@ -18,7 +18,10 @@ the broker leading the state's `__share_group_state` partition: server/share_per
   fetch purgatory: max_wait_ms, min_bytes, max_bytes) up to the high watermark (read_committed: the
   last stable offset, `share.isolation.level`); the batches read are parsed for their offsets only
   (their 61-byte headers, read with pread), the acquirable records acquired for the member, and the
-  batches holding them served as file ranges, untouched. Acquisition is not written (Kafka's).
+  batches holding them served as file ranges, untouched. Acquisition is not written (Kafka's). A
+  read_committed group's aborted batches and transaction markers are archived, never acquired
+  (`skipped_batches`); a read_uncommitted group acquires markers too, which its consumers
+  acknowledge as gaps, as Kafka's do.
 - Acknowledge: applied to a copy of the in-memory state, the new state written to the share
   coordinator (acks=-1) and only then kept and answered; a failed write keeps the old state and
   answers the write's error. Lock expiries and releases on session close are written the same way.
@@ -55,15 +58,20 @@ from odradek.coordinator.share_records import StateKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.primitives import FileSlice
 from odradek.replication.replica_manager import ReplicaManager
-from odradek.replication.types import FetchPartitionRequest
+from odradek.replication.types import FetchPartitionRequest, FetchPartitionResult
 from odradek.server.share_persister import SharePersister
 from odradek.server.share_session import ShareSessionCache
 
 log = logging.getLogger(__name__)
 
+# Where a record batch's header fields lie (the on-disk format is the wire format)
 _HEADER = struct.Struct(">qi")  # base offset, batch length
-_LAST_DELTA_AT = 23  # the last offset delta's position in a batch
 _LOG_OVERHEAD = 12
+_ATTRIBUTES, _ATTRIBUTES_AT = struct.Struct(">h"), 21
+_LAST_DELTA, _LAST_DELTA_AT = struct.Struct(">i"), 23
+_PRODUCER_ID, _PRODUCER_ID_AT = struct.Struct(">q"), 43
+_HEADER_SIZE = 61
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
@@ -228,7 +236,7 @@ class SharePartitionManager:
                 if result.error_code:
                     answers[i] = self._failed(result.topic, result.partition, result.error_code)
                     continue
-                answer = await self._acquire(member_id, entry, result.records, budget)
+                answer = await self._acquire(member_id, entry, result, budget, isolation == READ_COMMITTED)
                 budget -= sum(a.last_offset - a.first_offset + 1 for a in answer.acquired)
                 answers[i] = answer
         return [a if a is not None else PartitionFetch(ErrorCode.UNKNOWN_SERVER_ERROR) for a in answers]
@@ -240,21 +248,26 @@ class SharePartitionManager:
         return PartitionFetch(error)
 
     async def _acquire(
-        self, member_id: str, entry: _Entry, slices: Sequence[FileSlice], budget: int
+        self, member_id: str, entry: _Entry, result: FetchPartitionResult, budget: int, committed: bool
     ) -> PartitionFetch:
+        slices = result.records
         if not slices or budget <= 0:
             return PartitionFetch(ErrorCode.NONE)
-        batches = await asyncio.to_thread(_batch_spans, slices)
+        batches = await asyncio.to_thread(batch_spans, slices)
+        skipped: set[int] = set()
+        if committed:
+            aborted = [(txn.producer_id, txn.first_offset) for txn in result.aborted_transactions or ()]
+            skipped = skipped_batches(batches, aborted)
         async with entry.lock:
             acquired = entry.partition.acquire(
-                member_id, [(b[0], b[1]) for b in batches], budget, self._clock.monotonic_ms()
+                member_id, [(b.base, b.last) for b in batches], budget, self._clock.monotonic_ms(), skipped
             )
         if not acquired:
             return PartitionFetch(ErrorCode.NONE)
         first, last = acquired[0].first_offset, acquired[-1].last_offset
         served: list[FileSlice] = []
-        for base, last_offset, fd, position, size in batches:
-            if last_offset < first or base > last:
+        for base, last_offset, fd, position, size, *_ in batches:
+            if last_offset < first or base > last or base in skipped:
                 continue
             if served and served[-1].fd == fd and served[-1].offset + served[-1].length == position:
                 served[-1] = FileSlice(fd, served[-1].offset, served[-1].length + size)
@@ -350,21 +363,66 @@ class SharePartitionManager:
                 self._topic_ids.pop(key, None)
 
 
-def _batch_spans(slices: Sequence[FileSlice]) -> list[tuple[int, int, int, int, int]]:
-    """(base offset, last offset, fd, file position, size) of each whole batch of `slices` (worker
-    thread: a pread of each batch's header)."""
-    spans: list[tuple[int, int, int, int, int]] = []
+class BatchSpan(NamedTuple):
+    """What a share fetch needs of a batch read from the log: its offsets, where it lies, and
+    whether it is transactional or a control batch (a marker) and of which producer."""
+
+    base: int
+    last: int
+    fd: int
+    position: int
+    size: int
+    producer_id: int = -1
+    transactional: bool = False
+    control: bool = False
+
+
+def batch_spans(slices: Sequence[FileSlice]) -> list[BatchSpan]:
+    """Each whole batch of `slices` (worker thread: a pread of each batch's 61-byte header)."""
+    spans: list[BatchSpan] = []
     for piece in slices:
         position, end = piece.offset, piece.offset + piece.length
-        while position + _LAST_DELTA_AT + 4 <= end:
-            head = os.pread(piece.fd, _LAST_DELTA_AT + 4, position)
-            if len(head) < _LAST_DELTA_AT + 4:
+        while position + _HEADER_SIZE <= end:
+            head = os.pread(piece.fd, _HEADER_SIZE, position)
+            if len(head) < _HEADER_SIZE:
                 break
             base, length = _HEADER.unpack_from(head)
             size = _LOG_OVERHEAD + length
             if position + size > end:
                 break
-            last = base + int.from_bytes(head[_LAST_DELTA_AT : _LAST_DELTA_AT + 4], "big", signed=True)
-            spans.append((base, last, piece.fd, position, size))
+            (attributes,) = _ATTRIBUTES.unpack_from(head, _ATTRIBUTES_AT)
+            (last_delta,) = _LAST_DELTA.unpack_from(head, _LAST_DELTA_AT)
+            (producer_id,) = _PRODUCER_ID.unpack_from(head, _PRODUCER_ID_AT)
+            spans.append(
+                BatchSpan(
+                    base,
+                    base + last_delta,
+                    piece.fd,
+                    position,
+                    size,
+                    producer_id,
+                    bool(attributes & _TRANSACTIONAL),
+                    bool(attributes & _CONTROL),
+                )
+            )
             position += size
     return spans
+
+
+def skipped_batches(batches: Sequence[BatchSpan], aborted: Sequence[tuple[int, int]]) -> set[int]:
+    """The base offsets of the batches a read_committed share group never sees: control batches
+    (transaction markers) and the batches of aborted transactions (`aborted`: (producer id, first
+    offset) of each, as the log's transaction index lists them for the range read), as Kafka's
+    read_committed consumers skip them."""
+    starts = sorted(aborted, key=lambda txn: txn[1])
+    ongoing: set[int] = set()
+    skipped: set[int] = set()
+    for batch in batches:
+        while starts and starts[0][1] <= batch.base:
+            ongoing.add(starts.pop(0)[0])
+        if batch.control:
+            skipped.add(batch.base)
+            ongoing.discard(batch.producer_id)
+        elif batch.transactional and batch.producer_id in ongoing:
+            skipped.add(batch.base)
+    return skipped
