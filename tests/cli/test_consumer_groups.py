@@ -200,6 +200,10 @@ def test_a_consumer_protocol_group_shows_its_epochs_and_assignments(
             "",
             "",
         ]  # fmt: skip
+        listed = groups(bootstrap, "--list", "--type", "--state").splitlines()
+        assert listed[0].split() == ["GROUP", "TYPE", "STATE"]
+        assert [group, "Consumer", "Stable"] in [line.split() for line in listed]
+        assert group not in groups(bootstrap, "--list", "--type", "classic")
         state = groups(bootstrap, "--describe", "--group", group, "--state", "--verbose").split("\n")
         coordinator = f"{bootstrap}  (1)"
         widths = (max(25, len(coordinator)), 25, 20, 15, 15, 25)

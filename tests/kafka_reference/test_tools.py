@@ -4,8 +4,8 @@ runs once per target and asserts the same output on both, so a difference is odr
 
 Both brokers are broker id 1 with the same settings (Kafka's ACL authorizer allowing what no ACL
 names, so `acls` has something to talk to). What the tools cannot do against odradek, and Kafka can,
-is asserted as such at the end (the deviations README lists): kafka-metadata-quorum needs KRaft, and
-the KIP-848 consumer group protocol is not served.
+is asserted as such at the end (the deviations README lists): kafka-metadata-quorum needs KRaft.
+Groups of the KIP-848 consumer protocol are described with Kafka 4's columns on both.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from odradek.testing import kafka_reference
 from odradek.testing.broker import BrokerProcess
@@ -80,10 +80,12 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             yield Target("kafka", kafka.bootstrap, str(root / "data"))
 
 
-def _produce(target: Target, topic: str, count: int) -> None:
+def _produce(target: Target, topic: str, count: int, partitions: int = 0) -> None:
+    """`count` keyed records; spread round-robin over `partitions` when given, else by their keys."""
     producer = Producer({"bootstrap.servers": target.bootstrap, "acks": "all"})
     for index in range(count):
-        producer.produce(topic, key=f"k{index}".encode(), value=f"v{index}".encode())
+        spread = {"partition": index % partitions} if partitions else {}
+        producer.produce(topic, key=f"k{index}".encode(), value=f"v{index}".encode(), **spread)
     assert producer.flush(30) == 0
 
 
@@ -406,26 +408,77 @@ def test_metadata_quorum_needs_kraft(target: Target) -> None:
         assert "The node does not support DESCRIBE_QUORUM" in done.stderr
 
 
-def test_consumer_group_protocol_is_classic_only(target: Target, unique_topic: str) -> None:
-    """A consumer with group.protocol=consumer (KIP-848) needs ConsumerGroupHeartbeat, which odradek
-    does not serve (a ZooKeeper-mode Kafka 3.9 does not either): the console consumer says so."""
+def test_console_consumer_with_the_consumer_group_protocol(target: Target, unique_topic: str) -> None:
+    """Kafka 4's Java consumer with group.protocol=consumer (KIP-848): ConsumerGroupHeartbeat for its
+    assignment, then fetches, and commits with its member epoch on close."""
+    group = f"{unique_topic}-g"
     _create(target, unique_topic)
     _produce(target, unique_topic, 1)
-    args = [
-        "--topic",
-        unique_topic,
-        "--from-beginning",
-        "--max-messages",
-        "1",
-        "--group",
-        f"{unique_topic}-g",
-    ]
+    args = ["--topic", unique_topic, "--from-beginning", "--max-messages", "1", "--group", group]
     done = run(
         CONSOLE_CONSUMER,
         *target.args(*args, "--command-property", "group.protocol=consumer", "--timeout-ms", "30000"),
     )
-    if target.name == "kafka":
-        assert (done.returncode, done.stdout) == (0, "v0\n"), done.stderr
-    else:
-        assert "The cluster does not support the new CONSUMER group protocol" in done.stderr
-        assert "Processed a total of 0 messages" in done.stderr
+    assert (done.returncode, done.stdout) == (0, "v0\n"), done.stderr
+    row = run_ok(GROUPS, *target.args("--describe", "--group", group)).split("\n")[-2]
+    assert row.split() == [group, unique_topic, "0", "1", "1", "0", "-", "-", "-"]
+
+
+def _consumer_protocol_member(target: Target, topic: str, group: str) -> Consumer:
+    """A confluent-kafka consumer of `group` with the consumer group protocol that has read the topic's
+    four records and committed them."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "client.id": "c0",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    read, deadline = 0, time.monotonic() + 60
+    while read < 4 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        read += message is not None and message.error() is None
+    assert read == 4
+    consumer.commit(asynchronous=False)
+    return consumer
+
+
+def _reconciled_member(target: Target, group: str, assignment: str) -> list[str]:
+    """The --members --verbose row of the group's one member once it owns its whole target assignment."""
+    deadline = time.monotonic() + 30
+    while True:
+        row = run_ok(GROUPS, *target.args("--describe", "--group", group, "--members", "--verbose"))
+        cells = row.split("\n")[-2].split()
+        if cells[6::2] == [assignment, assignment] or time.monotonic() > deadline:
+            return cells
+        time.sleep(0.5)
+
+
+def test_consumer_groups_describe_a_consumer_protocol_group(target: Target, unique_topic: str) -> None:
+    """kafka-consumer-groups on a KIP-848 group: ConsumerGroupDescribe's epochs and assignments in Kafka
+    4's columns, ListGroups v5's type, and the offsets once the member has left."""
+    group = f"{unique_topic}-g"
+    _create(target, unique_topic, partitions=2)
+    _produce(target, unique_topic, 4, partitions=2)
+    consumer = _consumer_protocol_member(target, unique_topic, group)
+    try:
+        member = _reconciled_member(target, group, f"{unique_topic}:0,1")
+        assert [member[0], *member[2:5]] == [group, "/127.0.0.1", "c0", "2"], member
+        epoch = member[5]
+        assert member[5:] == [epoch, f"{unique_topic}:0,1", epoch, f"{unique_topic}:0,1"], member
+        state = run_ok(GROUPS, *target.args("--describe", "--group", group, "--state", "--verbose"))
+        assert state.split("\n")[-2].split()[2:] == ["(1)", "uniform", "Stable", epoch, epoch, "1"]
+        listed = run_ok(GROUPS, *target.args("--list", "--type")).splitlines()
+        assert [group, "Consumer"] in [line.split() for line in listed]
+    finally:
+        consumer.close()
+    state = run_ok(GROUPS, *target.args("--describe", "--group", group, "--state")).split("\n")[-2]
+    assert state.split()[2:] == ["(1)", "uniform", "Empty", "0"]
+    described = run_ok(GROUPS, *target.args("--describe", "--group", group)).splitlines()
+    assert [line.split() for line in described if line.startswith(group)] == [
+        [group, unique_topic, str(p), "2", "2", "0", "-", "-", "-"] for p in (0, 1)
+    ]

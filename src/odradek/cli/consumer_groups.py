@@ -1,6 +1,6 @@
 """`odradek consumer-groups`: kafka-consumer-groups.sh, with its flags and its output.
 
-    odradek consumer-groups --bootstrap-server H:P --list [--state [STATE,...]]
+    odradek consumer-groups --bootstrap-server H:P --list [--state [STATE,...]] [--type [TYPE,...]]
     odradek consumer-groups --bootstrap-server H:P --describe (--group G ... | --all-groups)
         [--offsets | --members [--verbose] | --state]
     odradek consumer-groups --bootstrap-server H:P --delete (--group G ... | --all-groups)
@@ -21,8 +21,8 @@ progress on stderr (a line per round of lookups with counts and rate).
 Differences from Kafka, deliberate: a group that does not exist, a refused reset (active group) and
 a failed deletion exit with status 1 (Kafka prints the error and exits 0); a failed deletion's
 `* Group 'g' could not be deleted due to: ...` lines go to stderr under their headline (Kafka prints
-them on stdout); rows of the offsets table are sorted by topic and partition. --from-file, --export
-and --type are not supported.
+them on stdout); rows of the offsets table are sorted by topic and partition. --from-file and
+--export are not supported.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from odradek.cli.common import ToolError, add_connection_options, connect, guard
 from odradek.cli.main import UsageError
 from odradek.cli.progress import Progress
 from odradek.client import TopicPartition
-from odradek.client.group_admin import GroupAdmin, GroupReport, Member, ResetTarget
+from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport, Member, ResetTarget
 from odradek.protocol.errors import ErrorCode, error_name
 
 COMMAND = "consumer-groups"
@@ -78,6 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     views.add_argument("--members", action="store_true", help="--describe: the members")
     views.add_argument(
         "--state", nargs="?", const="", metavar="STATE,...", help="--describe: the state; --list: filter"
+    )
+    parser.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        metavar="TYPE,...",
+        help="--list: each group's type (classic, consumer)",
     )
     parser.add_argument("--verbose", action="store_true", help="--members: with their partitions")
     targets = parser.add_mutually_exclusive_group()
@@ -162,17 +169,32 @@ def _duration_ms(text: str) -> int:
 
 
 def list_groups(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    """The group ids; with --state and --type, Kafka's table of them (each a filter when given values)."""
     listed = admin.list_groups()
-    if args.state is None:
+    if args.state is None and args.type is None:
         for group in listed:
             print(group.group_id)
         return 0
-    wanted = {s.strip().lower() for s in args.state.split(",") if s.strip()}
-    shown = [g for g in listed if not wanted or g.state.lower() in wanted]
-    width = max([15, *(len(g.group_id) for g in shown)])
-    for group, state in [("GROUP", "STATE"), *((g.group_id, g.state) for g in shown)]:
-        print(f"{group:<{width}} {state}")
+    states, types = _wanted(args.state), _wanted(args.type)
+    shown = [g for g in listed if _kept(g.state, states) and _kept(g.group_type, types)]
+    columns: list[tuple[str, Callable[[GroupListing], str]]] = [("GROUP", lambda g: g.group_id)]
+    if args.type is not None:
+        columns.append(("TYPE", lambda g: g.group_type.capitalize()))
+    if args.state is not None:
+        columns.append(("STATE", lambda g: g.state))
+    rows = [[name for name, _ in columns], *([cell(g) for _, cell in columns] for g in shown)]
+    widths = [_width(rows[1:], 0), *([20] * (len(columns) - 2))]
+    for row in rows:
+        print(_padded(row, widths))
     return 0
+
+
+def _wanted(values: str | None) -> set[str]:
+    return {v.strip().lower() for v in (values or "").split(",") if v.strip()}
+
+
+def _kept(value: str, wanted: set[str]) -> bool:
+    return not wanted or value.lower() in wanted
 
 
 def describe(admin: GroupAdmin, args: argparse.Namespace) -> int:

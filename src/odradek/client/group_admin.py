@@ -59,6 +59,7 @@ T = TypeVar("T")
 class GroupListing:
     group_id: str
     state: str
+    group_type: str = "classic"  # ListGroups v5's: classic, consumer (KIP-848), share (KIP-932)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,10 @@ class GroupAdmin:
                 ApiKey.LIST_GROUPS, ListGroupsRequest()
             )
             check(response.error_code, f"listing the groups of broker {broker.node_id} failed")
-            groups.update((g.group_id, GroupListing(g.group_id, g.group_state)) for g in response.groups)
+            groups.update(
+                (g.group_id, GroupListing(g.group_id, g.group_state, g.group_type or "classic"))
+                for g in response.groups
+            )
         return sorted(groups.values(), key=lambda g: g.group_id)
 
     # -- describe -----------------------------------------------------------------------------
