@@ -112,7 +112,7 @@ def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots)
     assert "rdkafka" not in group  # the consumer left: no members
 
     groups = _visit(browser, screenshots, base + "/groups", "groups")
-    assert f"{GROUP} Empty {RECORDS - COMMITTED}" in groups
+    assert f"{GROUP} Classic Empty {RECORDS - COMMITTED}" in groups
 
     messages = _visit(
         browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset=0", "messages"
@@ -163,11 +163,13 @@ def test_a_consumer_protocol_group_shows_its_epochs(console_broker, browser, scr
     try:
         eventually(lambda: member.poll(0.2) is None and len(member.assignment()) == 1, 30, "an assignment")
         group = _visit(browser, screenshots, base + "/group?id=kip848", "group-kip848")
+        groups = _visit(browser, screenshots, base + "/groups", "groups-kip848")
     finally:
         member.close()
     assert "Protocol: consumer (KIP-848), assignor uniform, group epoch" in group
     assert "Member Client id Host Assigned partitions Epoch Target partitions" in group
     assert f"live-member /127.0.0.1 {TOPIC}-0" in group
+    assert "kip848 Consumer Stable" in groups
 
 
 def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, screenshots):

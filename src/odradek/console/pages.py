@@ -156,10 +156,15 @@ def topic_page(topic: Topic, sizes: dict[int, int] | None) -> bytes:
 
 def groups_page(groups: Sequence[GroupListing], lags: dict[str, int | None]) -> bytes:
     rows = (
-        [link("/group", g.group_id, id=g.group_id), escape(g.state), _or_dash(lags.get(g.group_id))]
+        [
+            link("/group", g.group_id, id=g.group_id),
+            escape(g.group_type.capitalize()),
+            escape(g.state),
+            _or_dash(lags.get(g.group_id)),
+        ]
         for g in groups
     )
-    return layout("Consumer groups", table(["Group", "State", "Lag (sum)"], rows, (2,)))
+    return layout("Consumer groups", table(["Group", "Type", "State", "Lag (sum)"], rows, (3,)))
 
 
 def group_page(group_id: str, report: GroupReport, history: Sequence[tuple[float, int]]) -> bytes:
