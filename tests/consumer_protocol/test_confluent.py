@@ -356,3 +356,27 @@ def test_the_admin_client_lists_by_type_and_deletes_an_empty_group(broker: Broke
         member.close()
     client.delete_consumer_groups([group], request_timeout=helpers.TIMEOUT_S)[group].result(helpers.TIMEOUT_S)
     assert group not in listed(ConsumerGroupType.CONSUMER)
+
+
+def test_a_classic_consumer_cannot_join_a_consumer_protocol_group(broker: BrokerProcess) -> None:
+    topic, group = unique("mixed"), unique("g")
+    helpers.create_topic(broker.bootstrap, topic, 2)
+    member = consumer(broker.bootstrap, group)
+    classic = consumer(broker.bootstrap, group, **{"group.protocol": "classic"})
+    try:
+        member.subscribe([topic])
+        poll_until([member], lambda: assigned(member) == {0, 1}, {})
+        classic.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            assert time.monotonic() < deadline, "the classic consumer was never refused"
+            member.poll(0.1)
+            message = classic.poll(0.2)
+            error = message.error() if message is not None else None
+            if error is not None:
+                assert error.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL, error
+                break
+        assert assigned(member) == {0, 1} and not classic.assignment()
+    finally:
+        classic.close()
+        member.close()
