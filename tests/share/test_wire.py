@@ -24,6 +24,7 @@ from odradek.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from odradek.protocol.messages.share_fetch import ShareFetchRequest
 from odradek.protocol.records.record import decode_records
 from odradek.testing.broker import BrokerProcess
+from tests.cli.tooling import ok
 from tests.server.raw_client import RawClient
 from tests.server.test_produce import create_topic, produce, records
 
@@ -262,3 +263,62 @@ def test_acknowledged_records_survive_a_restart(tmp_path: Path) -> None:
                 assert not set(acquired(b.fetch(wait_ms=100))) & set(range(5))
         finally:
             b.close()
+
+
+def test_closing_the_share_session_releases_the_members_records(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=4)
+    a, b = Member(broker.bootstrap, group, topic_id), Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 4)) == {0, 1, 2, 3}
+        closed = a.acknowledge([(0, 0, ACCEPT)], epoch=-1)  # the final epoch closes the session
+        assert closed.error_code == ErrorCode.NONE
+        assert [p.error_code for t in closed.responses for p in t.partitions] == [ErrorCode.NONE]
+        got = settled_fetch(b)  # at once: no lock has to expire
+        assert set(got) == {1, 2, 3}
+        assert all(count == 2 for _, count in got.values())
+        again = ShareFetchRequest(group_id=group, member_id=a.member_id, share_session_epoch=a.epoch)
+        answer = a.client.call(ApiKey.SHARE_FETCH, VERSION, again)
+        assert answer.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("share-secured")
+    settings = {
+        **SETTINGS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    with BrokerProcess(root / "data", overrides=settings, output_path=root / "broker.out") as process:
+        yield process
+
+
+def deny_read(broker: BrokerProcess, *resource: str) -> None:
+    ok("acls", "--bootstrap-server", broker.bootstrap, "--add", "--deny-principal", "User:ANONYMOUS",
+       "--operation", "Read", *resource)  # fmt: skip
+
+
+def test_read_on_the_group_and_on_the_topic(secured: BrokerProcess) -> None:
+    _, topic_id, group = setup(secured.bootstrap, count=1)
+    with RawClient(secured.bootstrap, timeout=30.0) as client:
+        hidden, hidden_id = create_topic(client)
+    closed = f"closed-{uuid.uuid4().hex[:8]}"
+    deny_read(secured, "--group", closed)
+    deny_read(secured, "--topic", hidden)
+    refused = Member(secured.bootstrap, closed, topic_id)
+    member = Member(secured.bootstrap, group, hidden_id)
+    reader = Member(secured.bootstrap, group, topic_id)
+    try:
+        request = ShareFetchRequest(group_id=closed, member_id=refused.member_id, share_session_epoch=0)
+        answer = refused.client.call(ApiKey.SHARE_FETCH, VERSION, request)
+        assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        (topic,) = member.fetch(wait_ms=0).responses
+        assert [p.error_code for p in topic.partitions] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        assert set(poll(reader, 1)) == {0}
+    finally:
+        refused.close()
+        member.close()
+        reader.close()

@@ -34,6 +34,7 @@ MIN_VERSION = 1
 MAX_VERSION = 2
 
 Response = ShareAcknowledgeResponse
+_NO_LEADER = ShareAcknowledgeResponse.LeaderIdAndEpoch(-1, -1)
 
 
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Response:
@@ -70,7 +71,7 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Respo
                 code = await manager.acknowledge(
                     group_id, member_id, name, topic.topic_id, p.partition_index, batches
                 )
-            answered.append(Response.PartitionData(p.partition_index, code))
+            answered.append(Response.PartitionData(p.partition_index, code, current_leader=_NO_LEADER))
         responses.append(Response.ShareAcknowledgeTopicResponse(topic.topic_id, answered))
     if epoch == FINAL_EPOCH:
         await manager.close_session(group_id, member_id)

@@ -119,9 +119,7 @@ async def _acknowledge(
                     p.partition_index,
                     batches,
                 )
-            answers[(topic.topic_id, p.partition_index)] = PartitionData(
-                p.partition_index, acknowledge_error_code=error
-            )
+            _answer(answers, topic.topic_id, p.partition_index).acknowledge_error_code = error
 
 
 async def _fetch(
@@ -152,7 +150,8 @@ async def _fetch(
 
 
 def _answer(answers: dict[tuple[uuid.UUID, int], PartitionData], tid: uuid.UUID, index: int) -> PartitionData:
-    return answers.setdefault((tid, index), PartitionData(index))
+    no_leader = ShareFetchResponse.LeaderIdAndEpoch(-1, -1)
+    return answers.setdefault((tid, index), PartitionData(index, current_leader=no_leader))
 
 
 def _fill(data: PartitionData, result: PartitionFetch) -> None:
