@@ -288,6 +288,8 @@ def test_describe_unknown_and_classic_groups() -> None:
 def test_offset_commit_and_fetch_checks() -> None:
     group, _, _ = run(None, join("m1"))
     assert cg.validate_offset_commit(group, "m1", 1) == ErrorCode.NONE
+    assert cg.validate_offset_commit(group, "m1", 1, 9) == ErrorCode.NONE
+    assert cg.validate_offset_commit(group, "m1", 1, 8) == ErrorCode.UNSUPPORTED_VERSION
     assert cg.validate_offset_commit(group, "m1", 0) == ErrorCode.STALE_MEMBER_EPOCH
     assert cg.validate_offset_commit(group, "m9", 1) == ErrorCode.UNKNOWN_MEMBER_ID
     assert cg.validate_offset_commit(group, "", -1) == ErrorCode.UNKNOWN_MEMBER_ID

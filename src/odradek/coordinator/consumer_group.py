@@ -1006,14 +1006,23 @@ def describe(
 # offsets of a consumer-protocol group (OffsetCommit / OffsetFetch v9)
 
 
-def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int) -> int:
+# OffsetCommit v9 carries the member epoch (KIP-848): a consumer-protocol member must use it
+FIRST_MEMBER_EPOCH_OFFSET_COMMIT_VERSION = 9
+
+
+def validate_offset_commit(
+    group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int | None = None
+) -> int:
     """Kafka's ConsumerGroup.validateOffsetCommit: a commit without a member (epoch < 0) only into
-    an empty group; else the member must exist and send its current epoch (STALE_MEMBER_EPOCH)."""
+    an empty group; else the member must exist, commit with OffsetCommit v9+ (UNSUPPORTED_VERSION)
+    and send its current epoch (STALE_MEMBER_EPOCH)."""
     if member_epoch < 0 and not group.members:
         return ErrorCode.NONE
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
+    if api_version is not None and api_version < FIRST_MEMBER_EPOCH_OFFSET_COMMIT_VERSION:
+        return ErrorCode.UNSUPPORTED_VERSION
     if member_epoch != member.member_epoch:
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

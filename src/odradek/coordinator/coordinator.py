@@ -290,14 +290,19 @@ class GroupCoordinator:
 
     # -- offsets ----------------------------------------------------------------------------------
 
-    async def commit_offsets(self, args: CommitArgs) -> dict[TopicPartition, int]:
+    async def commit_offsets(
+        self, args: CommitArgs, api_version: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """OffsetCommit (`api_version`: the request's, None for a caller that is not a request)."""
         shard = self._shard(args.group_id)
 
         def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
             consumer = shard.consumer_groups.get(args.group_id) if shard is not None else None
             if consumer is None:
                 return classic.commit_offsets(group, args, ticket, now, self.config)
-            error = consumer_group.validate_offset_commit(consumer, args.member_id, args.generation_id)
+            error = consumer_group.validate_offset_commit(
+                consumer, args.member_id, args.generation_id, api_version
+            )
             if error != ErrorCode.NONE:
                 return classic.Decision(group, (classic.Reply(ticket, dict.fromkeys(args.offsets, error)),))
             # the consumer group's offsets are kept as a group that only commits offsets

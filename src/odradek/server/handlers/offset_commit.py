@@ -12,8 +12,8 @@ null metadata is stored as "". The commit timestamp is the broker's clock, or th
 v6+ carry the committed leader epoch. `generation_id_or_member_epoch` is the classic generation, or
 for a consumer-protocol group (KIP-848) the member epoch: a commit of a member must carry its
 current epoch (STALE_MEMBER_EPOCH; an unknown member UNKNOWN_MEMBER_ID), and one without a member
-(epoch -1) is accepted only while the group is empty, as Kafka checks. Kafka also refuses a
-consumer-protocol member's commit below v9 (UNSUPPORTED_VERSION); odradek accepts it.
+(epoch -1) is accepted only while the group is empty, and a member's commit below v9 answers
+UNSUPPORTED_VERSION, as Kafka checks.
 
 Deliberate deviations: v0 commits are stored in `__consumer_offsets` like every other version
 (Kafka stored them in ZooKeeper).
@@ -59,7 +59,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             group_instance_id=request.group_instance_id,
             offsets=offsets,
         )
-        errors.update(await coordinator.commit_offsets(args))
+        errors.update(await coordinator.commit_offsets(args, version))
     return _response(request, lambda tp: errors[tp])
 
 
