@@ -34,7 +34,7 @@ SETTINGS = {
     "offsets.topic.num.partitions": 3,
 }
 VERSION = 1
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,12 @@ class Member:
         self.epoch = 0
 
     def fetch(
-        self, acks: Sequence[tuple[int, int, int]] = (), max_records: int = 500, wait_ms: int = 200
+        self,
+        acks: Sequence[tuple[int, int, int]] = (),
+        max_records: int = 500,
+        wait_ms: int = 200,
+        version: int = VERSION,
+        renew: bool = False,
     ) -> Any:
         batches = [ShareFetchRequest.AcknowledgementBatch(f, last, [t]) for f, last, t in acks]
         partition = ShareFetchRequest.FetchPartition(0, acknowledgement_batches=batches)
@@ -67,9 +72,10 @@ class Member:
             max_bytes=1 << 20,
             max_records=max_records,
             batch_size=max_records,
+            is_renew_ack=renew,
             topics=[ShareFetchRequest.FetchTopic(self.topic_id, [partition])],
         )
-        response = self.client.call(ApiKey.SHARE_FETCH, VERSION, request)
+        response = self.client.call(ApiKey.SHARE_FETCH, version, request)
         assert response.error_code == ErrorCode.NONE, response
         self.epoch += 1
         return response
@@ -322,3 +328,21 @@ def test_read_on_the_group_and_on_the_topic(secured: BrokerProcess) -> None:
         refused.close()
         member.close()
         reader.close()
+
+
+def test_renew_needs_v2_and_a_renewing_fetch_fetches_nothing(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=3)
+    a = Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 3)) == {0, 1, 2}
+        (topic,) = a.fetch(acks=[(0, 0, RENEW)], wait_ms=0).responses  # v1
+        assert [p.acknowledge_error_code for p in topic.partitions] == [ErrorCode.INVALID_REQUEST]
+        renewed = a.fetch(acks=[(1, 1, ACCEPT)], wait_ms=0, version=2, renew=True)
+        (topic,) = renewed.responses
+        assert [(p.acknowledge_error_code, p.acquired_records) for p in topic.partitions] in (
+            [(ErrorCode.NONE, [])],
+            [(ErrorCode.INVALID_RECORD_STATE, [])],  # the one-second lock ran out meanwhile
+        )
+        assert renewed.acquisition_lock_timeout_ms == 1000
+    finally:
+        a.close()

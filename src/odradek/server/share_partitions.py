@@ -170,7 +170,9 @@ class SharePartitionManager:
     async def _persist(
         self, group_id: str, topic: str, index: int, entry: _Entry, saved: SharePartition
     ) -> int:
-        """Write the share-partition's state; on failure it goes back to `saved`."""
+        """Write the share-partition's state; on failure it goes back to `saved`, and when the
+        state moved on without it (its state epoch altered, a newer leader) it is dropped, to be
+        read again at the next request."""
         share = entry.partition
         topic_id = self._topic_ids[(group_id, topic, index)]
         error = await self.persister.write_state(
@@ -185,6 +187,9 @@ class SharePartitionManager:
                 "Writing the state of share-partition %s:%s-%d failed: %s", group_id, topic, index, error
             )
             share.restore(saved)
+            if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
+                if self._entries.get((group_id, topic, index)) is entry:
+                    del self._entries[(group_id, topic, index)]
         return error
 
     async def _tidy(self, group_id: str, topic: str, index: int, entry: _Entry) -> None:

@@ -13,7 +13,8 @@ acquisition_lock_timeout_ms (v2) is group.share.record.lock.duration.ms.
 
 Errors per partition: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED, NOT_LEADER_OR_FOLLOWER,
 INVALID_RECORD_STATE (records not in flight or not held by this member; nothing of the partition's
-batches is applied), INVALID_REQUEST (a malformed batch), the share coordinator's write errors.
+batches is applied), INVALID_REQUEST (a malformed batch; RENEW before v2), the share coordinator's
+write errors.
 
 Authorization (Kafka's): READ on the GROUP (GROUP_AUTHORIZATION_FAILED, top level) and READ on
 each TOPIC.
@@ -34,6 +35,7 @@ MIN_VERSION = 1
 MAX_VERSION = 2
 
 Response = ShareAcknowledgeResponse
+RENEW, RENEW_VERSION = 4, 2  # the RENEW acknowledge type (KIP-1222) and the version that has it
 _NO_LEADER = ShareAcknowledgeResponse.LeaderIdAndEpoch(-1, -1)
 
 
@@ -64,6 +66,10 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Respo
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             elif name not in allowed:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif ctx.api_version < RENEW_VERSION and any(
+                RENEW in b.acknowledge_types for b in p.acknowledgement_batches
+            ):
+                code = ErrorCode.INVALID_REQUEST
             else:
                 batches = [
                     (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches

@@ -22,9 +22,14 @@ hold), the share coordinator's errors when the state cannot be read or written.
 Authorization (Kafka's): READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, top level) and READ on
 each TOPIC.
 
+v2 (KIP-1222): is_renew_ack makes the request one of acknowledgements only (RENEW extends the
+locks of the records named), answered at once without fetching; RENEW (4) in an earlier version is
+INVALID_REQUEST for its partition.
+
 Deliberate deviations: every partition of the session is answered at each fetch, not only those
-that changed; share_acquire_mode (v2) is served as batch-optimized (record limit mode is not);
-membership is not checked (the share group heartbeat side does not exist yet).
+that changed; acquisition always stops at max_records (share_acquire_mode record_limit; Kafka's
+batch_optimized default may go past it to the end of a batch); membership is not checked (the share
+group heartbeat side does not exist yet).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ MIN_VERSION = 1
 MAX_VERSION = 2
 
 Response = ShareFetchResponse
+RENEW, RENEW_VERSION = 4, 2  # the RENEW acknowledge type (KIP-1222) and the version that has it
 PartitionData = ShareFetchResponse.PartitionData
 
 
@@ -77,7 +83,7 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> Response:
     await _acknowledge(ctx, request, names, answers)
     if epoch == FINAL_EPOCH:
         await manager.close_session(group_id, member_id)
-    else:
+    elif not request.is_renew_ack:
         await _fetch(ctx, request, list(session.partitions), names, answers)
     return Response(acquisition_lock_timeout_ms=lock_ms, responses=_by_topic(answers))
 
@@ -105,8 +111,11 @@ async def _acknowledge(
         for p in topic.partitions:
             if not p.acknowledgement_batches:
                 continue
+            renews = any(RENEW in b.acknowledge_types for b in p.acknowledgement_batches)
             if not name:
                 error = _name_error(name)
+            elif renews and ctx.api_version < RENEW_VERSION:
+                error = ErrorCode.INVALID_REQUEST
             else:
                 batches = [
                     (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
