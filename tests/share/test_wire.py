@@ -4,8 +4,9 @@ acquisition lock expires, rejected records never delivered again, and the durabl
 `__share_group_state` across a broker restart. Membership (ShareGroupHeartbeat) is not needed: the
 partition leader serves any member id it is given.
 
-Each broker uses a one-second acquisition lock (group.share.record.lock.duration.ms 1000, Kafka's
-minimum) and three `__share_group_state` partitions; waits are poll loops with generous deadlines.
+Each broker uses a one-second acquisition lock (group.share.record.lock.duration.ms and its min
+1000, Kafka's least) and three `__share_group_state` partitions; waits are poll loops with generous
+deadlines.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.server.test_produce import create_topic, produce, records
 
 SETTINGS = {
     "group.share.record.lock.duration.ms": 1000,
+    "group.share.min.record.lock.duration.ms": 1000,
     "share.coordinator.state.topic.num.partitions": 3,
     "offsets.topic.num.partitions": 3,
 }

@@ -971,6 +971,18 @@ class KafkaConfig:
         if not self[prefix + "assignors"]:
             raise ConfigError(prefix + "assignors", "", "at least one assignor is required")
 
+    def _validate_share_group_keys(self) -> None:
+        """Kafka's ShareGroupConfig check: the record lock duration within its min and max."""
+        prefix = "group.share."
+        value = self[prefix + "record.lock.duration.ms"]
+        low, high = self[prefix + "min.record.lock.duration.ms"], self[prefix + "max.record.lock.duration.ms"]
+        if not low <= value <= high:
+            raise ConfigError(
+                prefix + "record.lock.duration.ms",
+                value,
+                f"must be between {prefix}min.record.lock.duration.ms and its max",
+            )
+
     def _validate_cross_key(self) -> None:
         self._validate_cluster_keys()
         if self.broker_id < 0:
@@ -981,6 +993,7 @@ class KafkaConfig:
         if min_session > max_session:
             raise ConfigError("group.min.session.timeout.ms", min_session, "must not exceed the max")
         self._validate_consumer_group_keys()
+        self._validate_share_group_keys()
         if not self.log_dirs:
             raise ConfigError("log.dirs", self._values["log.dirs"], "at least one log directory is required")
         queued_bytes = self["queued.max.request.bytes"]
