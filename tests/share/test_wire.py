@@ -21,6 +21,10 @@ import pytest
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
+from odradek.protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from odradek.protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from odradek.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from odradek.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from odradek.protocol.messages.share_fetch import ShareFetchRequest
 from odradek.protocol.records.record import decode_records
@@ -348,3 +352,70 @@ def test_renew_needs_v2_and_a_renewing_fetch_fetches_nothing(broker: BrokerProce
         assert renewed.acquisition_lock_timeout_ms == 1000
     finally:
         a.close()
+
+
+def test_the_share_coordinator_apis(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=10)
+    a = Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 10)) == set(range(10))
+        response = a.acknowledge([(0, 4, ACCEPT)])
+        assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.NONE]
+    finally:
+        a.close()
+
+    def summary(group_id: str) -> tuple[int, int]:
+        request = ReadShareGroupStateSummaryRequest(
+            group_id,
+            [
+                ReadShareGroupStateSummaryRequest.ReadStateSummaryData(
+                    topic_id, [ReadShareGroupStateSummaryRequest.PartitionData(0, -1)]
+                )
+            ],
+        )
+        with RawClient(broker.bootstrap) as client:
+            (result,) = client.call(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, request).results
+        (partition,) = result.partitions
+        return partition.error_code, partition.start_offset
+
+    assert summary(group) == (ErrorCode.NONE, 5)
+    assert summary(f"nobody-{uuid.uuid4().hex[:6]}") == (ErrorCode.NONE, -1)
+    read = ReadShareGroupStateRequest(
+        group,
+        [
+            ReadShareGroupStateRequest.ReadStateData(
+                topic_id, [ReadShareGroupStateRequest.PartitionData(0, -1)]
+            )
+        ],
+    )
+    with RawClient(broker.bootstrap) as client:
+        (state,) = client.call(ApiKey.READ_SHARE_GROUP_STATE, 0, read).results[0].partitions
+        assert (state.error_code, state.start_offset) == (ErrorCode.NONE, 5)
+        assert [
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.state_batches
+        ] == [
+            (5, 9, 0, 1)  # acquired, kept as AVAILABLE with its delivery count
+        ]
+        initialize = InitializeShareGroupStateRequest(
+            group,
+            [
+                InitializeShareGroupStateRequest.InitializeStateData(
+                    topic_id, [InitializeShareGroupStateRequest.PartitionData(0, 3, 100)]
+                )
+            ],
+        )
+        (done,) = client.call(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, initialize).results[0].partitions
+        assert done.error_code == ErrorCode.NONE
+    assert summary(group) == (ErrorCode.NONE, 100)
+    delete = DeleteShareGroupStateRequest(
+        group,
+        [
+            DeleteShareGroupStateRequest.DeleteStateData(
+                topic_id, [DeleteShareGroupStateRequest.PartitionData(0)]
+            )
+        ],
+    )
+    with RawClient(broker.bootstrap) as client:
+        (deleted,) = client.call(ApiKey.DELETE_SHARE_GROUP_STATE, 0, delete).results[0].partitions
+    assert deleted.error_code == ErrorCode.NONE
+    assert summary(group) == (ErrorCode.NONE, -1)
