@@ -253,3 +253,20 @@ def testbatch_spans_and_the_batches_a_read_committed_group_skips(tmp_path: Path)
     assert sum(s.size for s in spans) == len(data)
     assert skipped_batches(spans, [(7, 2)]) == {2, 5, 6}
     assert skipped_batches(spans, []) == {5, 6}
+
+
+def test_offsets_a_read_skips_over_are_archived() -> None:
+    share = fresh()
+    assert share.acquire("a", [(0, 1), (5, 6)], 0, 0) == [Acquired(0, 1, 1), Acquired(5, 6, 1)]
+    assert [share.records[o].state for o in (2, 3, 4)] == [RecordState.ARCHIVED] * 3
+    share.acknowledge("a", [(0, 1, [ACCEPT]), (5, 6, [ACCEPT])], 0)
+    assert (share.start_offset, share.records) == (7, {})
+
+
+def test_a_full_window_or_budget_stops_before_later_batches() -> None:
+    share = fresh(settings=ShareSettings(1000, 5, 100))
+    assert share.acquire("a", [(0, 99), (100, 104), (110, 119)], 0, 0) == [Acquired(0, 99, 1)]
+    assert share.next_offset == 100  # 100-119 are neither acquired nor archived
+    other = fresh()
+    assert other.acquire("a", [(0, 4), (10, 14)], 3, 0) == [Acquired(0, 2, 1)]
+    assert other.next_offset == 3

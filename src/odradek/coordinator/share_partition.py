@@ -11,7 +11,8 @@ Rules (Kafka's):
 - `acquire` takes the AVAILABLE offsets of the window and the new offsets past it that a read of
   the log returned (as batch spans), bumping each delivery count, up to `max_records` and while
   the records in flight stay below `group.share.partition.max.record.locks`; batches a
-  read_committed group must not see (aborted transactions, markers) are ARCHIVED instead;
+  read_committed group must not see (aborted transactions, markers) are ARCHIVED instead, and so
+  are the offsets a read skips over (removed by compaction);
 - an acquisition lock expires at `group.share.record.lock.duration.ms`: the record becomes
   AVAILABLE again, or ARCHIVED once its delivery count reached `group.share.delivery.count.limit`;
 - acknowledgements apply to records the member holds: ACCEPT(1) -> ACKNOWLEDGED, RELEASE(2) ->
@@ -156,26 +157,35 @@ class SharePartition:
         taken: list[int] = []
         budget = max_records if max_records > 0 else 1 << 62
         for base, last in spans:
+            if base > self.next_offset:  # the offsets between were removed by compaction
+                self._archive(self.next_offset, base - 1)
             if base in skipped:
                 self._archive(base, last)
                 continue
             for offset in range(max(base, self.start_offset), last + 1):
-                if len(taken) >= budget:
-                    break
-                if offset < self.next_offset:
-                    record = self.records[offset]
-                    if record.state is not RecordState.AVAILABLE:
-                        continue
-                elif offset == self.next_offset and self.in_flight_count() < self.settings.max_record_locks:
-                    record = InFlight(RecordState.AVAILABLE, 0)
-                    self.records[offset] = record
-                    self.next_offset += 1
-                else:
-                    break
-                record.state, record.member, record.deadline_ms = RecordState.ACQUIRED, member, deadline
-                record.delivery_count += 1
-                taken.append(offset)
+                taken_now = len(taken) < budget and self._take(offset, member, deadline)
+                if taken_now is None or len(taken) >= budget:
+                    return self._ranges(taken)  # nothing past here may be taken
+                if taken_now:
+                    taken.append(offset)
         return self._ranges(taken)
+
+    def _take(self, offset: int, member: str, deadline_ms: int) -> bool | None:
+        """Acquire `offset` for `member`: whether it was; None when no later offset may be taken
+        either (past the window's end, or the record locks all in use)."""
+        if offset < self.next_offset:
+            record = self.records[offset]
+            if record.state is not RecordState.AVAILABLE:
+                return False
+        elif offset == self.next_offset and self.in_flight_count() < self.settings.max_record_locks:
+            record = InFlight(RecordState.AVAILABLE, 0)
+            self.records[offset] = record
+            self.next_offset += 1
+        else:
+            return None
+        record.state, record.member, record.deadline_ms = RecordState.ACQUIRED, member, deadline_ms
+        record.delivery_count += 1
+        return True
 
     def _archive(self, base: int, last: int) -> None:
         for offset in range(max(base, self.start_offset), last + 1):

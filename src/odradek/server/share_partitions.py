@@ -238,6 +238,9 @@ class SharePartitionManager:
             results = await self._replicas.fetch_messages(reads, min_bytes, max_bytes, max_wait_ms, isolation)
             budget = min(max_records if max_records > 0 else 1 << 31, self.max_fetch_records)
             for (i, entry), result in zip(readers, results, strict=True):
+                if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved meanwhile
+                    answers[i] = PartitionFetch(ErrorCode.NONE)  # the next fetch skips below it
+                    continue
                 if result.error_code:
                     answers[i] = self._failed(result.topic, result.partition, result.error_code)
                     continue
