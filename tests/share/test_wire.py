@@ -419,3 +419,37 @@ def test_the_share_coordinator_apis(broker: BrokerProcess) -> None:
         (deleted,) = client.call(ApiKey.DELETE_SHARE_GROUP_STATE, 0, delete).results[0].partitions
     assert deleted.error_code == ErrorCode.NONE
     assert summary(group) == (ErrorCode.NONE, -1)
+
+
+def read_state(bootstrap: str, group: str, topic_id: Any) -> Any:
+    read = ReadShareGroupStateRequest(
+        group,
+        [
+            ReadShareGroupStateRequest.ReadStateData(
+                topic_id, [ReadShareGroupStateRequest.PartitionData(0, -1)]
+            )
+        ],
+    )
+    with RawClient(bootstrap) as client:
+        (state,) = client.call(ApiKey.READ_SHARE_GROUP_STATE, 0, read).results[0].partitions
+    return state
+
+
+def test_expired_locks_are_released_and_written_without_any_request(broker: BrokerProcess) -> None:
+    _, topic_id, group = setup(broker.bootstrap, count=3)
+    a = Member(broker.bootstrap, group, topic_id)
+    try:
+        assert set(poll(a, 3)) == {0, 1, 2}
+        assert read_state(broker.bootstrap, group, topic_id).state_batches == []  # acquisition: not written
+        deadline = time.monotonic() + 30
+        batches: list[tuple[int, int, int, int]] = []
+        while not batches and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = read_state(broker.bootstrap, group, topic_id)
+            batches = [
+                (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                for b in state.state_batches
+            ]
+        assert batches == [(0, 2, 0, 1)]  # AVAILABLE again, delivered once
+    finally:
+        a.close()

@@ -496,7 +496,7 @@ class KafkaServer:
             inter_broker_security(config),
         )
         self.share_partitions = SharePartitionManager(
-            config, self.clock, self.replica_manager, self.share_persister
+            config, self.clock, self.replica_manager, self.share_persister, self.scheduler
         )
         self.txn_verifier = TxnVerifier(
             self.broker_id,
@@ -652,6 +652,7 @@ class KafkaServer:
         if self._started:
             await self.group_coordinator.shutdown()
             await self.txn_coordinator.shutdown()
+            await self.share_partitions.close()
             await self.share_coordinator.shutdown()
             await self.share_persister.close()
         await self._server.drain(SHUTDOWN_DRAIN_TIMEOUT_S)

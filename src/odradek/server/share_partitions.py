@@ -22,6 +22,9 @@ the broker leading the state's `__share_group_state` partition: server/share_per
   read_committed group's aborted batches and transaction markers are archived, never acquired
   (`skipped_batches`); a read_uncommitted group acquires markers too, which its consumers
   acknowledge as gaps, as Kafka's do.
+- Acquisition locks: a wake-up at each share-partition's earliest lock deadline (the broker's
+  scheduler) releases the expired locks and writes the new state, so redeliveries and the archiving
+  of records at the delivery count limit do not wait for the next request of the partition.
 - Acknowledge: applied to a copy of the in-memory state, the new state written to the share
   coordinator (acks=-1) and only then kept and answered; a failed write keeps the old state and
   answers the write's error. Lock expiries and releases on session close are written the same way.
@@ -53,6 +56,7 @@ from typing import NamedTuple
 
 from odradek.clock import Clock
 from odradek.coordinator.config import ConfigValues
+from odradek.coordinator.runtime import TimerHandle, Timers
 from odradek.coordinator.share_partition import Acquired, SharePartition, ShareSettings
 from odradek.coordinator.share_records import StateKey
 from odradek.protocol.errors import ErrorCode
@@ -61,6 +65,7 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.types import FetchPartitionRequest, FetchPartitionResult
 from odradek.server.share_persister import SharePersister
 from odradek.server.share_session import ShareSessionCache
+from odradek.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +95,11 @@ class ShareGroupConfig:
 
 @dataclass(slots=True)
 class _Entry:
+    key: tuple[str, str, int]  # (group, topic, partition)
     partition: SharePartition
     leader_epoch: int
     lock: asyncio.Lock
+    expiry: TimerHandle | None = None  # the wake-up at the earliest acquisition lock deadline
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +123,12 @@ def share_settings(config: ConfigValues) -> ShareSettings:
 
 class SharePartitionManager:
     def __init__(
-        self, config: ConfigValues, clock: Clock, replicas: ReplicaManager, persister: SharePersister
+        self,
+        config: ConfigValues,
+        clock: Clock,
+        replicas: ReplicaManager,
+        persister: SharePersister,
+        timers: Timers,
     ) -> None:
         self.settings = share_settings(config)
         self.max_fetch_records = config["share.fetch.max.fetch.records"]
@@ -127,6 +139,39 @@ class SharePartitionManager:
         self.group_config: Callable[[str], ShareGroupConfig] = lambda group_id: ShareGroupConfig()
         self._entries: dict[tuple[str, str, int], _Entry] = {}
         self._topic_ids: dict[tuple[str, str, int], uuid.UUID] = {}
+        self._timers = timers
+        self._expiring: set[asyncio.Task[None]] = set()
+
+    async def close(self) -> None:
+        """Stop the lock-expiry wake-ups (broker shutdown)."""
+        for entry in self._entries.values():
+            if entry.expiry is not None:
+                entry.expiry.cancel()
+        await cancel_and_wait(*self._expiring)
+
+    # -- acquisition lock expiry -----------------------------------------------------------------
+
+    def _arm_expiry(self, entry: _Entry) -> None:
+        """Wake up at the share-partition's earliest lock deadline (unless a wake-up is armed)."""
+        deadline = entry.partition.next_deadline()
+        if entry.expiry is None and deadline is not None:
+            entry.expiry = self._timers.at("share-lock-expiry", deadline, lambda: self._on_expiry(entry))
+
+    def _on_expiry(self, entry: _Entry) -> None:
+        entry.expiry = None
+        if self._entries.get(entry.key) is not entry:
+            return  # dropped (leadership moved, state altered)
+        task = asyncio.get_running_loop().create_task(self._expire(entry))
+        self._expiring.add(task)
+        task.add_done_callback(self._expiring.discard)
+
+    async def _expire(self, entry: _Entry) -> None:
+        """Release the locks past their deadline and keep the new state (delivery counts that
+        reached the limit archive their records), then wait for the next deadline."""
+        group_id, topic, index = entry.key
+        async with entry.lock:
+            await self._tidy(group_id, topic, index, entry)
+            self._arm_expiry(entry)
 
     # -- share-partitions ---------------------------------------------------------------------------
 
@@ -158,7 +203,7 @@ class SharePartitionManager:
             share = SharePartition.from_state(
                 self.settings, state.start_offset, state.batches, state.state_epoch
             )
-        entry = _Entry(share, hosted.leader_epoch, asyncio.Lock())
+        entry = _Entry(key, share, hosted.leader_epoch, asyncio.Lock())
         self._entries[key] = entry
         self._topic_ids[key] = topic_id
         return ErrorCode.NONE, entry
@@ -270,6 +315,7 @@ class SharePartitionManager:
             acquired = entry.partition.acquire(
                 member_id, [(b.base, b.last) for b in batches], budget, self._clock.monotonic_ms(), skipped
             )
+            self._arm_expiry(entry)
         if not acquired:
             return PartitionFetch(ErrorCode.NONE)
         first, last = acquired[0].first_offset, acquired[-1].last_offset
