@@ -73,11 +73,11 @@ class Member:
             group_id=self.group,
             member_id=self.member_id,
             share_session_epoch=self.epoch,
-            max_wait_ms=wait_ms,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=max_records,
-            batch_size=max_records,
+            max_wait_ms=0 if renew else wait_ms,
+            min_bytes=0 if renew else 1,
+            max_bytes=0 if renew else 1 << 20,
+            max_records=0 if renew else max_records,
+            batch_size=0 if renew else max_records,
             is_renew_ack=renew,
             topics=[ShareFetchRequest.FetchTopic(self.topic_id, [partition])],
         )
@@ -343,6 +343,19 @@ def test_renew_needs_v2_and_a_renewing_fetch_fetches_nothing(broker: BrokerProce
         assert set(poll(a, 3)) == {0, 1, 2}
         (topic,) = a.fetch(acks=[(0, 0, RENEW)], wait_ms=0).responses  # v1
         assert [p.acknowledge_error_code for p in topic.partitions] == [ErrorCode.INVALID_REQUEST]
+        limits = ShareFetchRequest(
+            group_id=group,
+            member_id=a.member_id,
+            share_session_epoch=a.epoch,
+            max_wait_ms=100,
+            is_renew_ack=True,
+        )
+        refused = a.client.call(ApiKey.SHARE_FETCH, 2, limits)
+        assert refused.error_code == ErrorCode.INVALID_REQUEST
+        assert (
+            refused.error_message
+            == "maxBytes must be set to 0, maxWaitMs must be set to 0, if isRenewAck is true."
+        )
         renewed = a.fetch(acks=[(1, 1, ACCEPT)], wait_ms=0, version=2, renew=True)
         (topic,) = renewed.responses
         assert [(p.acknowledge_error_code, p.acquired_records) for p in topic.partitions] in (

@@ -36,7 +36,6 @@ MAX_VERSION = 2
 
 Response = ShareAcknowledgeResponse
 RENEW, RENEW_VERSION = 4, 2  # the RENEW acknowledge type (KIP-1222) and the version that has it
-_NO_LEADER = ShareAcknowledgeResponse.LeaderIdAndEpoch(-1, -1)
 
 
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Response:
@@ -45,12 +44,12 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Respo
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     lock_ms = manager.settings.lock_duration_ms
     if not group_id or not member_id:
-        return Response(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms)
+        return Response(error_code=ErrorCode.INVALID_REQUEST)
     if epoch == INITIAL_EPOCH:
-        return Response(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH, acquisition_lock_timeout_ms=lock_ms)
+        return Response(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     error, session = manager.sessions.check((group_id, member_id), epoch)
     if session is None:
-        return Response(error_code=error, acquisition_lock_timeout_ms=lock_ms)
+        return Response(error_code=error)
     if epoch != FINAL_EPOCH:
         manager.sessions.update(session, (), ())
     ids = {t.topic_id for t in request.topics}
@@ -77,7 +76,7 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Respo
                 code = await manager.acknowledge(
                     group_id, member_id, name, topic.topic_id, p.partition_index, batches
                 )
-            answered.append(Response.PartitionData(p.partition_index, code, current_leader=_NO_LEADER))
+            answered.append(Response.PartitionData(p.partition_index, code))
         responses.append(Response.ShareAcknowledgeTopicResponse(topic.topic_id, answered))
     if epoch == FINAL_EPOCH:
         await manager.close_session(group_id, member_id)

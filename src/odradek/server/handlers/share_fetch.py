@@ -3,10 +3,12 @@
 API: v1-v2 (Kafka 4's share consumers; v0 was the early-access version Kafka 4.1 dropped).
 
 Behaviour: the member's share session (server/share_session.py) is opened (epoch 0), continued
-(its epoch: the request's partitions added, its forgotten ones removed) or closed (-1: only
-acknowledgements, then its acquired records are released). Session errors are the top-level
-error code with no partitions: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
-INVALID_REQUEST (acknowledgements at epoch 0, partitions to fetch at -1, no member id).
+(its epoch: the request's partitions added, its forgotten ones removed) or closed (-1: its
+acknowledgements are applied, nothing is fetched, then its acquired records are released). Session
+errors are the top-level error code with no partitions (and acquisition_lock_timeout_ms 0):
+SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST (acknowledgements at epoch 0,
+no group or member id, is_renew_ack with a non-zero max_bytes, min_bytes, max_records or
+max_wait_ms, named in the error message as Kafka 4.4 does).
 Piggy-backed acknowledgements are applied first, each partition's outcome in
 acknowledge_error_code. Then every partition of the session is fetched for the member
 (server/share_partitions.py: acquisition, the fetch purgatory's long poll with max_wait_ms /
@@ -59,25 +61,19 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> Response:
     require_group(ctx, AclOperation.READ, request.group_id or "")
     manager = ctx.broker.share_partitions
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+    refused = _refusal(request)
+    if refused is not None:
+        return refused
     wanted = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
-    forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
-    has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
-    lock_ms = manager.settings.lock_duration_ms
-    if not group_id or not member_id:
-        return Response(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms)
     if epoch == INITIAL_EPOCH:
-        if has_acks:
-            return Response(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms)
         error, session = manager.sessions.open((group_id, member_id), wanted)
     else:
-        fetching = [p for t in request.topics for p in t.partitions if not p.acknowledgement_batches]
-        if epoch == FINAL_EPOCH and fetching:
-            return Response(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms)
         error, session = manager.sessions.check((group_id, member_id), epoch)
         if session is not None and epoch != FINAL_EPOCH:
+            forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
             manager.sessions.update(session, wanted, forgotten)
     if session is None:
-        return Response(error_code=error, acquisition_lock_timeout_ms=lock_ms)
+        return Response(error_code=error)
     names = _names(ctx, {t.topic_id for t in request.topics} | {tid for tid, _ in session.partitions})
     answers: dict[tuple[uuid.UUID, int], PartitionData] = {}
     await _acknowledge(ctx, request, names, answers)
@@ -85,7 +81,29 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> Response:
         await manager.close_session(group_id, member_id)
     elif not request.is_renew_ack:
         await _fetch(ctx, request, list(session.partitions), names, answers)
+    lock_ms = manager.settings.lock_duration_ms
     return Response(acquisition_lock_timeout_ms=lock_ms, responses=_by_topic(answers))
+
+
+def _refusal(request: ShareFetchRequest) -> Response | None:
+    """The INVALID_REQUEST answer of a malformed request (Kafka's checks), else None."""
+    if not request.group_id or not request.member_id:
+        return Response(error_code=ErrorCode.INVALID_REQUEST)
+    has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
+    if request.share_session_epoch == INITIAL_EPOCH and has_acks:
+        return Response(error_code=ErrorCode.INVALID_REQUEST)
+    if request.is_renew_ack:
+        limits = [
+            ("maxBytes", request.max_bytes),
+            ("minBytes", request.min_bytes),
+            ("maxRecords", request.max_records),
+            ("maxWaitMs", request.max_wait_ms),
+        ]
+        nonzero = [f"{name} must be set to 0, " for name, value in limits if value != 0]
+        if nonzero:
+            message = "".join(nonzero) + "if isRenewAck is true."
+            return Response(error_code=ErrorCode.INVALID_REQUEST, error_message=message)
+    return None
 
 
 def _names(ctx: RequestContext, topic_ids: set[uuid.UUID]) -> dict[uuid.UUID, str | None]:
@@ -159,8 +177,7 @@ async def _fetch(
 
 
 def _answer(answers: dict[tuple[uuid.UUID, int], PartitionData], tid: uuid.UUID, index: int) -> PartitionData:
-    no_leader = ShareFetchResponse.LeaderIdAndEpoch(-1, -1)
-    return answers.setdefault((tid, index), PartitionData(index, current_leader=no_leader))
+    return answers.setdefault((tid, index), PartitionData(index))
 
 
 def _fill(data: PartitionData, result: PartitionFetch) -> None:
