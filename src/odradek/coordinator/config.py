@@ -47,6 +47,9 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
     @classmethod
     def from_kafka_config(cls, config: ConfigValues) -> GroupConfig:
@@ -68,6 +71,9 @@ class GroupConfig:
             consumer_heartbeat_interval_ms=int(_get(config, "group.consumer.heartbeat.interval.ms", 5000)),
             consumer_max_size=int(_get(config, "group.consumer.max.size", 2**31 - 1)),
             consumer_assignors=tuple(_get(config, "group.consumer.assignors", ("uniform", "range"))),
+            share_session_timeout_ms=int(_get(config, "group.share.session.timeout.ms", 45000)),
+            share_heartbeat_interval_ms=int(_get(config, "group.share.heartbeat.interval.ms", 5000)),
+            share_max_size=int(_get(config, "group.share.max.size", 200)),
         )
 
 

@@ -46,7 +46,7 @@ from typing import Protocol
 
 from odradek.clock import Clock
 from odradek.controller.metadata import BrokerInfo, PartitionState, TopicMetadata
-from odradek.coordinator import classic, consumer_group
+from odradek.coordinator import classic, consumer_group, share_group
 from odradek.coordinator.classic import (
     CommitArgs,
     GroupDescription,
@@ -383,7 +383,7 @@ class GroupCoordinator:
         shard = self._shard(group_id)
 
         def view(group: Group | None) -> GroupDescription:
-            if shard is not None and group_id in shard.consumer_groups:
+            if shard is not None and (group_id in shard.consumer_groups or group_id in shard.share_groups):
                 return GroupDescription(ErrorCode.NONE, group_id, "Dead")
             return classic.describe_group(group_id, group)
 
@@ -412,10 +412,20 @@ class GroupCoordinator:
                 GroupListing(group.group_id, "consumer", group.state.value, "consumer")
                 for group in consumer_groups.values()
             )
+            listings.extend(
+                GroupListing(group.group_id, "share", group.state.value, "share")
+                for group in context.shard.share_groups.values()
+            )
         return error, listings
 
     async def delete_group(self, group_id: str) -> int:
         shard = self._shard(group_id)
+        if shard is not None and group_id in shard.share_groups:
+            deleted = await shard.submit_share(
+                group_id, lambda group, _now: share_group.delete(group_id, group), int
+            )
+            assert isinstance(deleted, int)
+            return deleted
         if shard is not None and group_id in shard.consumer_groups:
             deleted = await shard.submit_consumer(
                 group_id, lambda group, _classic, _now: consumer_group.delete(group_id, group), int
@@ -479,6 +489,44 @@ class GroupCoordinator:
         )
         assert isinstance(result, consumer_group.GroupDescription)
         return result
+
+    # -- share groups (KIP-932) ---------------------------------------------------------------------
+
+    async def share_group_heartbeat(self, args: share_group.HeartbeatArgs) -> share_group.HeartbeatResult:
+        invalid = share_group.validate(args)
+        if invalid is not None:
+            return invalid
+        shard = self._shard(args.group_id)
+        if shard is None:
+            return share_group.HeartbeatResult(self._unavailable(args.group_id))
+
+        def decide(group: share_group.ShareGroup | None, now: Now) -> share_group.Decision:
+            other = group is None and shard.other_kind(args.group_id)
+            return share_group.heartbeat(group, args, other, self._topics_view(), now, shard.share_settings)
+
+        result = await shard.submit_share(args.group_id, decide, share_group.HeartbeatResult)
+        assert isinstance(result, share_group.HeartbeatResult)
+        return result
+
+    async def share_group_describe(self, group_id: str) -> share_group.GroupDescription:
+        shard = self._shard(group_id)
+        if shard is None:
+            return share_group.GroupDescription(self._unavailable(group_id), None, group_id)
+
+        def decide(group: share_group.ShareGroup | None, now: Now) -> share_group.Decision:
+            other = group is None and shard.other_kind(group_id)
+            return share_group.Decision(group, share_group.describe(group_id, group, other))
+
+        result = await shard.submit_share(
+            group_id, decide, lambda code: share_group.GroupDescription(code, None, group_id)
+        )
+        assert isinstance(result, share_group.GroupDescription)
+        return result
+
+    def find_share_group(self, group_id: str) -> share_group.ShareGroup | None:
+        """The share group as its shard holds it now (None: unknown here or not loaded)."""
+        shard = self._shard(group_id)
+        return shard.share_groups.get(group_id) if shard is not None else None
 
     def _topics_view(self) -> _MetadataTopics:
         return _MetadataTopics(self._metadata, self._regex_cache)

@@ -45,6 +45,8 @@ from odradek.coordinator.records import (
     decode_key,
     decode_offset_commit_value,
 )
+from odradek.coordinator.share_group_records import RECORD_TYPES as SHARE_GROUP_RECORD_TYPES
+from odradek.coordinator.share_group_records import ShareGroupReplay
 from odradek.protocol.records.batch import BatchHeader
 from odradek.protocol.records.control import CONTROL_KEY, ControlRecordType
 from odradek.protocol.records.record import Record
@@ -66,6 +68,7 @@ class GroupLoader:
         self.txn_sequences: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, next sequence)
         self.skipped = 0
         self.consumer_groups = ConsumerGroupReplay()  # the KIP-848 groups' records
+        self.share_groups = ShareGroupReplay()  # the KIP-932 share groups' records
 
     def apply_batch(self, header: BatchHeader, records: list[Record]) -> None:
         if header.is_control:
@@ -105,8 +108,11 @@ class GroupLoader:
             self.skipped += 1
             return
         try:
-            if record_type(key) in CONSUMER_GROUP_RECORD_TYPES:
+            kind = record_type(key)
+            if kind in CONSUMER_GROUP_RECORD_TYPES:
                 self.consumer_groups.apply(key, value)
+            elif kind in SHARE_GROUP_RECORD_TYPES:
+                self.share_groups.apply(key, value)
             else:
                 self._apply(key, value)
         except (RecordFormatError, ConsumerRecordError) as exc:

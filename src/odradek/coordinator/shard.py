@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable
 
 from odradek.clock import Clock
-from odradek.coordinator import classic, consumer_group, consumer_records
+from odradek.coordinator import classic, consumer_group, consumer_records, share_group, share_group_records
 from odradek.coordinator.config import GroupConfig
 from odradek.coordinator.consumer_group import ConsumerGroup, TopicsView
 from odradek.coordinator.group import Group, GroupState, Now, TopicPartition
@@ -53,6 +53,7 @@ from odradek.coordinator.records import (
     encode_offset_commit_value,
 )
 from odradek.coordinator.runtime import CoordinatorContext, Loaded, RuntimeConfig, ShardState
+from odradek.coordinator.share_group import ShareGroup
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import SimpleRecord
 from odradek.protocol.records.batch import BatchHeader
@@ -64,6 +65,7 @@ log = logging.getLogger(__name__)
 _GROUP_TIMER = 0
 _EXPIRATION = (1, "")
 _CONSUMER_GROUP_TIMER = 2
+_SHARE_GROUP_TIMER = 3
 
 # The group coordinator's additions to the runtime's append error map (Kafka's).
 _APPEND_ERRORS: dict[int, ErrorCode] = {
@@ -77,6 +79,8 @@ Decide = Callable[[Group | None, int, Now], classic.Decision]
 ErrorResult = Callable[[int], object]
 # A consumer-protocol group's decision, given the classic group of the same id (its offsets)
 ConsumerDecide = Callable[[ConsumerGroup | None, Group | None, Now], consumer_group.Decision]
+# A share group's decision (share_group.py)
+ShareDecide = Callable[[ShareGroup | None, Now], share_group.Decision]
 
 
 class _NoTopics:
@@ -116,6 +120,8 @@ class GroupCoordinatorShard:
         self.groups: dict[str, Group] = {}
         # consumer-protocol groups (KIP-848); their offsets are in `groups` under the same id
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # share groups (KIP-932): membership only; their share-partitions' state is the share coordinator's
+        self.share_groups: dict[str, ShareGroup] = {}
         self._topics = topics or _NoTopics
         # TxnOffsetCommit offsets per producer id and group, until the transaction's marker
         self.pending_txn_offsets: PendingTxnOffsets = {}
@@ -151,6 +157,10 @@ class GroupCoordinatorShard:
             fresh = consumer_group.with_fresh_sessions(loaded_group, now, self._config)
             self.consumer_groups[group_id] = fresh
             self._schedule_consumer(group_id, fresh)
+        for group_id, loaded_share in loader.share_groups.groups().items():
+            fresh_share = share_group.with_fresh_sessions(loaded_share, now, self.share_settings)
+            self.share_groups[group_id] = fresh_share
+            self._schedule_share(group_id, fresh_share)
         self._context.every(
             _EXPIRATION, self._config.offsets_retention_check_interval_ms, self._expire_offsets
         )
@@ -168,6 +178,7 @@ class GroupCoordinatorShard:
     def unloaded(self) -> None:
         self.groups.clear()
         self.consumer_groups.clear()
+        self.share_groups.clear()
         self.pending_txn_offsets.clear()
 
     # -- requests ---------------------------------------------------------------------------------
@@ -189,6 +200,31 @@ class GroupCoordinatorShard:
             await self._apply_consumer(group_id, decide, ticket, error_result)
 
         return await self._context.submit(event, error_result)
+
+    async def submit_share(self, group_id: str, decide: ShareDecide, error_result: ErrorResult) -> object:
+        """Run a share group's decision as the next event of the partition."""
+
+        async def event(ticket: int) -> None:
+            await self._apply_share(group_id, decide, ticket, error_result)
+
+        return await self._context.submit(event, error_result)
+
+    @property
+    def share_settings(self) -> share_group.ShareSettings:
+        return share_group.ShareSettings(
+            self._config.share_session_timeout_ms,
+            self._config.share_heartbeat_interval_ms,
+            self._config.share_max_size,
+        )
+
+    def other_kind(self, group_id: str) -> bool:
+        """Whether a classic group with a protocol or members, or a consumer group, holds the id."""
+        classic_group = self.groups.get(group_id)
+        if group_id in self.consumer_groups:
+            return True
+        return classic_group is not None and (
+            classic_group.protocol_type is not None or bool(classic_group.members)
+        )
 
     async def submit_txn_commit(
         self, args: classic.CommitArgs, producer_id: int, producer_epoch: int
@@ -295,6 +331,57 @@ class GroupCoordinatorShard:
             return decision
 
         await self._apply_consumer(group_id, decide, None)
+
+    async def _apply_share(
+        self, group_id: str, decide: ShareDecide, ticket: int | None, error_result: ErrorResult | None = None
+    ) -> None:
+        now = self._now()
+        before = self.share_groups.get(group_id)
+        decision = decide(before, now)
+        if decision.records:
+            encoded = (share_group_records.encode(record) for record in decision.records)
+            records = [SimpleRecord(value=value, key=key, timestamp=now.wall_ms) for key, value in encoded]
+            appended = await self._context.write(records)
+            if appended.error != ErrorCode.NONE:
+                if ticket is not None and error_result is not None:
+                    self._context.reply(ticket, error_result(appended.error))
+                else:
+                    log.warning(
+                        "Could not store the state of share group %s: %s",
+                        group_id,
+                        ErrorCode(appended.error).name,
+                    )
+                return
+            if not self._context.active:
+                if ticket is not None:
+                    self._context.reply(ticket, decision.reply)
+                return
+        if decision.group is None:
+            self.share_groups.pop(group_id, None)
+        else:
+            self.share_groups[group_id] = decision.group
+            self._schedule_share(group_id, decision.group)
+        _log_share_transition(group_id, before, decision)
+        if ticket is not None:
+            self._context.reply(ticket, decision.reply)
+
+    def _schedule_share(self, group_id: str, group: ShareGroup) -> None:
+        deadline = group.next_deadline_ms()
+        if deadline is not None:
+            self._context.schedule(
+                (_SHARE_GROUP_TIMER, group_id), deadline, lambda: self._advance_share(group_id)
+            )
+
+    async def _advance_share(self, group_id: str) -> None:
+        if group_id not in self.share_groups:
+            return
+
+        def decide(group: ShareGroup | None, now: Now) -> share_group.Decision:
+            if group is None:
+                return share_group.Decision(None)
+            return share_group.advance(group, self._topics(), now)
+
+        await self._apply_share(group_id, decide, None)
 
     def _deliver(self, decision: classic.Decision) -> None:
         for reply in decision.replies:
@@ -408,6 +495,25 @@ def _log_consumer_transition(
         )
     elif before is not None and log.isEnabledFor(logging.DEBUG) and before.state is not after.state:
         log.debug("Consumer group %s: %s -> %s", group_id, before.state.value, after.state.value)
+
+
+def _log_share_transition(group_id: str, before: ShareGroup | None, decision: share_group.Decision) -> None:
+    """One INFO line when a share group is created, moves to a new epoch, fences members or is deleted."""
+    after = decision.group
+    for member_id in decision.fenced:
+        log.info("Share group %s: member %s fenced, its session expired", group_id, member_id)
+    if after is None:
+        if before is not None:
+            log.info("Share group %s deleted (epoch %d)", group_id, before.group_epoch)
+    elif before is None:
+        log.info("Share group %s created", group_id)
+    elif after.group_epoch != before.group_epoch:
+        log.info(
+            "Share group %s moved to epoch %d with %d members",
+            group_id,
+            after.group_epoch,
+            len(after.members),
+        )
 
 
 def _log_transition(group_id: str, before: Group | None, after: Group | None) -> None:

@@ -484,6 +484,14 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000, at_least(1)),
         # share groups (KIP-932): partition leaders' share-partitions and the share coordinator
         ConfigKey("group.share.record.lock.duration.ms", _I, 30000, between(1000, 3600000)),
+        ConfigKey("group.share.session.timeout.ms", _I, 45000, at_least(1)),
+        ConfigKey("group.share.min.session.timeout.ms", _I, 45000, at_least(1)),
+        ConfigKey("group.share.max.session.timeout.ms", _I, 60000, at_least(1)),
+        ConfigKey("group.share.heartbeat.interval.ms", _I, 5000, at_least(1)),
+        ConfigKey("group.share.min.heartbeat.interval.ms", _I, 5000, at_least(1)),
+        ConfigKey("group.share.max.heartbeat.interval.ms", _I, 15000, at_least(1)),
+        ConfigKey("group.share.max.size", _I, 200, between(1, 1000)),
+        ConfigKey("group.share.assignors", _LS, ["simple"], each_of("simple")),
         ConfigKey("group.share.min.record.lock.duration.ms", _I, 15000, between(1000, 30000)),
         ConfigKey("group.share.max.record.lock.duration.ms", _I, 60000, between(30000, 3600000)),
         ConfigKey("group.share.delivery.count.limit", _I, 5, between(2, 10)),
@@ -972,8 +980,15 @@ class KafkaConfig:
             raise ConfigError(prefix + "assignors", "", "at least one assignor is required")
 
     def _validate_share_group_keys(self) -> None:
-        """Kafka's ShareGroupConfig check: the record lock duration within its min and max."""
+        """Kafka's ShareGroupConfig checks: the record lock duration, session timeout and heartbeat
+        interval each within its min and max."""
         prefix = "group.share."
+        for kind in ("session.timeout.ms", "heartbeat.interval.ms"):
+            value, low, high = self[prefix + kind], self[f"{prefix}min.{kind}"], self[f"{prefix}max.{kind}"]
+            if not low <= value <= high:
+                raise ConfigError(
+                    prefix + kind, value, f"must be between {prefix}min.{kind} and {prefix}max.{kind}"
+                )
         value = self[prefix + "record.lock.duration.ms"]
         low, high = self[prefix + "min.record.lock.duration.ms"], self[prefix + "max.record.lock.duration.ms"]
         if not low <= value <= high:

@@ -85,6 +85,9 @@ HANDLER_MODULES: list[str] = [
     # consumer-protocol groups (KIP-848)
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    # share groups (KIP-932): membership on the group coordinator
+    "share_group_heartbeat",
+    "share_group_describe",
     # share groups (KIP-932): the partition leaders' data path
     "share_fetch",
     "share_acknowledge",
