@@ -404,6 +404,9 @@ def test_the_share_coordinator_apis(broker: BrokerProcess) -> None:
     with RawClient(broker.bootstrap) as client:
         (state,) = client.call(ApiKey.READ_SHARE_GROUP_STATE, 0, read).results[0].partitions
         assert (state.error_code, state.start_offset) == (ErrorCode.NONE, 5)
+        read.group_id = f"nobody-{uuid.uuid4().hex[:6]}"
+        (none,) = client.call(ApiKey.READ_SHARE_GROUP_STATE, 0, read).results[0].partitions
+        assert none.error_code == ErrorCode.INVALID_REQUEST  # Kafka 4.4: an uninitialized share-partition
         assert [
             (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.state_batches
         ] == [

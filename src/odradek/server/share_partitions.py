@@ -9,7 +9,8 @@ the broker leading the state's `__share_group_state` partition: server/share_per
 
 - A share-partition is built on its first fetch here, or again when its partition's leader epoch
   moved (a share-partition moves with its partition's leadership): its state is read from the share
-  coordinator; without one, its start offset follows the group's `share.auto.offset.reset`
+  coordinator; without one (deviation: Kafka 4.4's leader fails the fetch until its group
+  coordinator has initialized the state), its start offset follows the group's `share.auto.offset.reset`
   (`group_config`, "latest" until group configs are wired: the high watermark; "earliest": the log
   start offset) and is written as the initial state.
 - Fetch: per partition, locks past their deadline are released, offsets below the log start offset
@@ -31,6 +32,9 @@ the broker leading the state's `__share_group_state` partition: server/share_per
 
 The API of the share group side (membership, share-group offsets admin, group deletion):
 - `group_config: Callable[[str], ShareGroupConfig]` (replace it to read group configs);
+- `async initialize_state(group_id, topic_id, partition, start_offset) -> int` (error code): the
+  state started at `start_offset` unless there is one (what Kafka's group coordinator does for the
+  partitions it assigns; without it the leader starts the state itself at the first fetch);
 - `async read_start_offsets(group_id, partitions=None) -> dict[TopicIdPartition, int]`: the start
   offset of each partition with state (`partitions` None: every state the local share coordinator
   keeps for the group);
@@ -389,6 +393,17 @@ class SharePartitionManager:
 
     async def has_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
         return await self.persister.has_state(StateKey(group_id, topic_id, partition))
+
+    async def initialize_state(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> int:
+        """Start the share-partition's state at `start_offset` unless it has one (Kafka's group
+        coordinator initializes a partition it assigns first); the error code."""
+        key = StateKey(group_id, topic_id, partition)
+        error, state = await self.persister.read_state(key)
+        if error or state is not None:
+            return error
+        return await self.persister.initialize_state(key, 0, start_offset)
 
     async def alter_start_offset(
         self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int

@@ -9,7 +9,8 @@ on the inter-broker listener: InitializeShareGroupState v0, ReadShareGroupState 
 WriteShareGroupState v0, DeleteShareGroupState v0 (one connection per broker, one request on it at
 a time). A request that cannot be sent or answered is NETWORK_EXCEPTION, a coordinator without a
 leader COORDINATOR_NOT_AVAILABLE; the coordinator's own errors (NOT_COORDINATOR while leadership
-moves, COORDINATOR_LOAD_IN_PROGRESS, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH) come back as they are.
+moves, COORDINATOR_LOAD_IN_PROGRESS, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH) come back as they are;
+a read answered INVALID_REQUEST (Kafka's answer for an uninitialized share-partition) is no state.
 
 Same API as the share coordinator's (coordinator/share_coordinator.py): `read_state`,
 `initialize_state`, `write_state`, `delete_state`, `has_state`, `local_states`.
@@ -78,10 +79,10 @@ class SharePersister:
         error, result = await self._send(target, ApiKey.READ_SHARE_GROUP_STATE, request)
         if error or result is None:
             return error, None
+        if result.error_code == ErrorCode.INVALID_REQUEST:  # an uninitialized share-partition
+            return ErrorCode.NONE, None
         if result.error_code:
             return result.error_code, None
-        if result.start_offset < 0:  # no state there (Kafka's answer for an uninitialized one)
-            return ErrorCode.NONE, None
         batches = tuple(
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in result.state_batches
