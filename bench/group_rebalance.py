@@ -169,6 +169,7 @@ class Ownership:
         self.held: dict[str, set[int]] = {}
         self.doubles: list[str] = []  # "partition 7: m1, m3" for each partition seen owned twice
         self.errors: list[str] = []  # the clients' errors (poll errors, error callbacks)
+        self.first_assigned: dict[str, float] = {}  # when each member was first given a partition
         self.last_change = time.monotonic()
 
     def join(self, member: str) -> None:
@@ -184,6 +185,8 @@ class Ownership:
                 if len(self.owners[p]) > 1:
                     self.doubles.append(f"partition {p}: {', '.join(sorted(self.owners[p]))}")
             self._touch()
+            if partitions:
+                self.first_assigned.setdefault(member, self.last_change)
 
     def revoke(self, member: str, partitions: list[int]) -> None:
         with self.changed:
@@ -336,7 +339,11 @@ def measure_settle(bootstrap: str, protocol: Protocol, runs: int, name: str) -> 
                 after = ownership.snapshot()
                 seconds.append(settled - newcomer.subscribed_at)
                 moved.append(sum(1 for p, owner in before.items() if after.get(p) != owner))
-                progress(f"{name}: {protocol.name}: join {run + 1}: {seconds[-1]:.2f} s, {moved[-1]} moved")
+                given = ownership.first_assigned[newcomer.name] - newcomer.subscribed_at
+                progress(
+                    f"{name}: {protocol.name}: join {run + 1}: {seconds[-1]:.2f} s, {moved[-1]} moved "
+                    f"(the 11th's first partitions after {given:.2f} s)"
+                )
             finally:
                 newcomer.stop()
             ownership.wait_balanced(SETTLE_MEMBERS, GROUP_TIMEOUT_S, f"after join {run + 1}, the 10 again")
