@@ -7,7 +7,8 @@ Owns `<first log dir>/__cluster_metadata.json`:
 "marked_for_deletion" (only when true)}}, "broker_configs":
 {"<default>" (cluster-wide) or "<broker id>": {name: value}} (only entities with configs),
 "client_configs": {"users/<u>", "users/<u>/clients/<c>" or "clients/<c>" (Kafka's entity paths): {name:
-value}} (only entities with configs)}` — a file written by earlier versions (every partition with a
+value}} (only entities with configs), "group_configs": {group id: {name: value}} (only groups with
+configs)}` — a file written by earlier versions (every partition with a
 state, no broker or client configs) reads unchanged.
 
 Behaviour: the `MetadataStore` of a one-broker cluster: what ZooKeeper keeps in several znodes lives
@@ -53,6 +54,7 @@ from odradek.storage.errors import KafkaStorageError
 
 BrokerConfigs = Mapping[str, Mapping[str, str]]
 ClientConfigs = Mapping[tuple[str, str], Mapping[str, str]]
+GroupConfigs = Mapping[str, Mapping[str, str]]
 
 METADATA_FILE = "__cluster_metadata.json"
 FORMAT_VERSION = 1
@@ -69,6 +71,7 @@ class LocalMetadataStore(MetadataStore):
         self._topics: dict[str, StoredTopic] = {}
         self._broker_configs: BrokerConfigs = {}
         self._client_configs: ClientConfigs = {}
+        self._group_configs: GroupConfigs = {}
         self._write_lock = asyncio.Lock()
 
     # -- reads ----------------------------------------------------------------------------------
@@ -89,6 +92,9 @@ class LocalMetadataStore(MetadataStore):
     def client_entities(self) -> ClientConfigs:
         return self._client_configs
 
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        return self._group_configs.get(group_id, {})
+
     def load(self) -> None:
         """Read the file, if there is one (changes nothing on disk)."""
         try:
@@ -103,6 +109,7 @@ class LocalMetadataStore(MetadataStore):
         self._client_configs = {
             _client_entity_key(path): dict(c) for path, c in document.get("client_configs", {}).items()
         }
+        self._group_configs = {g: dict(c) for g, c in document.get("group_configs", {}).items()}
 
     # -- admin writes ---------------------------------------------------------------------------
 
@@ -145,6 +152,13 @@ class LocalMetadataStore(MetadataStore):
                 altered[(entity_type, name)] = configs
             await self._commit(self._controller_epoch, self._topics, client_configs=altered)
         self._notify_client_entity_configs(entity_type, name)
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        async with self._write_lock:
+            altered = {g: c for g, c in self._group_configs.items() if g != group_id}
+            if configs:
+                altered[group_id] = dict(configs)
+            await self._commit(self._controller_epoch, self._topics, group_configs=altered)
 
     async def request_deletion(self, name: str) -> None:
         async with self._write_lock:
@@ -212,19 +226,28 @@ class LocalMetadataStore(MetadataStore):
         topics: Mapping[str, StoredTopic],
         broker_configs: BrokerConfigs | None = None,
         client_configs: ClientConfigs | None = None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         """Write the document in the metadata-store lane, then make it current."""
         snapshot = dict(topics)
         configs = self._broker_configs if broker_configs is None else broker_configs
         clients = self._client_configs if client_configs is None else client_configs
+        groups = self._group_configs if group_configs is None else group_configs
         try:
             await self._scheduler.run(
-                Lane.METADATA_STORE, _write_document, self._path, controller_epoch, snapshot, configs, clients
+                Lane.METADATA_STORE,
+                _write_document,
+                self._path,
+                controller_epoch,
+                snapshot,
+                configs,
+                clients,
+                groups,
             )
         except OSError as exc:
             raise KafkaStorageError(f"cannot write {self._path}: {exc}") from exc
         self._controller_epoch, self._topics, self._broker_configs = controller_epoch, snapshot, configs
-        self._client_configs = clients
+        self._client_configs, self._group_configs = clients, groups
 
 
 def _client_entity_key(path: str) -> tuple[str, str]:
@@ -239,6 +262,7 @@ def _write_document(
     topics: Mapping[str, StoredTopic],
     broker_configs: BrokerConfigs,
     client_configs: ClientConfigs,
+    group_configs: GroupConfigs | None = None,
 ) -> None:
     document: dict[str, Any] = {
         "version": FORMAT_VERSION,
@@ -249,6 +273,8 @@ def _write_document(
         document["broker_configs"] = {e: dict(c) for e, c in sorted(broker_configs.items())}
     if client_configs:
         document["client_configs"] = {f"{t}/{n}": dict(c) for (t, n), c in sorted(client_configs.items())}
+    if group_configs:
+        document["group_configs"] = {g: dict(c) for g, c in sorted(group_configs.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 

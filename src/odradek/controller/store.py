@@ -137,6 +137,7 @@ DEFAULT_BROKER_ENTITY = "<default>"
 # -- client entities (Kafka's ConfigType.User / ConfigType.Client, ClientQuotaEntity) ----------------
 
 USERS, CLIENTS = "users", "clients"
+GROUPS = "groups"  # group configs: `/config/groups/<sanitized group id>`
 USER, CLIENT_ID = "user", "client-id"
 DEFAULT_CLIENT_ENTITY = "<default>"
 
@@ -251,6 +252,11 @@ class MetadataStore(abc.ABC):
     def client_entities(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
         """Every client entity with configs: (entity type, name) -> its configs."""
 
+    @abc.abstractmethod
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        """A group's configs (Kafka 4's GROUP config resources: `/config/groups/<group>`); empty when
+        it has none."""
+
     def broker_epochs(self) -> Mapping[int, int]:
         """Each registered broker's epoch (ZooKeeper mode); empty where brokers do not register."""
         return {}
@@ -280,6 +286,10 @@ class MetadataStore(abc.ABC):
     ) -> None:
         """Set and delete keys of a client entity's configs, keeping the keys named in neither;
         ValueError when (entity_type, name) is not a client entity."""
+
+    @abc.abstractmethod
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace a group's configs (none: the group has no configs any more)."""
 
     @abc.abstractmethod
     async def request_deletion(self, name: str) -> None:

@@ -183,7 +183,7 @@ AUTHORIZATION_FAILURES = frozenset(
 )
 
 # ConfigResource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
 
 
 def require_config_resource(
@@ -196,3 +196,5 @@ def require_config_resource(
         raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     if resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER) and not authorize_cluster(ctx, operation):
         raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+    if resource_type == CONFIG_GROUP and not authorize(ctx, operation, ResourceType.GROUP, name):
+        raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed.")

@@ -194,6 +194,7 @@ from odradek.security.acl_store import AclStore, LocalAclStore, ZkAclStore
 from odradek.security.client_config import BlockingClientSecurity
 from odradek.security.sasl import credentials as scram_credentials
 from odradek.security.sasl.scram import ScramCredential, ScramMechanism
+from odradek.server import group_configs
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
 from odradek.server.control_plane import ControlPlane
@@ -497,6 +498,9 @@ class KafkaServer:
         )
         self.share_partitions = SharePartitionManager(
             config, self.clock, self.replica_manager, self.share_persister, self.scheduler
+        )
+        self.share_partitions.group_config = group_configs.share_group_config(
+            self.store.group_configs, lambda name: self.config[name]
         )
         self.txn_verifier = TxnVerifier(
             self.broker_id,

@@ -64,6 +64,7 @@ from odradek.controller.metadata import BrokerInfo, Endpoint, PartitionState
 from odradek.controller.store import (
     CLIENTS,
     DEFAULT_BROKER_ENTITY,
+    GROUPS,
     USERS,
     MetadataStore,
     ReplicaAssignment,
@@ -72,6 +73,8 @@ from odradek.controller.store import (
     StoreEventKind,
     altered_configs,
     client_entity_of,
+    desanitize,
+    sanitize,
     with_replica_assignments,
 )
 from odradek.controller.zk import znodes
@@ -96,6 +99,7 @@ class ZkMetadataStore(MetadataStore):
         self._topics: dict[str, StoredTopic] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._client_configs: dict[tuple[str, str], dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}  # group id -> its configs
         self._brokers: dict[int, BrokerInfo] = {}
         self._broker_epochs: dict[int, int] = {}
         self._brokers_listeners: list[BrokersListener] = []
@@ -117,6 +121,9 @@ class ZkMetadataStore(MetadataStore):
         names = await self.zk.client_entity_names()
         for entity_type, name in sorted(set(names) | self._client_configs.keys()):  # gone ones too
             await self._refresh_client_entity(entity_type, name)
+        self._group_configs = {}
+        for sanitized in await self.zk.children(f"{znodes.CONFIG_PATH}/{GROUPS}"):
+            await self._refresh_group_configs(sanitized)
         await self._on_topic_children(rewatch=True)
         await self._on_deletion_markers()
         await self._on_broker_children()
@@ -176,6 +183,16 @@ class ZkMetadataStore(MetadataStore):
                 await self._refresh_broker_configs(entity[1])
             elif entity is not None and entity[0] in (USERS, CLIENTS):
                 await self._refresh_client_entity(*entity)
+            elif entity is not None and entity[0] == GROUPS:
+                await self._refresh_group_configs(entity[1])
+
+    async def _refresh_group_configs(self, sanitized: str) -> None:
+        configs = await self.zk.entity_configs(GROUPS, sanitized)
+        group_id = desanitize(sanitized)
+        if configs:
+            self._group_configs[group_id] = configs
+        else:
+            self._group_configs.pop(group_id, None)
 
     def _broker_entities(self) -> tuple[str, str]:
         return DEFAULT_BROKER_ENTITY, str(self._broker_id)
@@ -299,6 +316,9 @@ class ZkMetadataStore(MetadataStore):
     def client_entities(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
         return self._client_configs
 
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        return self._group_configs.get(group_id, {})
+
     # -- admin writes -----------------------------------------------------------------------------
 
     async def create_topic(self, topic: StoredTopic) -> None:
@@ -341,6 +361,10 @@ class ZkMetadataStore(MetadataStore):
         current = await self.zk.entity_configs(entity_type, name)
         await self.zk.change_entity_config(entity_type, name, altered_configs(current, set, delete))
         await self._refresh_client_entity(entity_type, name)
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        await self.zk.change_entity_config(GROUPS, sanitize(group_id), configs)
+        await self._refresh_group_configs(sanitize(group_id))
 
     async def request_deletion(self, name: str) -> None:
         self._existing(name)

@@ -7,6 +7,8 @@ TOPIC_CONFIG(1) for an override, STATIC_BROKER_CONFIG(4) when the broker-level s
 server.properties or an override, DEFAULT_CONFIG(5) otherwise; an unknown topic answers
 UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. A topic config whose broker
 synonym is set dynamically reports DYNAMIC_BROKER_CONFIG(2) or DYNAMIC_DEFAULT_BROKER_CONFIG(3).
+GROUP resources (type 32): every group config (server/group_configs.py), the group's own value
+with source GROUP_CONFIG(8), else the broker's with DEFAULT_CONFIG(5).
 BROKER resources (type 4) named by this broker's id list every broker config with its effective
 value (per-broker dynamic > cluster-wide dynamic default > static > default), its source
 (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG(4), DEFAULT_CONFIG(5)),
@@ -22,7 +24,8 @@ again each time, so a small request naming one topic thousands of times asks for
 of times its size).
 
 Authorization (Kafka's): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a
-broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), per resource.
+broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), for a group on the group (else
+GROUP_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from odradek.security.authorizer import AclOperation
+from odradek.server import group_configs
 from odradek.server.authz import require_config_resource
 from odradek.server.config import ConfigEntry
 from odradek.server.context import RequestContext
@@ -101,6 +105,8 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> Iterable[Con
                 f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}",
             )
         return broker.config.describe()
+    if resource_type == group_configs.GROUP_RESOURCE:
+        return group_configs.describe(broker.store.group_configs(name), lambda key: broker.config[key])
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 
 

@@ -11,6 +11,8 @@ INVALID_REQUEST as Kafka does. The resulting set is validated as a whole before 
 `validate_only` stores nothing.
 - TOPIC resources (type 2): the topic's override set; the LIST configs are cleanup.policy and the
   throttled replica lists.
+- GROUP resources (type 32): a group's configs (server/group_configs.py: consumer.* and share.*
+  keys, checked against the broker's bounds), kept by the metadata store; no LIST configs.
 - BROKER resources (type 4): the dynamic configs of the cluster-wide default (empty name) or of this
   broker (its id), checked and stored as AlterConfigs does (handlers/alter_configs.py); the LIST
   config is log.cleanup.policy, whose effective value is this broker's current one.
@@ -19,7 +21,8 @@ Deliberate deviations: as AlterConfigs (the dynamic keys are those odradek appli
 broker config value is INVALID_CONFIG).
 
 Authorization (Kafka's): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a
-broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), per resource.
+broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), for a group on the group (else
+GROUP_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from odradek.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from odradek.security.authorizer import AclOperation
+from odradek.server import group_configs
 from odradek.server.authz import AUTHORIZATION_FAILURES, require_config_resource
 from odradek.server.config import CONFIG_KEYS, ConfigType, format_value, topic_config_type
 from odradek.server.context import RequestContext
@@ -84,6 +88,12 @@ async def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -
         current = ctx.broker.store.broker_configs(entity)
         configs = _altered(current, resource.configs, _broker_list_value(ctx))
         await apply_broker_configs(ctx, entity, configs, validate_only)
+    elif resource.resource_type == group_configs.GROUP_RESOURCE:
+        store = ctx.broker.store
+        configs = _altered(store.group_configs(resource.resource_name), resource.configs, lambda name: None)
+        group_configs.validate(configs, lambda key: ctx.broker.config[key])
+        if not validate_only:
+            await store.set_group_configs(resource.resource_name, configs)
     else:
         topic = target_topic(ctx, resource.resource_type, resource.resource_name)
         defaults = ctx.broker.config.topic_config_defaults()
