@@ -174,8 +174,20 @@ class SharePartitionManager:
         reached the limit archive their records), then wait for the next deadline."""
         group_id, topic, index = entry.key
         async with entry.lock:
+            if not self._still_leader(entry):
+                self._entries.pop(entry.key, None)  # leadership moved: the new leader owns the state
+                return
             await self._tidy(group_id, topic, index, entry)
             self._arm_expiry(entry)
+
+    def _still_leader(self, entry: _Entry) -> bool:
+        _, topic, index = entry.key
+        hosted = self._replicas.partition(topic, index)
+        return (
+            hosted is not None
+            and self._replicas.serves_as_leader(topic, index)
+            and hosted.leader_epoch == entry.leader_epoch
+        )
 
     # -- share-partitions ---------------------------------------------------------------------------
 
@@ -363,7 +375,7 @@ class SharePartitionManager:
                 continue
             async with entry.lock:
                 saved = entry.partition.copy()
-                if entry.partition.release_member(member_id):
+                if self._still_leader(entry) and entry.partition.release_member(member_id):
                     await self._persist(group_id, topic, index, entry, saved)
 
     async def close_session(self, group_id: str, member_id: str) -> None:
