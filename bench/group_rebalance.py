@@ -673,6 +673,14 @@ def header(plan: Plan, quick: bool) -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
     ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", ":/src", ":/bench"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+    if dirty:  # the broker runs from the working tree
+        commit = f"{commit or '?'} with uncommitted changes in src/ or bench/"
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"{'Quick run (figures mean little)' if quick else 'Full run'}, {when}, commit {commit or '?'}\n"
