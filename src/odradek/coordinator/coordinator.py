@@ -46,7 +46,7 @@ from typing import Protocol
 
 from odradek.clock import Clock
 from odradek.controller.metadata import BrokerInfo, PartitionState, TopicMetadata
-from odradek.coordinator import classic, consumer_group, share_group
+from odradek.coordinator import classic, consumer_group, migration, share_group
 from odradek.coordinator.classic import (
     CommitArgs,
     GroupDescription,
@@ -250,10 +250,29 @@ class GroupCoordinator:
                 args.group_id, lambda group, _classic, _now: consumer_group.delete(args.group_id, group), int
             )
 
+        if shard is not None and _has_consumer_members(shard, args.group_id):
+            # a consumer group with members: the classic member joins it (migration.py)
+            def join_consumer(
+                group: ConsumerGroup | None, _classic: Group | None, now: Now
+            ) -> consumer_group.Decision:
+                if group is None or not group.members:
+                    return consumer_group.Decision(
+                        group, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, args.member_id)
+                    )
+                return migration.classic_join(
+                    group, args, new_member_id, self._topics_view(), now, self.config
+                )
+
+            joined = await shard.submit_consumer(
+                args.group_id, join_consumer, lambda code: JoinResult(code, args.member_id)
+            )
+            assert isinstance(joined, JoinResult)
+            return joined
+
         def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
             if shard is not None and _has_consumer_members(shard, args.group_id):
-                # a consumer-protocol group: no classic member may join it (no online migration)
-                reply = JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+                # became a consumer group while this request waited: join again
+                reply = JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, args.member_id)
                 return classic.Decision(group, (classic.Reply(ticket, reply),))
             return classic.join_group(group, args, ticket, new_member_id, now, self.config)
 
@@ -262,6 +281,19 @@ class GroupCoordinator:
         return result
 
     async def sync_group(self, args: SyncArgs) -> SyncResult:
+        shard = self._shard(args.group_id)
+        if shard is not None and _has_consumer_members(shard, args.group_id):
+            synced = await shard.submit_consumer(
+                args.group_id,
+                lambda group, _classic, now: _on_consumer_group(
+                    group,
+                    SyncResult(ErrorCode.UNKNOWN_MEMBER_ID),
+                    lambda g: migration.classic_sync(g, args, now),
+                ),
+                SyncResult,
+            )
+            assert isinstance(synced, SyncResult)
+            return synced
         result = await self._submit(
             args.group_id,
             lambda group, ticket, now: classic.sync_group(group, args, ticket, now, self.config),
@@ -271,6 +303,17 @@ class GroupCoordinator:
         return result
 
     async def heartbeat(self, args: HeartbeatArgs) -> int:
+        shard = self._shard(args.group_id)
+        if shard is not None and _has_consumer_members(shard, args.group_id):
+            answered = await shard.submit_consumer(
+                args.group_id,
+                lambda group, _classic, now: _on_consumer_group(
+                    group, ErrorCode.UNKNOWN_MEMBER_ID, lambda g: migration.classic_heartbeat(g, args, now)
+                ),
+                int,
+            )
+            assert isinstance(answered, int)
+            return answered
         result = await self._submit(
             args.group_id,
             lambda group, ticket, now: classic.heartbeat(group, args, ticket, now, self.config),
@@ -280,6 +323,19 @@ class GroupCoordinator:
         return result
 
     async def leave_group(self, group_id: str, members: tuple[LeavingMember, ...]) -> LeaveResult:
+        shard = self._shard(group_id)
+        if shard is not None and _has_consumer_members(shard, group_id):
+            left = await shard.submit_consumer(
+                group_id,
+                lambda group, _classic, now: _on_consumer_group(
+                    group,
+                    LeaveResult(ErrorCode.UNKNOWN_MEMBER_ID),
+                    lambda g: migration.classic_leave(g, members, self._topics_view(), now),
+                ),
+                LeaveResult,
+            )
+            assert isinstance(left, LeaveResult)
+            return left
         result = await self._submit(
             group_id,
             lambda group, ticket, now: classic.leave_group(group, members, ticket, now, self.config),
@@ -462,9 +518,9 @@ class GroupCoordinator:
         def decide(
             group: ConsumerGroup | None, classic_group: Group | None, now: Now
         ) -> consumer_group.Decision:
-            classic_members = classic_group is not None and bool(classic_group.members)
-            return consumer_group.heartbeat(
-                group, args, classic_members, new_member_id, self._topics_view(), now, self.config
+            # a classic group with members is upgraded if it may be (migration.py)
+            return migration.heartbeat_upgrading(
+                group, classic_group, args, new_member_id, self._topics_view(), now, self.config
             )
 
         result = await shard.submit_consumer(args.group_id, decide, consumer_group.HeartbeatResult)
@@ -523,6 +579,21 @@ class GroupCoordinator:
         assert isinstance(result, share_group.GroupDescription)
         return result
 
+    async def share_group_admin(self, group_id: str, empty: bool) -> tuple[int, str | None]:
+        """The group-level error of a share group offsets API (`empty`: the group must have no
+        members), decided as an event of the group's shard so it sees every earlier heartbeat."""
+        shard = self._shard(group_id)
+        if shard is None:
+            return self._unavailable(group_id), None
+
+        def decide(group: share_group.ShareGroup | None, now: Now) -> share_group.Decision:
+            other = group is None and shard.other_kind(group_id)
+            return share_group.Decision(group, share_group.admin_check(group_id, group, other, empty))
+
+        result = await shard.submit_share(group_id, decide, lambda code: (code, None))
+        assert isinstance(result, tuple)
+        return result
+
     def find_share_group(self, group_id: str) -> share_group.ShareGroup | None:
         """The share group as its shard holds it now (None: unknown here or not loaded)."""
         shard = self._shard(group_id)
@@ -572,6 +643,18 @@ def _listing(group: Group) -> GroupListing:
 def _has_consumer_members(shard: GroupCoordinatorShard, group_id: str) -> bool:
     group = shard.consumer_groups.get(group_id)
     return group is not None and bool(group.members)
+
+
+def _on_consumer_group(
+    group: ConsumerGroup | None,
+    missing: object,
+    decide: Callable[[ConsumerGroup], consumer_group.Decision],
+) -> consumer_group.Decision:
+    """A classic request's decision over the consumer group of its id; `missing` when the group
+    lost its members before the event ran (the member joins again)."""
+    if group is None or not group.members:
+        return consumer_group.Decision(group, missing)
+    return decide(group)
 
 
 class _MetadataTopics:

@@ -415,6 +415,21 @@ def delete(group_id: str, group: ShareGroup | None) -> Decision:
     return Decision(None, ErrorCode.NONE, tuple(records))
 
 
+def admin_check(
+    group_id: str, group: ShareGroup | None, other_kind: bool, empty: bool
+) -> tuple[int, str | None]:
+    """The group-level answer of the share group offsets APIs (Describe/Alter/DeleteShareGroupOffsets):
+    GROUP_ID_NOT_FOUND for an unknown or another kind of group, NON_EMPTY_GROUP when `empty` is
+    required and members remain."""
+    if group is None:
+        if other_kind:
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if empty and group.members:
+        return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
+    return ErrorCode.NONE, None
+
+
 # -- ShareGroupDescribe -----------------------------------------------------------------------------
 
 

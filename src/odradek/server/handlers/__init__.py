@@ -88,6 +88,9 @@ HANDLER_MODULES: list[str] = [
     # share groups (KIP-932): membership on the group coordinator
     "share_group_heartbeat",
     "share_group_describe",
+    "describe_share_group_offsets",
+    "alter_share_group_offsets",
+    "delete_share_group_offsets",
     # share groups (KIP-932): the partition leaders' data path
     "share_fetch",
     "share_acknowledge",

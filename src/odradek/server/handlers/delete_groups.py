@@ -6,7 +6,8 @@ Behaviour: deletes each named group that has no members: its committed offsets a
 are tombstoned in `__consumer_offsets`. Per group: NON_EMPTY_GROUP while it has members,
 GROUP_ID_NOT_FOUND when it does not exist, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its
 coordinator is elsewhere or loading. v3's per-group error message is always null: each error
-code above is its whole cause (odradek has no GROUP_DELETION_FAILED to explain).
+code above is its whole cause (odradek has no GROUP_DELETION_FAILED to explain). An empty share
+group is deleted with the share-partition state its share coordinator keeps on this broker.
 
 Authorization (Kafka's): DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
@@ -28,12 +29,11 @@ Result = DeleteGroupsResponse.DeletableGroupResult
 
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    coordinator = ctx.broker.group_coordinator
     results = [
         Result(
             group_id=g,
             error_code=(
-                await coordinator.delete_group(g)
+                await _delete(ctx, g)
                 if authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g)
                 else ErrorCode.GROUP_AUTHORIZATION_FAILED
             ),
@@ -41,6 +41,17 @@ async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGro
         for g in request.groups_names
     ]
     return DeleteGroupsResponse(results=results)
+
+
+async def _delete(ctx: RequestContext, group_id: str) -> int:
+    """Delete the group; a deleted share group's share-partition state goes with it."""
+    coordinator = ctx.broker.group_coordinator
+    is_share = coordinator.find_share_group(group_id) is not None
+    error = await coordinator.delete_group(group_id)
+    if error == ErrorCode.NONE and is_share:
+        manager = ctx.broker.share_partitions
+        await manager.delete_state(group_id, list(await manager.read_start_offsets(group_id)))
+    return error
 
 
 def error_response(request: DeleteGroupsRequest, version: int, code: int) -> DeleteGroupsResponse:
