@@ -8,8 +8,10 @@ group.max.size, offsets.topic.num.partitions, offsets.topic.replication.factor,
 offsets.topic.segment.bytes, offsets.retention.minutes, offsets.retention.check.interval.ms,
 offsets.commit.timeout.ms, offsets.load.buffer.size, offset.metadata.max.bytes, and for
 consumer-protocol groups (KIP-848) group.consumer.session.timeout.ms,
-group.consumer.heartbeat.interval.ms, group.consumer.max.size and group.consumer.assignors (the
-first is the default assignor; their bounds are checked by the broker's config). The new-member
+group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors (the
+first is the default assignor; their bounds are checked by the broker's config) and
+group.consumer.migration.policy (bidirectional, upgrade, downgrade or disabled; Kafka 4's default
+bidirectional; read case-insensitively as Kafka does). The new-member
 join timeout is Kafka's fixed 5 minutes (not a config in Kafka either).
 Callers: the coordinator runtime, the state machine (timeouts) and handlers (metadata size limit).
 """
@@ -47,9 +49,20 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_migration_policy: str = "bidirectional"
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """A classic group with members may become a consumer group (group.consumer.migration.policy)."""
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """A consumer group left with only classic members may become a classic group."""
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
     @classmethod
     def from_kafka_config(cls, config: ConfigValues) -> GroupConfig:
@@ -71,6 +84,9 @@ class GroupConfig:
             consumer_heartbeat_interval_ms=int(_get(config, "group.consumer.heartbeat.interval.ms", 5000)),
             consumer_max_size=int(_get(config, "group.consumer.max.size", 2**31 - 1)),
             consumer_assignors=tuple(_get(config, "group.consumer.assignors", ("uniform", "range"))),
+            consumer_migration_policy=str(
+                _get(config, "group.consumer.migration.policy", "bidirectional")
+            ).lower(),
             share_session_timeout_ms=int(_get(config, "group.share.session.timeout.ms", 45000)),
             share_heartbeat_interval_ms=int(_get(config, "group.share.heartbeat.interval.ms", 5000)),
             share_max_size=int(_get(config, "group.share.max.size", 200)),

@@ -63,7 +63,8 @@ from typing import Protocol
 from odradek.coordinator import assignors
 from odradek.coordinator.assignors import MemberSubscription, TopicDescription
 from odradek.coordinator.config import GroupConfig
-from odradek.coordinator.group import Now
+from odradek.coordinator.group import Group, Now
+from odradek.coordinator.group import Protocol as ClassicProtocol
 from odradek.protocol.errors import ErrorCode
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -114,6 +115,16 @@ class TopicsView(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A member of a consumer group that speaks the classic protocol (JoinGroup / SyncGroup /
+    Heartbeat, after an online upgrade, migration.py): its session timeout and the protocols of its
+    last JoinGroup (ConsumerGroupMemberMetadata's ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    protocols: tuple[ClassicProtocol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -131,6 +142,7 @@ class ConsumerMember:
     pending_revocation: TopicPartitions = field(default_factory=dict)
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
+    classic: ClassicMemberMetadata | None = None  # a classic-protocol member (migration.py)
 
     def metadata(self) -> tuple[object, ...]:
         """What ConsumerGroupMemberMetadata holds: a change is written."""
@@ -143,6 +155,7 @@ class ConsumerMember:
             self.subscribed_topic_regex,
             self.rebalance_timeout_ms,
             self.server_assignor,
+            self.classic,
         )
 
     def assignment_state(self) -> tuple[object, ...]:
@@ -263,6 +276,15 @@ class RegexRecord:
     timestamp_ms: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicGroupRecord:
+    """The classic GroupMetadata record of the same id, written when a group changes protocol
+    (migration.py); None: its tombstone (the classic group's offsets stay)."""
+
+    group_id: str
+    group: Group | None
+
+
 CgRecord = (
     GroupEpochRecord
     | MemberMetadataRecord
@@ -270,6 +292,7 @@ CgRecord = (
     | TargetEpochRecord
     | CurrentAssignmentRecord
     | RegexRecord
+    | ClassicGroupRecord
 )
 
 
@@ -310,10 +333,20 @@ class HeartbeatResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicChange:
+    """What a decision does to the classic group of the same id (migration.py): its new value
+    and the answers to the classic requests it held (runtime tickets)."""
+
+    group: Group | None
+    replies: tuple[tuple[int, object], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     group: ConsumerGroup | None
     reply: object = None
     records: tuple[CgRecord, ...] = ()
+    classic: ClassicChange | None = None
 
 
 class _Refused(Exception):
@@ -904,7 +937,8 @@ def with_fresh_sessions(group: ConsumerGroup, now: Now, config: GroupConfig) -> 
     members = {
         m.member_id: replace(
             m,
-            session_deadline_ms=now.monotonic_ms + config.consumer_session_timeout_ms,
+            session_deadline_ms=now.monotonic_ms
+            + (m.classic.session_timeout_ms if m.classic is not None else config.consumer_session_timeout_ms),
             revocation_deadline_ms=(
                 now.monotonic_ms + max(m.rebalance_timeout_ms, 0)
                 if m.state is MemberState.UNREVOKED_PARTITIONS
@@ -1021,6 +1055,8 @@ def validate_offset_commit(
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
+    if member.classic is not None:  # a classic member commits with its generation, any version
+        return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
     if api_version is not None and api_version < FIRST_MEMBER_EPOCH_OFFSET_COMMIT_VERSION:
         return ErrorCode.UNSUPPORTED_VERSION
     if member_epoch != member.member_epoch:
@@ -1037,5 +1073,5 @@ def validate_offset_fetch(group: ConsumerGroup, member_id: str, member_epoch: in
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

@@ -31,8 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.coordinator import classic
 from odradek.coordinator.consumer_group import (
     CgRecord,
+    ClassicGroupRecord,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     CurrentAssignmentRecord,
@@ -43,6 +46,13 @@ from odradek.coordinator.consumer_group import (
     TargetEpochRecord,
     TargetMemberRecord,
     TopicPartitions,
+)
+from odradek.coordinator.group import Protocol
+from odradek.coordinator.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    encode_group_metadata_value,
+    encode_key,
 )
 from odradek.protocol import codec
 from odradek.protocol.messages import (
@@ -130,6 +140,7 @@ def encode(record: CgRecord) -> tuple[bytes, bytes | None]:
                     subscribed_topic_regex=member.subscribed_topic_regex,
                     rebalance_timeout_ms=member.rebalance_timeout_ms,
                     server_assignor=member.server_assignor,
+                    classic_member_metadata=_classic_metadata(member.classic),
                 ),
             )
         case TargetMemberRecord(group_id, member_id, partitions):
@@ -176,7 +187,31 @@ def encode(record: CgRecord) -> tuple[bytes, bytes | None]:
                 return key, None
             matched = regex_value.ConsumerGroupRegularExpressionValue(sorted(topics), 0, timestamp_ms)
             return key, _value(regex_value, matched)
+        case ClassicGroupRecord(group_id, group):
+            key = encode_key(GroupMetadataKey(group_id))
+            if group is None:
+                return key, None
+            metadata = classic.group_metadata_record(group)[1]
+            assert isinstance(metadata, GroupMetadataValue)
+            return key, encode_group_metadata_value(metadata)
     raise TypeError(f"not a consumer group record: {record!r}")
+
+
+def _classic_metadata(
+    metadata: ClassicMemberMetadata | None,
+) -> member_value.ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None:
+    if metadata is None:
+        return None
+    cls = member_value.ConsumerGroupMemberMetadataValue
+    protocols = [cls.ClassicProtocol(p.name, p.metadata) for p in metadata.protocols]
+    return cls.ClassicMemberMetadata(metadata.session_timeout_ms, protocols)
+
+
+def _classic_member(value: Any) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    protocols = tuple(Protocol(p.name, bytes(p.metadata)) for p in value.supported_protocols)
+    return ClassicMemberMetadata(value.session_timeout_ms, protocols)
 
 
 def record_type(key: bytes | memoryview) -> int:
@@ -294,6 +329,7 @@ def _group(group_id: str, records: _GroupRecords) -> ConsumerGroup:
             pending_revocation=_partitions(current.partitions_pending_revocation)
             if current is not None
             else {},
+            classic=_classic_member(metadata.classic_member_metadata),
         )
     statics = {m.instance_id: m.member_id for m in members.values() if m.instance_id is not None}
     target: Mapping[str, TopicPartitions] = {m: p for m, p in records.target.items() if m in members}

@@ -305,9 +305,21 @@ class GroupCoordinatorShard:
         else:
             self.consumer_groups[group_id] = decision.group
             self._schedule_consumer(group_id, decision.group)
+        if decision.classic is not None:  # a migration: the classic group of the id changed
+            self._change_classic(group_id, decision.classic)
         _log_consumer_transition(group_id, before, decision.group)
         if ticket is not None:
             self._context.reply(ticket, reply)
+
+    def _change_classic(self, group_id: str, change: consumer_group.ClassicChange) -> None:
+        if change.group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = change.group
+            self._schedule(group_id, change.group)
+        for parked, value in change.replies:
+            self._context.reply(parked, value)
+        log.info("Group %s upgraded: a classic group converted to a consumer group", group_id)
 
     def _schedule_consumer(self, group_id: str, group: ConsumerGroup) -> None:
         deadline = group.next_deadline_ms()

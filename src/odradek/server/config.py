@@ -235,6 +235,16 @@ def one_of(*allowed: str) -> Validator:
     return check
 
 
+def _migration_policy(key: str, value: Any) -> None:
+    """group.consumer.migration.policy: Kafka's values, any case (CaseInsensitiveValidString)."""
+    if value is not None and str(value).lower() not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+        raise ConfigError(
+            key,
+            value,
+            "String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED",
+        )
+
+
 def each_of(*allowed: str) -> Validator:
     def check(key: str, value: Any) -> None:
         for item in value or []:
@@ -474,6 +484,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.max.heartbeat.interval.ms", _I, 15000, at_least(1)),
         ConfigKey("group.consumer.max.size", _I, INT_MAX, at_least(1)),
         ConfigKey("group.consumer.assignors", _LS, ["uniform", "range"], each_of(*_CONSUMER_ASSIGNORS)),
+        # online migration between classic and consumer groups: coordinator/migration.py
+        ConfigKey("group.consumer.migration.policy", _S, "bidirectional", _migration_policy),
         # transactions and producer ids
         ConfigKey("transaction.state.log.replication.factor", _SH, 1, at_least(1)),
         ConfigKey("transaction.state.log.min.isr", _I, 1, at_least(1)),
