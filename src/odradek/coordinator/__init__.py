@@ -20,6 +20,9 @@ Module map (dependencies point down):
 - `consumer_group.py`: KIP-848 consumer-protocol groups (ConsumerGroupHeartbeat /
   ConsumerGroupDescribe): their immutable values and pure decisions (epochs, target assignment,
   reconciliation, fencing, timers); their offsets are kept by the classic `Group` of the same id.
+- `migration.py`: online migration between classic and consumer groups
+  (group.consumer.migration.policy): the upgrade of a classic group, and the JoinGroup / SyncGroup /
+  Heartbeat / LeaveGroup of classic members of a consumer group, as pure decisions.
 - `consumer_records.py`: the ConsumerGroup* records of `__consumer_offsets` (Kafka 4's, through the
   generated codecs) and their replay.
 - `loader.py`: replaying a partition's records into groups (consumer-protocol groups through

@@ -38,9 +38,9 @@ refresh; Python's `re` stands in for RE2/J: the constructs RE2/J lacks (lookarou
 possessive quantifiers, atomic groups) are refused with INVALID_REGULAR_EXPRESSION as RE2/J would,
 but RE2/J's own syntax that `re` lacks (Unicode classes `\\pN`, `\\Q...\\E` quoting, POSIX
 classes `[[:alpha:]]` read as a nested set) is refused, or read differently, by `re`. Migration
-between classic and consumer groups (KIP-848's online upgrade) is not done: a classic group with
-members answers INCONSISTENT_GROUP_PROTOCOL to a heartbeat, a consumer group with members to a
-JoinGroup; an empty one of either kind gives way to the other, its offsets kept.
+between classic and consumer groups is migration.py's (members with `classic` metadata are classic
+members of the group; `heartbeat` itself refuses a join while `classic_members` is true); an empty
+group of either kind gives way to the other, its offsets kept.
 
 Invariants: values are never mutated; deadlines are monotonic milliseconds and never persisted; a
 decision's records describe exactly the difference between the group before and after.

@@ -27,9 +27,11 @@ KIP-848 consumer-protocol groups (`consumer_group_heartbeat`, `consumer_group_de
 the same way and decided by `consumer_group.py` on the shard; the decisions read the topics through
 `_MetadataTopics` (the metadata cache by name, regex matches cached per metadata version). A
 consumer group's offsets are the classic entry of its id: OffsetCommit / OffsetFetch check the
-member epoch against the consumer group first; JoinGroup on a consumer group with members answers
-INCONSISTENT_GROUP_PROTOCOL (an empty one is deleted first); ListGroups lists it as type
-"consumer"; DescribeGroups answers Dead for it; DeleteGroups deletes an empty one and its offsets.
+member epoch against the consumer group first; JoinGroup, SyncGroup, Heartbeat and LeaveGroup on a
+consumer group with members are decided by `migration.py` (classic members of a consumer group),
+an empty one is deleted before a JoinGroup; a ConsumerGroupHeartbeat joining a classic group with
+members upgrades it (`migration.heartbeat_upgrading`); ListGroups lists it as type "consumer";
+DescribeGroups answers Dead for it; DeleteGroups deletes an empty one and its offsets.
 
 Every method returns the API's result value (error codes inside) and never raises for Kafka errors.
 Callers: the group API handlers (through `broker.group_coordinator`), tests.
