@@ -22,6 +22,7 @@ from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from odradek.testing.broker import BrokerProcess
+from tests.cli.tooling import ok
 
 SETTINGS = {
     "group.share.record.lock.duration.ms": 1000,
@@ -174,3 +175,54 @@ def test_records_of_a_killed_consumer_are_delivered_again(broker: BrokerProcess,
     assert expected <= counts.keys()
     # the records the killed consumer held come back after their lock expired: second delivery
     assert any(count >= 2 for count in counts.values())
+
+
+def test_a_broker_restart_between_acquisition_and_acknowledgement(tmp_path: Path) -> None:
+    """Records acquired before the broker restarts and acknowledged after it: none is lost, every one
+    is delivered again after the restart (acquisitions are not written), and once acknowledged by
+    the new session nothing more comes; the group's membership and configs survive the restart."""
+    with BrokerProcess(tmp_path / "data", overrides=SETTINGS, output_path=tmp_path / "broker.out") as process:
+        servers = bootstrap(process)
+        admin = AdminClient({"bootstrap.servers": servers})
+        create_topic(admin, "restart", 2)
+        earliest(admin, "restart-group")
+        expected = produce(servers, "restart", 40, 2)
+        consumer = share_consumer(
+            servers, "restart-group", "restart", **{"share.acknowledgement.mode": "explicit"}
+        )
+        try:
+            held: list[object] = []
+            deadline = time.monotonic() + DEADLINE_S
+            while not held and time.monotonic() < deadline:
+                held = [m for m in consumer.poll(0.5) if m.error() is None]
+            assert held, "nothing was acquired before the restart"
+            process.restart(hard=True)
+            for message in held:
+                consumer.acknowledge(message)
+            try:
+                consumer.commit_sync()
+            except Exception:  # noqa: BLE001 - the session died with the broker: Kafka's clients see an error
+                pass
+            counts: dict[bytes, int] = {}
+            deadline = time.monotonic() + DEADLINE_S
+            while not expected <= counts.keys() and time.monotonic() < deadline:
+                batch = [m for m in consumer.poll(0.5) if m.error() is None]
+                for message in batch:
+                    counts[message.value()] = message.delivery_count()
+                    consumer.acknowledge(message)
+                if batch:
+                    consumer.commit_sync()
+            assert expected <= counts.keys()
+        finally:
+            consumer.close()
+        assert "restart-group" in run_tool_list(servers)
+        late = share_consumer(servers, "restart-group", "restart")
+        try:
+            leftovers = [m for _ in range(6) for m in late.poll(0.5) if m.error() is None]
+        finally:
+            late.close()
+        assert leftovers == []
+
+
+def run_tool_list(servers: str) -> list[str]:
+    return ok("share-groups", "--bootstrap-server", servers, "--list").split()
