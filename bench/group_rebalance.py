@@ -708,6 +708,7 @@ def main() -> None:
     for name, reason in absent.items():
         progress(f"{label(name)}: not run: {reason}")
     started = time.monotonic()
+    heading = header(plan, args.quick)  # the tree the brokers start from, before others change it
     for name in brokers:
         if name in absent:
             continue
@@ -721,7 +722,7 @@ def main() -> None:
                 reason = (str(exc) or type(exc).__name__).splitlines()[0][:200]
                 table.notes.append(f"{label(name)}: failed: {type(exc).__name__}: {reason}")
                 progress(f"{name}: failed: {reason}")
-    print(header(plan, args.quick))
+    print(heading)
     print()
     print(table.markdown())
     print()
