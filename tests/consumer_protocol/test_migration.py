@@ -3,7 +3,8 @@
 `cooperative-sticky` assignor) rolled to `group.protocol=consumer` one member at a time while
 records flow, then rolled back, with no record lost or consumed twice by the committed offsets
 (members.py's ledger). The first consumer-protocol member converts the classic group (its
-committed offsets kept); the classic members go on as classic members of the consumer group.
+committed offsets kept); the classic members go on as classic members of the consumer group; when
+the last consumer-protocol member leaves, the group becomes a classic group again.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def test_a_group_rolled_from_classic_to_consumer_and_back_consumes_every_record_
         modern.members[0].stop()
         classic.add()
         eventually(lambda: assigned(classic, 3), 60, "a second classic member consuming")
-        modern.members[1].stop()
+        modern.members[1].stop()  # the last consumer-protocol member: the group is downgraded
+        eventually(lambda: group_type(bootstrap, group) == "classic", 30, "the group downgraded")
         producer.join()
         assert producer.errors == []
         ends = end_offsets(bootstrap, topic, PARTITIONS)

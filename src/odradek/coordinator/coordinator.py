@@ -520,10 +520,12 @@ class GroupCoordinator:
         def decide(
             group: ConsumerGroup | None, classic_group: Group | None, now: Now
         ) -> consumer_group.Decision:
-            # a classic group with members is upgraded if it may be (migration.py)
-            return migration.heartbeat_upgrading(
+            # a classic group with members is upgraded if it may be, a consumer group left with
+            # classic members only downgraded (migration.py)
+            decision = migration.heartbeat_upgrading(
                 group, classic_group, args, new_member_id, self._topics_view(), now, self.config
             )
+            return migration.maybe_downgrade(group, decision, classic_group, now, self.config)
 
         result = await shard.submit_consumer(args.group_id, decide, consumer_group.HeartbeatResult)
         assert isinstance(result, consumer_group.HeartbeatResult)

@@ -33,12 +33,20 @@ Classic members of a consumer group (Kafka's classicGroup*ToConsumerGroup):
   generation (= member epoch, ILLEGAL_GENERATION otherwise) at any OffsetCommit version.
 - A classic member's session deadline is its own session timeout, refreshed by each of its requests.
 
-Deviations (not done yet): the downgrade (a consumer group left with only classic members stays a
-consumer group whose classic members keep working; Kafka converts it back to a classic group when
-its last consumer-protocol member leaves and the policy allows it); the join and sync timeouts of
-classic members (a member that never rejoins or syncs is fenced by its session timeout, or by its
-revocation deadline while revoking, rather than by its rebalance timeout); static classic members
-joining a consumer group are handled as dynamic ones (no instance id takeover).
+Downgrade (`maybe_downgrade`, after a ConsumerGroupHeartbeat leave or a timer's fencing removed
+members): when only classic members remain and the policy allows it (`bidirectional` or
+`downgrade`, at most group.max.size members), the consumer group is tombstoned and a classic group
+written in its place (Kafka's ClassicGroup.fromConsumerGroup: generation = the group epoch, each
+member's assignment its target, the protocol all support, the first member leader, offsets kept),
+then a rebalance is prepared so the members rejoin. Otherwise the classic members go on in the
+consumer group.
+
+Deviations (not done yet): the join and sync timeouts of classic members (a member that never
+rejoins or syncs is fenced by its session timeout, or by its revocation deadline while revoking,
+rather than by its rebalance timeout); static classic members joining a consumer group are handled
+as dynamic ones (no instance id takeover, and no downgrade when a static classic member replaces
+the last consumer-protocol one); a classic LeaveGroup or session timeout of the last classic
+member never downgrades (nor does Kafka's leave path).
 
 Callers: GroupCoordinator (decisions on the shard), tests.
 """
@@ -49,6 +57,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from odradek.coordinator import classic as classic_state
 from odradek.coordinator import consumer_group
 from odradek.coordinator.classic import HeartbeatArgs as ClassicHeartbeatArgs
 from odradek.coordinator.classic import JoinArgs, JoinResult, LeaveResult, LeavingMember, SyncArgs, SyncResult
@@ -65,13 +74,14 @@ from odradek.coordinator.consumer_group import (
     GroupEpochRecord,
     MemberMetadataRecord,
     MemberState,
+    RegexRecord,
     TargetEpochRecord,
     TargetMemberRecord,
     TopicInfo,
     TopicPartitions,
     TopicsView,
 )
-from odradek.coordinator.group import Group, Now, Protocol
+from odradek.coordinator.group import Group, GroupState, Member, Now, Protocol
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, assignment_partitions
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.primitives import ProtocolDecodeError, Reader, Writer
@@ -455,3 +465,71 @@ def classic_leave(
 def has_classic_state(group: ConsumerGroup | None) -> bool:
     """A consumer group with members takes the classic requests of its id."""
     return group is not None and bool(group.members)
+
+
+# ---------------------------------------------------------------------------------------------
+# downgrade
+
+
+def maybe_downgrade(
+    before: ConsumerGroup | None, decision: Decision, classic: Group | None, now: Now, config: GroupConfig
+) -> Decision:
+    """After a decision that removed members (a consumer-protocol member left or was fenced): when
+    only classic members remain and the policy allows it (`bidirectional`, `downgrade`; at most
+    group.max.size members), the group becomes a classic group again (Kafka's convertToClassicGroup):
+    generation = the group epoch, each member with its classic protocols and its target assignment,
+    the protocol every member supports, the first member its leader; then a rebalance is prepared so
+    the members rejoin. Records: the consumer group's tombstones, then the classic GroupMetadata."""
+    after = decision.group
+    if before is None or after is None or not after.members or len(after.members) >= len(before.members):
+        return decision
+    if any(m.classic is None for m in after.members.values()):
+        return decision
+    if not config.downgrade_enabled or len(after.members) > config.max_size:
+        return decision
+    names = after.topic_names()
+    members: dict[str, Member] = {}
+    for m in after.members.values():
+        assert m.classic is not None
+        subscription = parse_subscription(m.classic.protocols[0].metadata) if m.classic.protocols else None
+        version = subscription.version if subscription is not None else 0
+        target = after.target.get(m.member_id, {})
+        members[m.member_id] = Member(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.classic.session_timeout_ms,
+            CONSUMER_PROTOCOL_TYPE,
+            m.classic.protocols,
+            assignment=serialize_assignment(_by_name(target, names), version),
+            session_deadline_ms=now.monotonic_ms + m.classic.session_timeout_ms,
+        )
+    stable = Group(
+        after.group_id,
+        state=GroupState.STABLE,
+        state_timestamp_ms=now.wall_ms,
+        generation_id=after.group_epoch,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+        leader_id=next(iter(members)),
+        members=members,
+        static_members={m.group_instance_id: m.member_id for m in members.values() if m.group_instance_id},
+        offsets=classic.offsets if classic is not None else {},
+    )
+    stable = replace(stable, protocol_name=classic_state._select_protocol(stable))
+    if stable.protocol_name is None:
+        return decision
+    gid = after.group_id
+    records: list[CgRecord] = list(decision.records)
+    for member_id in after.members:
+        records.append(CurrentAssignmentRecord(gid, member_id, None))
+        records.append(TargetMemberRecord(gid, member_id, None))
+        records.append(MemberMetadataRecord(gid, member_id, None))
+    records.extend(RegexRecord(gid, regex, None) for regex in after.regexes)
+    records.append(TargetEpochRecord(gid, None))
+    records.append(GroupEpochRecord(gid, None))
+    records.append(ClassicGroupRecord(gid, stable))
+    # a stable group's rebalance answers nothing parked (there is nothing parked)
+    rebalancing = classic_state._prepare_rebalance(stable, now, config, classic_state._Out())
+    return Decision(None, decision.reply, tuple(records), ClassicChange(rebalancing))

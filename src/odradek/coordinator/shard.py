@@ -39,7 +39,14 @@ import logging
 from collections.abc import Callable
 
 from odradek.clock import Clock
-from odradek.coordinator import classic, consumer_group, consumer_records, share_group, share_group_records
+from odradek.coordinator import (
+    classic,
+    consumer_group,
+    consumer_records,
+    migration,
+    share_group,
+    share_group_records,
+)
 from odradek.coordinator.config import GroupConfig
 from odradek.coordinator.consumer_group import ConsumerGroup, TopicsView
 from odradek.coordinator.group import Group, GroupState, Now, TopicPartition
@@ -306,12 +313,12 @@ class GroupCoordinatorShard:
             self.consumer_groups[group_id] = decision.group
             self._schedule_consumer(group_id, decision.group)
         if decision.classic is not None:  # a migration: the classic group of the id changed
-            self._change_classic(group_id, decision.classic)
+            self._change_classic(group_id, decision.classic, upgraded=decision.group is not None)
         _log_consumer_transition(group_id, before, decision.group)
         if ticket is not None:
             self._context.reply(ticket, reply)
 
-    def _change_classic(self, group_id: str, change: consumer_group.ClassicChange) -> None:
+    def _change_classic(self, group_id: str, change: consumer_group.ClassicChange, upgraded: bool) -> None:
         if change.group is None:
             self.groups.pop(group_id, None)
         else:
@@ -319,7 +326,10 @@ class GroupCoordinatorShard:
             self._schedule(group_id, change.group)
         for parked, value in change.replies:
             self._context.reply(parked, value)
-        log.info("Group %s upgraded: a classic group converted to a consumer group", group_id)
+        if upgraded:
+            log.info("Group %s upgraded: a classic group converted to a consumer group", group_id)
+        else:
+            log.info("Group %s downgraded: a consumer group converted to a classic group", group_id)
 
     def _schedule_consumer(self, group_id: str, group: ConsumerGroup) -> None:
         deadline = group.next_deadline_ms()
@@ -340,7 +350,7 @@ class GroupCoordinatorShard:
             decision, fenced = consumer_group.advance(group, self._topics(), now)
             for line in fenced:
                 log.info("%s", line)
-            return decision
+            return migration.maybe_downgrade(group, decision, classic_group, now, self._config)
 
         await self._apply_consumer(group_id, decide, None)
 
