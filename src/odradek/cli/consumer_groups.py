@@ -22,7 +22,8 @@ Differences from Kafka, deliberate: a group that does not exist, a refused reset
 a failed deletion exit with status 1 (Kafka prints the error and exits 0); a failed deletion's
 `* Group 'g' could not be deleted due to: ...` lines go to stderr under their headline (Kafka prints
 them on stdout); rows of the offsets table are sorted by topic and partition. --from-file and
---export are not supported.
+--export are not supported. Share groups are left out of --list, as Kafka's tool leaves them
+(`odradek share-groups` lists them).
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def _duration_ms(text: str) -> int:
 
 def list_groups(admin: GroupAdmin, args: argparse.Namespace) -> int:
     """The group ids; with --state and --type, Kafka's table of them (each a filter when given values)."""
-    listed = admin.list_groups()
+    listed = [g for g in admin.list_groups() if g.group_type in ("classic", "consumer")]  # as Kafka's tool
     if args.state is None and args.type is None:
         for group in listed:
             print(group.group_id)

@@ -25,6 +25,10 @@ Module map (dependencies point down):
   Heartbeat / LeaveGroup of classic members of a consumer group, as pure decisions.
 - `consumer_records.py`: the ConsumerGroup* records of `__consumer_offsets` (Kafka 4's, through the
   generated codecs) and their replay.
+- `share_group.py`: KIP-932 share groups' membership (ShareGroupHeartbeat / ShareGroupDescribe):
+  their immutable values and pure decisions (epochs, target assignment without revocation, session
+  fencing, the offsets APIs' group checks); `share_assignor.py`: the `simple` share assignor (pure);
+  `share_group_records.py`: the ShareGroup* records of `__consumer_offsets` and their replay.
 - `loader.py`: replaying a partition's records into groups (consumer-protocol groups through
   `consumer_records.py`).
 - `group.py`: the immutable values (`Group`, `Member`, `CommittedOffset`, `GroupState`, `Now`).

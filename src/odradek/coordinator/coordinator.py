@@ -272,6 +272,10 @@ class GroupCoordinator:
             return joined
 
         def decide(group: Group | None, ticket: int, now: Now) -> classic.Decision:
+            if shard is not None and args.group_id in shard.share_groups:
+                # a share group's id: no classic member may join it
+                reply = JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+                return classic.Decision(group, (classic.Reply(ticket, reply),))
             if shard is not None and _has_consumer_members(shard, args.group_id):
                 # became a consumer group while this request waited: join again
                 reply = JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, args.member_id)
@@ -515,6 +519,9 @@ class GroupCoordinator:
         shard = self._shard(args.group_id)
         if shard is None:
             return consumer_group.HeartbeatResult(self._unavailable(args.group_id))
+        if args.group_id in shard.share_groups:  # no group changes kind (Kafka's GroupIdNotFoundException)
+            message = f"Group {args.group_id} is not a consumer group."
+            return consumer_group.HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, message)
         new_member_id = str(uuid.uuid4())
 
         def decide(
@@ -540,6 +547,7 @@ class GroupCoordinator:
             group: ConsumerGroup | None, classic_group: Group | None, now: Now
         ) -> consumer_group.Decision:
             is_classic = classic_group is not None and classic_group.protocol_type is not None
+            is_classic = is_classic or group_id in shard.share_groups  # "is not a consumer group."
             return consumer_group.Decision(
                 group, consumer_group.describe(group_id, group, is_classic, self.config)
             )

@@ -5,7 +5,9 @@ writer, append then apply, timers, closing).
 Owns the groups of the partition: classic groups (`groups`, which also hold the committed offsets of
 every group) and consumer-protocol groups (`consumer_groups`, KIP-848: `consumer_group.*` decisions,
 their records encoded by consumer_records.py; a write failure answers the heartbeat with the mapped
-append error and keeps the group as it was). Loading replays the partition through `GroupLoader`.
+append error and keeps the group as it was). Share groups (`share_groups`, KIP-932: `share_group.*`
+decisions, their records encoded by share_group_records.py) are kept the same way, each member's
+session deadline a timer. Loading replays the partition through `GroupLoader`.
 An event is a pure decision over one group (`classic.*`): its records are written through the runtime
 (appended with acks=-1 and committed) before the new group state is kept and the replies are sent; if the
 append fails, the group stays as it was and the decision's failure answer is sent instead (Kafka's
