@@ -141,3 +141,14 @@ def test_describe() -> None:
     assert (described.state, described.assignor_name, described.group_epoch) == ("Stable", "simple", 1)
     assert sg.describe("x", None, True).error_message == "Group x is not a share group."
     assert sg.describe("x", None, False).error_message == "Group x not found."
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval() -> None:
+    own = sg.with_group_configs(
+        SETTINGS, {"share.session.timeout.ms": "5000", "share.heartbeat.interval.ms": "7"}
+    )
+    args = sg.HeartbeatArgs("g", "m1", 0, subscribed_topic_names=("a",))
+    decision = sg.heartbeat(None, args, False, VIEW, Now(0, 0), own)
+    assert decision.reply.heartbeat_interval_ms == 7
+    assert decision.group.members["m1"].session_deadline_ms == 5000
+    assert sg.with_group_configs(SETTINGS, {}) == SETTINGS

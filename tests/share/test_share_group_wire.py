@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
@@ -123,3 +123,16 @@ def test_groups_of_other_kinds_and_unknown_groups(broker: BrokerProcess) -> None
         ErrorCode.INVALID_REQUEST,
         "SubscribedTopicNames must be set in first request.",
     )
+
+
+def test_a_groups_own_heartbeat_interval(broker: BrokerProcess) -> None:
+    topic, group = unique("interval-topic"), unique("interval-group")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create_topic(admin, topic, 1)
+    entry = ConfigEntry("share.heartbeat.interval.ms", "700", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+    assert heartbeat(broker, group, str(uuid.uuid4()), 0, [topic]).heartbeat_interval_ms == 700
+    other = heartbeat(broker, unique("default-group"), str(uuid.uuid4()), 0, [topic])
+    assert other.heartbeat_interval_ms == SETTINGS["group.share.heartbeat.interval.ms"]

@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -180,6 +180,8 @@ class GroupCoordinator:
         self._loaded_partitions = 0
         self._loaded_groups = 0
         self._load_started_ms = 0
+        # a group's own configs (GROUP config resources), replaced by the broker with the store's
+        self.group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}
 
     # -- life cycle and leadership ----------------------------------------------------------------
 
@@ -568,9 +570,11 @@ class GroupCoordinator:
         if shard is None:
             return share_group.HeartbeatResult(self._unavailable(args.group_id))
 
+        settings = share_group.with_group_configs(shard.share_settings, self.group_configs(args.group_id))
+
         def decide(group: share_group.ShareGroup | None, now: Now) -> share_group.Decision:
             other = group is None and shard.other_kind(args.group_id)
-            return share_group.heartbeat(group, args, other, self._topics_view(), now, shard.share_settings)
+            return share_group.heartbeat(group, args, other, self._topics_view(), now, settings)
 
         result = await shard.submit_share(args.group_id, decide, share_group.HeartbeatResult)
         assert isinstance(result, share_group.HeartbeatResult)

@@ -20,7 +20,8 @@ The protocol (Kafka 4's GroupMetadataManager for share groups):
 - No revocation phase: a member moves to the target at its next heartbeat (partitions are shared,
   so nothing waits for another member to release them); its epoch becomes the assignment epoch.
   The answer carries the assignment when the member joined or its assignment changed.
-- Timers: each heartbeat sets the member's session deadline (group.share.session.timeout.ms);
+- Timers: each heartbeat sets the member's session deadline (group.share.session.timeout.ms, or
+  the group's own share.session.timeout.ms; its share.heartbeat.interval.ms likewise);
   one passing fences the member (removed, group epoch bumped).
 
 Invariants: values are never mutated; deadlines are monotonic ms, never written; a decision's
@@ -59,6 +60,17 @@ class ShareSettings:
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
     max_size: int = 200
+
+
+def with_group_configs(settings: ShareSettings, configs: Mapping[str, str]) -> ShareSettings:
+    """The settings with a group's own share.session.timeout.ms and share.heartbeat.interval.ms."""
+    session = configs.get("share.session.timeout.ms")
+    heartbeat = configs.get("share.heartbeat.interval.ms")
+    return replace(
+        settings,
+        session_timeout_ms=int(session) if session is not None else settings.session_timeout_ms,
+        heartbeat_interval_ms=int(heartbeat) if heartbeat is not None else settings.heartbeat_interval_ms,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,10 @@ The configs are kept by the metadata store (`/config/groups/<group>` in ZooKeepe
 `group_configs` of the single node's metadata file). DescribeConfigs answers every key: a group's
 own value with source GROUP_CONFIG (8), else the broker's with DEFAULT_CONFIG (5).
 
-Deviation: of the values, share.auto.offset.reset and share.isolation.level are applied (read by the
-share-partition leader when it builds a share-partition); the others are stored and described but
-the broker-wide settings still govern.
+Applied: share.auto.offset.reset and share.isolation.level (read by the share-partition leader when
+it builds a share-partition), share.session.timeout.ms and share.heartbeat.interval.ms (read by the
+group coordinator at each share group heartbeat). Deviation: the other keys are stored and
+described but the broker-wide settings still govern; by_duration resets read as latest.
 Callers: the DescribeConfigs and IncrementalAlterConfigs handlers, the broker.
 """
 

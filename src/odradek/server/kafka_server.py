@@ -462,6 +462,7 @@ class KafkaServer:
             ReplicaManagerLog(self.replica_manager, OFFSETS_TOPIC),
             self.scheduler,
         )
+        self.group_coordinator.group_configs = self.store.group_configs
         await self.group_coordinator.startup()
         self.txn_coordinator = TransactionCoordinator(
             config,
