@@ -47,3 +47,17 @@ async def test_emptied_entity_leaves_the_file(tmp_path):
     await store.set_broker_configs("0", {})
     assert store.broker_configs("0") == {}
     assert "broker_configs" not in json.loads((tmp_path / METADATA_FILE).read_text())
+
+
+@on_loop
+async def test_group_configs_are_stored_and_read_back(tmp_path):
+    store = LocalMetadataStore(tmp_path, SCHEDULER)
+    await store.set_group_configs("g", {"share.auto.offset.reset": "earliest"})
+    await store.set_broker_configs("0", {"log.segment.bytes": "2048"})  # keeps the group configs
+    document = json.loads((tmp_path / METADATA_FILE).read_text())
+    assert document["group_configs"] == {"g": {"share.auto.offset.reset": "earliest"}}
+    reloaded = LocalMetadataStore(tmp_path, SCHEDULER)
+    reloaded.load()
+    assert reloaded.group_configs("g") == {"share.auto.offset.reset": "earliest"}
+    await reloaded.set_group_configs("g", {})
+    assert "group_configs" not in json.loads((tmp_path / METADATA_FILE).read_text())

@@ -210,3 +210,26 @@ async def test_broker_configs_reach_the_brokers_they_concern(chroot):
         await _close(restarted)
     finally:
         await _close(writer, other)
+
+
+@on_loop
+async def test_group_configs_reach_every_broker_and_survive_a_restart(chroot):
+    writer, other = await _store(chroot, 1), await _store(chroot, 2)
+    try:
+        await writer.set_group_configs("a/group", {"share.auto.offset.reset": "earliest"})
+        assert writer.group_configs("a/group") == {"share.auto.offset.reset": "earliest"}
+        assert await writer.zk.entity_configs("groups", "a%2Fgroup") == {
+            "share.auto.offset.reset": "earliest"
+        }
+        async with asyncio.timeout(10):
+            while other.group_configs("a/group") != {"share.auto.offset.reset": "earliest"}:
+                await asyncio.sleep(0.05)
+        restarted = await _store(chroot, 3)
+        assert restarted.group_configs("a/group") == {"share.auto.offset.reset": "earliest"}
+        await writer.set_group_configs("a/group", {})
+        async with asyncio.timeout(10):
+            while restarted.group_configs("a/group") != {}:
+                await asyncio.sleep(0.05)
+        await _close(restarted)
+    finally:
+        await _close(writer, other)
