@@ -42,7 +42,7 @@ DEFAULT_TIMEOUT_MS = 5000
 EARLIEST, LATEST = -2, -1
 _ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
 # the Java exception Kafka's tool names for an error code
-_EXCEPTIONS = {
+_EXCEPTIONS: dict[int, str] = {
     ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
     ErrorCode.GROUP_ID_NOT_FOUND: "GroupIdNotFoundException",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "GroupAuthorizationException",
@@ -249,7 +249,7 @@ def delete(admin: ShareAdmin, args: argparse.Namespace) -> int:
 
 
 def _error_text(group: str, code: int) -> str:
-    messages = {
+    messages: dict[int, str] = {
         ErrorCode.NON_EMPTY_GROUP: f"Share group '{group}' is not EMPTY.",
         ErrorCode.GROUP_ID_NOT_FOUND: f"Group {group} not found.",
     }

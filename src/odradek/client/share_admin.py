@@ -75,7 +75,7 @@ class ShareAdmin(GroupAdmin):
             topic_ids: dict[str, uuid.UUID] = {}
             members = []
             for m in described.members:
-                partitions = []
+                partitions: list[TopicPartition] = []
                 for t in m.assignment.topic_partitions:
                     topic_ids[t.topic_name] = t.topic_id
                     partitions.extend(TopicPartition(t.topic_name, p) for p in t.partitions)

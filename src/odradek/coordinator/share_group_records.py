@@ -91,38 +91,39 @@ def encode(record: SgRecord) -> tuple[bytes, bytes | None]:
             key = _key(member_key, member_key.ShareGroupMemberMetadataKey(group_id, member_id))
             if member is None:
                 return key, None
-            value = member_value.ShareGroupMemberMetadataValue(
+            metadata = member_value.ShareGroupMemberMetadataValue(
                 member.rack_id, member.client_id, member.client_host, list(member.subscribed_topic_names)
             )
-            return key, _value(member_value, value)
+            return key, _value(member_value, metadata)
         case TargetMemberRecord(group_id, member_id, partitions):
             key = _key(
                 target_member_key, target_member_key.ShareGroupTargetAssignmentMemberKey(group_id, member_id)
             )
             if partitions is None:
                 return key, None
-            cls = target_member_value.ShareGroupTargetAssignmentMemberValue
-            return key, _value(target_member_value, cls(_topic_partitions(cls.TopicPartition, partitions)))
+            target_cls = target_member_value.ShareGroupTargetAssignmentMemberValue
+            target = target_cls(_topic_partitions(target_cls.TopicPartition, partitions))
+            return key, _value(target_member_value, target)
         case TargetEpochRecord(group_id, epoch, timestamp_ms):
             key = _key(
                 target_metadata_key, target_metadata_key.ShareGroupTargetAssignmentMetadataKey(group_id)
             )
             if epoch is None:
                 return key, None
-            value = target_metadata_value.ShareGroupTargetAssignmentMetadataValue(epoch, timestamp_ms)
-            return key, _value(target_metadata_value, value)
+            epochs = target_metadata_value.ShareGroupTargetAssignmentMetadataValue(epoch, timestamp_ms)
+            return key, _value(target_metadata_value, epochs)
         case CurrentAssignmentRecord(group_id, member_id, member):
             key = _key(current_key, current_key.ShareGroupCurrentMemberAssignmentKey(group_id, member_id))
             if member is None:
                 return key, None
-            cls = current_value.ShareGroupCurrentMemberAssignmentValue
-            value = cls(
+            current_cls = current_value.ShareGroupCurrentMemberAssignmentValue
+            current = current_cls(
                 member_epoch=member.member_epoch,
                 previous_member_epoch=member.previous_member_epoch,
                 state=0,  # STABLE: share group members have no other state
-                assigned_partitions=_topic_partitions(cls.TopicPartitions, member.assigned),
+                assigned_partitions=_topic_partitions(current_cls.TopicPartitions, member.assigned),
             )
-            return key, _value(current_value, value)
+            return key, _value(current_value, current)
     raise TypeError(f"not a share group record: {record!r}")
 
 
