@@ -146,7 +146,8 @@ def test_the_upgrade_keeps_the_classic_members_partitions_and_offsets(broker: Br
             ConsumerGroupDescribeRequest(group_ids=[group]),
         ).groups[0]
         assert described.error_code == ErrorCode.NONE
-        assert len(described.members) == 2
+        # the classic member (MemberType 0) and the joining consumer-protocol member (1)
+        assert sorted(m.member_type for m in described.members) == [0, 1]
         assert sum(committed_offsets(bootstrap, group, topic, PARTITIONS).values()) == 20
     finally:
         classic.stop()

@@ -984,6 +984,7 @@ class MemberDescription:
     subscribed_topic_regex: str | None
     assignment: TopicPartitions
     target_assignment: TopicPartitions
+    classic: bool = False  # a classic member (migration.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1020,6 +1021,7 @@ def describe(
             m.subscribed_topic_regex,
             m.assigned,
             group.target.get(m.member_id, _NO_PARTITIONS),
+            m.classic is not None,
         )
         for m in group.members.values()
     )

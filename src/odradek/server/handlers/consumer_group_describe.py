@@ -37,6 +37,7 @@ MAX_VERSION = 1
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 CONSUMER_MEMBER_TYPE = 1  # v1 MemberType: -1 unknown, 0 classic member, 1 consumer member
+CLASSIC_MEMBER_TYPE = 0  # a classic member of a consumer group (online migration)
 
 Response = ConsumerGroupDescribeResponse
 Described = ConsumerGroupDescribeResponse.DescribedGroup
@@ -89,7 +90,7 @@ def _described(ctx: RequestContext, group: GroupDescription, include_operations:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=_assignment(m.assignment, names),
                 target_assignment=_assignment(m.target_assignment, names),
-                member_type=CONSUMER_MEMBER_TYPE,
+                member_type=CLASSIC_MEMBER_TYPE if m.classic else CONSUMER_MEMBER_TYPE,
             )
             for m in group.members
         ],
