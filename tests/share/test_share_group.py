@@ -152,3 +152,18 @@ def test_a_groups_own_session_timeout_and_heartbeat_interval() -> None:
     assert decision.reply.heartbeat_interval_ms == 7
     assert decision.group.members["m1"].session_deadline_ms == 5000
     assert sg.with_group_configs(SETTINGS, {}) == SETTINGS
+
+
+def test_initialized_share_partitions_are_kept_written_and_replayed() -> None:
+    replay = ShareGroupReplay()
+    first = beat(None, "m1", 0, ("a", "b"))
+    assert first.group.initialized == {T1: ("a", frozenset(range(4))), T2: ("b", frozenset(range(2)))}
+    forgotten = sg.forget_topics("g", first.group, [T2])
+    assert forgotten.group.initialized == {T1: ("a", frozenset(range(4)))}
+    added = sg.add_initialized("g", forgotten.group, {T2: "b"}, [(T2, 1)])
+    assert added.group.initialized[T2] == ("b", frozenset({1}))
+    for decision in (first, forgotten, added):
+        for record in decision.records:
+            replay.apply(*encode(record))
+    assert replay.groups()["g"].initialized == added.group.initialized
+    assert sg.forget_topics("g", added.group, [uuid.UUID(int=9)]).records == ()

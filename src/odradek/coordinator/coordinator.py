@@ -610,6 +610,29 @@ class GroupCoordinator:
         assert isinstance(result, tuple)
         return result
 
+    async def share_partitions_changed(
+        self,
+        group_id: str,
+        added: Mapping[uuid.UUID, tuple[str, Sequence[int]]] = {},  # noqa: B006 - read only
+        removed: Sequence[uuid.UUID] = (),
+    ) -> int:
+        """The group's initialized share-partitions after AlterShareGroupOffsets (`added`) or
+        DeleteShareGroupOffsets (`removed`): ShareGroupStatePartitionMetadata written."""
+        shard = self._shard(group_id)
+        if shard is None:
+            return self._unavailable(group_id)
+        names = {t: name for t, (name, _) in added.items()}
+        partitions = [(t, p) for t, (_, ps) in added.items() for p in ps]
+
+        def decide(group: share_group.ShareGroup | None, now: Now) -> share_group.Decision:
+            if removed:
+                return share_group.forget_topics(group_id, group, removed)
+            return share_group.add_initialized(group_id, group, names, partitions)
+
+        result = await shard.submit_share(group_id, decide, int)
+        assert isinstance(result, int)
+        return result
+
     def find_share_group(self, group_id: str) -> share_group.ShareGroup | None:
         """The share group as its shard holds it now (None: unknown here or not loaded)."""
         shard = self._shard(group_id)

@@ -100,6 +100,8 @@ class ShareGroup:
     target: Mapping[str, TopicPartitions] = field(default_factory=dict)
     topics: Mapping[str, TopicInfo] = field(default_factory=dict)  # subscribed topics, last heartbeat
     metadata_version: int | None = None  # the TopicsView version `topics` was read at (not stored)
+    # the share-partitions ever assigned (Kafka's initialized topics): topic id -> (name, partitions)
+    initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
 
     @property
     def state(self) -> ShareGroupState:
@@ -153,8 +155,21 @@ class CurrentAssignmentRecord:
     member: ShareMember | None
 
 
+@dataclass(frozen=True, slots=True)
+class StatePartitionsRecord:
+    """ShareGroupStatePartitionMetadata: the share-partitions the group has state for (None: deleted)."""
+
+    group_id: str
+    initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]] | None
+
+
 SgRecord = (
-    GroupEpochRecord | MemberMetadataRecord | TargetMemberRecord | TargetEpochRecord | CurrentAssignmentRecord
+    GroupEpochRecord
+    | MemberMetadataRecord
+    | TargetMemberRecord
+    | TargetEpochRecord
+    | CurrentAssignmentRecord
+    | StatePartitionsRecord
 )
 
 
@@ -373,7 +388,56 @@ def _compute_target(group: ShareGroup, now: Now, records: list[SgRecord]) -> Sha
         if _frozen(partitions) != _frozen(group.target.get(member_id, {})) or member_id not in group.target:
             records.append(TargetMemberRecord(group.group_id, member_id, partitions))
     records.append(TargetEpochRecord(group.group_id, group.group_epoch, now.wall_ms))
+    names = {t.topic_id: t.name for t in group.topics.values()}
+    assigned = [(t, p) for partitions in target.values() for t, ps in partitions.items() for p in ps]
+    group = with_initialized(group, names, assigned, records)
     return replace(group, target=target, assignment_epoch=group.group_epoch)
+
+
+def with_initialized(
+    group: ShareGroup,
+    names: Mapping[uuid.UUID, str],
+    partitions: Iterable[tuple[uuid.UUID, int]],
+    records: list[SgRecord],
+) -> ShareGroup:
+    """The group with `partitions` among its initialized share-partitions (written when that grew)."""
+    grown: dict[uuid.UUID, set[int]] = {t: set(ps) for t, (_, ps) in group.initialized.items()}
+    for topic_id, partition in partitions:
+        grown.setdefault(topic_id, set()).add(partition)
+    initialized = {
+        t: (names.get(t, group.initialized.get(t, ("", frozenset()))[0]), frozenset(ps))
+        for t, ps in grown.items()
+    }
+    if initialized == dict(group.initialized):
+        return group
+    records.append(StatePartitionsRecord(group.group_id, initialized))
+    return replace(group, initialized=initialized)
+
+
+def forget_topics(group_id: str, group: ShareGroup | None, topic_ids: Iterable[uuid.UUID]) -> Decision:
+    """DeleteShareGroupOffsets: the topics leave the group's initialized share-partitions."""
+    if group is None:
+        return Decision(None, ErrorCode.NONE)
+    forgotten = set(topic_ids)
+    kept = {t: v for t, v in group.initialized.items() if t not in forgotten}
+    if kept == dict(group.initialized):
+        return Decision(group, ErrorCode.NONE)
+    return Decision(
+        replace(group, initialized=kept), ErrorCode.NONE, (StatePartitionsRecord(group_id, kept),)
+    )
+
+
+def add_initialized(
+    group_id: str,
+    group: ShareGroup | None,
+    names: Mapping[uuid.UUID, str],
+    partitions: Iterable[tuple[uuid.UUID, int]],
+) -> Decision:
+    """AlterShareGroupOffsets: the altered share-partitions join the group's initialized ones."""
+    if group is None:
+        return Decision(None, ErrorCode.NONE)
+    records: list[SgRecord] = []
+    return Decision(with_initialized(group, names, partitions, records), ErrorCode.NONE, tuple(records))
 
 
 def _reconcile(group: ShareGroup, member: ShareMember, records: list[SgRecord]) -> ShareMember:
@@ -422,6 +486,7 @@ def delete(group_id: str, group: ShareGroup | None) -> Decision:
     if group.members:
         return Decision(group, ErrorCode.NON_EMPTY_GROUP)
     records: list[SgRecord] = [TargetMemberRecord(group_id, m, None) for m in group.target]
+    records.append(StatePartitionsRecord(group_id, None))
     records.append(TargetEpochRecord(group_id, None))
     records.append(GroupEpochRecord(group_id, None))
     return Decision(None, ErrorCode.NONE, tuple(records))

@@ -12,7 +12,7 @@ struct, a deletion the key with a null value.
 | 12 ShareGroupTargetAssignmentMetadata | group | assignment epoch |
 | 13 ShareGroupTargetAssignmentMember | group, member | target partitions |
 | 14 ShareGroupCurrentMemberAssignment | group, member | epochs, state, assigned |
-| 15 ShareGroupStatePartitionMetadata | group | (initialized topics: read and ignored) |
+| 15 ShareGroupStatePartitionMetadata | group | the share-partitions the group has state for |
 
 Replay (`ShareGroupReplay`): the last value of each key wins, a tombstone deletes it; a group
 exists while its ShareGroupMetadata record does.
@@ -33,6 +33,7 @@ from odradek.coordinator.share_group import (
     SgRecord,
     ShareGroup,
     ShareMember,
+    StatePartitionsRecord,
     TargetEpochRecord,
     TargetMemberRecord,
     TopicPartitions,
@@ -45,6 +46,7 @@ from odradek.protocol.messages import share_group_member_metadata_value as membe
 from odradek.protocol.messages import share_group_metadata_key as metadata_key
 from odradek.protocol.messages import share_group_metadata_value as metadata_value
 from odradek.protocol.messages import share_group_state_partition_metadata_key as state_key
+from odradek.protocol.messages import share_group_state_partition_metadata_value as state_value
 from odradek.protocol.messages import share_group_target_assignment_member_key as target_member_key
 from odradek.protocol.messages import share_group_target_assignment_member_value as target_member_value
 from odradek.protocol.messages import share_group_target_assignment_metadata_key as target_metadata_key
@@ -124,6 +126,14 @@ def encode(record: SgRecord) -> tuple[bytes, bytes | None]:
                 assigned_partitions=_topic_partitions(current_cls.TopicPartitions, member.assigned),
             )
             return key, _value(current_value, current)
+        case StatePartitionsRecord(group_id, initialized):
+            key = _key(state_key, state_key.ShareGroupStatePartitionMetadataKey(group_id))
+            if initialized is None:
+                return key, None
+            info = state_value.ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
+            topics = [info(t, name, sorted(ps)) for t, (name, ps) in sorted(initialized.items())]
+            state = state_value.ShareGroupStatePartitionMetadataValue(initialized_topics=topics)
+            return key, _value(state_value, state)
     raise TypeError(f"not a share group record: {record!r}")
 
 
@@ -135,6 +145,7 @@ class _GroupRecords:
     members: dict[str, Any] = field(default_factory=dict)
     current: dict[str, Any] = field(default_factory=dict)
     target: dict[str, TopicPartitions] = field(default_factory=dict)
+    initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
 
 
 class ShareGroupReplay:
@@ -154,8 +165,16 @@ class ShareGroupReplay:
             assert value is not None
             return codec.decode_message(module.SPEC, _VERSION, memoryview(value)[2:])
 
-        if kind == state_key.RECORD_TYPE:
-            return  # the initialized share-partitions: the share coordinator keeps their state
+        if kind == state_key.RECORD_TYPE:  # the share-partitions with state (initializing ones too)
+            group_id = codec.decode_message(state_key.SPEC, _VERSION, key).group_id
+            state = self._groups.setdefault(group_id, _GroupRecords())
+            state.initialized = {}
+            if value is not None:
+                decoded = decode_value(state_value)
+                for t in [*decoded.initialized_topics, *decoded.initializing_topics]:
+                    held = state.initialized.get(t.topic_id, (t.topic_name, frozenset()))[1]
+                    state.initialized[t.topic_id] = (t.topic_name, held | frozenset(t.partitions))
+            return
         if kind in (metadata_key.RECORD_TYPE, target_metadata_key.RECORD_TYPE):
             module = metadata_key if kind == metadata_key.RECORD_TYPE else target_metadata_key
             group_id = codec.decode_message(module.SPEC, _VERSION, key).group_id
@@ -221,4 +240,5 @@ def _group(group_id: str, records: _GroupRecords) -> ShareGroup:
         metadata_hash=records.metadata_hash,
         members=members,
         target={m: p for m, p in records.target.items() if m in members},
+        initialized=dict(records.initialized),
     )

@@ -66,6 +66,10 @@ async def _topic(ctx: RequestContext, group_id: str, requested: RequestTopic) ->
             group_id, topic.topic_id, wanted.partition_index, wanted.start_offset
         )
         answered.append(Partition(wanted.partition_index, code))
+    altered = [p.partition_index for p in answered if p.error_code == ErrorCode.NONE]
+    if altered:
+        coordinator = ctx.broker.group_coordinator
+        await coordinator.share_partitions_changed(group_id, {topic.topic_id: (topic.name, altered)})
     return Topic(topic_name=requested.topic_name, topic_id=topic.topic_id, partitions=answered)
 
 

@@ -7,7 +7,8 @@ are tombstoned in `__consumer_offsets`. Per group: NON_EMPTY_GROUP while it has 
 GROUP_ID_NOT_FOUND when it does not exist, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its
 coordinator is elsewhere or loading. v3's per-group error message is always null: each error
 code above is its whole cause (odradek has no GROUP_DELETION_FAILED to explain). An empty share
-group is deleted with the share-partition state its share coordinator keeps on this broker.
+group is deleted with its share-partition state (the share-partitions it was assigned, and those
+this broker's share coordinator keeps for it).
 
 Authorization (Kafka's): DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
@@ -20,6 +21,7 @@ from odradek.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteG
 from odradek.security.authorizer import AclOperation, ResourceType
 from odradek.server.authz import authorize
 from odradek.server.context import RequestContext
+from odradek.server.share_partitions import TopicIdPartition
 
 API_KEY = ApiKey.DELETE_GROUPS
 MIN_VERSION = 0
@@ -46,11 +48,15 @@ async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGro
 async def _delete(ctx: RequestContext, group_id: str) -> int:
     """Delete the group; a deleted share group's share-partition state goes with it."""
     coordinator = ctx.broker.group_coordinator
-    is_share = coordinator.find_share_group(group_id) is not None
+    share = coordinator.find_share_group(group_id)
+    is_share = share is not None
+    initialized = share.initialized if share is not None else {}
     error = await coordinator.delete_group(group_id)
     if error == ErrorCode.NONE and is_share:
         manager = ctx.broker.share_partitions
-        await manager.delete_state(group_id, list(await manager.read_start_offsets(group_id)))
+        partitions = set(await manager.read_start_offsets(group_id))
+        partitions |= {TopicIdPartition(t, p) for t, (_, ps) in initialized.items() for p in ps}
+        await manager.delete_state(group_id, sorted(partitions))
     return error
 
 

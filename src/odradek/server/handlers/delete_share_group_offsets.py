@@ -57,6 +57,8 @@ async def _topic(ctx: RequestContext, group_id: str, name: str) -> Topic:
     keys = [TopicIdPartition(topic.topic_id, p) for p in sorted(topic.partitions)]
     errors = await ctx.broker.share_partitions.delete_state(group_id, keys)
     code = next((e for e in errors.values() if e != ErrorCode.NONE), ErrorCode.NONE)
+    if code == ErrorCode.NONE:
+        code = await ctx.broker.group_coordinator.share_partitions_changed(group_id, removed=[topic.topic_id])
     return Topic(topic_name=name, topic_id=topic.topic_id, error_code=code)
 
 

@@ -14,8 +14,9 @@ UNKNOWN_TOPIC_OR_PARTITION for its partitions.
 Authorization (Kafka's): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for the group) and
 DESCRIBE on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 
-Deviations: with null topics only the states this broker's share coordinator keeps are listed
-(Kafka reads the group's initialized partitions from the group coordinator); leader_epoch is the
+With null topics: the share-partitions the group was ever assigned or had altered (Kafka's
+initialized partitions, ShareGroupStatePartitionMetadata) and those this broker's share coordinator
+keeps for it. Deviations: leader_epoch is the
 partition's leader epoch now (Kafka's: the one its state was last written with);
 the lag counts records already acknowledged inside the in-flight window as lag.
 """
@@ -60,7 +61,10 @@ async def _group(ctx: RequestContext, requested: RequestGroup) -> Group:
         return Group(group_id=group_id, error_code=error, error_message=message)
     manager = ctx.broker.share_partitions
     if requested.topics is None:
-        found = await manager.read_start_offsets(group_id)
+        found = set(await manager.read_start_offsets(group_id))
+        share = ctx.broker.group_coordinator.find_share_group(group_id)
+        if share is not None:
+            found |= {TopicIdPartition(t, p) for t, (_, ps) in share.initialized.items() for p in ps}
         by_topic: dict[uuid.UUID, list[int]] = defaultdict(list)
         for topic_id, index in sorted(found):
             by_topic[topic_id].append(index)
