@@ -250,3 +250,28 @@ def classic_stable(rebalancing: Group) -> Group:
         join_deadline_ms=None,
         initial_delay=None,
     )
+
+
+def test_a_classic_member_that_does_not_sync_or_rejoin_in_time_is_fenced() -> None:
+    group, _ = upgraded()
+    protocols = (Protocol("range", subscription(("orders",), {"orders": [2, 3]})),)
+    join = JoinArgs("g", "c2", None, "client", "/127.0.0.1", 10_000, 30_000, "consumer", protocols)
+    joined = migration.classic_join(group, join, "x", VIEW, now(1000), CONFIG).group
+    assert joined is not None and joined.members["c2"].classic_deadline_ms == 31_000  # its sync timeout
+    synced = migration.classic_sync(joined, SyncArgs("g", 5, "c2", None, "consumer", "range", {}), now(2000))
+    assert synced.group is not None and synced.group.members["c2"].classic_deadline_ms is None
+    # told to rejoin (it must revoke), it has its rebalance timeout to do so
+    told = migration.classic_heartbeat(synced.group, HeartbeatArgs("g", 5, "c2", None), now(3000)).group
+    assert told is not None and told.members["c2"].classic_deadline_ms == 33_000
+    again = migration.classic_heartbeat(told, HeartbeatArgs("g", 5, "c2", None), now(4000)).group
+    assert again is not None and again.members["c2"].classic_deadline_ms == 33_000  # kept, not pushed back
+    fresh = replace(
+        again,
+        members={
+            k: replace(m, session_deadline_ms=10**9, revocation_deadline_ms=None)
+            for k, m in again.members.items()
+        },
+    )
+    decision, lines = cg.advance(fresh, VIEW, now(33_000))
+    assert decision.group is not None and "c2" not in decision.group.members
+    assert "did not join or sync" in lines[0]

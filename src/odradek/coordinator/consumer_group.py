@@ -143,6 +143,8 @@ class ConsumerMember:
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
     classic: ClassicMemberMetadata | None = None  # a classic-protocol member (migration.py)
+    # a classic member's join or sync timeout (its rebalance timeout; never persisted)
+    classic_deadline_ms: int | None = None
 
     def metadata(self) -> tuple[object, ...]:
         """What ConsumerGroupMemberMetadata holds: a change is written."""
@@ -209,6 +211,9 @@ class ConsumerGroup:
         deadlines = [m.session_deadline_ms for m in self.members.values()]
         deadlines.extend(
             m.revocation_deadline_ms for m in self.members.values() if m.revocation_deadline_ms is not None
+        )
+        deadlines.extend(
+            m.classic_deadline_ms for m in self.members.values() if m.classic_deadline_ms is not None
         )
         return min(deadlines, default=None)
 
@@ -914,8 +919,8 @@ def _frozen(partitions: TopicPartitions) -> frozenset[tuple[uuid.UUID, frozenset
 
 
 def advance(group: ConsumerGroup, view: TopicsView, now: Now) -> tuple[Decision, list[str]]:
-    """Fence the members whose session or revocation deadline passed; the decision and, for the
-    log, one line per fenced member."""
+    """Fence the members whose session, revocation or (classic members) join or sync deadline
+    passed; the decision and, for the log, one line per fenced member."""
     records: list[CgRecord] = []
     fenced: list[str] = []
     for member in list(group.members.values()):
@@ -925,6 +930,11 @@ def advance(group: ConsumerGroup, view: TopicsView, now: Now) -> tuple[Decision,
             fenced.append(
                 f"Member {member.member_id} fenced from group {group.group_id}: it did not revoke its "
                 f"partitions within its rebalance timeout of {member.rebalance_timeout_ms} ms"
+            )
+        elif member.classic_deadline_ms is not None and member.classic_deadline_ms <= now.monotonic_ms:
+            fenced.append(
+                f"Member {member.member_id} fenced from group {group.group_id}: the classic member did "
+                f"not join or sync within its rebalance timeout of {member.rebalance_timeout_ms} ms"
             )
         else:
             continue

@@ -41,9 +41,12 @@ member's assignment its target, the protocol all support, the first member leade
 then a rebalance is prepared so the members rejoin. Otherwise the classic members go on in the
 consumer group.
 
-Deviations (not done yet): the join and sync timeouts of classic members (a member that never
-rejoins or syncs is fenced by its session timeout, or by its revocation deadline while revoking,
-rather than by its rebalance timeout); static classic members joining a consumer group are handled
+Timers of a classic member: its session timeout (each of its requests renews it); a sync timeout
+armed by its JoinGroup and ended by its SyncGroup; a join timeout armed (if none runs) when a
+Heartbeat or SyncGroup tells it to rejoin, ended by its JoinGroup; both its rebalance timeout, and
+either passing fences it (consumer_group.advance).
+
+Deviations (not done yet): static classic members joining a consumer group are handled
 as dynamic ones (no instance id takeover, and no downgrade when a static classic member replaces
 the last consumer-protocol one); a classic LeaveGroup or session timeout of the last classic
 member never downgrades (nor does Kafka's leave path).
@@ -347,6 +350,7 @@ def classic_join(
         reconciled,
         revocation_deadline_ms=deadline,
         session_deadline_ms=now.monotonic_ms + args.session_timeout_ms,
+        classic_deadline_ms=now.monotonic_ms + max(args.rebalance_timeout_ms, 0),  # until its SyncGroup
     )
     group = replace(group, members={**group.members, member_id: reconciled})
     result = JoinResult(
@@ -374,9 +378,22 @@ def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
     return member
 
 
-def _refreshed(group: ConsumerGroup, member: ConsumerMember, now: Now) -> ConsumerGroup:
+def _refreshed(
+    group: ConsumerGroup, member: ConsumerMember, now: Now, rejoin: bool = False, synced: bool = False
+) -> ConsumerGroup:
+    """The member's session renewed; told to rejoin, it has its rebalance timeout to do so (a join
+    timeout, kept if already running); synced, its sync timeout ends."""
     assert member.classic is not None
-    fresh = replace(member, session_deadline_ms=now.monotonic_ms + member.classic.session_timeout_ms)
+    deadline = member.classic_deadline_ms
+    if synced:
+        deadline = None
+    if rejoin and deadline is None:
+        deadline = now.monotonic_ms + max(member.rebalance_timeout_ms, 0)
+    fresh = replace(
+        member,
+        session_deadline_ms=now.monotonic_ms + member.classic.session_timeout_ms,
+        classic_deadline_ms=deadline,
+    )
     return replace(group, members={**group.members, member.member_id: fresh})
 
 
@@ -393,14 +410,16 @@ def classic_sync(group: ConsumerGroup, args: SyncArgs, now: Now) -> Decision:
         ):
             raise _Refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            raise _Refused(ErrorCode.REBALANCE_IN_PROGRESS)
+            return Decision(
+                _refreshed(group, member, now, rejoin=True), SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+            )
     except _Refused as refused:
         return Decision(group, SyncResult(refused.code))
     subscription = parse_subscription(protocol.metadata)
     version = subscription.version if subscription is not None else 0
     assignment = serialize_assignment(_by_name(member.assigned, group.topic_names()), version)
     result = SyncResult(ErrorCode.NONE, assignment, CONSUMER_PROTOCOL_TYPE, protocol.name)
-    return Decision(_refreshed(group, member, now), result)
+    return Decision(_refreshed(group, member, now, synced=True), result)
 
 
 def classic_heartbeat(group: ConsumerGroup, args: ClassicHeartbeatArgs, now: Now) -> Decision:
@@ -417,7 +436,7 @@ def classic_heartbeat(group: ConsumerGroup, args: ClassicHeartbeatArgs, now: Now
         or (member.state is MemberState.UNRELEASED_PARTITIONS and not _waits_on_unreleased(group, member))
     )
     code = ErrorCode.REBALANCE_IN_PROGRESS if rejoin else ErrorCode.NONE
-    return Decision(_refreshed(group, member, now), code)
+    return Decision(_refreshed(group, member, now, rejoin=rejoin), code)
 
 
 def _waits_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
