@@ -275,3 +275,26 @@ def test_a_classic_member_that_does_not_sync_or_rejoin_in_time_is_fenced() -> No
     decision, lines = cg.advance(fresh, VIEW, now(33_000))
     assert decision.group is not None and "c2" not in decision.group.members
     assert "did not join or sync" in lines[0]
+
+
+def test_a_static_classic_member_rejoining_under_a_new_id_takes_over_its_assignment() -> None:
+    base = classic_group()
+    statics = {"c1": replace(classic_member("c1", [0, 1]), group_instance_id="i1"), "c2": base.members["c2"]}
+    static_classic = replace(base, members=statics, static_members={"i1": "c1"})
+    args = cg.HeartbeatArgs(
+        "g", "m1", 0, rebalance_timeout_ms=1, subscribed_topic_names=("orders",), owned={}
+    )
+    decision = migration.heartbeat_upgrading(None, static_classic, args, "x", VIEW, now(), CONFIG)
+    group = decision.group
+    assert group is not None and group.static_members == {"i1": "c1"}
+    protocols = (Protocol("range", subscription(("orders",))),)
+    join = JoinArgs("g", "", "i1", "client", "/127.0.0.1", 10_000, 30_000, "consumer", protocols)
+    replaced = migration.classic_join(group, join, "c1-again", VIEW, now(), CONFIG)
+    assert isinstance(replaced.reply, JoinResult) and replaced.reply.error_code == ErrorCode.NONE
+    assert replaced.reply.member_id == "c1-again"
+    after = replaced.group
+    assert after is not None and "c1" not in after.members and after.static_members == {"i1": "c1-again"}
+    assert after.group_epoch == group.group_epoch  # no rebalance
+    assert after.members["c1-again"].assigned == group.members["c1"].assigned
+    fenced = migration.classic_join(after, replace(join, member_id="c1"), "y", VIEW, now(), CONFIG)
+    assert fenced.reply == JoinResult(ErrorCode.FENCED_INSTANCE_ID, "c1")

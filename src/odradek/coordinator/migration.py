@@ -46,10 +46,12 @@ armed by its JoinGroup and ended by its SyncGroup; a join timeout armed (if none
 Heartbeat or SyncGroup tells it to rejoin, ended by its JoinGroup; both its rebalance timeout, and
 either passing fences it (consumer_group.advance).
 
-Deviations (not done yet): static classic members joining a consumer group are handled
-as dynamic ones (no instance id takeover, and no downgrade when a static classic member replaces
-the last consumer-protocol one); a classic LeaveGroup or session timeout of the last classic
-member never downgrades (nor does Kafka's leave path).
+A static classic member joining under a new member id takes over the member of its instance id
+(epoch, assignment, target; no rebalance), a known member id of another member is FENCED_INSTANCE_ID.
+
+Deviations (not done yet): a static classic member replacing the last consumer-protocol member of
+its instance id does not downgrade the group (Kafka's validateOnlineDowngradeWithReplacedMemberId);
+the group goes back to classic only when a consumer-protocol member leaves or is fenced.
 
 Callers: GroupCoordinator (decisions on the shard), tests.
 """
@@ -294,12 +296,20 @@ def classic_join(
         return Decision(group, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args.member_id))
     if not args.member_id and args.require_known_member_id:
         return Decision(group, JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id))
-    existing = group.members.get(member_id)
-    if existing is not None and existing.classic is None:
-        return Decision(group, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, args.member_id))
     subscription = parse_subscription(args.protocols[0].metadata)
     if subscription is None:  # Kafka fails it with an IllegalStateException
         return Decision(group, JoinResult(ErrorCode.UNKNOWN_SERVER_ERROR, args.member_id))
+    records: list[CgRecord] = []
+    static_id = group.static_members.get(args.group_instance_id) if args.group_instance_id else None
+    if static_id is not None and static_id != member_id:
+        if args.member_id:
+            return Decision(group, JoinResult(ErrorCode.FENCED_INSTANCE_ID, args.member_id))
+        # a static member joining again under a new member id takes over the assignment of its
+        # instance id's member (Kafka's replaceStaticMember): no rebalance
+        group = _replace_static(group, static_id, member_id, records)
+    existing = group.members.get(member_id)
+    if existing is not None and existing.classic is None and not records:
+        return Decision(group, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, args.member_id))
     member = existing or ConsumerMember(member_id)
     updated = replace(
         member,
@@ -312,7 +322,6 @@ def classic_join(
         client_host=args.client_host,
         classic=ClassicMemberMetadata(args.session_timeout_ms, args.protocols),
     )
-    records: list[CgRecord] = []
     bump = existing is None or updated.subscribed_topic_names != member.subscribed_topic_names
     if existing is None or updated.metadata() != member.metadata():
         records.append(MemberMetadataRecord(group.group_id, member_id, updated))
@@ -362,6 +371,25 @@ def classic_join(
         leader="",
     )
     return Decision(group, result, tuple(records))
+
+
+def _replace_static(group: ConsumerGroup, old_id: str, new_id: str, records: list[CgRecord]) -> ConsumerGroup:
+    """The member `old_id` (a static member) replaced by `new_id` with its epoch, assignment and
+    target; the old member's records tombstoned, the new one's written."""
+    old = group.members[old_id]
+    successor = replace(old, member_id=new_id)
+    target = group.target.get(old_id, {})
+    group = consumer_group._without_member(group, old_id, records)
+    records.append(MemberMetadataRecord(group.group_id, new_id, successor))
+    records.append(TargetMemberRecord(group.group_id, new_id, target))
+    records.append(CurrentAssignmentRecord(group.group_id, new_id, successor))
+    assert old.instance_id is not None
+    return replace(
+        group,
+        members={**group.members, new_id: successor},
+        static_members={**group.static_members, old.instance_id: new_id},
+        target={**group.target, new_id: target},
+    )
 
 
 def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
