@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from odradek.protocol.api_keys import ApiKey
@@ -96,7 +97,7 @@ def test_members_share_partitions_and_describe_shows_them(broker: BrokerProcess)
     )
     read = call(broker.bootstrap, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, offsets).groups[0]
     starts = {p.partition_index: p.start_offset for t in read.topics for p in t.partitions}
-    assert starts == {0: 0, 1: -1}
+    assert starts == {0: 0, 1: 0}  # 1: started at the high watermark when it was assigned
 
 
 def test_groups_of_other_kinds_and_unknown_groups(broker: BrokerProcess) -> None:
@@ -136,3 +137,22 @@ def test_a_groups_own_heartbeat_interval(broker: BrokerProcess) -> None:
     assert heartbeat(broker, group, str(uuid.uuid4()), 0, [topic]).heartbeat_interval_ms == 700
     other = heartbeat(broker, unique("default-group"), str(uuid.uuid4()), 0, [topic])
     assert other.heartbeat_interval_ms == SETTINGS["group.share.heartbeat.interval.ms"]
+
+
+def test_assigned_share_partitions_start_at_the_reset_offset(broker: BrokerProcess) -> None:
+    """share.auto.offset.reset latest (the default): a partition assigned starts at its high watermark
+    then, before any ShareFetch; records produced after the assignment are the group's."""
+    topic, group = unique("init-topic"), unique("init-group")
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), topic, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(3):
+        producer.produce(topic, value=b"before-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    assert heartbeat(broker, group, str(uuid.uuid4()), 0, [topic]).error_code == ErrorCode.NONE
+    offsets = DescribeShareGroupOffsetsRequest(
+        groups=[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group, None)]
+    )
+    read = call(broker.bootstrap, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, offsets).groups[0]
+    assert [(t.topic_name, p.partition_index, p.start_offset) for t in read.topics for p in t.partitions] == [
+        (topic, 0, 3)
+    ]

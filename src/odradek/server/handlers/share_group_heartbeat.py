@@ -16,15 +16,17 @@ COORDINATOR_NOT_AVAILABLE from routing.
 Authorization (Kafka's KafkaApis): READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on
 every subscribed topic, else TOPIC_AUTHORIZATION_FAILED.
 
-Deviation: the share-partitions' state is initialized by the partition leader at the first
-ShareFetch (server/share_partitions.py, following share.auto.offset.reset), not by the group
-coordinator when it assigns the partition (Kafka's ShareGroupStatePartitionMetadata is read, not
-written).
+Initialization (Kafka's): when a member is given an assignment, the share-partitions without state
+are started at the group's share.auto.offset.reset (the log start offset or the high watermark)
+before the answer goes out, for the partitions this broker leads; Deviation: a partition led by
+another broker is started by its leader at its first ShareFetch (server/share_partitions.py).
 """
 
 from __future__ import annotations
 
-from odradek.coordinator.share_group import HeartbeatArgs, HeartbeatResult
+import logging
+
+from odradek.coordinator.share_group import HeartbeatArgs, HeartbeatResult, TopicPartitions
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.share_group_heartbeat import (
@@ -40,6 +42,7 @@ MIN_VERSION = 1
 MAX_VERSION = 1
 
 Response = ShareGroupHeartbeatResponse
+log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> Response:
@@ -58,7 +61,30 @@ async def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> Re
         client_id=ctx.header.client_id or "",
         client_host=ctx.client_host if ctx.client_host.startswith("/") else f"/{ctx.client_host}",
     )
-    return _response(await ctx.broker.group_coordinator.share_group_heartbeat(args))
+    result = await ctx.broker.group_coordinator.share_group_heartbeat(args)
+    if result.error_code == ErrorCode.NONE and result.assignment:
+        await _initialize(ctx, request.group_id, result.assignment)
+    return _response(result)
+
+
+async def _initialize(ctx: RequestContext, group_id: str, assignment: TopicPartitions) -> None:
+    """Start the state of newly assigned share-partitions this broker leads, at the group's
+    share.auto.offset.reset (Kafka's group coordinator initializes what it assigns); a partition led
+    elsewhere is started by its leader at its first fetch."""
+    manager = ctx.broker.share_partitions
+    earliest = manager.group_config(group_id).auto_offset_reset == "earliest"
+    for topic_id, partitions in assignment.items():
+        topic = ctx.broker.metadata_cache.topic_by_id(topic_id)
+        if topic is None:
+            continue
+        for index in sorted(partitions):
+            hosted = ctx.broker.replica_manager.partition(topic.name, index)
+            if hosted is None or not hosted.is_leader:
+                continue
+            start = hosted.log_start_offset if earliest else hosted.high_watermark
+            error = await manager.initialize_state(group_id, topic_id, index, start)
+            if error:
+                log.debug("Share group %s: %s-%d not initialized (%s)", group_id, topic.name, index, error)
 
 
 def _response(result: HeartbeatResult) -> Response:
