@@ -23,6 +23,7 @@ from odradek.protocol.messages.describe_share_group_offsets import DescribeShare
 from odradek.protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from odradek.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from odradek.testing.broker import BrokerProcess
+from tests.cli.tooling import ok, run_odradek
 from tests.consumer_protocol.test_wire import call, unique
 from tests.share.test_share_consumers import SETTINGS, create_topic
 
@@ -156,3 +157,30 @@ def test_assigned_share_partitions_start_at_the_reset_offset(broker: BrokerProce
     assert [(t.topic_name, p.partition_index, p.start_offset) for t in read.topics for p in t.partitions] == [
         (topic, 0, 3)
     ]
+
+
+def test_odradek_configs_sets_and_describes_a_groups_configs(broker: BrokerProcess) -> None:
+    group = unique("configs-group")
+    base = [
+        "configs",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+    ]
+    assert ok(*base, "--alter", "--add-config", "share.auto.offset.reset=earliest") == (
+        f"Completed updating config for group {group}.\n"
+    )
+    assert ok(*base, "--describe").splitlines() == [
+        f"Dynamic configs for group {group} are:",
+        "  share.auto.offset.reset=earliest sensitive=false "
+        "synonyms={GROUP_CONFIG:share.auto.offset.reset=earliest}",
+    ]
+    refused = run_odradek(*base, "--alter", "--add-config", "share.auto.offset.reset=sometimes")
+    assert refused.returncode == 1 and "share.auto.offset.reset" in refused.stderr
+    assert ok(*base, "--alter", "--delete-config", "share.auto.offset.reset") == (
+        f"Completed updating config for group {group}.\n"
+    )
+    assert ok(*base, "--describe").splitlines() == [f"Dynamic configs for group {group} are:"]

@@ -5,6 +5,8 @@ its output.
         (--entity-name NAME | --entity-default) --describe [--all]
     odradek configs --bootstrap-server H:P --entity-type topics|brokers (--entity-name NAME |
         --entity-default) --alter [--add-config k=v,k2=[a,b]] [--delete-config k,k2]
+    odradek configs --bootstrap-server H:P --entity-type groups --entity-name GROUP
+        (--describe [--all] | --alter [--add-config share.auto.offset.reset=earliest] [--delete-config k])
     (--topic T, --broker ID and --broker-defaults stand for the --entity-type/--entity-name pairs)
     odradek configs --bootstrap-server H:P --entity-type users|clients [--entity-name N |
         --entity-default] [--entity-type clients (--entity-name C | --entity-default)]
@@ -65,7 +67,7 @@ from odradek.security.sasl.scram import DEFAULT_ITERATIONS, ScramMechanism
 COMMAND = "configs"
 HELP = "describe and alter topic and broker configs (kafka-configs)"
 
-TOPICS, BROKERS = "topics", "brokers"
+TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"
 USERS, CLIENTS = "users", "clients"
 QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id"}  # --entity-type -> ClientQuotaEntity type
 QUOTA_TYPE_WORDS = {"user": "user-principal", "client-id": "client-id"}
@@ -76,7 +78,7 @@ UNSUPPORTED = {
     "client-metrics": "odradek has no client metrics subscriptions",
     "broker-loggers": "odradek's log levels are not dynamic configs",
 }
-RESOURCE_TYPE = {TOPICS: 2, BROKERS: 4}
+RESOURCE_TYPE = {TOPICS: 2, BROKERS: 4, GROUPS: 32}
 SOURCES = {
     0: "UNKNOWN",
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -88,7 +90,7 @@ SOURCES = {
     7: "CLIENT_METRICS_CONFIG",
     8: "GROUP_CONFIG",
 }
-TOPIC_SOURCE, BROKER_SOURCE, BROKER_DEFAULT_SOURCE = 1, 2, 3
+TOPIC_SOURCE, BROKER_SOURCE, BROKER_DEFAULT_SOURCE, GROUP_SOURCE = 1, 2, 3, 8
 SET, DELETE = 0, 1
 DEFAULT_ENTITY = ""
 
@@ -106,6 +108,8 @@ class Entity:
     def dynamic_source(self) -> int:
         if self.kind == TOPICS:
             return TOPIC_SOURCE
+        if self.kind == GROUPS:
+            return GROUP_SOURCE
         return BROKER_DEFAULT_SOURCE if self.name == DEFAULT_ENTITY else BROKER_SOURCE
 
 
@@ -118,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--entity-type",
         action="append",
         dest="entity_types",
-        choices=[TOPICS, BROKERS, USERS, CLIENTS, *UNSUPPORTED],
+        choices=[TOPICS, BROKERS, GROUPS, USERS, CLIENTS, *UNSUPPORTED],
         help="topics, brokers, users or clients (users then clients for a user's client)",
     )
     parser.add_argument(
@@ -188,6 +192,8 @@ def _entity(args: argparse.Namespace) -> tuple[str, str | None]:
         raise UsageError(f"--entity-type {entity_type} is not supported: {UNSUPPORTED[entity_type]}")
     if name == DEFAULT_ENTITY and entity_type != BROKERS:
         raise UsageError("--entity-default goes with --entity-type brokers, users or clients only")
+    if entity_type == GROUPS and name is None:
+        raise UsageError("--entity-type groups needs --entity-name GROUP")
     if entity_type == BROKERS and name not in (None, DEFAULT_ENTITY) and not name.isdigit():
         raise UsageError(f"the broker's --entity-name must be its integer id, not {name!r}")
     return entity_type, name

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.config import ConfigEntry, ConfigSource, ConfigType
+from odradek.server.config import ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
 from odradek.server.share_partitions import READ_COMMITTED, READ_UNCOMMITTED, ShareGroupConfig
 
 GROUP_RESOURCE = 32
@@ -172,7 +172,7 @@ def describe(configs: Mapping[str, str], broker: BrokerValue) -> list[ConfigEntr
                 read_only=False,
                 sensitive=False,
                 config_type=key.config_type,
-                synonyms=(),
+                synonyms=(ConfigSynonym(name, own, ConfigSource.GROUP_CONFIG),) if own is not None else (),
             )
         )
     return entries
