@@ -204,6 +204,16 @@ class Crew:
             self.replaced += 1
             self.add()
 
+    def retire(self) -> None:
+        """Close the oldest running member."""
+        self.running()[0].stop()
+
+    def consuming(self, count: int) -> bool:
+        """`count` members run (replacing those that rolled back), each with partitions and batches."""
+        self.keep(count)
+        running = self.running()
+        return len(running) == count and all(m.assignment and m.batches for m in running)
+
     def stop(self) -> None:
         for member in self.members:
             member.stop()

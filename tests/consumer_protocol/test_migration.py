@@ -38,11 +38,6 @@ def group_type(bootstrap: str, group: str) -> str:
     return "absent"
 
 
-def assigned(crew: Crew, index: int) -> bool:
-    member = crew.members[index]
-    return bool(member.assignment) and member.batches > 0
-
-
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_a_group_rolled_from_classic_to_consumer_and_back_consumes_every_record_once(
     broker: BrokerProcess, strategy: str
@@ -60,24 +55,28 @@ def test_a_group_rolled_from_classic_to_consumer_and_back_consumes_every_record_
     try:
         classic.add()
         classic.add()
-        eventually(lambda: assigned(classic, 0) and assigned(classic, 1), 60, "the classic members consuming")
+        eventually(lambda: classic.consuming(2), 60, "the classic members consuming")
         assert group_type(bootstrap, group) == "classic"
         # upgrade: a consumer-protocol member joins the classic group, then replaces each classic one
         modern.add()
         eventually(lambda: group_type(bootstrap, group) == "consumer", 30, "the group upgraded")
-        eventually(lambda: assigned(modern, 0), 60, "the consumer-protocol member consuming")
-        classic.members[0].stop()
+        eventually(lambda: modern.consuming(1) and classic.consuming(2), 60, "the consumer member consuming")
+        classic.retire()
         modern.add()
-        eventually(lambda: assigned(modern, 1), 60, "the second consumer-protocol member consuming")
-        classic.members[1].stop()
+        eventually(
+            lambda: modern.consuming(2) and classic.consuming(1), 60, "a second consumer member consuming"
+        )
+        classic.retire()
         time.sleep(2)
         # back: classic members join the consumer group and replace the consumer-protocol ones
         classic.add()
-        eventually(lambda: assigned(classic, 2), 60, "a classic member consuming in the consumer group")
-        modern.members[0].stop()
+        eventually(lambda: classic.consuming(1) and modern.consuming(2), 60, "a classic member consuming")
+        modern.retire()
         classic.add()
-        eventually(lambda: assigned(classic, 3), 60, "a second classic member consuming")
-        modern.members[1].stop()  # the last consumer-protocol member: the group is downgraded
+        eventually(
+            lambda: classic.consuming(2) and modern.consuming(1), 60, "a second classic member consuming"
+        )
+        modern.retire()  # the last consumer-protocol member: the group is downgraded
         eventually(lambda: group_type(bootstrap, group) == "classic", 30, "the group downgraded")
         producer.join()
         assert producer.errors == []
@@ -108,13 +107,13 @@ def test_the_upgrade_is_refused_when_the_policy_disables_it(make_broker: BrokerF
     producer = NumberedProducer(bootstrap, topic, 60, per_second=100).start()
     try:
         classic.add()
-        eventually(lambda: assigned(classic, 0), 60, "the classic member consuming")
+        eventually(lambda: classic.consuming(1), 60, "the classic member consuming")
         refused = call(bootstrap, ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, join(group, topic))
         assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND, refused.error_message
         assert group_type(bootstrap, group) == "classic"
         producer.join()
         time.sleep(1)
-        assert len(classic.members[0].assignment) == PARTITIONS
+        assert classic.consuming(1) and len(classic.running()[0].assignment) == PARTITIONS
     finally:
         classic.stop()
 
