@@ -67,3 +67,23 @@ def test_bounds_are_checked(settings: dict[str, str], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         KafkaConfig(settings)
     assert key in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "upgrade", "downgrade"),
+    [
+        (None, True, True),  # Kafka 4's default: bidirectional
+        ("upgrade", True, False),
+        ("DOWNGRADE", False, True),
+        ("Disabled", False, False),
+    ],
+)
+def test_the_migration_policy(value: str | None, upgrade: bool, downgrade: bool) -> None:
+    settings = {} if value is None else {"group.consumer.migration.policy": value}
+    config = GroupConfig.from_kafka_config(KafkaConfig(settings))
+    assert (config.upgrade_enabled, config.downgrade_enabled) == (upgrade, downgrade)
+
+
+def test_an_unknown_migration_policy_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        KafkaConfig({"group.consumer.migration.policy": "sideways"})
