@@ -41,6 +41,88 @@ SETTINGS: dict[str, object] = {
 }
 GROUP, TOPIC = "share-tool-group", "share-tool-topic"
 DEADLINE_S = 60.0
+ALL_GROUP_CONFIGS = [
+    f"All configs for group {GROUP} are:",
+    *(
+        f"  {name}={value} sensitive=false synonyms={{{synonyms}}}"
+        for name, value, synonyms in (
+            (
+                "consumer.assignment.interval.ms",
+                "1000",
+                "DEFAULT_CONFIG:group.consumer.assignment.interval.ms=1000",
+            ),
+            (
+                "consumer.heartbeat.interval.ms",
+                "5000",
+                "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000",
+            ),
+            (
+                "consumer.session.timeout.ms",
+                "45000",
+                "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000",
+            ),
+            (
+                "errors.deadletterqueue.copy.record.enable",
+                "false",
+                "DEFAULT_CONFIG:errors.deadletterqueue.copy.record.enable=false",
+            ),
+            ("errors.deadletterqueue.topic.name", "", "DEFAULT_CONFIG:errors.deadletterqueue.topic.name="),
+            (
+                "share.assignment.interval.ms",
+                "1000",
+                "DEFAULT_CONFIG:group.share.assignment.interval.ms=1000",
+            ),
+            (
+                "share.auto.offset.reset",
+                "earliest",
+                "DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, "
+                "DEFAULT_CONFIG:share.auto.offset.reset=latest",
+            ),
+            ("share.delivery.count.limit", "5", "DEFAULT_CONFIG:group.share.delivery.count.limit=5"),
+            ("share.heartbeat.interval.ms", "5000", "DEFAULT_CONFIG:group.share.heartbeat.interval.ms=5000"),
+            (
+                "share.isolation.level",
+                "read_uncommitted",
+                "DEFAULT_CONFIG:share.isolation.level=read_uncommitted",
+            ),
+            (
+                "share.partition.max.record.locks",
+                "2000",
+                "DEFAULT_CONFIG:group.share.partition.max.record.locks=2000",
+            ),
+            (
+                "share.record.lock.duration.ms",
+                "30000",
+                "DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000",
+            ),
+            ("share.renew.acknowledge.enable", "true", "DEFAULT_CONFIG:share.renew.acknowledge.enable=true"),
+            ("share.session.timeout.ms", "45000", "DEFAULT_CONFIG:group.share.session.timeout.ms=45000"),
+            (
+                "streams.assignment.interval.ms",
+                "1000",
+                "DEFAULT_CONFIG:group.streams.assignment.interval.ms=1000",
+            ),
+            ("streams.assignor.name", "sticky", "DEFAULT_CONFIG:group.streams.assignors=sticky"),
+            (
+                "streams.heartbeat.interval.ms",
+                "5000",
+                "DEFAULT_CONFIG:group.streams.heartbeat.interval.ms=5000",
+            ),
+            (
+                "streams.initial.rebalance.delay.ms",
+                "3000",
+                "DEFAULT_CONFIG:group.streams.initial.rebalance.delay.ms=3000",
+            ),
+            ("streams.num.standby.replicas", "0", "DEFAULT_CONFIG:group.streams.num.standby.replicas=0"),
+            (
+                "streams.rack.aware.assignment.tags",
+                "",
+                "DEFAULT_CONFIG:group.streams.rack.aware.assignment.tags=",
+            ),
+            ("streams.session.timeout.ms", "45000", "DEFAULT_CONFIG:group.streams.session.timeout.ms=45000"),
+        )
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -76,8 +158,18 @@ def test_share_group_tools(target: Target) -> None:
     config = ["--alter", "--entity-type", "groups", "--entity-name", GROUP]
     altered = run_ok(CONFIGS, *target.args(*config, "--add-config", "share.auto.offset.reset=earliest"))
     assert altered == f"Completed updating config for group {GROUP}.\n"
-    described = run_ok(CONFIGS, *target.args("--describe", "--entity-type", "groups", "--entity-name", GROUP))
-    assert "share.auto.offset.reset=earliest" in described
+    describe = ["--describe", "--entity-type", "groups", "--entity-name", GROUP]
+    assert run_ok(CONFIGS, *target.args(*describe)).splitlines() == [
+        f"Dynamic configs for group {GROUP} are:",
+        "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}",
+    ]
+    assert run_ok(CONFIGS, *target.args(*describe, "--all")).splitlines() == ALL_GROUP_CONFIGS
+    refused = run(CONFIGS, *target.args(*config, "--add-config", "share.record.lock.duration.ms=1"))
+    assert refused.returncode == 1
+    assert "Invalid value 1 for configuration share.record.lock.duration.ms: Value must be at least 1000" in (
+        refused.stderr
+    )
     producer = Producer({"bootstrap.servers": target.bootstrap})
     for i in range(10):
         producer.produce(TOPIC, value=f"v{i}".encode(), partition=i % 2)

@@ -175,8 +175,8 @@ def test_odradek_configs_sets_and_describes_a_groups_configs(broker: BrokerProce
     )
     assert ok(*base, "--describe").splitlines() == [
         f"Dynamic configs for group {group} are:",
-        "  share.auto.offset.reset=earliest sensitive=false "
-        "synonyms={GROUP_CONFIG:share.auto.offset.reset=earliest}",
+        "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}",
     ]
     refused = run_odradek(*base, "--alter", "--add-config", "share.auto.offset.reset=sometimes")
     assert refused.returncode == 1 and "share.auto.offset.reset" in refused.stderr

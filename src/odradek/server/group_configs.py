@@ -19,6 +19,10 @@ group, and the reading of a share group's settings by the share-partition leader
 | share.auto.offset.reset | latest | latest, earliest, by_duration:<ISO-8601 duration> |
 | share.isolation.level | read_uncommitted | read_uncommitted, read_committed |
 
+and, stored and described only, Kafka 4.4's other group configs with their defaults:
+consumer.assignment.interval.ms, share.assignment.interval.ms, share.renew.acknowledge.enable,
+errors.deadletterqueue.*, streams.* (odradek has no streams groups).
+
 The configs are kept by the metadata store (`/config/groups/<group>` in ZooKeeper, the
 `group_configs` of the single node's metadata file). DescribeConfigs answers every key: a group's
 own value with source GROUP_CONFIG (8), else the broker's with DEFAULT_CONFIG (5).
@@ -48,61 +52,98 @@ _DURATION = re.compile(r"^by_duration:P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\
 class GroupConfigKey:
     name: str
     config_type: ConfigType
-    broker_key: str | None  # the broker setting giving the default (None: `default`)
-    default: str = ""
+    synonym: str  # the broker setting (Kafka's name) DescribeConfigs names as the default's source
+    default: str  # used when the broker has no such setting
+    least: int | None = None  # Kafka's GroupConfig lower bound of an INT
     bounds: tuple[str, str] | tuple[int, int] | None = None  # broker keys, or fixed numbers
     allowed: tuple[str, ...] = ()
 
 
-_I, _S = ConfigType.INT, ConfigType.STRING
+_I, _S, _B = ConfigType.INT, ConfigType.STRING, ConfigType.BOOLEAN
+
+
+def _ms(name: str, broker: str, default: str, least: int, kind: str) -> GroupConfigKey:
+    prefix = ".".join(broker.split(".")[:2])  # group.consumer / group.share
+    return GroupConfigKey(name, _I, broker, default, least, (f"{prefix}.min.{kind}", f"{prefix}.max.{kind}"))
+
+
 KEYS: dict[str, GroupConfigKey] = {
     k.name: k
     for k in (
         GroupConfigKey(
-            "consumer.session.timeout.ms",
-            _I,
-            "group.consumer.session.timeout.ms",
-            bounds=("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+            "consumer.assignment.interval.ms", _I, "group.consumer.assignment.interval.ms", "1000", 0
         ),
-        GroupConfigKey(
+        _ms(
             "consumer.heartbeat.interval.ms",
-            _I,
             "group.consumer.heartbeat.interval.ms",
-            bounds=("group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+            "5000",
+            1,
+            "heartbeat.interval.ms",
+        ),
+        _ms(
+            "consumer.session.timeout.ms",
+            "group.consumer.session.timeout.ms",
+            "45000",
+            1,
+            "session.timeout.ms",
         ),
         GroupConfigKey(
-            "share.session.timeout.ms",
-            _I,
-            "group.share.session.timeout.ms",
-            bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+            "errors.deadletterqueue.copy.record.enable",
+            _B,
+            "errors.deadletterqueue.copy.record.enable",
+            "false",
         ),
-        GroupConfigKey(
+        GroupConfigKey("errors.deadletterqueue.topic.name", _S, "errors.deadletterqueue.topic.name", ""),
+        GroupConfigKey("share.assignment.interval.ms", _I, "group.share.assignment.interval.ms", "1000", 0),
+        GroupConfigKey("share.auto.offset.reset", _S, "share.auto.offset.reset", "latest"),
+        GroupConfigKey("share.delivery.count.limit", _I, "group.share.delivery.count.limit", "5", 2, (2, 10)),
+        _ms(
             "share.heartbeat.interval.ms",
-            _I,
             "group.share.heartbeat.interval.ms",
-            bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+            "5000",
+            1,
+            "heartbeat.interval.ms",
         ),
         GroupConfigKey(
-            "share.record.lock.duration.ms",
-            _I,
-            "group.share.record.lock.duration.ms",
-            bounds=("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
-        ),
-        GroupConfigKey("share.delivery.count.limit", _I, "group.share.delivery.count.limit", bounds=(2, 10)),
+            "share.isolation.level",
+            _S,
+            "share.isolation.level",
+            "read_uncommitted",
+            allowed=("read_uncommitted", "read_committed"),
+        ),  # fmt: skip
         GroupConfigKey(
             "share.partition.max.record.locks",
             _I,
             "group.share.partition.max.record.locks",
-            bounds=(100, 10000),
+            "2000",
+            100,
+            (100, 10000),
         ),
-        GroupConfigKey("share.auto.offset.reset", _S, None, "latest"),
+        _ms(
+            "share.record.lock.duration.ms",
+            "group.share.record.lock.duration.ms",
+            "30000",
+            1000,
+            "record.lock.duration.ms",
+        ),
+        GroupConfigKey("share.renew.acknowledge.enable", _B, "share.renew.acknowledge.enable", "true"),
+        _ms("share.session.timeout.ms", "group.share.session.timeout.ms", "45000", 1, "session.timeout.ms"),
         GroupConfigKey(
-            "share.isolation.level",
-            _S,
-            None,
-            "read_uncommitted",
-            allowed=("read_uncommitted", "read_committed"),
+            "streams.assignment.interval.ms", _I, "group.streams.assignment.interval.ms", "1000", 0
         ),
+        GroupConfigKey("streams.assignor.name", _S, "group.streams.assignors", "sticky"),
+        GroupConfigKey("streams.heartbeat.interval.ms", _I, "group.streams.heartbeat.interval.ms", "5000", 1),
+        GroupConfigKey(
+            "streams.initial.rebalance.delay.ms", _I, "group.streams.initial.rebalance.delay.ms", "3000", 0
+        ),
+        GroupConfigKey("streams.num.standby.replicas", _I, "group.streams.num.standby.replicas", "0", 0),
+        GroupConfigKey(
+            "streams.rack.aware.assignment.tags",
+            ConfigType.LIST,
+            "group.streams.rack.aware.assignment.tags",
+            "",
+        ),
+        GroupConfigKey("streams.session.timeout.ms", _I, "group.streams.session.timeout.ms", "45000", 1),
     )
 }
 
@@ -118,30 +159,32 @@ def validate(configs: Mapping[str, str], broker: BrokerValue) -> None:
         _check(key, value, broker)
 
 
+def _invalid(key: GroupConfigKey, value: str, why: str) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key.name}: {why}")
+
+
 def _check(key: GroupConfigKey, value: str, broker: BrokerValue) -> None:
     if key.name == "share.auto.offset.reset":
         if value not in ("latest", "earliest") and _DURATION.match(value) is None:
-            raise KafkaError(
-                ErrorCode.INVALID_CONFIG,
-                f"Invalid value {value} for configuration {key.name}: "
-                "String must be one of: latest, earliest, by_duration:PnDTnHnMn.nS",
+            raise _invalid(
+                key,
+                value,
+                f"Invalid value `{value}` for configuration {key.name}. The value must be either 'earliest', "
+                "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
             )
         return
-    if key.allowed:
-        if value not in key.allowed:
-            raise KafkaError(
-                ErrorCode.INVALID_CONFIG,
-                f"Invalid value {value} for configuration {key.name}: String must be one of: "
-                + ", ".join(key.allowed),
-            )
+    if key.allowed and value not in key.allowed:
+        raise _invalid(key, value, "String must be one of: " + ", ".join(key.allowed))
+    if key.config_type is _B and value.lower() not in ("true", "false"):
+        raise _invalid(key, value, "Expected value to be either true or false")
+    if key.config_type is not _I:
         return
     try:
         number = int(value)
     except ValueError:
-        raise KafkaError(
-            ErrorCode.INVALID_CONFIG,
-            f"Invalid value {value} for configuration {key.name}: Not a number of type INT",
-        ) from None
+        raise _invalid(key, value, "Not a number of type INT") from None
+    if key.least is not None and number < key.least:
+        raise _invalid(key, value, f"Value must be at least {key.least}")
     if key.bounds is None:
         return
     low, high = key.bounds
@@ -155,24 +198,34 @@ def _check(key: GroupConfigKey, value: str, broker: BrokerValue) -> None:
 
 
 def default_value(key: GroupConfigKey, broker: BrokerValue) -> str:
-    return str(broker(key.broker_key)) if key.broker_key is not None else key.default
+    """The broker's setting of the key's meaning (its default where the broker has none)."""
+    try:
+        value = broker(key.synonym)
+    except KeyError:
+        return key.default
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def describe(configs: Mapping[str, str], broker: BrokerValue) -> list[ConfigEntry]:
-    """Every group config of a group: its own value (GROUP_CONFIG) or the broker's (DEFAULT_CONFIG)."""
+    """Every group config of a group: its own value (GROUP_CONFIG) over the broker's (DEFAULT_CONFIG),
+    both named in the synonyms as Kafka names them."""
     entries = []
     for name, key in sorted(KEYS.items()):
         own = configs.get(name)
+        default = ConfigSynonym(key.synonym, default_value(key, broker), ConfigSource.DEFAULT_CONFIG)
+        synonyms = (
+            (ConfigSynonym(name, own, ConfigSource.GROUP_CONFIG), default) if own is not None else (default,)
+        )
         entries.append(
             ConfigEntry(
                 name=name,
-                value=own if own is not None else default_value(key, broker),
+                value=own if own is not None else default.value,
                 source=ConfigSource.GROUP_CONFIG if own is not None else ConfigSource.DEFAULT_CONFIG,
                 is_default=own is None,
                 read_only=False,
                 sensitive=False,
                 config_type=key.config_type,
-                synonyms=(ConfigSynonym(name, own, ConfigSource.GROUP_CONFIG),) if own is not None else (),
+                synonyms=synonyms,
             )
         )
     return entries
