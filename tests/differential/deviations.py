@@ -83,8 +83,9 @@ DEVIATIONS: dict[str, str] = {
         "only, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe (68, 69) at v0-v1, which "
         "Kafka 3.9's ZooKeeper-mode broker advertises at v0 and answers UNSUPPORTED_VERSION; odradek also "
         "serves KIP-932's ShareGroupHeartbeat and ShareGroupDescribe (76, 77) at v1, ShareFetch and "
-        "ShareAcknowledge (78, 79) at v1-v2 and Describe/Alter/DeleteShareGroupOffsets (90-92) at v0-v1, "
-        "v0 and v0, which Kafka 3.9 does not advertise. Kafka 4's newer versions odradek serves are "
+        "ShareAcknowledge (78, 79) at v1-v2, Describe/Alter/DeleteShareGroupOffsets (90-92) at v0-v1, "
+        "v0 and v0, and the share coordinator's inter-broker APIs (83-87), which Kafka 3.9 does not "
+        "advertise. Kafka 4's newer versions odradek serves are "
         "advertised past Kafka 3.9's: Fetch v18, ListOffsets v10-v11, Metadata v13, ApiVersions v5, "
         "DescribeLogDirs v5, DeleteGroups v3, DescribeCluster v2, ListTransactions v2, "
         "AlterPartitionReassignments v1 (their handlers say "
@@ -200,9 +201,19 @@ _API_VERSIONS_RANGES = (
         "0:api_versions.api_keys[api_key=69].max_version: kafka=0 odradek=1",
         "0:api_versions.api_keys[api_key=6]: kafka={'api_key': 6, 'min_version': 0, 'max_version': 8} odradek='<missing>'",
         "0:api_versions.api_keys[api_key=75]: kafka='<missing>' odradek={'api_key': 75, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=76]: kafka='<missing>' odradek={'api_key': 76, 'min_version': 1, 'max_version': 1}",
+        "0:api_versions.api_keys[api_key=77]: kafka='<missing>' odradek={'api_key': 77, 'min_version': 1, 'max_version': 1}",
         "0:api_versions.api_keys[api_key=78]: kafka='<missing>' odradek={'api_key': 78, 'min_version': 1, 'max_version': 2}",
         "0:api_versions.api_keys[api_key=79]: kafka='<missing>' odradek={'api_key': 79, 'min_version': 1, 'max_version': 2}",
         "0:api_versions.api_keys[api_key=7]: kafka={'api_key': 7, 'min_version': 0, 'max_version': 3} odradek='<missing>'",
+        "0:api_versions.api_keys[api_key=83]: kafka='<missing>' odradek={'api_key': 83, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=84]: kafka='<missing>' odradek={'api_key': 84, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=85]: kafka='<missing>' odradek={'api_key': 85, 'min_version': 0, 'max_version': 1}",
+        "0:api_versions.api_keys[api_key=86]: kafka='<missing>' odradek={'api_key': 86, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=87]: kafka='<missing>' odradek={'api_key': 87, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=90]: kafka='<missing>' odradek={'api_key': 90, 'min_version': 0, 'max_version': 1}",
+        "0:api_versions.api_keys[api_key=91]: kafka='<missing>' odradek={'api_key': 91, 'min_version': 0, 'max_version': 0}",
+        "0:api_versions.api_keys[api_key=92]: kafka='<missing>' odradek={'api_key': 92, 'min_version': 0, 'max_version': 0}",
     ),
 )
 
