@@ -11,7 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from odradek.protocol.api_keys import ApiKey
@@ -125,6 +125,31 @@ def test_group_counts_by_protocol_and_state(metrics_broker, unique_topic):
         assert value(during, name, **labels) == value(before, name, 0, **labels) + 1
     classic = value(during, f"{prefix}group_count", protocol="classic")
     assert classic == value(before, f"{prefix}group_count", protocol="classic")
+
+
+def test_share_groups_are_counted(metrics_broker, unique_topic):
+    """A ShareConsumer's group (KIP-932) counted under protocol=share and share-group-count Stable."""
+    bootstrap = metrics_broker.process.bootstrap
+    _produce(bootstrap, unique_topic, 1)
+    prefix = "kafka_server_group_coordinator_metrics_"
+    before = metrics_broker.scrape()
+    member = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": f"share-{unique_topic}"})
+    member.subscribe([unique_topic])
+    counted = {"protocol": "share"}
+
+    def joined() -> bool:
+        member.poll(0.2)
+        return value(metrics_broker.scrape(), f"{prefix}group_count", 0, **counted) > value(
+            before, f"{prefix}group_count", 0, **counted
+        )
+
+    try:
+        eventually(joined, 30, "the share group counted")
+        during = metrics_broker.scrape()
+    finally:
+        member.close()
+    stable = value(during, f"{prefix}share_group_count", state="stable")
+    assert stable == value(before, f"{prefix}share_group_count", 0, state="stable") + 1
 
 
 def test_topic_counters_log_offsets_and_group_lag_follow_real_clients(metrics_broker, unique_topic):

@@ -251,9 +251,10 @@ class BrokerCollector:
         yield from (lag, current)
 
     def _group_counts(self) -> Iterator[Metric]:
-        """The groups this broker coordinates: by protocol (Kafka's group-count,protocol=classic|consumer)
-        and per protocol by state (classic-group-count and consumer-group-count, state lowercase). A
-        consumer-protocol group's offsets live in a classic entry of its id, which is not counted."""
+        """The groups this broker coordinates: by protocol (Kafka's group-count,protocol=classic|consumer|
+        share) and per protocol by state (classic-group-count, consumer-group-count, share-group-count,
+        state lowercase). A consumer-protocol group's offsets live in a classic entry of its id, which is
+        not counted."""
         prefix = "kafka_server_group_coordinator_metrics_"
         total = GaugeMetricFamily(f"{prefix}group_count", "Groups by protocol", labels=["protocol"])
         by_state = {
@@ -262,17 +263,18 @@ class BrokerCollector:
                 f"{protocol.capitalize()} groups by state",
                 labels=["state"],
             )
-            for protocol in ("classic", "consumer")
+            for protocol in ("classic", "consumer", "share")
         }
-        counts: dict[str, dict[str, int]] = {"classic": {}, "consumer": {}}
+        counts: dict[str, dict[str, int]] = {"classic": {}, "consumer": {}, "share": {}}
         for shard in self._broker.group_coordinator.shards().values():
             for group_id, group in shard.groups.items():
                 if group_id not in shard.consumer_groups:
                     states = counts["classic"]
                     states[group.state.value] = states.get(group.state.value, 0) + 1
-            for consumer_group in shard.consumer_groups.values():
-                states = counts["consumer"]
-                states[consumer_group.state.value] = states.get(consumer_group.state.value, 0) + 1
+            for protocol, groups in (("consumer", shard.consumer_groups), ("share", shard.share_groups)):
+                states = counts[protocol]
+                for modern in groups.values():
+                    states[modern.state.value] = states.get(modern.state.value, 0) + 1
         for protocol, states in counts.items():
             total.add_metric([protocol], sum(states.values()))
             for state, count in sorted(states.items()):
