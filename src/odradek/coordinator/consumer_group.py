@@ -166,8 +166,8 @@ class ConsumerMember:
             self.member_epoch,
             self.previous_member_epoch,
             self.state,
-            _frozen(self.assigned),
-            _frozen(self.pending_revocation),
+            frozen_partitions(self.assigned),
+            frozen_partitions(self.pending_revocation),
         )
 
     def is_reconciled_to(self, epoch: int) -> bool:
@@ -571,7 +571,8 @@ def _heartbeat(
         and (args.subscribed_topic_names is not None or args.subscribed_topic_regex is not None)
         and args.owned is not None
     )
-    send_assignment = full_request or _frozen(reconciled.assigned) != _frozen(member.assigned)
+    moved = frozen_partitions(reconciled.assigned) != frozen_partitions(member.assigned)
+    send_assignment = full_request or moved
     result = HeartbeatResult(
         ErrorCode.NONE,
         None,
@@ -767,7 +768,7 @@ def _refresh_metadata(
         info = view.topic(name)
         if info is not None:
             topics[name] = info
-    metadata_hash = _metadata_hash(topics.values())
+    metadata_hash = topics_metadata_hash(topics.values())
     bump = bump or metadata_hash != group.metadata_hash
     group = replace(group, topics=topics, regexes=regexes, metadata_hash=metadata_hash)
     if bump:
@@ -776,7 +777,7 @@ def _refresh_metadata(
     return group, bump
 
 
-def _metadata_hash(topics: Iterable[TopicInfo]) -> int:
+def topics_metadata_hash(topics: Iterable[TopicInfo]) -> int:
     """A stable signed 64-bit digest of the subscribed topics (name, id, partition count)."""
     digest = hashlib.blake2b(digest_size=8)
     for t in sorted(topics, key=lambda t: t.name):
@@ -812,7 +813,8 @@ def _compute_target(
     for member_id in group.members:
         partitions = {t: frozenset(p) for t, p in computed.get(member_id, {}).items() if p}
         target[member_id] = partitions
-        if member_id not in group.target or _frozen(group.target[member_id]) != _frozen(partitions):
+        before = group.target.get(member_id)
+        if before is None or frozen_partitions(before) != frozen_partitions(partitions):
             records.append(TargetMemberRecord(group.group_id, member_id, partitions))
     records.append(TargetEpochRecord(group.group_id, group.group_epoch, now.wall_ms))
     return replace(group, target=target, assignment_epoch=group.group_epoch)
@@ -910,7 +912,7 @@ def _with_epoch(
     )
 
 
-def _frozen(partitions: TopicPartitions) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:
+def frozen_partitions(partitions: TopicPartitions) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:
     return frozenset((t, frozenset(p)) for t, p in partitions.items() if p)
 
 

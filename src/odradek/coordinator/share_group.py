@@ -32,12 +32,11 @@ Callers: the coordinator shard (decisions), share_group_records.py (values), Gro
 from __future__ import annotations
 
 import enum
-import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from odradek.coordinator.consumer_group import TopicInfo, TopicsView
+from odradek.coordinator.consumer_group import TopicInfo, TopicsView, frozen_partitions, topics_metadata_hash
 from odradek.coordinator.group import Now
 from odradek.coordinator.share_assignor import assign_simple
 from odradek.protocol.errors import ErrorCode
@@ -298,7 +297,7 @@ def _heartbeat(
     before = group.members[updated.member_id]
     reconciled = _reconcile(group, before, records)
     group = replace(group, members={**group.members, reconciled.member_id: reconciled})
-    changed = _frozen(reconciled.assigned) != _frozen(member.assigned) or joined
+    changed = frozen_partitions(reconciled.assigned) != frozen_partitions(member.assigned) or joined
     reply = HeartbeatResult(
         ErrorCode.NONE,
         None,
@@ -359,20 +358,13 @@ def _refresh_metadata(group: ShareGroup, view: TopicsView, records: list[SgRecor
         info = view.topic(name)
         if info is not None:
             topics[name] = info
-    metadata_hash = _metadata_hash(topics.values())
+    metadata_hash = topics_metadata_hash(topics.values())
     bump = bump or metadata_hash != group.metadata_hash
     group = replace(group, topics=topics, metadata_hash=metadata_hash, metadata_version=view.version)
     if bump:
         group = replace(group, group_epoch=group.group_epoch + 1)
         records.append(GroupEpochRecord(group.group_id, group.group_epoch, metadata_hash))
     return group
-
-
-def _metadata_hash(topics: Iterable[TopicInfo]) -> int:
-    digest = hashlib.blake2b(digest_size=8)
-    for t in sorted(topics, key=lambda t: t.name):
-        digest.update(f"{t.name}\0{t.topic_id}\0{t.partitions}\0".encode())
-    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _compute_target(group: ShareGroup, now: Now, records: list[SgRecord]) -> ShareGroup:
@@ -385,7 +377,10 @@ def _compute_target(group: ShareGroup, now: Now, records: list[SgRecord]) -> Sha
     counts = {t.topic_id: t.partitions for t in group.topics.values()}
     target = assign_simple(subscriptions, counts, group.target)
     for member_id, partitions in target.items():
-        if _frozen(partitions) != _frozen(group.target.get(member_id, {})) or member_id not in group.target:
+        if (
+            frozen_partitions(partitions) != frozen_partitions(group.target.get(member_id, {}))
+            or member_id not in group.target
+        ):
             records.append(TargetMemberRecord(group.group_id, member_id, partitions))
     records.append(TargetEpochRecord(group.group_id, group.group_epoch, now.wall_ms))
     names = {t.topic_id: t.name for t in group.topics.values()}
@@ -452,10 +447,6 @@ def _reconcile(group: ShareGroup, member: ShareMember, records: list[SgRecord]) 
     )
     records.append(CurrentAssignmentRecord(group.group_id, member.member_id, updated))
     return updated
-
-
-def _frozen(partitions: TopicPartitions) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:
-    return frozenset((t, frozenset(p)) for t, p in partitions.items() if p)
 
 
 # -- timers, loading, deletion ----------------------------------------------------------------------
