@@ -211,7 +211,7 @@ def upgrade(
         classic.group_id,
         group_epoch=epoch,
         assignment_epoch=epoch,
-        metadata_hash=consumer_group._metadata_hash(topics.values()),
+        metadata_hash=consumer_group.topics_metadata_hash(topics.values()),
         members=members,
         static_members={m.instance_id: m.member_id for m in members.values() if m.instance_id is not None},
         target=target,
