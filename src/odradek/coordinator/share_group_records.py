@@ -172,8 +172,8 @@ class ShareGroupReplay:
             if value is not None:
                 decoded = decode_value(state_value)
                 for t in [*decoded.initialized_topics, *decoded.initializing_topics]:
-                    held = state.initialized.get(t.topic_id, (t.topic_name, frozenset()))[1]
-                    state.initialized[t.topic_id] = (t.topic_name, held | frozenset(t.partitions))
+                    known = state.initialized.get(t.topic_id, (t.topic_name, frozenset()))[1]
+                    state.initialized[t.topic_id] = (t.topic_name, known | frozenset(t.partitions))
             return
         if kind in (metadata_key.RECORD_TYPE, target_metadata_key.RECORD_TYPE):
             module = metadata_key if kind == metadata_key.RECORD_TYPE else target_metadata_key
