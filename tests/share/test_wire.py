@@ -27,6 +27,8 @@ from odradek.protocol.messages.read_share_group_state import ReadShareGroupState
 from odradek.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from odradek.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from odradek.protocol.messages.share_fetch import ShareFetchRequest
+from odradek.protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from odradek.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from odradek.protocol.records.record import decode_records
 from odradek.testing.broker import BrokerProcess
 from tests.cli.tooling import ok
@@ -469,3 +471,23 @@ def test_expired_locks_are_released_and_written_without_any_request(broker: Brok
         assert batches == [(0, 2, 0, 1)]  # AVAILABLE again, delivered once
     finally:
         a.close()
+
+
+def test_share_group_membership_needs_read_and_describe_on_the_group(secured: BrokerProcess) -> None:
+    """ShareGroupHeartbeat needs READ on the group and ShareGroupDescribe DESCRIBE, as Kafka checks."""
+    _, _, group = setup(secured.bootstrap, count=1)
+    topic = f"share-acl-{uuid.uuid4().hex[:8]}"
+    closed = f"closed-{uuid.uuid4().hex[:8]}"
+    deny_read(secured, "--group", closed)
+    ok("acls", "--bootstrap-server", secured.bootstrap, "--add", "--deny-principal", "User:ANONYMOUS",
+       "--operation", "Describe", "--group", closed)  # fmt: skip
+    join = ShareGroupHeartbeatRequest(
+        group_id=closed, member_id=uuid.uuid4().hex[:22], member_epoch=0, subscribed_topic_names=[topic]
+    )
+    with RawClient(secured.bootstrap, timeout=30.0) as client:
+        joined = client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, join)
+        described = client.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, ShareGroupDescribeRequest([closed, group]))
+    assert joined.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    codes = {g.group_id: g.error_code for g in described.groups}
+    assert codes[closed] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert codes[group] != ErrorCode.GROUP_AUTHORIZATION_FAILED
