@@ -44,13 +44,16 @@ def test_classic_and_consumer_groups_consume_the_same_topics_at_once(
         )
         for group, (protocol, extra) in GROUPS.items()
     }
-    producers = [
-        NumberedProducer(cluster.bootstrap, topic, PER_TOPIC, per_second=200).start() for topic in TOPICS
-    ]
     try:
         for crew in crews.values():
             crew.add()
             crew.add()
+        # every member holds partitions before the records flow, so each has records to consume
+        # however long its group took to settle
+        eventually(lambda: all(map(both_assigned, crews.values())), 90, "two members with partitions")
+        producers = [
+            NumberedProducer(cluster.bootstrap, topic, PER_TOPIC, per_second=200).start() for topic in TOPICS
+        ]
         for producer in producers:
             producer.join()
             assert producer.errors == []
@@ -79,3 +82,8 @@ def test_classic_and_consumer_groups_consume_the_same_topics_at_once(
             assert ledgers[group].total(topic) == PER_TOPIC
         # the group's first two members both got partitions
         assert all(m.batches for m in crews[group].members[:2]), group
+
+
+def both_assigned(crew: Crew) -> bool:
+    crew.keep(2)
+    return all(m.assignment for m in crew.running()) and len(crew.running()) == 2
