@@ -159,7 +159,9 @@ def produce_cpu_us(requests: int, acls: int | None) -> float:
                 index=0, records=build_batch([SimpleRecord(bytes(100))])
             )
             produce = ProduceRequest(
-                acks=1, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(TOPIC, [data_entry])]
+                acks=1,
+                timeout_ms=10000,
+                topic_data=[ProduceRequest.TopicProduceData(TOPIC, partition_data=[data_entry])],
             )
             produce_frame = frame(ApiKey.PRODUCE, 9, produce, 2)
             per_request_cpu_us(sock, broker.pid, produce_frame, requests // 10)  # warm-up

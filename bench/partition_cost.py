@@ -109,7 +109,7 @@ class Scenario:
 
     def produce(self, count: int) -> bytearray:
         data = [ProduceRequest.PartitionProduceData(p, BATCH) for p in range(count)]
-        topics = [ProduceRequest.TopicProduceData(TOPIC, data)]
+        topics = [ProduceRequest.TopicProduceData(TOPIC, partition_data=data)]
         request = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=topics)
         return frame(ApiKey.PRODUCE, PRODUCE_VERSION, request)
 

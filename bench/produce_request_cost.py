@@ -50,7 +50,7 @@ PRODUCE_VERSION = 10
 def produce(partition: int) -> bytearray:
     data = [ProduceRequest.PartitionProduceData(partition, BATCH)]
     request = ProduceRequest(
-        acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(TOPIC, data)]
+        acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(TOPIC, partition_data=data)]
     )
     return frame(ApiKey.PRODUCE, PRODUCE_VERSION, request)
 
