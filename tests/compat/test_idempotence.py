@@ -6,7 +6,7 @@ id and write batches carrying it, and a consumer reads every record exactly once
 A batch re-sent with the same producer id, epoch and sequences is not appended again and is answered
 with the original base offset, also after a clean or a hard restart; an older epoch is answered
 INVALID_PRODUCER_EPOCH (47) and a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER (45), with nothing
-appended, except a gap this broker made itself by refusing a batch with a retriable error (README:
+appended, except a gap this broker made itself by refusing a batch with a retriable error (docs/deviations.md:
 deviations).
 """
 

@@ -100,7 +100,7 @@ DEVIATIONS: dict[str, str] = {
     "compression-as-produced": (
         "A topic's compression.type: Kafka recompresses each batch to the topic's codec (or stores it "
         "uncompressed for 'uncompressed'); odradek stores and serves batches as produced, whatever the "
-        "topic says (README: compression). A gap: consumers read the same records either way, the bytes "
+        "topic says (docs/compatibility.md: compression). A gap: consumers read the same records either way, the bytes "
         "on disk and on the wire differ."
     ),
     "zstd-before-produce-v7": (

@@ -4,7 +4,7 @@ runs once per target and asserts the same output on both, so a difference is odr
 
 Both brokers are broker id 1 with the same settings (Kafka's ACL authorizer allowing what no ACL
 names, so `acls` has something to talk to). What the tools cannot do against odradek, and Kafka can,
-is asserted as such at the end (the deviations README lists): kafka-metadata-quorum needs KRaft.
+is asserted as such at the end (docs/deviations.md lists): kafka-metadata-quorum needs KRaft.
 Groups of the KIP-848 consumer protocol are described with Kafka 4's columns on both.
 """
 
@@ -398,7 +398,7 @@ def test_reassign_partitions_generate_execute_verify(
 
 def test_metadata_quorum_needs_kraft(target: Target) -> None:
     """kafka-metadata-quorum asks for DescribeQuorum, a KRaft API: odradek follows the ZooKeeper-mode
-    design and does not serve it (README's deviations)."""
+    design and does not serve it (docs/deviations.md)."""
     done = run(METADATA_QUORUM, *target.args("describe", "--status"))
     if target.name == "kafka":
         assert done.returncode == 0, done.stderr

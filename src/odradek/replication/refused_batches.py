@@ -5,7 +5,7 @@ Owns, per producer id, the producer epoch, first sequence and error of the last 
 refused with a retriable error before writing anything (NOT_ENOUGH_REPLICAS while the ISR is short,
 KAFKA_STORAGE_ERROR on a failed write).
 
-Why (a deliberate deviation from Kafka, written down in the README too): a producer with several
+Why (a deliberate deviation from Kafka, written down in docs/deviations.md too): a producer with several
 requests in flight sends batch N+1 before it learns that N was refused. If the cause is gone when
 N+1 arrives (the ISR grew back, space returned), Kafka answers N+1 OUT_OF_ORDER_SEQUENCE_NUMBER.
 librdkafka (confluent-kafka, up to 2.16 at least: confluentinc/librdkafka#4953) answers that by
