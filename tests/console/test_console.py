@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -176,6 +178,26 @@ def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, scree
     _, base = console_broker
     text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=x", "bad-form")
     assert "Bad request" in text
+    # a value from the address is shown as text, never as markup
+    text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=<b>x</b>", "bad-markup")
+    assert "'<b>x</b>'" in text
+    from selenium.webdriver.common.by import By
+
+    assert browser.find_elements(By.CSS_SELECTOR, "p.warn b") == []
+
+
+def test_an_unknown_group_or_topic_answers_404_saying_so(console_broker, browser, screenshots):
+    _, base = console_broker
+    text = _visit(browser, screenshots, base + "/group?id=no-such-group", "unknown-group")
+    assert "There is no consumer group named 'no-such-group'." in text and "Dead" not in text
+    text = _visit(browser, screenshots, base + "/topic?name=no-such-topic", "unknown-topic")
+    assert "There is no topic named 'no-such-topic'." in text
+    assert "a group id is needed" in _visit(browser, screenshots, base + "/group?id=", "empty-group")
+    for path in ("/group?id=no-such-group", "/topic?name=no-such-topic"):
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(base + path, timeout=30)
+        answer.value.close()
+        assert answer.value.code == 404
 
 
 def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(

@@ -47,6 +47,10 @@ class FormError(ValueError):
     """A form value the console cannot use."""
 
 
+class NotFound(LookupError):
+    """The topic or group a page names does not exist."""
+
+
 class Console:
     """The console of one cluster; `routes()` for the HTTP listener, `close()` when done."""
 
@@ -90,7 +94,9 @@ class Console:
         try:
             return HTTPStatus.OK, HTML, await page(query)
         except FormError as exc:
-            return HTTPStatus.BAD_REQUEST, HTML, pages.layout("Bad request", f"<p class='warn'>{exc}</p>")
+            return _warning(HTTPStatus.BAD_REQUEST, "Bad request", exc)
+        except NotFound as exc:
+            return _warning(HTTPStatus.NOT_FOUND, "Not found", exc)
         except Exception as exc:
             log.info("Console page failed: %r", exc)
             message = f"<p class='warn'>The cluster could not be read: {pages.escape(repr(exc))}</p>"
@@ -114,7 +120,7 @@ class Console:
         cluster = await self._read(self._reader.cluster)
         topic = next((t for t in cluster.topics if t.name == name), None)
         if topic is None:
-            raise FormError(f"no topic named {name!r}")
+            raise NotFound(f"There is no topic named {name!r}.")
         sizes = self._local_sizes(name) if self._local_sizes is not None else None
         return pages.topic_page(topic, sizes)
 
@@ -125,7 +131,11 @@ class Console:
 
     async def _group(self, query: dict[str, str]) -> bytes:
         group_id = query.get("id", "")
+        if not group_id:
+            raise FormError("a group id is needed: /group?id=<group id>")
         report = await self._read(self._reader.group, group_id)
+        if report.state == "Dead" and not report.members and not report.committed:
+            raise NotFound(f"There is no consumer group named {group_id!r}.")
         self._record(group_id, _total_lag(report))
         return pages.group_page(group_id, report, list(self._history[group_id]))
 
@@ -157,6 +167,10 @@ class Console:
         history.append((now, lag))
         while history and history[0][0] < now - WINDOW_S:
             history.popleft()
+
+
+def _warning(status: HTTPStatus, title: str, exc: Exception) -> Response:
+    return status, HTML, pages.layout(title, f"<p class='warn'>{pages.escape(str(exc))}</p>")
 
 
 def _total_lag(report: Any) -> int:
