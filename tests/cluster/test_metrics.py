@@ -4,6 +4,7 @@ shrinks as /metrics reports them when a follower is killed."""
 from __future__ import annotations
 
 import re
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -46,6 +47,11 @@ def test_controller_under_replication_and_isr_shrinks_follow_a_killed_follower(
     for i in range(10):
         producer.produce(unique_topic, value=b"%d" % i)
     assert producer.flush(TIMEOUT_S) == 0
+    # any broker's console shows every replica's size, from each broker's DescribeLogDirs
+    console = urls[cluster.controller()].removesuffix("/metrics")
+    with urllib.request.urlopen(f"{console}/topic?name={unique_topic}", timeout=TIMEOUT_S) as page:
+        sizes = re.search(r"1: (\d+), 2: \1, 3: \1<", page.read().decode())
+    assert sizes is not None and int(sizes.group(1)) > 0
 
     state = cluster.state(unique_topic, 0)
     assert state is not None

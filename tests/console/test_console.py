@@ -102,12 +102,14 @@ def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots)
     overview = _visit(browser, screenshots, base + "/", "cluster")
     assert f"127.0.0.1 {process.port}" in overview and "controller" in overview
 
+    size = sum(f.stat().st_size for f in (process.data_dir / f"{TOPIC}-0").glob("*.log"))
+    assert size > 0
     topics = _visit(browser, screenshots, base + "/topics", "topics")
-    assert f"{TOPIC} 1 1 {RECORDS} 0" in topics
+    assert f"{TOPIC} 1 1 {RECORDS} 0 {size} {size}" in topics  # ..., size, on disk (DescribeLogDirs)
 
     topic = _visit(browser, screenshots, base + f"/topic?name={TOPIC}", "topic")
-    assert "0 0 0 0 0 6" in topic  # partition, leader, replicas, ISR, start, end offset
-    assert "Size (bytes)" in topic  # the broker's own console shows the sizes of the replicas it hosts
+    # partition, leader, replicas, ISR, start, end offset, size, replica sizes by broker
+    assert f"0 0 0 0 0 6 {size} 0: {size}" in topic
 
     group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group")
     assert f"{TOPIC} 0 {COMMITTED} {RECORDS} {RECORDS - COMMITTED}" in group
@@ -216,7 +218,7 @@ def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(
         topic = _visit(
             browser, screenshots, f"http://127.0.0.1:{port}/topic?name={TOPIC}", "standalone-topic"
         )
-        assert "End offset" in topic and "Size" not in topic  # it hosts no replica whose size it could show
+        assert "End offset" in topic and "Size (bytes)" in topic  # from the broker's DescribeLogDirs
     finally:
         console.terminate()
         code = console.wait(30)

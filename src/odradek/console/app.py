@@ -6,11 +6,11 @@ been viewed, a periodic job of the scheduler ("console-lag-sample") samples each
 every SAMPLE_S and WINDOW_S of samples are kept for the group page's chart (a group page adds a
 sample of its own). Every blocking read runs in the scheduler's console lane (one thread: the
 reader's client is not thread-safe; the event loop never waits for the cluster). A cluster that cannot be read
-answers 502 with the error on the page; a bad form value 400.
+answers 502 with the error on the page; a bad form value 400; a topic or group that does not exist 404.
 
-Two hosts: the broker serves it at `/` of `http.listeners`, reading itself over its own listener
-(and giving the replica sizes it hosts), and `odradek console --bootstrap-server` serves it for any
-cluster, without a size column: it hosts no replicas.
+Two hosts, the same pages: the broker serves it at `/` of `http.listeners`, reading itself over its
+own listener, and `odradek console --bootstrap-server` serves it for any cluster. Sizes come from
+every broker's DescribeLogDirs in both.
 
 Callers: server/kafka_server.py, cli/console.py.
 """
@@ -40,7 +40,6 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 HTML = "text/html; charset=utf-8"
 T = TypeVar("T")
-LocalSizes = Callable[[str], dict[int, int]]
 
 
 class FormError(ValueError):
@@ -58,12 +57,10 @@ class Console:
         self,
         bootstrap: str,
         scheduler: Scheduler,
-        local_sizes: LocalSizes | None = None,
         security: ConnectionSecurity | None = None,
     ) -> None:
         self._reader = ClusterReader(bootstrap, security=security)
         self._scheduler = scheduler
-        self._local_sizes = local_sizes
         self._history: dict[str, collections.deque[tuple[float, int]]] = {}
         self._sampler: Job | None = None
 
@@ -113,7 +110,8 @@ class Console:
         return pages.overview_page(cluster, len(groups))
 
     async def _topics(self, query: dict[str, str]) -> bytes:
-        return pages.topics_page(await self._read(self._reader.cluster))
+        cluster = await self._read(self._reader.cluster)
+        return pages.topics_page(cluster, await self._read(self._reader.replica_sizes))
 
     async def _topic(self, query: dict[str, str]) -> bytes:
         name = query.get("name", "")
@@ -121,8 +119,7 @@ class Console:
         topic = next((t for t in cluster.topics if t.name == name), None)
         if topic is None:
             raise NotFound(f"There is no topic named {name!r}.")
-        sizes = self._local_sizes(name) if self._local_sizes is not None else None
-        return pages.topic_page(topic, sizes)
+        return pages.topic_page(topic, await self._read(self._reader.replica_sizes))
 
     async def _groups(self, query: dict[str, str]) -> bytes:
         groups = await self._read(self._reader.groups)

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from odradek.client import TopicPartition
 from odradek.client.group_admin import GroupListing, GroupReport
-from odradek.console.reader import ClientQuota, Cluster, Message, Topic
+from odradek.console.reader import ClientQuota, Cluster, Message, ReplicaSizes, Topic
 
 CHART_WIDTH, CHART_HEIGHT = 640, 160
 STYLE = """
@@ -111,7 +111,9 @@ def overview_page(cluster: Cluster, groups: int) -> bytes:
     return layout("Cluster", facts + "<h2>Brokers</h2>" + brokers)
 
 
-def topics_page(cluster: Cluster) -> bytes:
+def topics_page(cluster: Cluster, sizes: ReplicaSizes) -> bytes:
+    """Every topic; its size is that of its partitions' leader replicas (what a consumer reads), on
+    disk that of all its replicas (DescribeLogDirs)."""
     rows = (
         [
             link("/topic", t.name, name=t.name) + (" (internal)" if t.internal else ""),
@@ -119,20 +121,19 @@ def topics_page(cluster: Cluster) -> bytes:
             str(max((len(p.replicas) for p in t.partitions), default=0)),
             str(sum(max(p.end, 0) for p in t.partitions)),
             _warn(t.under_replicated),
+            str(sum(sizes.get((t.name, p.index), {}).get(p.leader, 0) for p in t.partitions)),
+            str(sum(sum(sizes.get((t.name, p.index), {}).values()) for p in t.partitions)),
         ]
         for t in cluster.topics
     )
+    header = ["Topic", "Partitions", "Replicas", "End offsets (sum)", "Under-replicated"]
     return layout(
-        "Topics",
-        table(
-            ["Topic", "Partitions", "Replicas", "End offsets (sum)", "Under-replicated"], rows, (1, 2, 3, 4)
-        ),
+        "Topics", table([*header, "Size (bytes)", "On disk, all replicas (bytes)"], rows, (1, 2, 3, 4, 5, 6))
     )
 
 
-def topic_page(topic: Topic, sizes: dict[int, int] | None) -> bytes:
-    """The partitions of `topic`; with `sizes` (the replicas the serving broker hosts) a size column,
-    without (a standalone console, which has no broker of its own) none."""
+def topic_page(topic: Topic, sizes: ReplicaSizes) -> bytes:
+    """The partitions of `topic`, each with the size of its leader replica and of every replica."""
     rows = (
         [
             str(p.index),
@@ -142,16 +143,16 @@ def topic_page(topic: Topic, sizes: dict[int, int] | None) -> bytes:
             + (" <span class='warn'>under-replicated</span>" if len(p.isr) < len(p.replicas) else ""),
             str(p.start),
             str(p.end),
-            *([] if sizes is None else [str(sizes[p.index]) if p.index in sizes else "-"]),
+            _or_dash(sizes.get((topic.name, p.index), {}).get(p.leader)),
+            ", ".join(f"{b}: {n}" for b, n in sorted(sizes.get((topic.name, p.index), {}).items())) or "-",
             link("/messages", "browse", topic=topic.name, partition=p.index, offset=max(p.start, 0)),
         ]
         for p in topic.partitions
     )
-    header = ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset"]
-    if sizes is None:
-        return layout(f"Topic {topic.name}", table([*header, ""], rows, (0, 1, 4, 5)))
-    note = "<p>Sizes are those of the replicas on the broker serving this console.</p>"
-    return layout(f"Topic {topic.name}", table([*header, "Size (bytes)", ""], rows, (0, 1, 4, 5, 6)) + note)
+    header = ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset", "Size (bytes)"]
+    return layout(
+        f"Topic {topic.name}", table([*header, "Replica sizes by broker", ""], rows, (0, 1, 4, 5, 6))
+    )
 
 
 def groups_page(groups: Sequence[GroupListing], lags: dict[str, int | None]) -> bytes:

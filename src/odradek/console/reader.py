@@ -5,7 +5,8 @@ over it, and turns their answers into the values the pages draw: the brokers and
 (Metadata), each topic's partitions with leader, replicas, ISR and start / end offsets (Metadata,
 ListOffsets), the consumer groups with state, members, assignments, committed offsets and lag
 (ListGroups, DescribeGroups, OffsetFetch, ListOffsets), the records of a partition from an
-offset or a time (ListOffsets by timestamp, Fetch), and the client quotas (DescribeClientQuotas).
+offset or a time (ListOffsets by timestamp, Fetch), the client quotas (DescribeClientQuotas), and
+the size of every replica (DescribeLogDirs to each broker).
 
 Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
 event loop: a broker serving its own console answers these requests on its loop meanwhile); the
@@ -23,12 +24,14 @@ from odradek.client import ConnectionSecurity, KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
 from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, check
+from odradek.protocol.errors import ErrorCode, KafkaError, check
 from odradek.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 
 EARLIEST, LATEST = -2, -1
 FETCH_BYTES = 1 << 20
+ReplicaSizes = dict[tuple[str, int], dict[int, int]]  # (topic, partition) -> broker id -> bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +162,28 @@ class ClusterReader:
             )
             for entry in response.entries or ()
         ]
+
+    def replica_sizes(self) -> ReplicaSizes:
+        """The bytes of every replica, by (topic, partition) then broker, from each broker's
+        DescribeLogDirs; the future replica of a move between log dirs is left out, and so is a
+        broker that does not answer (its replicas have no size here)."""
+        client, _ = self._clients()
+        sizes: ReplicaSizes = {}
+        for broker_id, broker in client.metadata([]).brokers.items():
+            try:
+                response = client.connect_to(broker.host, broker.port).request(
+                    ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None)
+                )
+            except (ConnectionError, KafkaError):
+                continue
+            for log_dir in response.results:
+                for topic in log_dir.topics if log_dir.error_code == ErrorCode.NONE else ():
+                    for p in topic.partitions:
+                        if not p.is_future_key:
+                            sizes.setdefault((topic.name, p.partition_index), {})[broker_id] = (
+                                p.partition_size
+                            )
+        return sizes
 
     def groups(self) -> list[GroupListing]:
         return self._clients()[1].list_groups()

@@ -549,15 +549,9 @@ class KafkaServer:
         inter_broker = self.config.inter_broker_listener_name
         own = next((e for e in advertised if e.listener == inter_broker), advertised[0])
         security = inter_broker_client_security(self.config)
-        self._console = Console(f"{own.host}:{own.port}", self.scheduler, self._hosted_sizes, security)
+        self._console = Console(f"{own.host}:{own.port}", self.scheduler, security)
         self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
         await self._http.bind(endpoints)
-
-    def _hosted_sizes(self, topic: str) -> dict[int, int]:
-        """Bytes of the replicas of `topic` hosted here, by partition (the console's topic page)."""
-        return {
-            p.partition: p.log.size_in_bytes for p in self.replica_manager.partitions() if p.topic == topic
-        }
 
     @property
     def http_addresses(self) -> list[tuple[str, int]]:
