@@ -9,7 +9,7 @@ ARGS ?=
 
 # Quiet when everything is there; one line, then pip's errors only, when it installs.
 install:
-	@$(PYTHON) -c "import odradek.cli.serve, mypyc" 2>/dev/null || { \
+	@$(PYTHON) -c "import odradek.cli.serve, mypyc, aiohttp, jinja2" 2>/dev/null || { \
 	    echo "make: installing odradek with its native extra: pip install -q -e '.[native]'"; \
 	    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON) -m pip install -q -e '.[native]'; }
 	@$(PYTHON) tools/build_native.py

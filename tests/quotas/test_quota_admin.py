@@ -239,4 +239,4 @@ def test_a_quota_group_shows_on_metrics_and_in_the_console(broker):
     assert value(samples, "kafka_network_requestmetrics_throttletimems_sum", request="Produce") > 0
     with urllib.request.urlopen(f"{http}/quotas", timeout=30) as page:
         html = page.read().decode()
-    assert "metered" in html and "<td class='num'>1000</td>" in html and "producer_byte_rate" in html
+    assert "metered" in html and '<td class="num">1000</td>' in html and "producer_byte_rate" in html

@@ -281,7 +281,15 @@ def test_other_paths_answer_404_and_other_methods_405(metrics_broker):
     assert refused.value.code == 405
 
 
-@pytest.mark.parametrize("bad", ["127.0.0.1:9644", "https://127.0.0.1:9644", "http://127.0.0.1:99999"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "127.0.0.1:9644",
+        "ftp://127.0.0.1:9644",
+        "http://127.0.0.1:99999",
+        "https://127.0.0.1:9644",  # without a key store
+    ],
+)
 def test_a_bad_http_listener_refuses_to_start_with_one_line(tmp_path, bad):
     argv = [sys.executable, "-m", "odradek", "serve", "--override", f"log.dirs={tmp_path}"]
     argv += ["--override", f"http.listeners={bad}"]

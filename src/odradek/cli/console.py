@@ -19,17 +19,17 @@ from pathlib import Path
 from odradek.cli.common import ToolError, command_config_security
 from odradek.client import ConnectionSecurity, bootstrap_option
 from odradek.clock import SYSTEM_CLOCK
-from odradek.console.app import Console
-from odradek.http_listener import HttpListener
+from odradek.console.areas import console_server
+from odradek.console.sessions import ConsoleSettings
 from odradek.scheduler import Scheduler
-from odradek.server.config import ConfigError, parse_http_listeners
+from odradek.server.config import ConfigError, HttpEndpoint, parse_http_listeners
 
 COMMAND = "console"
 HELP = "serve the web console of a cluster"
 DEFAULT_LISTEN = "http://127.0.0.1:9645"
 
 
-def listen_option(value: str) -> list[tuple[str, int]]:
+def listen_option(value: str) -> list[HttpEndpoint]:
     """argparse `type=` for --listen: `http://host:port[,...]`, as http.listeners."""
     try:
         endpoints = parse_http_listeners(value)
@@ -70,23 +70,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(
-    bootstrap: str, endpoints: list[tuple[str, int]], security: ConnectionSecurity | None
-) -> None:
+async def _serve(bootstrap: str, endpoints: list[HttpEndpoint], security: ConnectionSecurity | None) -> None:
     scheduler = Scheduler(SYSTEM_CLOCK)
-    console = Console(bootstrap, scheduler, security=security)
-    http = HttpListener(console.routes())
+    http = console_server(ConsoleSettings(bootstrap, security), scheduler)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        await http.bind(endpoints)
+        http.bind([(e.host, e.port) for e in endpoints])
         await http.serve()
-        addresses = ", ".join(f"http://{host}:{port}" for host, port in http.addresses)
-        print(f"odradek console of {bootstrap} on {addresses}", flush=True)
+        print(f"odradek console of {bootstrap} on {', '.join(http.urls)}", flush=True)
         await stop.wait()
     finally:
         await http.close()
-        await console.close()
         await scheduler.close()

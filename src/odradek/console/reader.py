@@ -20,7 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.client import ConnectionSecurity, KafkaClient, TopicPartition
+from odradek.client import (
+    AuthenticationFailed,
+    BrokerUnreachable,
+    ConnectionSecurity,
+    KafkaClient,
+    TopicPartition,
+)
 from odradek.client.consumer import decode_range
 from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
@@ -110,6 +116,18 @@ class ClusterReader:
             )
             self._admin = GroupAdmin(self._client, self._timeout_s)
         return self._client, self._admin
+
+    def check(self) -> None:
+        """Connect (authenticating, with a SASL security) and read the cluster's metadata; raises
+        AuthenticationFailed when the cluster refuses the credentials."""
+        try:
+            connection = self._clients()[0].any_connection()
+        except BrokerUnreachable as exc:
+            refused = [f.__cause__ for f in exc.failures if isinstance(f.__cause__, AuthenticationFailed)]
+            if refused:
+                raise refused[0] from None
+            raise
+        connection.request(ApiKey.METADATA, MetadataRequest(topics=[]))
 
     def close(self) -> None:
         if self._client is not None:

@@ -34,7 +34,8 @@ Connection limits (read by server/limits.py and server/socket_server.py): `max.c
 `max.connection.creation.rate`, `connections.max.idle.ms` (negative: never), `queued.max.request.bytes`
 (-1 or 0: unbounded; otherwise at least socket.request.max.bytes, as Kafka requires).
 `http.listeners` (an odradek key, `http://host:port,...`, empty by default: none) names where the
-broker serves HTTP (Prometheus `/metrics`, http_listener.py).
+broker serves HTTP (Prometheus `/metrics` and the web console, server/console_host.py; `https://`
+entries with the `ssl.*` keys of the listener name `HTTPS`).
 `request.timeout.ms` (default 30000) is, as in Kafka, the timeout of the broker's own requests to
 the controller (AlterPartition, ControlledShutdown: server/to_controller.py); WriteTxnMarkers waits
 for its markers' replication up to it.
@@ -88,7 +89,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from odradek.controller.zk.znodes import ZooKeeperConnect
 from odradek.security.authorizer import AUTHORIZER_CLASS_NAMES
@@ -259,26 +260,38 @@ def _listeners_validator(key: str, value: Any) -> None:
         _parse_endpoints(key, value)
 
 
-_HTTP_LISTENER_RE = re.compile(r"^http://(\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(\d+)/?$")
+_HTTP_LISTENER_RE = re.compile(r"^(https?)://(\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(\d+)/?$")
 
 
-def parse_http_listeners(value: str) -> list[tuple[str, int]]:
-    """`http.listeners`: `http://host:port,...` (IPv6 in brackets; empty host: every interface;
-    port 0: any free port). Raises ConfigError naming the key."""
+HTTPS_LISTENER = "HTTPS"  # the listener name of http.listeners' https:// entries, for their ssl.* keys
+
+
+class HttpEndpoint(NamedTuple):
+    """One `http.listeners` entry: where to bind, and whether it speaks HTTPS (TLS with the `ssl.*`
+    configs of the listener name `HTTPS`, prefixed `listener.name.https.` or not)."""
+
+    host: str
+    port: int
+    tls: bool = False
+
+
+def parse_http_listeners(value: str) -> list[HttpEndpoint]:
+    """`http.listeners`: `http://host:port,https://host:port,...` (IPv6 in brackets; empty host:
+    every interface; port 0: any free port). Raises ConfigError naming the key."""
     key = "http.listeners"
-    endpoints: list[tuple[str, int]] = []
+    endpoints: list[HttpEndpoint] = []
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
         match = _HTTP_LISTENER_RE.match(item)
         if match is None:
-            raise ConfigError(key, value, f"malformed listener {item!r}, expected http://host:port")
-        host, port = match.group(1).strip("[]"), int(match.group(2))
+            raise ConfigError(key, value, f"malformed listener {item!r}, expected http(s)://host:port")
+        scheme, host, port = match.group(1), match.group(2).strip("[]"), int(match.group(3))
         if port > 65535:
             raise ConfigError(key, value, f"port {port} of listener {item!r} is out of range 0-65535")
-        if (host, port) in endpoints:
+        if any((e.host, e.port) == (host, port) for e in endpoints):
             raise ConfigError(key, value, f"listener {item!r} repeats")
-        endpoints.append((host, port))
+        endpoints.append(HttpEndpoint(host, port, scheme == "https"))
     return endpoints
 
 
@@ -385,8 +398,14 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         # moves between log dirs (KIP-113): replication/alter_log_dirs.py
         ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", _L, LONG_MAX, at_least(0)),
         ConfigKey("request.timeout.ms", _I, 30000, at_least(0)),
-        # odradek's HTTP listeners (Prometheus /metrics): http_listener.py; empty = none
+        # odradek's HTTP listeners (Prometheus /metrics and the web console): console/web.py; empty = none
         ConfigKey("http.listeners", _S, "", _http_listeners_validator),
+        # the web console (odradek's own; docs/console.md): who may use it and as whom it reads
+        ConfigKey("console.authentication", _S, "none", one_of("none", "sasl")),
+        ConfigKey("console.sasl.mechanism", _S, "PLAIN", one_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+        ConfigKey("console.listener.name", _S, None),
+        ConfigKey("console.read.only", _S, "", one_of("", "true", "false")),
+        ConfigKey("console.session.timeout.ms", _I, 1800000, at_least(1000)),
         # logs
         ConfigKey("log.dirs", _LS, None),
         ConfigKey("log.dir", _S, None),
@@ -1081,17 +1100,28 @@ class KafkaConfig:
         """The TLS settings of every SSL / SASL_SSL listener, loaded now so that a bad key or an
         unreadable key store stops the start, naming the key."""
         settings = {}
-        for listener in self.listeners:
-            if listener.security_protocol in TLS_SECURITY_PROTOCOLS:
-                try:
-                    settings[listener.name] = listener_ssl(self.originals, listener.name)
-                except SslConfigError as exc:
-                    raise ConfigError(exc.key, exc.value, str(exc)) from None
+        names = [lis.name for lis in self.listeners if lis.security_protocol in TLS_SECURITY_PROTOCOLS]
+        if any(endpoint.tls for endpoint in self.http_listeners):
+            names.append(HTTPS_LISTENER)
+        for name in names:
+            try:
+                settings[name] = listener_ssl(self.originals, name)
+            except SslConfigError as exc:
+                raise ConfigError(exc.key, exc.value, str(exc)) from None
+        https = f"listener.name.{HTTPS_LISTENER.lower()}."
+        if HTTPS_LISTENER in settings and not any(
+            self.originals.get(prefix + key)
+            for prefix in (https, "")
+            for key in ("ssl.keystore.location", "ssl.keystore.key")
+        ):
+            raise ConfigError(
+                "http.listeners", self._values["http.listeners"], "https needs ssl.keystore.location"
+            )
         return settings
 
     @property
-    def http_listeners(self) -> list[tuple[str, int]]:
-        """`http.listeners` as (host, port) pairs; empty when there is none."""
+    def http_listeners(self) -> list[HttpEndpoint]:
+        """`http.listeners` as endpoints; empty when there is none."""
         return parse_http_listeners(self._values["http.listeners"])
 
     @property

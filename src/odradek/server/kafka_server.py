@@ -89,8 +89,8 @@ Owns the broker's life cycle.
 HTTP (`http.listeners`, none by default): bound with the Kafka listeners (a port in use stops the
 start the same way), served once started: Prometheus `/metrics` from a registry of its own
 (server/metrics.py; the network layer then times every request for it) and the web console at `/`
-(odradek/console, reading this broker over its own listener), on http_listener.py; the HTTP
-listeners and the console close first at shutdown.
+(odradek/console, reading this broker over its own listeners), one aiohttp server
+(server/console_host.py); the HTTP listeners and the console close first at shutdown.
 
 Listeners: every entry of `listeners` is bound (all PLAINTEXT; names mapped by
 listener.security.protocol.map). The broker registers one advertised endpoint per entry of
@@ -147,7 +147,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from odradek.clock import SYSTEM_CLOCK, Clock
-from odradek.console.app import Console
 from odradek.controller.admin import AdminManager
 from odradek.controller.channel import ClusterChannel, LocalChannel
 from odradek.controller.controller import Controller, known_brokers
@@ -171,7 +170,6 @@ from odradek.coordinator.runtime import ReplicaManagerLog
 from odradek.coordinator.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_markers import TxnMarkerChannel
-from odradek.http_listener import HttpListener
 from odradek.network_client import ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.controlled_shutdown import ControlledShutdownRequest
@@ -197,6 +195,7 @@ from odradek.security.sasl.scram import ScramCredential, ScramMechanism
 from odradek.server import group_configs
 from odradek.server.client_quotas import ClientQuotas, QuotaWindow
 from odradek.server.config import ConfigError, KafkaConfig, parse_connection_overrides
+from odradek.server.console_host import start_console
 from odradek.server.control_plane import ControlPlane
 from odradek.server.controller_contact import ControllerContact
 from odradek.server.dispatcher import Dispatcher
@@ -208,7 +207,7 @@ from odradek.server.limits import (
     resolve_overrides,
 )
 from odradek.server.metadata_cache import MetadataCache
-from odradek.server.metrics import RequestMetrics, broker_registry, metrics_route
+from odradek.server.metrics import RequestMetrics, broker_registry
 from odradek.server.sasl_authenticator import authenticator_for
 from odradek.server.sasl_listener import inter_broker_authenticate, inter_broker_client, sasl_listeners
 from odradek.server.share_partitions import SharePartitionManager
@@ -221,6 +220,7 @@ from odradek.storage.manager import LogManager
 from odradek.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
+    from odradek.console.web import ConsoleServer
     from odradek.controller.zk.client import KafkaZkClient
     from odradek.controller.zk.store import ZkMetadataStore
     from odradek.controller.zk.znodes import BrokerRegistration
@@ -340,8 +340,7 @@ class KafkaServer:
         self._dispatcher = Dispatcher(self, quotas=self.quotas)
         self._server = SocketServer(self._dispatcher, self.scheduler, self._start_limits, observer)
         self._sasl_listeners = sasl_listeners(config, self._scram_credential)  # ConfigError when invalid
-        self._http: HttpListener | None = None
-        self._console: Console | None = None
+        self._http: ConsoleServer | None = None  # http.listeners: /metrics and the console
         self._periodic_jobs: list[Job] = []
         self._started = False
         self._stop_requested = asyncio.Event()
@@ -411,7 +410,7 @@ class KafkaServer:
         for name, sasl_listener in self._sasl_listeners.items():
             self._server.authenticate(name, authenticator_for(sasl_listener, self._dispatcher.handlers))
         if config.http_listeners:
-            await self._bind_http(config.http_listeners)
+            self._bind_http()
         self.to_controller = BrokerToControllerChannel(
             self.broker_id,
             self.metadata_cache,
@@ -534,29 +533,24 @@ class KafkaServer:
             self.broker_id,
             ", ".join(
                 [f"{name}://{host}:{port}" for name, (host, port) in self._bound.items()]
-                + [f"http://{host}:{port}" for host, port in self.http_addresses]
+                + (self._http.urls if self._http is not None else [])
             ),
             self.cluster_id,
             self.replica_manager.pending_count(),
         )
 
-    async def _bind_http(self, endpoints: list[tuple[str, int]]) -> None:
+    def _bind_http(self) -> None:
         """Bind http.listeners with /metrics (the broker's own registry) and the web console (reading
-        this broker through its inter-broker listener, as the broker itself: secured and
-        authenticated as its own connections to other brokers are); served once started."""
+        this broker through its own listeners: server/console_host.py); served once started."""
         registry = broker_registry(self, self._server, self.request_metrics)
-        advertised = self.advertised_endpoints()
-        inter_broker = self.config.inter_broker_listener_name
-        own = next((e for e in advertised if e.listener == inter_broker), advertised[0])
-        security = inter_broker_client_security(self.config)
-        self._console = Console(f"{own.host}:{own.port}", self.scheduler, security)
-        self._http = HttpListener({"/metrics": metrics_route(registry), **self._console.routes()})
-        await self._http.bind(endpoints)
-
-    @property
-    def http_addresses(self) -> list[tuple[str, int]]:
-        """Where http.listeners are bound (empty without them)."""
-        return self._http.addresses if self._http is not None else []
+        advertised = {e.listener: (e.host, e.port) for e in self.advertised_endpoints()}
+        self._http = start_console(
+            self.config,
+            self.scheduler,
+            registry,
+            lambda name: advertised.get(name) or next(iter(advertised.values())),
+            inter_broker_client_security(self.config),
+        )
 
     def _producer_id_block_source(self) -> ProducerIdBlockSource:
         if self._zk is None:
@@ -643,8 +637,6 @@ class KafkaServer:
             await self._controlled_shutdown()
         if self._http is not None:
             await self._http.close()
-        if self._console is not None:
-            await self._console.close()
         self._server.close()
         self._shutting_down = True
         self.metadata_cache.changed.notify()

@@ -18,16 +18,14 @@ Invariants: on the request path the cost is one observer call per request (two h
 dict lookup, two ring slots); nothing per partition is computed there. Everything that walks partitions
 or groups runs at scrape time, on the event loop (the state it reads lives there).
 
-Callers: the broker (builds the metrics and the registry), the HTTP listener (exposes the registry).
+Callers: the broker (builds the metrics and the registry), server/console_host.py (serves it at /metrics).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (
     CollectorRegistry,
     CounterMetricFamily,
@@ -36,7 +34,6 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 
-from odradek.http_listener import Response, Route
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.client_quotas import now_monotonic_ms
 
@@ -361,12 +358,3 @@ def broker_registry(
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker, server, requests))
     return registry
-
-
-def metrics_route(registry: CollectorRegistry) -> Route:
-    """The HTTP listener's `/metrics`: the registry in Prometheus' text format."""
-
-    async def scrape(query: dict[str, str]) -> Response:
-        return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(registry)
-
-    return scrape

@@ -1,0 +1,24 @@
+"""The console's page modules, and the console server made of them.
+
+Owns `AREAS`, the modules whose routes the console serves (each has `setup(app)`), and
+`console_server`, which the broker (server/console_host.py) and `odradek console` build it with.
+
+Callers: server/console_host.py, cli/console.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from odradek.console import cluster_pages, group_pages, message_pages, quota_pages
+from odradek.console.sessions import ConsoleSettings
+from odradek.console.web import ConsoleServer, Handler
+from odradek.scheduler import Scheduler
+
+AREAS = (cluster_pages, message_pages, group_pages, quota_pages)
+
+
+def console_server(
+    settings: ConsoleSettings, scheduler: Scheduler, extra_routes: Mapping[str, Handler] | None = None
+) -> ConsoleServer:
+    return ConsoleServer(settings, scheduler, AREAS, extra_routes)
