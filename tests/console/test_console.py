@@ -6,26 +6,19 @@ process against the same broker."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
+from tests.console.browsing import visit
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None, reason="needs Debian's chromium and chromium-driver"
-)
-SCREENSHOTS_ENV = "ODRADEK_CONSOLE_SCREENSHOTS"
 TOPIC, GROUP = "orders", "billing"
 RECORDS, COMMITTED = 6, 2
 
@@ -60,75 +53,34 @@ def _traffic(bootstrap: str) -> None:
     consumer.close()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-@pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kept = os.environ.get(SCREENSHOTS_ENV)
-    directory = Path(kept) if kept else tmp_path_factory.mktemp("screenshots")
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
-
-
-def _visit(browser, screenshots: Path, url: str, name: str) -> str:
-    """Load `url`, save a screenshot as `name`.png, return the page's visible text."""
-    from selenium.webdriver.common.by import By
-
-    browser.get(url)
-    text = browser.find_element(By.TAG_NAME, "body").text
-    path = screenshots / f"{name}.png"
-    assert browser.save_screenshot(str(path))
-    assert path.stat().st_size > 1000
-    return text
-
-
 def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots):
     process, base = console_broker
-    overview = _visit(browser, screenshots, base + "/", "cluster")
+    overview = visit(browser, screenshots, base + "/", "cluster")
     assert f"127.0.0.1 {process.port}" in overview and "controller" in overview
 
     size = sum(f.stat().st_size for f in (process.data_dir / f"{TOPIC}-0").glob("*.log"))
     assert size > 0
-    topics = _visit(browser, screenshots, base + "/topics", "topics")
+    topics = visit(browser, screenshots, base + "/topics", "topics")
     assert f"{TOPIC} 1 1 {RECORDS} 0 {size} {size}" in topics  # ..., size, on disk (DescribeLogDirs)
 
-    topic = _visit(browser, screenshots, base + f"/topic?name={TOPIC}", "topic")
+    topic = visit(browser, screenshots, base + f"/topic?name={TOPIC}", "topic")
     # partition, leader, replicas, ISR, start, end offset, size, replica sizes by broker
     assert f"0 0 0 0 0 6 {size} 0: {size}" in topic
 
-    group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group")
+    group = visit(browser, screenshots, base + f"/group?id={GROUP}", "group")
     assert f"{TOPIC} 0 {COMMITTED} {RECORDS} {RECORDS - COMMITTED}" in group
     assert "rdkafka" not in group  # the consumer left: no members
 
-    groups = _visit(browser, screenshots, base + "/groups", "groups")
+    groups = visit(browser, screenshots, base + "/groups", "groups")
     assert f"{GROUP} Classic Empty {RECORDS - COMMITTED}" in groups
 
-    messages = _visit(
-        browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset=0", "messages"
-    )
+    messages = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset=0", "messages")
     assert "order-0 paid 0 source: web" in messages
     assert "null 0xfffe0062696e617279" in messages  # not UTF-8: hex
 
-    since = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&time=2000-01-01T00:00:00", "since")
+    since = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&time=2000-01-01T00:00:00", "since")
     assert f"{RECORDS} records" in since and "order-0" in since
-    future = _visit(
-        browser, screenshots, base + f"/messages?topic={TOPIC}&time=2100-01-01T00:00:00", "future"
-    )
+    future = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&time=2100-01-01T00:00:00", "future")
     assert "0 records" in future
 
 
@@ -136,16 +88,16 @@ def test_the_pages_follow_the_cluster_as_it_changes(console_broker, browser, scr
     from selenium.webdriver.common.by import By
 
     process, base = console_broker
-    _visit(browser, screenshots, base + f"/group?id={GROUP}", "group-before")
+    visit(browser, screenshots, base + f"/group?id={GROUP}", "group-before")
     producer = Producer({"bootstrap.servers": process.bootstrap})
     producer.produce(TOPIC, value=b"late")
     assert producer.flush(30) == 0
-    group = _visit(browser, screenshots, base + f"/group?id={GROUP}", "group-after")
+    group = visit(browser, screenshots, base + f"/group?id={GROUP}", "group-after")
     assert f"{TOPIC} 0 {COMMITTED} {RECORDS + 1} {RECORDS + 1 - COMMITTED}" in group
     points = browser.find_element(By.CSS_SELECTOR, "#lag-chart polyline").get_attribute("points")
     assert len(points.split()) >= 2  # one sample per view at least
 
-    later = _visit(
+    later = visit(
         browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset={RECORDS}", "late"
     )
     assert "late" in later and "1 records" in later
@@ -166,8 +118,8 @@ def test_a_consumer_protocol_group_shows_its_epochs(console_broker, browser, scr
     member.subscribe([TOPIC])
     try:
         eventually(lambda: member.poll(0.2) is None and len(member.assignment()) == 1, 30, "an assignment")
-        group = _visit(browser, screenshots, base + "/group?id=kip848", "group-kip848")
-        groups = _visit(browser, screenshots, base + "/groups", "groups-kip848")
+        group = visit(browser, screenshots, base + "/group?id=kip848", "group-kip848")
+        groups = visit(browser, screenshots, base + "/groups", "groups-kip848")
     finally:
         member.close()
     assert "Protocol: consumer (KIP-848), assignor uniform, group epoch" in group
@@ -178,10 +130,10 @@ def test_a_consumer_protocol_group_shows_its_epochs(console_broker, browser, scr
 
 def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, screenshots):
     _, base = console_broker
-    text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=x", "bad-form")
+    text = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=x", "bad-form")
     assert "Bad request" in text
     # a value from the address is shown as text, never as markup
-    text = _visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=<b>x</b>", "bad-markup")
+    text = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=<b>x</b>", "bad-markup")
     assert "'<b>x</b>'" in text
     from selenium.webdriver.common.by import By
 
@@ -190,11 +142,11 @@ def test_a_bad_form_value_answers_400_on_the_page(console_broker, browser, scree
 
 def test_an_unknown_group_or_topic_answers_404_saying_so(console_broker, browser, screenshots):
     _, base = console_broker
-    text = _visit(browser, screenshots, base + "/group?id=no-such-group", "unknown-group")
+    text = visit(browser, screenshots, base + "/group?id=no-such-group", "unknown-group")
     assert "There is no consumer group named 'no-such-group'." in text and "Dead" not in text
-    text = _visit(browser, screenshots, base + "/topic?name=no-such-topic", "unknown-topic")
+    text = visit(browser, screenshots, base + "/topic?name=no-such-topic", "unknown-topic")
     assert "There is no topic named 'no-such-topic'." in text
-    assert "a group id is needed" in _visit(browser, screenshots, base + "/group?id=", "empty-group")
+    assert "a group id is needed" in visit(browser, screenshots, base + "/group?id=", "empty-group")
     for path in ("/group?id=no-such-group", "/topic?name=no-such-topic"):
         with pytest.raises(urllib.error.HTTPError) as answer:
             urllib.request.urlopen(base + path, timeout=30)
@@ -213,11 +165,9 @@ def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(
     try:
         assert console.stdout is not None
         assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
-        topics = _visit(browser, screenshots, f"http://127.0.0.1:{port}/topics", "standalone-topics")
+        topics = visit(browser, screenshots, f"http://127.0.0.1:{port}/topics", "standalone-topics")
         assert TOPIC in topics
-        topic = _visit(
-            browser, screenshots, f"http://127.0.0.1:{port}/topic?name={TOPIC}", "standalone-topic"
-        )
+        topic = visit(browser, screenshots, f"http://127.0.0.1:{port}/topic?name={TOPIC}", "standalone-topic")
         assert "End offset" in topic and "Size (bytes)" in topic  # from the broker's DescribeLogDirs
     finally:
         console.terminate()

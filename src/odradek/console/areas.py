@@ -10,15 +10,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from odradek.console import cluster_pages, group_pages, message_pages, quota_pages
+from prometheus_client import CollectorRegistry
+
+from odradek.console import (
+    acl_pages,
+    broker_pages,
+    chart_pages,
+    cluster_pages,
+    group_pages,
+    message_pages,
+    quota_pages,
+    reassignment_pages,
+    user_pages,
+)
 from odradek.console.sessions import ConsoleSettings
 from odradek.console.web import ConsoleServer, Handler
 from odradek.scheduler import Scheduler
 
-AREAS = (cluster_pages, message_pages, group_pages, quota_pages)
+AREAS = (
+    cluster_pages,
+    broker_pages,
+    message_pages,
+    group_pages,
+    reassignment_pages,
+    acl_pages,
+    user_pages,
+    quota_pages,
+    chart_pages,
+)
 
 
 def console_server(
-    settings: ConsoleSettings, scheduler: Scheduler, extra_routes: Mapping[str, Handler] | None = None
+    settings: ConsoleSettings,
+    scheduler: Scheduler,
+    extra_routes: Mapping[str, Handler] | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> ConsoleServer:
-    return ConsoleServer(settings, scheduler, AREAS, extra_routes)
+    """The console of `settings`; `registry`: the hosting broker's metrics, for the charts."""
+    return ConsoleServer(settings, scheduler, AREAS, extra_routes, registry)

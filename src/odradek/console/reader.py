@@ -117,6 +117,15 @@ class ClusterReader:
             self._admin = GroupAdmin(self._client, self._timeout_s)
         return self._client, self._admin
 
+    def kafka(self) -> KafkaClient:
+        """The reader's blocking client (connected as the session's principal), for a page module's
+        own requests; used from the console lane only."""
+        return self._clients()[0]
+
+    def group_admin(self) -> GroupAdmin:
+        """The reader's group admin client (cli/group_admin.py) over the same connections."""
+        return self._clients()[1]
+
     def check(self) -> None:
         """Connect (authenticating, with a SASL security) and read the cluster's metadata; raises
         AuthenticationFailed when the cluster refuses the credentials."""

@@ -19,8 +19,9 @@ Responses carry a Content-Security-Policy that allows scripts and styles from th
 
 Page modules use `PageContext` (`page(request)`): `run(call, *args)` runs a blocking
 `call(reader, *args)` of the session's `ClusterReader` in the console lane, `render(template, ...)`
-renders a template with the session, its CSRF token and its flash messages, `flash(kind, text)` and
-`redirect(path)` for the post/redirect/get of a form.
+renders a template with the session, its CSRF token (`csrf_input`, the hidden field every form
+carries) and its flash messages, `attempt(done, call, ...)` runs an action and flashes its outcome,
+`flash(kind, text)` and `redirect(path)` for the post/redirect/get of a form.
 
 Callers: server/kafka_server.py, cli/console.py.
 """
@@ -40,6 +41,8 @@ from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
+from prometheus_client import CollectorRegistry
 
 from odradek.console.filters import FILTERS
 from odradek.console.sessions import ConsoleSettings, Session, SessionStore
@@ -79,10 +82,15 @@ class Nav:
 
 NAV = (
     Nav("/", "Cluster"),
+    Nav("/brokers", "Brokers"),
     Nav("/topics", "Topics"),
     Nav("/messages", "Messages"),
     Nav("/groups", "Consumer groups"),
+    Nav("/reassignments", "Reassignments"),
+    Nav("/acls", "ACLs"),
+    Nav("/users", "Users"),
     Nav("/quotas", "Quotas"),
+    Nav("/charts", "Charts"),
 )
 
 
@@ -95,9 +103,11 @@ class ConsoleServer:
         scheduler: Scheduler,
         areas: tuple[ModuleType, ...] = (),
         extra_routes: Mapping[str, Handler] | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.scheduler = scheduler
+        self.registry = registry  # the hosting broker's metrics (None in `odradek console`)
         self.sessions = SessionStore(settings, scheduler)
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("odradek.console", "templates"),
@@ -247,6 +257,9 @@ class ConsoleServer:
             session=session,
             csrf_token=session.csrf_token if session else "",
             csrf_field=CSRF_FIELD,
+            csrf_input=Markup('<input type="hidden" name="{}" value="{}">').format(
+                CSRF_FIELD, session.csrf_token if session else ""
+            ),
             flashes=session.take_flashes() if session else [],
             read_only=self.settings.effective_read_only,
             login=self.settings.login is not None,
@@ -275,6 +288,17 @@ class PageContext:
 
     def flash(self, kind: str, text: str) -> None:
         self.session.flash(kind, text)
+
+    async def attempt(self, done: str, call: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
+        """Run an action (`call(reader, ...)`, as `run`): flash `done` when it succeeds, or the Kafka
+        error that refused it (authorization included), and say which."""
+        try:
+            await self.run(call, *args, **kwargs)
+        except KafkaError as exc:
+            self.flash("warn", f"Refused: {exc}")
+            return False
+        self.flash("ok", done)
+        return True
 
     def redirect(self, path: str) -> web.HTTPSeeOther:
         """The answer to a form once it acted: raise it (post/redirect/get)."""

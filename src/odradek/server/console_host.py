@@ -68,7 +68,7 @@ def start_console(
         listener = login_listener(config)
         mechanism = config["console.sasl.mechanism"]
         settings = _with_login(settings, config, listener, mechanism, _address(address_of(listener)))
-    server = console_server(settings, scheduler, {"/metrics": metrics})
+    server = console_server(settings, scheduler, {"/metrics": metrics}, registry)
     server.bind([(e.host, e.port) for e in endpoints if not e.tls])
     if tls is not None:
         server.bind([(e.host, e.port) for e in endpoints if e.tls], tls)
