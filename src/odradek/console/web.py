@@ -335,7 +335,7 @@ async def _login_page(request: web.Request) -> web.StreamResponse:
     console = console_of(request)
     if console.sessions.open:
         raise web.HTTPSeeOther("/")
-    return _login_form(request, console, 200, failed=False)
+    return _login_form(request, console, 200, _next(request), failed=False)
 
 
 async def _login(request: web.Request) -> web.StreamResponse:
@@ -345,7 +345,7 @@ async def _login(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     session = await console.sessions.login(str(form.get("username", "")), str(form.get("password", "")))
     if session is None:
-        return _login_form(request, console, 401, failed=True)
+        return _login_form(request, console, 401, _next(request, form.get("next")), failed=True)
     response = web.HTTPSeeOther(_next(request, form.get("next")))
     response.set_cookie(
         COOKIE, session.id, httponly=True, samesite="Strict", secure=console.settings.secure_cookies, path="/"
@@ -353,13 +353,15 @@ async def _login(request: web.Request) -> web.StreamResponse:
     raise response
 
 
-def _login_form(request: web.Request, console: ConsoleServer, status: int, failed: bool) -> web.Response:
+def _login_form(
+    request: web.Request, console: ConsoleServer, status: int, next_path: str, failed: bool
+) -> web.Response:
     return console.render(
         request,
         "login.html",
         status,
         title="Log in",
-        next=_next(request),
+        next=next_path,
         failed=failed,
         mechanism=console.settings.login_mechanism,
     )
