@@ -1,12 +1,284 @@
-"""The console's broker pages (being built: no routes yet).
+"""The console's broker pages: the brokers (`/brokers`: every broker with its rack, the controller,
+each broker's log dirs from its own DescribeLogDirs, and the cluster's under-replicated and offline
+partitions) and a broker's configs (`/broker?id=N`: DescribeConfigs of the BROKER resource with
+synonyms, and the cluster-wide dynamic defaults), where a dynamic config is set for the broker or
+as the cluster-wide default, or its override removed (IncrementalAlterConfigs SET / DELETE).
+
+Every request goes as the session's principal, so the cluster's ACLs decide; a refused change is
+flashed with the cluster's error (a static config cannot be set dynamically). A broker's own
+configs are asked of and altered on that broker, as Kafka's admin client does; the cluster-wide
+defaults on any broker.
 
 Callers: console/web.py (AREAS).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
 from aiohttp import web
+
+from odradek.client.connection import BrokerConnection
+from odradek.console.reader import Broker, ClusterReader
+from odradek.console.web import FormError, NotFound, page
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
+from odradek.protocol.messages import (
+    DescribeConfigsRequest,
+    DescribeLogDirsRequest,
+    IncrementalAlterConfigsRequest,
+)
+
+routes = web.RouteTableDef()
+
+BROKER_RESOURCE = 4
+CLUSTER_DEFAULT = ""  # the resource name of the cluster-wide broker defaults
+SET, DELETE = 0, 1
+SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
+BROKER_SOURCE, DEFAULT_SOURCE = 2, 3
+SCOPES = {"broker": "this broker", "default": "cluster-wide default"}
+HIDDEN = "(hidden)"
+
+
+# -- views -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogDir:
+    """A log directory as DescribeLogDirs reports it."""
+
+    path: str
+    size: int  # bytes of the replicas in it (future replicas included)
+    partitions: int  # current replicas
+    future: int  # replicas being moved into it
+    total_bytes: int  # the file system's (-1: not reported)
+    usable_bytes: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    broker: Broker
+    controller: bool
+    log_dirs: tuple[LogDir, ...]
+    error: str | None  # why its log dirs could not be read
+
+
+@dataclass(frozen=True)
+class PartitionIssue:
+    """An under-replicated or offline partition."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.isr)
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    """A config of a broker (or of the cluster-wide default) as its page shows it."""
+
+    name: str
+    value: str  # HIDDEN for a sensitive one
+    source: str
+    dynamic: bool
+    sensitive: bool
+    synonyms: str  # "SOURCE: name=value; ..." in Kafka's order
+
+
+# -- blocking reads and changes (the console lane) -------------------------------------------------
+
+
+def log_dirs(reader: ClusterReader, brokers: tuple[Broker, ...]) -> dict[int, tuple[LogDir, ...] | str]:
+    """Each broker's log dirs from its own DescribeLogDirs, or why they could not be read."""
+    client = reader.kafka()
+    found: dict[int, tuple[LogDir, ...] | str] = {}
+    for broker in brokers:
+        try:
+            response = client.connect_to(broker.host, broker.port).request(
+                ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None)
+            )
+            check(response.error_code)
+        except KafkaError as exc:
+            found[broker.node_id] = str(exc)
+            continue
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            found[broker.node_id] = f"unreachable: {exc}"
+            continue
+        found[broker.node_id] = tuple(_log_dir(d) for d in sorted(response.results, key=lambda d: d.log_dir))
+    return found
+
+
+def _log_dir(result: Any) -> LogDir:
+    replicas = [p for t in result.topics for p in t.partitions]
+    return LogDir(
+        result.log_dir,
+        sum(p.partition_size for p in replicas),
+        sum(1 for p in replicas if not p.is_future_key),
+        sum(1 for p in replicas if p.is_future_key),
+        result.total_bytes,
+        result.usable_bytes,
+        None if result.error_code == ErrorCode.NONE else error_name(result.error_code),
+    )
+
+
+def broker_configs(reader: ClusterReader, broker: Broker) -> list[ConfigRow]:
+    """The broker's configs (DescribeConfigs with synonyms, asked of that broker), by name."""
+    return _describe(_connection(reader, broker), str(broker.node_id))
+
+
+def default_configs(reader: ClusterReader) -> list[ConfigRow]:
+    """The cluster-wide dynamic broker defaults that are set, by name."""
+    return _describe(reader.kafka().any_connection(), CLUSTER_DEFAULT)
+
+
+def alter_config(reader: ClusterReader, broker: Broker, scope: str, name: str, value: str | None) -> None:
+    """Set `name` to `value` (None: delete the override) for the broker or as the cluster-wide
+    default (IncrementalAlterConfigs); raises the cluster's KafkaError when it refuses."""
+    op = IncrementalAlterConfigsRequest.AlterableConfig(name, SET if value is not None else DELETE, value)
+    resource_name = str(broker.node_id) if scope == "broker" else CLUSTER_DEFAULT
+    request = IncrementalAlterConfigsRequest(
+        resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(BROKER_RESOURCE, resource_name, [op])]
+    )
+    connection = _connection(reader, broker) if scope == "broker" else reader.kafka().any_connection()
+    for result in connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request).responses:
+        check(result.error_code, result.error_message)
+
+
+def _connection(reader: ClusterReader, broker: Broker) -> BrokerConnection:
+    return reader.kafka().connect_to(broker.host, broker.port)
+
+
+def _describe(connection: BrokerConnection, resource_name: str) -> list[ConfigRow]:
+    request = DescribeConfigsRequest(
+        resources=[DescribeConfigsRequest.DescribeConfigsResource(BROKER_RESOURCE, resource_name, None)],
+        include_synonyms=True,
+    )
+    (result,) = connection.request(ApiKey.DESCRIBE_CONFIGS, request).results
+    check(result.error_code, result.error_message)
+    return [_config_row(c) for c in sorted(result.configs, key=lambda c: c.name)]
+
+
+def _config_row(config: Any) -> ConfigRow:
+    def shown(value: str | None) -> str:
+        return HIDDEN if config.is_sensitive else ("null" if value is None else value)
+
+    return ConfigRow(
+        config.name,
+        shown(config.value),
+        SOURCES.get(config.config_source, "UNKNOWN"),
+        not config.read_only,
+        bool(config.is_sensitive),
+        "; ".join(f"{SOURCES.get(s.source, 'UNKNOWN')}: {s.name}={shown(s.value)}" for s in config.synonyms),
+    )
+
+
+# -- pages -----------------------------------------------------------------------------------------
 
 
 def setup(app: web.Application) -> None:
-    """No routes yet."""
+    app.router.add_routes(routes)
+
+
+@routes.get("/brokers")
+async def brokers(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    cluster = await ctx.run(ClusterReader.cluster, offsets=False)
+    dirs = await ctx.run(log_dirs, cluster.brokers)
+    rows = [
+        BrokerRow(
+            b,
+            b.node_id == cluster.controller_id,
+            d if isinstance(d := dirs.get(b.node_id, ()), tuple) else (),
+            d if isinstance(d, str) else None,
+        )
+        for b in cluster.brokers
+    ]
+    issues = [
+        PartitionIssue(t.name, p.index, p.leader, p.replicas, p.isr)
+        for t in cluster.topics
+        for p in t.partitions
+    ]
+    return ctx.render(
+        "brokers/list.html",
+        title="Brokers",
+        rows=rows,
+        controller_id=cluster.controller_id,
+        under_replicated=[i for i in issues if len(i.isr) < len(i.replicas)],
+        offline=[i for i in issues if i.leader < 0],
+    )
+
+
+@routes.get("/broker")
+async def broker(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    found = await _broker(ctx, request.query.get("id", ""))
+    configs = await ctx.run(broker_configs, found)
+    defaults = await ctx.run(default_configs)
+    editing = request.query.get("edit", "")
+    current = next((c for c in configs if c.name == editing), None)
+    return ctx.render(
+        "brokers/broker.html",
+        title=f"Broker {found.node_id}",
+        broker=found,
+        configs=configs,
+        defaults=defaults,
+        dynamic_names=[c.name for c in configs if c.dynamic],
+        scopes=SCOPES,
+        edit_name=editing,
+        edit_value="" if current is None or current.sensitive else current.value,
+        edit_scope=request.query.get("scope", "broker"),
+    )
+
+
+@routes.post("/broker/config")
+async def set_config(request: web.Request) -> web.StreamResponse:
+    """Set a config (`action=set`, `name`, `value`) or remove its override (`action=delete`), for
+    the broker or as the cluster-wide default (`scope`)."""
+    ctx = page(request)
+    form = await request.post()
+    found = await _broker(ctx, str(form.get("id", "")))
+    scope, action = str(form.get("scope", "broker")), str(form.get("action", "set"))
+    name, value = str(form.get("name", "")).strip(), str(form.get("value", ""))
+    if scope not in SCOPES:
+        raise FormError(f"Unknown scope {scope!r}: choose broker or default.")
+    if action not in ("set", "delete"):
+        raise FormError(f"Unknown action {action!r}: choose set or delete.")
+    if not name:
+        raise FormError("Name the config to change.")
+    where = f"broker {found.node_id}" if scope == "broker" else "the cluster-wide default"
+    if action == "set":
+        done = f"Set {name}={value} for {where}."
+        await ctx.attempt(done, alter_config, found, scope, name, value)
+    else:
+        await ctx.attempt(f"Removed {name} from {where}.", alter_config, found, scope, name, None)
+    raise ctx.redirect("/broker?" + urlencode({"id": found.node_id}))
+
+
+async def _broker(ctx: Any, text: str) -> Broker:
+    try:
+        node_id = int(text)
+    except ValueError:
+        raise FormError(f"A broker id is a number, not {text!r}.") from None
+    cluster = await ctx.run(ClusterReader.cluster, offsets=False)
+    found = next((b for b in cluster.brokers if b.node_id == node_id), None)
+    if found is None:
+        raise NotFound(f"There is no broker {node_id} in the cluster.")
+    return found
