@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import http.cookiejar
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -176,3 +178,53 @@ def test_the_https_listener_serves_the_brokers_certificate(secured):
         assert page.status == 200 and "Log in" in page.read().decode()
     with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP is not answered
         urllib.request.urlopen(base.replace("https", "http") + "/login", timeout=30)
+
+
+def test_odradek_console_logs_users_in_over_https_for_a_secured_cluster(secured, tmp_path):
+    """The standalone console: --login with the cluster's SASL_SSL settings but no credentials of
+    its own, https with the brokers' PEM key store; a user sees what the ACLs allow."""
+    broker, _ = secured
+    client = tmp_path / "client.properties"
+    client.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={broker.pki.ca.cert_path}\n"
+    )
+    https = tmp_path / "https.properties"
+    https.write_text(f"ssl.keystore.type=PEM\nssl.keystore.location={broker.pki.broker.keystore_path}\n")
+    port = free_port()
+    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", broker.bootstrap, "--login"]
+    argv += [
+        "--command-config",
+        str(client),
+        "--https-config",
+        str(https),
+        "--listen",
+        f"https://127.0.0.1:{port}",
+    ]
+    console = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert console.stdout is not None
+        assert f"on https://127.0.0.1:{port}" in console.stdout.readline()
+        opener, _ = _opener(broker)
+        base = f"https://127.0.0.1:{port}"
+        form = urllib.parse.urlencode({"username": ALICE, "password": ALICE_PASSWORD, "next": "/topics"})
+        status, headers, _ = _answer(opener, urllib.request.Request(base + "/login", data=form.encode()))
+        assert status == 303 and headers["Location"] == "/topics"
+        status, _, page = _answer(opener, urllib.request.Request(base + "/topics"))
+        assert status == 200 and VISIBLE in page and HIDDEN not in page
+        wrong = urllib.parse.urlencode({"username": ALICE, "password": "wrong"}).encode()
+        assert _answer(_opener(broker)[0], urllib.request.Request(base + "/login", data=wrong))[0] == 401
+    finally:
+        console.terminate()
+        code = console.wait(30)
+        console.stdout.close()
+    assert code == 0
+
+
+def test_odradek_console_refuses_https_without_a_key_store_in_one_line(secured):
+    broker, _ = secured
+    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", broker.bootstrap]
+    argv += ["--listen", f"https://127.0.0.1:{free_port()}"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "--https-config" in result.stderr

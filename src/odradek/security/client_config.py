@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from odradek.client.connection import AuthenticationFailed, BrokerConnection
@@ -93,6 +93,28 @@ def client_security(settings: Mapping[str, str]) -> BlockingClientSecurity | Non
         raise ValueError(f"Invalid value {exc.value!r} for configuration {exc.key}: {exc}") from None
     sasl = _sasl_settings(settings) if protocol.startswith("SASL_") else None
     return BlockingClientSecurity(context, sasl)
+
+
+def login_security(settings: Mapping[str, str]) -> Callable[[str, str], BlockingClientSecurity]:
+    """For a console that logs its users in: each user's security from `settings` (Kafka client
+    keys: a SASL_PLAINTEXT or SASL_SSL protocol, `sasl.mechanism` PLAIN or SCRAM-SHA-256/512, ssl.*)
+    with that user's name and password in place of `sasl.jaas.config`'s."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").strip().upper()
+    mechanism = settings.get("sasl.mechanism", "GSSAPI").strip().upper()
+    if not protocol.startswith("SASL_") or mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ValueError(
+            "logins need security.protocol SASL_PLAINTEXT or SASL_SSL and sasl.mechanism PLAIN, "
+            "SCRAM-SHA-256 or SCRAM-SHA-512"
+        )
+    base = client_security({**settings, "security.protocol": protocol.removeprefix("SASL_")})
+    context = base.ssl_context if base is not None else None
+
+    def user(username: str, password: str) -> BlockingClientSecurity:
+        return BlockingClientSecurity(
+            context, SaslClientSettings(mechanism, {"username": username, "password": password})
+        )
+
+    return user
 
 
 def _sasl_settings(settings: Mapping[str, str]) -> SaslClientSettings:
