@@ -55,6 +55,7 @@ class ConsoleSettings:
     read_only: bool | None = None  # None: read-only when open, read-write with a login
     session_timeout_s: float = 1800.0
     secure_cookies: bool = False  # served over https
+    metrics_sample_ms: int = 10_000  # the charts' sampling interval (console.metrics.sample.ms)
 
     @property
     def effective_read_only(self) -> bool:

@@ -406,6 +406,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         ConfigKey("console.listener.name", _S, None),
         ConfigKey("console.read.only", _S, "", one_of("", "true", "false")),
         ConfigKey("console.session.timeout.ms", _I, 1800000, at_least(1000)),
+        ConfigKey("console.metrics.sample.ms", _I, 10000, at_least(100)),
         # logs
         ConfigKey("log.dirs", _LS, None),
         ConfigKey("log.dir", _S, None),

@@ -6,8 +6,8 @@ Owns what the broker's configs make of the console (odradek's own configs; Kafka
   to other brokers); a console with logins (`console.authentication=sasl`) uses `console.listener.name`
   (default: the inter-broker listener when it is SASL, else the first SASL listener), where each user
   authenticates with `console.sasl.mechanism` and the password typed at the login page;
-- `console.read.only` ("": read-only when open, read-write with logins) and
-  `console.session.timeout.ms`;
+- `console.read.only` ("": read-only when open, read-write with logins),
+  `console.session.timeout.ms` and `console.metrics.sample.ms` (the charts' sampling interval);
 - HTTPS: an `https://` entry of `http.listeners` serves TLS with the key store of the listener name
   `HTTPS` (`listener.name.https.ssl.keystore.*`, else the plain `ssl.keystore.*`: the brokers' own
   PEM or PKCS12 stores), and the session cookie is then marked Secure.
@@ -62,6 +62,7 @@ def start_console(
         security=own_security,
         read_only={"": None, "true": True, "false": False}[config["console.read.only"]],
         session_timeout_s=config["console.session.timeout.ms"] / 1000,
+        metrics_sample_ms=config["console.metrics.sample.ms"],
         secure_cookies=tls is not None and all(e.tls for e in endpoints),
     )
     if config["console.authentication"] == "sasl":
