@@ -16,7 +16,7 @@ from odradek.console import broker_pages
 from odradek.console.filters import FILTERS
 from odradek.console.reader import Broker
 from odradek.testing.cluster import eventually
-from tests.console.browsing import submit, visit
+from tests.console.browsing import snapshot, submit, visit
 
 TOPIC = "ledger"
 DYNAMIC, DYNAMIC_DEFAULT = "log.cleaner.threads", "log.cleaner.backoff.ms"
@@ -68,8 +68,12 @@ def test_a_broker_page_shows_sources_and_edits_dynamic_configs(writable, browser
     assert f"{DYNAMIC} 1 DEFAULT_CONFIG dynamic DEFAULT_CONFIG: {DYNAMIC}=1" in text
     assert _broker_config(process.bootstrap, DYNAMIC) == ("1", "DEFAULT_CONFIG")
 
-    # set for this broker
-    text = submit(browser, "#set-config", name=DYNAMIC, value="2", scope="broker")
+    dynamic = visit(browser, screenshots, url + "&dynamic=1", "brokers-configs-dynamic")
+    assert f"{DYNAMIC} 1 DEFAULT_CONFIG dynamic" in dynamic and "http.listeners" not in dynamic
+
+    # set for this broker, from the config's edit link (which fills in its name and value)
+    browser.get(url + f"&edit={DYNAMIC}")
+    text = submit(browser, "#set-config", value="2")
     assert f"Set {DYNAMIC}=2 for broker 0." in text
     assert f"{DYNAMIC} 2 DYNAMIC_BROKER_CONFIG dynamic" in text
     assert _broker_config(process.bootstrap, DYNAMIC) == ("2", "DYNAMIC_BROKER_CONFIG")
@@ -94,8 +98,8 @@ def test_a_broker_page_shows_sources_and_edits_dynamic_configs(writable, browser
     # a static config cannot be set dynamically
     text = submit(browser, "#set-config", name="num.io.threads", value="3", scope="broker")
     assert "Refused: " in text and "num.io.threads" in text
+    snapshot(browser, screenshots, "brokers-configs-refused")
     assert _broker_config(process.bootstrap, "num.io.threads")[0] != "3"
-    visit(browser, screenshots, url, "brokers-configs-refused")
 
 
 def test_no_form_is_drawn_read_only():
@@ -120,6 +124,7 @@ def test_no_form_is_drawn_read_only():
         title="Broker 0",
         broker=Broker(0, "127.0.0.1", 9092, None),
         configs=[row],
+        dynamic_only=False,
         defaults=[row],
         dynamic_names=[DYNAMIC],
         scopes=broker_pages.SCOPES,

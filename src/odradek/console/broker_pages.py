@@ -96,7 +96,7 @@ class ConfigRow:
     """A config of a broker (or of the cluster-wide default) as its page shows it."""
 
     name: str
-    value: str  # HIDDEN for a sensitive one
+    value: str | None  # None: null, or a sensitive one (never shown)
     source: str
     dynamic: bool
     sensitive: bool
@@ -182,7 +182,7 @@ def _config_row(config: Any) -> ConfigRow:
 
     return ConfigRow(
         config.name,
-        shown(config.value),
+        None if config.is_sensitive else config.value,
         SOURCES.get(config.config_source, "UNKNOWN"),
         not config.read_only,
         bool(config.is_sensitive),
@@ -232,19 +232,21 @@ async def broker(request: web.Request) -> web.StreamResponse:
     found = await _broker(ctx, request.query.get("id", ""))
     configs = await ctx.run(broker_configs, found)
     defaults = await ctx.run(default_configs)
-    editing = request.query.get("edit", "")
-    current = next((c for c in configs if c.name == editing), None)
+    editing, scope = request.query.get("edit", ""), request.query.get("scope", "broker")
+    current = next((c for c in (defaults if scope == "default" else configs) if c.name == editing), None)
+    dynamic_only = request.query.get("dynamic") == "1"
     return ctx.render(
         "brokers/broker.html",
         title=f"Broker {found.node_id}",
         broker=found,
-        configs=configs,
+        configs=[c for c in configs if c.dynamic] if dynamic_only else configs,
+        dynamic_only=dynamic_only,
         defaults=defaults,
         dynamic_names=[c.name for c in configs if c.dynamic],
         scopes=SCOPES,
         edit_name=editing,
-        edit_value="" if current is None or current.sensitive else current.value,
-        edit_scope=request.query.get("scope", "broker"),
+        edit_value="" if current is None or current.value is None else current.value,
+        edit_scope=scope,
     )
 
 
