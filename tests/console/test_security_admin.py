@@ -1,0 +1,208 @@
+"""The console's ACL, SCRAM user and client quota pages, in a headless Chromium against one writable
+broker with an authorizer: a PLAINTEXT inter-broker listener (User:ANONYMOUS, a super user: the open
+console reads and changes the cluster through it) and a SASL_PLAINTEXT listener with SCRAM-SHA-256
+for the users the console creates. Every change made in the browser is checked through another
+path: confluent_kafka's AdminClient, a SCRAM producer, `odradek configs --describe`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from odradek.testing.broker import BrokerProcess, free_port
+from tests.cli.tooling import ok
+from tests.console.browsing import snapshot, submit, visit
+
+TOPIC = "payments"
+USER = "alice"
+FIRST, SECOND = "first-secret", "second-secret"
+SCRAM_JAAS = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="unused";'
+)
+
+
+class Broker:
+    def __init__(self, process: BrokerProcess, sasl: str, base: str) -> None:
+        self.process, self.sasl, self.base = process, sasl, base
+        self.plaintext = process.bootstrap
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    root = tmp_path_factory.mktemp("security-admin")
+    port, sasl_port, http_port = free_port(), free_port(), free_port()
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+        "super.users": "User:ANONYMOUS",
+        "http.listeners": f"http://127.0.0.1:{http_port}",
+        "console.read.only": "false",
+    }
+    with BrokerProcess(
+        root / "data", port=port, overrides=overrides, output_path=root / "broker.out"
+    ) as process:
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        yield Broker(process, f"127.0.0.1:{sasl_port}", f"http://127.0.0.1:{http_port}")
+
+
+def every_acl(broker: Broker) -> list[AclBinding]:
+    admin = AdminClient({"bootstrap.servers": broker.plaintext})
+    everything = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    return list(admin.describe_acls(everything).result(30))
+
+
+def test_an_acl_is_created_filtered_and_deleted(broker, browser, screenshots):
+    page = visit(browser, screenshots, broker.base + "/acls", "acls-empty")
+    assert "0 of 0 ACL bindings" in page and "Create an ACL" in page
+
+    page = submit(
+        browser,
+        "form.create-acl",
+        resource_type="TOPIC",
+        resource_name="pay",
+        pattern_type="PREFIXED",
+        principal="User:bob",
+        host="*",
+        operation="WRITE",
+        permission="DENY",
+    )
+    assert "Created the ACL: DENY User:bob from * WRITE on TOPIC PREFIXED 'pay'." in page
+    assert "TOPIC pay PREFIXED User:bob * WRITE DENY" in page
+    snapshot(browser, screenshots, "acls-list")
+    assert every_acl(broker) == [
+        AclBinding(
+            ResourceType.TOPIC,
+            "pay",
+            ResourcePatternType.PREFIXED,
+            "User:bob",
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.DENY,
+        )
+    ]
+
+    assert "1 of 1 ACL binding" in visit(
+        browser, screenshots, broker.base + "/acls?principal=bob", "acls-filtered"
+    )
+    assert "0 of 1 ACL binding" in visit(browser, screenshots, broker.base + "/acls?type=GROUP", "acls-none")
+
+    page = submit(
+        browser,
+        "form.create-acl",
+        resource_type="GROUP",
+        resource_name="g",
+        principal="User:bob",
+        operation="WRITE",
+    )
+    assert "A GROUP ACL may name only ALL, READ, DESCRIBE, DELETE; not WRITE." in page  # 400, nothing sent
+    assert len(every_acl(broker)) == 1
+
+    visit(browser, screenshots, broker.base + "/acls", "acls-list")
+    page = submit(browser, "form.delete-acl")
+    assert "Deleted the ACL: DENY User:bob from * WRITE on TOPIC PREFIXED 'pay'." in page
+    assert "0 of 0 ACL bindings" in page
+    assert every_acl(broker) == []
+
+
+def produce_as(broker: Broker, password: str) -> str | None:
+    """None when a record is produced as USER with `password` over SCRAM-SHA-256; else the error."""
+    errors: list[str] = []
+    delivered: list[object] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.sasl,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": USER,
+            "sasl.password": password,
+            "message.timeout.ms": 15000,
+            "error_cb": lambda error: errors.append(str(error)),
+            "log_level": 0,
+        }
+    )
+    producer.produce(TOPIC, b"hello", on_delivery=lambda error, _: delivered.append(error))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not delivered:
+        producer.poll(0.1)
+        if any("Authentication failed" in e or "authentication" in e.lower() for e in errors):
+            return errors[0]
+    if delivered and delivered[0] is None:
+        return None
+    return str(delivered[0]) if delivered else f"not delivered: {errors}"
+
+
+def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshots):
+    page = visit(browser, screenshots, broker.base + "/users", "users-empty")
+    assert "No SCRAM credentials are stored." in page
+
+    page = submit(browser, "form.create-user", user=USER, mechanism="SCRAM-SHA-256", password=FIRST)
+    assert f"Set the SCRAM-SHA-256 password of {USER} (4096 iterations)." in page
+    assert f"{USER} SCRAM-SHA-256 4096" in page
+    snapshot(browser, screenshots, "users-list")
+    assert produce_as(broker, FIRST) is None
+    assert produce_as(broker, "wrong") is not None
+
+    form = f"form.change-password[data-user='{USER}'][data-mechanism='SCRAM-SHA-256']"
+    page = submit(browser, form, password=SECOND, iterations="8192")
+    assert f"Set the SCRAM-SHA-256 password of {USER} (8192 iterations)." in page
+    assert f"{USER} SCRAM-SHA-256 8192" in page
+    assert produce_as(broker, FIRST) is not None
+    assert produce_as(broker, SECOND) is None
+
+    page = submit(browser, f"form.delete-user[data-user='{USER}']")
+    assert f"Deleted the SCRAM-SHA-256 credential of {USER}." in page
+    assert "No SCRAM credentials are stored." in page
+    assert produce_as(broker, SECOND) is not None
+
+
+def user_quotas(broker: Broker) -> str:
+    return ok(
+        "configs",
+        "--bootstrap-server",
+        broker.plaintext,
+        "--describe",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        USER,
+    )
+
+
+def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
+    visit(browser, screenshots, broker.base + "/quotas", "quotas-empty")
+    page = submit(browser, "form.set-quota", user=USER, key="producer_byte_rate", value="1048576")
+    assert f"Set producer_byte_rate of user {USER} to 1048576." in page
+    assert f"{USER} 1048576 Remove - - -" in page
+    snapshot(browser, screenshots, "quotas-edit")
+    assert "producer_byte_rate=1048576" in user_quotas(broker)
+
+    page = submit(browser, f"form.remove-quota[data-user='{USER}'][data-key='producer_byte_rate']")
+    assert f"Removed producer_byte_rate of user {USER}." in page
+    assert "No client quotas are set." in page
+    assert "producer_byte_rate" not in user_quotas(broker)
