@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.client import TopicPartition
 from odradek.console import filters, group_pages, message_pages
 from odradek.console.web import FormError
 
@@ -34,15 +33,22 @@ def test_the_lag_history_keeps_the_last_window(monkeypatch):
 
 
 def test_the_browse_form_takes_an_offset_or_a_utc_time():
-    assert message_pages.browse_form({"topic": "t", "partition": "2", "offset": "7"}) == (
-        TopicPartition("t", 2),
+    query = message_pages.browse_form({"topic": "t", "partition": "2", "offset": "7"})
+    assert (query.topic, query.partition, query.seek, query.offset, query.timestamp, query.limit) == (
+        "t",
+        2,
+        "offset",
         7,
         None,
         50,
     )
-    _, offset, timestamp, limit = message_pages.browse_form(
-        {"topic": "t", "time": "1970-01-01T00:00:01", "limit": "5000"}
+    query = message_pages.browse_form({"topic": "t", "time": "1970-01-01T00:00:01", "limit": "5000"})
+    assert (query.partition, query.seek, query.offset, query.timestamp, query.limit) == (
+        None,
+        "time",
+        None,
+        1000,
+        message_pages.MAX_LIMIT,
     )
-    assert (offset, timestamp, limit) == (None, 1000, message_pages.MAX_LIMIT)
     with pytest.raises(FormError):
         message_pages.browse_form({"topic": "t", "offset": "soon"})
