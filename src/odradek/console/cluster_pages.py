@@ -1,20 +1,64 @@
 """The console's cluster pages: the overview (`/`: cluster id, controller, brokers and counts), the
 topic list (`/topics`) and a topic's partitions (`/topic?name=`), each with sizes from every
-broker's DescribeLogDirs.
+broker's DescribeLogDirs, and a topic's configs (`/topic/configs?name=`).
+
+Actions (POST, each refused in read-only mode by console/web.py's guard; a Kafka error, an ACL
+refusal included, is flashed as "Refused: ..."):
+- `/topics/create`: CreateTopics (name, partitions, replication factor, `key=value` configs, one a
+  line; an empty count asks for the broker's default), validated first (validate_only), then created;
+- `/topic/partitions`: CreatePartitions to a new total count;
+- `/topic/delete`: DeleteTopics, only when the confirmation field repeats the topic's name;
+- `/topic/configs/set` and `/topic/configs/delete`: IncrementalAlterConfigs SET of one config, or
+  DELETE of its override.
+A topic's configs come from DescribeConfigs with synonyms (and documentation, when the broker
+serves any): each config's value, source (Kafka's source names), and its default: the synonym
+below the topic's own override, else Kafka's default for the topic config (storage/config.py).
 
 Callers: console/web.py (AREAS).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
 from odradek.console.reader import ClusterReader, Partition, ReplicaSizes, Topic
-from odradek.console.web import NotFound, page
+from odradek.console.web import FormError, NotFound, page
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import ErrorCode, check
+from odradek.protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
+from odradek.storage.config import LogConfig
 
 routes = web.RouteTableDef()
+
+TOPIC_RESOURCE = 2
+BROKER_DEFAULT = -1  # CreateTopics: the broker's num.partitions / default.replication.factor
+TIMEOUT_MS = 30_000
+SETTLE_S = 5.0  # how long a change may take to show in the metadata the next page reads
+SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
+SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
+TOPIC_SOURCE, DEFAULT_SOURCE = 1, 5
+KAFKA_DEFAULTS = LogConfig().to_topic_configs()
 
 
 @dataclass(frozen=True)
@@ -46,6 +90,123 @@ class PartitionRow:
     partition: Partition
     size: int | None  # its leader replica's bytes
     replica_sizes: str  # "broker: bytes, ..."
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    """A topic config as its configs page shows it."""
+
+    name: str
+    value: str | None  # None: sensitive (hidden) or null
+    source: str  # Kafka's name of where the value comes from
+    overridden: bool  # set on the topic itself (DYNAMIC_TOPIC_CONFIG)
+    sensitive: bool
+    read_only: bool
+    default: str | None  # what the value is without the topic's override
+    default_name: str  # the config that gives the default: the topic config's or a broker synonym's
+    default_source: str  # "" when neither a synonym nor Kafka's default is known
+    documentation: str
+
+    @classmethod
+    def of(cls, config: Any) -> ConfigRow:
+        below = [s for s in config.synonyms if s.source != TOPIC_SOURCE]
+        if below:  # the broker's synonyms, highest precedence first
+            default, name, source = below[0].value, below[0].name, below[0].source
+        elif config.name in KAFKA_DEFAULTS:
+            default, name, source = KAFKA_DEFAULTS[config.name], config.name, DEFAULT_SOURCE
+        elif config.config_source != TOPIC_SOURCE:
+            default, name, source = config.value, config.name, config.config_source
+        else:
+            default, name, source = None, config.name, None
+        return cls(
+            config.name,
+            None if config.is_sensitive else config.value,
+            SOURCES.get(config.config_source, "UNKNOWN"),
+            config.config_source == TOPIC_SOURCE,
+            bool(config.is_sensitive),
+            bool(config.read_only),
+            None if config.is_sensitive else default,
+            name,
+            "" if source is None else SOURCES.get(source, "UNKNOWN"),
+            config.documentation or "",
+        )
+
+
+# -- the requests, blocking (run in the console lane) ------------------------------------------------
+
+
+def topic_configs(reader: ClusterReader, name: str) -> list[ConfigRow]:
+    """Every config of topic `name` (DescribeConfigs with synonyms and documentation), by name."""
+    request = DescribeConfigsRequest(
+        resources=[DescribeConfigsRequest.DescribeConfigsResource(TOPIC_RESOURCE, name, None)],
+        include_synonyms=True,
+        include_documentation=True,
+    )
+    (result,) = reader.kafka().request(ApiKey.DESCRIBE_CONFIGS, request).results
+    if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        raise NotFound(f"There is no topic named {name!r}.")
+    check(result.error_code, result.error_message)
+    return sorted((ConfigRow.of(c) for c in result.configs), key=lambda row: row.name)
+
+
+def create_topic(
+    reader: ClusterReader, name: str, partitions: int, replication: int, configs: dict[str, str]
+) -> None:
+    """CreateTopics, validated first (nothing is created when any check fails); then waits until the
+    metadata shows the topic."""
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=name,
+        num_partitions=partitions,
+        replication_factor=replication,
+        assignments=[],
+        configs=[CreateTopicsRequest.CreatableTopicConfig(k, v) for k, v in configs.items()],
+    )
+    client = reader.kafka()
+    for validate_only in (True, False):
+        request = CreateTopicsRequest(topics=[topic], timeout_ms=TIMEOUT_MS, validate_only=validate_only)
+        (result,) = client.request(ApiKey.CREATE_TOPICS, request).topics
+        check(result.error_code, result.error_message)
+    _settle(reader, name, present=True)
+
+
+def add_partitions(reader: ClusterReader, name: str, count: int) -> None:
+    """CreatePartitions: `name` grows to `count` partitions (the broker places the new ones)."""
+    request = CreatePartitionsRequest(
+        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=count, assignments=None)],
+        timeout_ms=TIMEOUT_MS,
+    )
+    for result in reader.kafka().request(ApiKey.CREATE_PARTITIONS, request).results:
+        check(result.error_code, result.error_message)
+
+
+def delete_topic(reader: ClusterReader, name: str) -> None:
+    """DeleteTopics; then waits until the metadata no longer shows the topic."""
+    request = DeleteTopicsRequest(
+        topics=[DeleteTopicsRequest.DeleteTopicState(name=name)], topic_names=[name], timeout_ms=TIMEOUT_MS
+    )
+    for result in reader.kafka().request(ApiKey.DELETE_TOPICS, request).responses:
+        check(result.error_code, result.error_message)
+    _settle(reader, name, present=False)
+
+
+def alter_config(reader: ClusterReader, name: str, key: str, value: str | None) -> None:
+    """IncrementalAlterConfigs on topic `name`: SET `key` to `value`, or DELETE its override (None)."""
+    op = IncrementalAlterConfigsRequest.AlterableConfig(key, SET if value is not None else DELETE, value)
+    request = IncrementalAlterConfigsRequest(
+        resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(TOPIC_RESOURCE, name, [op])]
+    )
+    for result in reader.kafka().request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request).responses:
+        check(result.error_code, result.error_message)
+
+
+def _settle(reader: ClusterReader, name: str, *, present: bool) -> None:
+    """Wait (up to SETTLE_S) until the metadata shows topic `name` (or no longer does)."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        topics = reader.cluster(offsets=False).topics
+        if any(t.name == name for t in topics) == present:
+            return
+        time.sleep(0.1)
 
 
 def setup(app: web.Application) -> None:
@@ -94,3 +255,118 @@ async def topic(request: web.Request) -> web.StreamResponse:
         for p in found.partitions
     ]
     return ctx.render("cluster/topic.html", title=f"Topic {name}", topic=found, rows=rows)
+
+
+@routes.get("/topic/configs")
+async def configs(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    name = request.query.get("name", "")
+    if not name:
+        raise FormError("a topic name is needed: /topic/configs?name=<topic>")
+    rows = await ctx.run(topic_configs, name)
+    return ctx.render(
+        "cluster/configs.html",
+        title=f"Topic {name}: configs",
+        topic=name,
+        rows=rows,
+        overrides=sum(1 for r in rows if r.overridden),
+    )
+
+
+@routes.post("/topics/create")
+async def create(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    form = await request.post()
+    name = str(form.get("name", "")).strip()
+    if not name:
+        raise FormError("a topic needs a name")
+    partitions = _count(form, "partitions")
+    replication = _count(form, "replication_factor")
+    try:
+        configs = _config_lines(str(form.get("configs", "")))
+    except ValueError as exc:
+        ctx.flash("warn", f"Refused: {exc}")
+        raise ctx.redirect("/topics") from None
+    if await ctx.attempt(f"Created topic {name}.", create_topic, name, partitions, replication, configs):
+        raise ctx.redirect(_topic_path(name))
+    raise ctx.redirect("/topics")
+
+
+@routes.post("/topic/partitions")
+async def partitions(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    form = await request.post()
+    name = str(form.get("name", ""))
+    count = _count(form, "count")
+    await ctx.attempt(f"Topic {name} now has {count} partitions.", add_partitions, name, count)
+    raise ctx.redirect(_topic_path(name))
+
+
+@routes.post("/topic/delete")
+async def delete(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    form = await request.post()
+    name = str(form.get("name", ""))
+    if str(form.get("confirm", "")) != name:
+        ctx.flash("warn", f"Not deleted: type the topic's name, {name}, to delete it.")
+        raise ctx.redirect(_topic_path(name))
+    if await ctx.attempt(f"Deleted topic {name}.", delete_topic, name):
+        raise ctx.redirect("/topics")
+    raise ctx.redirect(_topic_path(name))
+
+
+@routes.post("/topic/configs/set")
+async def set_config(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    form = await request.post()
+    name, key, value = str(form.get("name", "")), str(form.get("key", "")), str(form.get("value", ""))
+    if not key:
+        raise FormError("a config name is needed")
+    await ctx.attempt(f"Set {key}={value} on topic {name}.", alter_config, name, key, value)
+    raise ctx.redirect(_configs_path(name))
+
+
+@routes.post("/topic/configs/delete")
+async def delete_config(request: web.Request) -> web.StreamResponse:
+    ctx = page(request)
+    form = await request.post()
+    name, key = str(form.get("name", "")), str(form.get("key", ""))
+    if not key:
+        raise FormError("a config name is needed")
+    await ctx.attempt(f"Removed the override of {key} on topic {name}.", alter_config, name, key, None)
+    raise ctx.redirect(_configs_path(name))
+
+
+def _count(form: Any, field: str) -> int:
+    """A positive count from the form; empty: the broker's default (-1)."""
+    text = str(form.get(field, "")).strip()
+    if not text:
+        return BROKER_DEFAULT
+    try:
+        count = int(text)
+    except ValueError:
+        raise FormError(f"{field.replace('_', ' ')} must be a whole number, not {text!r}") from None
+    if count < 1:
+        raise FormError(f"{field.replace('_', ' ')} must be at least 1, not {count}")
+    return count
+
+
+def _config_lines(text: str) -> dict[str, str]:
+    """`key=value` lines (blank lines skipped) as a dict; a line without `=` or a key is refused."""
+    configs: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected one key=value a line, got {line.strip()!r}")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def _topic_path(name: str) -> str:
+    return f"/topic?name={quote(name, safe='')}"
+
+
+def _configs_path(name: str) -> str:
+    return f"/topic/configs?name={quote(name, safe='')}"
