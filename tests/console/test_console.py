@@ -72,7 +72,7 @@ def test_every_page_shows_the_live_cluster(console_broker, browser, screenshots)
     assert "rdkafka" not in group  # the consumer left: no members
 
     groups = visit(browser, screenshots, base + "/groups", "groups")
-    assert f"{GROUP} Classic Empty {RECORDS - COMMITTED}" in groups
+    assert f"{GROUP} Classic Empty 0 {RECORDS - COMMITTED}" in groups  # members, lag
 
     messages = visit(browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset=0", "messages")
     assert "order-0 paid 0 source: web" in messages
