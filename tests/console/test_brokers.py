@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from odradek.console import broker_pages
 from odradek.console.filters import FILTERS
-from odradek.console.reader import Broker
+from odradek.console.reader import Broker, Partition, Topic
 from odradek.testing.cluster import eventually
 from tests.console.browsing import snapshot, submit, visit
 
@@ -102,7 +102,7 @@ def test_a_broker_page_shows_sources_and_edits_dynamic_configs(writable, browser
     assert _broker_config(process.bootstrap, "num.io.threads")[0] != "3"
 
 
-def test_no_form_is_drawn_read_only():
+def _render(template: str, **context: object) -> str:
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("odradek.console", "templates"),
         autoescape=True,
@@ -110,18 +110,25 @@ def test_no_form_is_drawn_read_only():
     )
     templates.filters.update(FILTERS)
     templates.globals["static"] = lambda name: "/static/" + name
+    base = {
+        "nav": (),
+        "path": "/",
+        "session": None,
+        "csrf_token": "",
+        "csrf_field": "csrf_token",
+        "csrf_input": Markup(""),
+        "flashes": [],
+        "login": False,
+        "title": "t",
+    }
+    return templates.get_template(template).render(**base, **context)
+
+
+def test_no_form_is_drawn_read_only():
     row = broker_pages.ConfigRow(DYNAMIC, "2", "DYNAMIC_BROKER_CONFIG", True, False, "")
-    html = templates.get_template("brokers/broker.html").render(
-        nav=(),
-        path="/broker",
-        session=None,
-        csrf_token="",
-        csrf_field="csrf_token",
-        csrf_input=Markup(""),
-        flashes=[],
+    html = _render(
+        "brokers/broker.html",
         read_only=True,
-        login=False,
-        title="Broker 0",
         broker=Broker(0, "127.0.0.1", 9092, None),
         configs=[row],
         dynamic_only=False,
@@ -133,3 +140,26 @@ def test_no_form_is_drawn_read_only():
         edit_scope="broker",
     )
     assert DYNAMIC in html and "<form" not in html
+
+
+def test_partitions_without_a_full_isr_or_a_leader_are_listed():
+    topics = [
+        Topic("b", False, (Partition(0, 1, (1, 2, 3), (1, 2, 3)), Partition(1, -1, (2, 3), (3,)))),
+        Topic("a", False, (Partition(0, 2, (1, 2), (2,)),)),
+    ]
+    under_replicated, offline = broker_pages.partition_issues(topics)
+    assert [(i.topic, i.partition, i.missing) for i in under_replicated] == [("a", 0, (1,)), ("b", 1, (2,))]
+    assert [(i.topic, i.partition) for i in offline] == [("b", 1)]
+    assert broker_pages.partition_issues([Topic("c", False, (Partition(0, 1, (1,), (1,)),))]) == ([], [])
+    under_replicated, offline = broker_pages.partition_issues(topics)
+    html = _render(
+        "brokers/list.html",
+        read_only=False,
+        rows=[],
+        controller_id=-1,
+        under_replicated=under_replicated,
+        offline=offline,
+    )
+    assert "No controller is known." in html
+    assert html.count('href="/topic?name=b"') == 2 and html.count('href="/topic?name=a"') == 1
+    assert '<td class="num">none</td>' in html and "none</p>" not in html

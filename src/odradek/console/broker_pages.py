@@ -14,6 +14,7 @@ Callers: console/web.py (AREAS).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -21,7 +22,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from odradek.client.connection import BrokerConnection
-from odradek.console.reader import Broker, ClusterReader
+from odradek.console.reader import Broker, ClusterReader, Topic
 from odradek.console.web import FormError, NotFound, page
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
@@ -101,6 +102,16 @@ class ConfigRow:
     dynamic: bool
     sensitive: bool
     synonyms: str  # "SOURCE: name=value; ..." in Kafka's order
+
+
+def partition_issues(topics: Iterable[Topic]) -> tuple[list[PartitionIssue], list[PartitionIssue]]:
+    """The under-replicated partitions (an ISR smaller than the replicas) and the offline ones (no
+    leader), by topic and partition."""
+    issues = [
+        PartitionIssue(t.name, p.index, p.leader, p.replicas, p.isr) for t in topics for p in t.partitions
+    ]
+    issues.sort(key=lambda i: (i.topic, i.partition))
+    return [i for i in issues if len(i.isr) < len(i.replicas)], [i for i in issues if i.leader < 0]
 
 
 # -- blocking reads and changes (the console lane) -------------------------------------------------
@@ -211,18 +222,14 @@ async def brokers(request: web.Request) -> web.StreamResponse:
         )
         for b in cluster.brokers
     ]
-    issues = [
-        PartitionIssue(t.name, p.index, p.leader, p.replicas, p.isr)
-        for t in cluster.topics
-        for p in t.partitions
-    ]
+    under_replicated, offline = partition_issues(cluster.topics)
     return ctx.render(
         "brokers/list.html",
         title="Brokers",
         rows=rows,
         controller_id=cluster.controller_id,
-        under_replicated=[i for i in issues if len(i.isr) < len(i.replicas)],
-        offline=[i for i in issues if i.leader < 0],
+        under_replicated=under_replicated,
+        offline=offline,
     )
 
 
