@@ -2,7 +2,7 @@
 broker with an authorizer: a PLAINTEXT inter-broker listener (User:ANONYMOUS, a super user: the open
 console reads and changes the cluster through it) and a SASL_PLAINTEXT listener with SCRAM-SHA-256
 for the users the console creates. Every change made in the browser is checked through another
-path: confluent_kafka's AdminClient, a SCRAM producer, `odradek configs --describe`."""
+path: confluent_kafka's AdminClient, a SCRAM producer, a DescribeClientQuotas of its own."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from odradek.client import KafkaClient
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from odradek.testing.broker import BrokerProcess, free_port
-from tests.cli.tooling import ok
 from tests.console.browsing import snapshot, submit, visit
 
 TOPIC = "payments"
@@ -181,17 +183,16 @@ def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshot
     assert produce_as(broker, SECOND) is not None
 
 
-def user_quotas(broker: Broker) -> str:
-    return ok(
-        "configs",
-        "--bootstrap-server",
-        broker.plaintext,
-        "--describe",
-        "--entity-type",
-        "users",
-        "--entity-name",
-        USER,
+def user_quotas(broker: Broker) -> dict[str, float]:
+    """USER's quotas, as DescribeClientQuotas (strict, user USER) answers them."""
+    request = DescribeClientQuotasRequest(
+        components=[DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=0, match=USER)],
+        strict=True,
     )
+    with KafkaClient(broker.plaintext) as client:
+        response = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, request)
+    assert response.error_code == 0, response.error_message
+    return {v.key: v.value for entry in response.entries or () for v in entry.values}
 
 
 def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
@@ -200,9 +201,9 @@ def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
     assert f"Set producer_byte_rate of user {USER} to 1048576." in page
     assert f"{USER} 1048576 Remove - - -" in page
     snapshot(browser, screenshots, "quotas-edit")
-    assert "producer_byte_rate=1048576" in user_quotas(broker)
+    assert user_quotas(broker) == {"producer_byte_rate": 1048576.0}
 
     page = submit(browser, f"form.remove-quota[data-user='{USER}'][data-key='producer_byte_rate']")
     assert f"Removed producer_byte_rate of user {USER}." in page
     assert "No client quotas are set." in page
-    assert "producer_byte_rate" not in user_quotas(broker)
+    assert user_quotas(broker) == {}
