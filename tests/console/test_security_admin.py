@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import jinja2
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
@@ -20,9 +21,17 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
 )
 
 from odradek.client import KafkaClient
+from odradek.console.acl_pages import Acl
+from odradek.console.filters import FILTERS
+from odradek.console.reader import ClientQuota
+from odradek.console.user_pages import Credential
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from odradek.testing.broker import BrokerProcess, free_port
@@ -182,6 +191,17 @@ def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshot
     assert "No SCRAM credentials are stored." in page
     assert produce_as(broker, SECOND) is not None
 
+    # a credential made elsewhere is listed; deleted meanwhile, its delete button is refused
+    admin = AdminClient({"bootstrap.servers": broker.plaintext})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+    admin.alter_user_scram_credentials([upsert])["carol"].result(30)
+    assert "carol SCRAM-SHA-256 4096" in visit(browser, screenshots, broker.base + "/users", "users-carol")
+    deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
+    admin.alter_user_scram_credentials([deletion])["carol"].result(30)
+    page = submit(browser, "form.delete-user[data-user='carol']")
+    assert "Refused: RESOURCE_NOT_FOUND" in page and "Deleted" not in page
+
 
 def user_quotas(broker: Broker) -> dict[str, float]:
     """USER's quotas, as DescribeClientQuotas (strict, user USER) answers them."""
@@ -207,3 +227,53 @@ def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
     assert f"Removed producer_byte_rate of user {USER}." in page
     assert "No client quotas are set." in page
     assert user_quotas(broker) == {}
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_read_only_pages_have_no_forms_that_change(read_only):
+    templates = jinja2.Environment(
+        loader=jinja2.PackageLoader("odradek.console", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    templates.filters.update(FILTERS)
+    common = {
+        "nav": (),
+        "path": "/",
+        "session": None,
+        "csrf_token": "",
+        "csrf_field": "csrf_token",
+        "csrf_input": "",
+        "flashes": [],
+        "read_only": read_only,
+        "login": False,
+        "static": lambda name: f"/static/{name}",
+        "title": "t",
+    }
+    pages = {
+        "acls/list.html": {
+            "acls": [Acl("TOPIC", "t", "LITERAL", "User:bob", "*", "READ", "ALLOW")],
+            "total": 1,
+            "wanted": {"type": "", "name": "", "principal": ""},
+            "disabled": "",
+            "resource_types": ["TOPIC"],
+            "pattern_types": ["LITERAL"],
+            "operations": ["READ"],
+            "permissions": ["ALLOW"],
+        },
+        "users/list.html": {
+            "credentials": [Credential("bob", "SCRAM-SHA-256", 4096)],
+            "mechanisms": ["SCRAM-SHA-256"],
+            "min_iterations": 4096,
+            "max_iterations": 16384,
+            "default_iterations": 4096,
+        },
+        "quotas/list.html": {
+            "quotas": [ClientQuota({"user": "bob"}, {"producer_byte_rate": 1024.0})],
+            "keys": ("producer_byte_rate",),
+        },
+    }
+    for name, context in pages.items():
+        html = templates.get_template(name).render(**common, **context)
+        forms = html.count('method="post"')
+        assert (forms == 0) if read_only else (forms >= 2), (name, forms)
