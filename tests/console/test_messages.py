@@ -221,6 +221,10 @@ def test_produce_from_the_page_is_read_by_a_consumer(console, browser, screensho
     text = submit(browser, "#produce", key="by-hash", value="v")
     assert f"Produced to {INBOX} partition {partition_for_key(b'by-hash', 2)} at offset" in text
 
+    text = submit(browser, "#produce", topic="no-such-topic", value="v")
+    assert "There is no topic named 'no-such-topic'." in text
+    assert _status(f"{base}/messages?topic=no-such-topic") == 404  # and producing did not create it
+
 
 def _status(url: str) -> int:
     try:

@@ -266,8 +266,9 @@ def find(reader: ClusterReader, query: Query) -> Found:
         live = [c for c in cursors if not c.done]
         if not live:
             break
+        share = max(1, (MAX_SCAN - scanned) // len(live))  # no partition takes the whole budget
         for cursor in live:
-            scanned += cursor.step(client, query.search, MAX_SCAN - scanned)
+            scanned += cursor.step(client, query.search, min(share, MAX_SCAN - scanned))
             if scanned >= MAX_SCAN:
                 break
     stopped_early = any(not c.done for c in cursors)
@@ -608,7 +609,7 @@ async def produce(request: web.Request) -> web.StreamResponse:
     key_text = str(form.get("key", ""))
     key = key_text.encode() if key_text else None
     value = None if form.get("null_value") else str(form.get("value", "")).encode()
-    back = "/messages?" + urlencode({"topic": topic})
+    back = "/messages"
     try:
         where, offset = await ctx.run(produce_record, topic, partition, key, value, headers)
     except KafkaError as exc:

@@ -2,18 +2,21 @@
 // appends a row per record, and stops on the Stop button, the server's `end` event, or an error
 // (never reconnecting by itself: a new stream starts at the end again).
 (() => {
-  const shown = (text, isBase64) => {
-    if (text === null) return null;
-    if (!isBase64) return text;
-    return '0x' + Array.from(atob(text), (c) => c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
-  };
-  const cell = (row, text, className) => {
+  const hex = (b64) => '0x' + Array.from(atob(b64), (c) => c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+  const shown = (text, isBase64) => (text === null ? null : isBase64 ? hex(text) : text);
+  // a cell as the browse page shows bytes: text, hex when not UTF-8, an italic null when missing
+  const cell = (row, text, className, isBase64) => {
     const td = row.insertCell();
     if (className) td.className = className;
     if (text === null) {
       const i = document.createElement('i');
       i.textContent = 'null';
       td.appendChild(i);
+    } else if (isBase64) {
+      const span = document.createElement('span');
+      span.className = 'hex';
+      span.textContent = hex(text);
+      td.appendChild(span);
     } else {
       td.textContent = text;
     }
@@ -39,8 +42,8 @@
       cell(row, String(r.partition), 'num');
       cell(row, String(r.offset), 'num');
       cell(row, r.time);
-      cell(row, shown(r.key, r.key_base64));
-      cell(row, shown(r.value, r.value_base64), 'value');
+      cell(row, r.key, '', r.key_base64);
+      cell(row, r.value, 'value', r.value_base64);
       cell(row, r.headers.map((h) => `${h.name}: ${shown(h.value, h.base64) ?? 'null'}`).join('\n'), 'headers');
       count += 1;
       status.textContent = `following (${count} records)`;
