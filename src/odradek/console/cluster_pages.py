@@ -7,7 +7,8 @@ refusal included, is flashed as "Refused: ..."):
 - `/topics/create`: CreateTopics (name, partitions, replication factor, `key=value` configs, one a
   line; an empty count asks for the broker's default), validated first (validate_only), then created;
 - `/topic/partitions`: CreatePartitions to a new total count;
-- `/topic/delete`: DeleteTopics, only when the confirmation field repeats the topic's name;
+- `/topic/delete`: DeleteTopics, only when the confirmation field repeats the topic's name (an
+  internal topic is never deleted);
 - `/topic/configs/set` and `/topic/configs/delete`: IncrementalAlterConfigs SET of one config, or
   DELETE of its override.
 A topic's configs come from DescribeConfigs with synonyms (and documentation, when the broker
@@ -309,6 +310,10 @@ async def delete(request: web.Request) -> web.StreamResponse:
     name = str(form.get("name", ""))
     if str(form.get("confirm", "")) != name:
         ctx.flash("warn", f"Not deleted: type the topic's name, {name}, to delete it.")
+        raise ctx.redirect(_topic_path(name))
+    cluster = await ctx.run(ClusterReader.cluster, offsets=False)
+    if any(t.name == name and t.internal for t in cluster.topics):
+        ctx.flash("warn", f"Not deleted: {name} is an internal topic.")
         raise ctx.redirect(_topic_path(name))
     if await ctx.attempt(f"Deleted topic {name}.", delete_topic, name):
         raise ctx.redirect("/topics")
