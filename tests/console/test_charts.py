@@ -63,9 +63,9 @@ def _series(data: dict, chart: str) -> dict[str, list]:
 
 
 def _integral(data: dict, values: list) -> float:
-    """A rate series summed over its intervals (the first from the baseline, one interval before)."""
-    times = data["time"]
-    steps = [SAMPLE_MS / 1000] + [b - a for a, b in zip(times, times[1:], strict=False)]
+    """A rate series summed over its intervals (the first from `start`)."""
+    times = [data["start"], *data["time"]]
+    steps = [b - a for a, b in zip(times, times[1:], strict=False)]
     return sum((v or 0) * dt for v, dt in zip(values, steps, strict=True))
 
 
@@ -129,6 +129,15 @@ def test_the_page_draws_every_chart(charted, browser, screenshots):
     status = browser.find_element(By.ID, "charts-status").text
     assert "samples since" in status
     snapshot(browser, screenshots, "charts")
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
+    try:
+        browser.get(base + "/charts")
+        WebDriverWait(browser, 15).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".uplot")) == CHARTS)
+        snapshot(browser, screenshots, "charts-dark")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
 
 def test_odradek_console_explains_it_has_no_charts(charted, browser, screenshots):
@@ -193,6 +202,7 @@ def test_the_history_keeps_an_hour_of_rates():
     assert len(history.samples) == 3  # an hour of 20-minute samples
     data = history.charts()
     assert data["time"] == [1_700_000_000 + 1200 * step for step in (3, 4, 5)]
+    assert data["start"] == 1_700_000_000 + 1200 * 2
     assert _series(data, "bytes")["in"] == [3000.0, 4000.0, 5000.0]
     assert _series(data, "requests")["Produce"] == [1.0, 0.0, 1.0]  # none in the 4th interval
     assert _series(data, "under-replicated")["under-replicated"] == [3, 4, 5]

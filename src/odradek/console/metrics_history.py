@@ -150,6 +150,7 @@ class MetricsHistory:
         self.interval_ms = interval_ms
         self.samples: deque[Sample] = deque(maxlen=max(1, WINDOW_MS // interval_ms))
         self.last_cost_ms = 0.0
+        self.start_s: float | None = None  # when the interval of the oldest sample kept began
         self._monotonic_ms = monotonic_ms
         self._time_ms = time_ms
         self._last: Reading | None = None
@@ -158,18 +159,25 @@ class MetricsHistory:
         """Read the registry; append the interval's sample once there is a previous reading."""
         started = time.perf_counter()
         reading = read(self.registry, self._monotonic_ms())
-        if self._last is not None:
-            self.samples.append(between(self._last, reading, self._time_ms() / 1000.0))
+        now_s = self._time_ms() / 1000.0
+        if self._last is None:
+            self.start_s = now_s
+        else:
+            if len(self.samples) == self.samples.maxlen:
+                self.start_s = self.samples[0].time_s
+            self.samples.append(between(self._last, reading, now_s))
         self._last = reading
         self.last_cost_ms = (time.perf_counter() - started) * 1000.0
 
     def charts(self) -> dict[str, Any]:
-        """The history as the charts page draws it: shared timestamps and, per chart, its series
-        (one value per timestamp, None where a series has no point)."""
+        """The history as the charts page draws it: shared timestamps (each the end of its sample's
+        interval; `start` the beginning of the first's) and, per chart, its series (one value per
+        timestamp, None where a series has no point)."""
         samples = list(self.samples)
         return {
             "interval_ms": self.interval_ms,
             "sample_cost_ms": round(self.last_cost_ms, 3),
+            "start": self.start_s,
             "time": [s.time_s for s in samples],
             "charts": [
                 _chart(

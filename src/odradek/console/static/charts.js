@@ -23,11 +23,13 @@
     return (abs >= 10 || value === 0 ? value.toFixed(0) : value.toFixed(abs >= 1 ? 1 : 2)) + ' ' + unit;
   }
 
-  function width(box) {
-    return Math.max(320, Math.min(box.clientWidth || 600, 1200));
+  function width(container) {
+    // two charts a row on a wide window, one on a narrow one
+    const room = container.clientWidth || 600;
+    return Math.max(320, Math.floor(room >= 1000 ? (room - 24) / 2 : room) - 20); // room for a scroll bar
   }
 
-  function options(chart, box) {
+  function options(chart, container) {
     const fg = cssVar('--fg', '#888');
     const line = cssVar('--line', '#888');
     const axis = {
@@ -37,7 +39,7 @@
     };
     return {
       title: chart.title,
-      width: width(box),
+      width: width(container),
       height: 220,
       scales: {x: {time: true}},
       series: [{}].concat(chart.series.map((s, i) => ({
@@ -96,7 +98,7 @@
       const count = data.time.length;
       status(count === 0
         ? 'Waiting for the first samples (one every ' + data.interval_ms / 1000 + ' s).'
-        : count + ' samples since ' + new Date(data.time[0] * 1000).toLocaleTimeString() +
+        : count + ' samples since ' + new Date((data.start || data.time[0]) * 1000).toLocaleTimeString() +
           '; the last reading of the metrics took ' + data.sample_cost_ms + ' ms.');
     } catch (error) {
       status('The metric history could not be read: ' + error);
@@ -109,9 +111,12 @@
     const refresh = Math.max(1000, Number(container.dataset.refreshMs) || 10000);
     load(container, false);
     setInterval(() => { if (!document.hidden) load(container, false); }, refresh);
-    window.addEventListener('resize', () => {
+    let drawnFor = container.clientWidth;
+    new ResizeObserver(() => {
+      if (Math.abs(container.clientWidth - drawnFor) < 30) return;
+      drawnFor = container.clientWidth;
       for (const entry of charts.values()) entry.plot.setSize({width: width(container), height: 220});
-    });
+    }).observe(container);
     const dark = window.matchMedia('(prefers-color-scheme: dark)');
     if (dark.addEventListener) dark.addEventListener('change', () => load(container, true));
   });
