@@ -58,6 +58,9 @@ def test_the_brokers_page_shows_the_controller_log_dir_and_no_partition_trouble(
     partitions = len(list(data_dir.glob("*-*/")))
     assert f"0 {data_dir} {on_disk()} {partitions} 0 " in text
     assert "Under-replicated partitions\nnone\nOffline partitions\nnone" in text
+    assert "There is no broker 7 in the cluster." in visit(
+        browser, screenshots, base + "/broker?id=7", "brokers-unknown"
+    )
 
 
 def test_a_broker_page_shows_sources_and_edits_dynamic_configs(writable, browser, screenshots):
@@ -125,7 +128,7 @@ def _render(template: str, **context: object) -> str:
 
 
 def test_no_form_is_drawn_read_only():
-    row = broker_pages.ConfigRow(DYNAMIC, "2", "DYNAMIC_BROKER_CONFIG", True, False, "")
+    row = broker_pages.ConfigRow(DYNAMIC, "2", "DYNAMIC_BROKER_CONFIG", True, False, ())
     html = _render(
         "brokers/broker.html",
         read_only=True,

@@ -101,7 +101,7 @@ class ConfigRow:
     source: str
     dynamic: bool
     sensitive: bool
-    synonyms: str  # "SOURCE: name=value; ..." in Kafka's order
+    synonyms: tuple[str, ...]  # "SOURCE: name=value", in Kafka's order
 
 
 def partition_issues(topics: Iterable[Topic]) -> tuple[list[PartitionIssue], list[PartitionIssue]]:
@@ -197,7 +197,7 @@ def _config_row(config: Any) -> ConfigRow:
         SOURCES.get(config.config_source, "UNKNOWN"),
         not config.read_only,
         bool(config.is_sensitive),
-        "; ".join(f"{SOURCES.get(s.source, 'UNKNOWN')}: {s.name}={shown(s.value)}" for s in config.synonyms),
+        tuple(f"{SOURCES.get(s.source, 'UNKNOWN')}: {s.name}={shown(s.value)}" for s in config.synonyms),
     )
 
 
