@@ -7,6 +7,7 @@ without a broker."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import datetime
 import io
@@ -90,6 +91,10 @@ def test_browse_every_partition_from_the_start_and_from_a_time(console, browser,
     assert [r[0] for r in rows[:4]] == ["0", "1", "2", "0"]
     assert rows[0][4] == _value(0).decode() and rows[0][5] == "source: web"
     assert rows[-1][4] == "0x" + BINARY.hex()
+    suggested = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#topic-names option')).map(o => o.value)"
+    )
+    assert {TOPIC, LIVE, INBOX} <= set(suggested)
 
     since = datetime.datetime.fromtimestamp(cut / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     keys = _keys(browser, screenshots, base, "messages-since", seek="time", time=since)
@@ -274,3 +279,83 @@ def test_export_rows_say_which_bytes_are_base64():
     assert (row["key"], row["key_base64"], row["value"], row["value_base64"]) == ("k", False, "/wA=", True)
     assert row["headers"] == [{"name": "h", "value": None, "base64": False}]
     assert row["time"] == "1970-01-01T00:00:00.000+00:00"
+
+
+class _Lane:
+    """A stand-in for a page's context: `run` calls the (patched) tail poll, counting the calls."""
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.polls = 0
+
+    async def run(self, call: Any, *args: Any) -> Any:
+        self.polls += 1
+        return call(None, *args)
+
+
+def _tail_server(lanes: list[_Lane], finished: asyncio.Event) -> Any:
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        lane = _Lane(request)
+        lanes.append(lane)
+        try:
+            return await message_pages._stream(lane, {TopicPartition(LIVE, 0): 0})  # type: ignore[arg-type]
+        finally:
+            finished.set()
+
+    app = web.Application()
+    app.router.add_get("/tail", handler)
+    return app
+
+
+def _events(body: str) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for block in body.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
+        found.append((lines.get("event", "message"), json.loads(lines["data"])))
+    return found
+
+
+def _one_record_per_poll(reader: None, positions: dict[Any, int], limit: int) -> tuple[list[Record], dict]:
+    ((tp, offset),) = positions.items()
+    return [Record(tp.partition, offset, 0, b"k", b"v", ())], {tp: offset + 1}
+
+
+def test_the_tail_stream_ends_at_its_bounds_and_when_the_client_leaves(monkeypatch):
+    from aiohttp import ClientSession
+    from aiohttp.test_utils import TestServer
+
+    monkeypatch.setattr(message_pages, "POLL_S", 0.01)
+    monkeypatch.setattr(message_pages, "TAIL_MAX_RECORDS", 3)
+    monkeypatch.setattr(message_pages, "tail_poll", _one_record_per_poll)
+
+    async def scenario() -> None:
+        lanes: list[_Lane] = []
+        finished = asyncio.Event()
+        async with TestServer(_tail_server(lanes, finished)) as server, ClientSession() as session:
+            async with session.get(server.make_url("/tail")) as response:
+                assert response.headers["Content-Type"] == "text/event-stream"
+                events = _events(await response.text())
+            assert [name for name, _ in events] == ["start", "message", "message", "message", "end"]
+            assert [data["offset"] for _, data in events[1:4]] == [0, 1, 2]
+            assert events[-1][1] == {"reason": "limit", "records": 3}
+
+            # the time bound, with nothing written
+            monkeypatch.setattr(message_pages, "TAIL_MAX_S", 0.2)
+            monkeypatch.setattr(message_pages, "tail_poll", lambda reader, positions, limit: ([], positions))
+            async with session.get(server.make_url("/tail")) as response:
+                assert _events(await response.text())[-1] == ("end", {"reason": "time", "records": 0})
+
+            # the client leaves: the stream stops polling
+            monkeypatch.setattr(message_pages, "TAIL_MAX_S", 600.0)
+            finished.clear()
+            async with session.get(server.make_url("/tail")) as response:
+                await response.content.readline()
+                response.close()
+            await asyncio.wait_for(finished.wait(), 5)
+            polls = lanes[-1].polls
+            await asyncio.sleep(0.1)
+            assert lanes[-1].polls == polls
+
+    asyncio.run(scenario())

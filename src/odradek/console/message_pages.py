@@ -236,6 +236,11 @@ def partitions_of(client: KafkaClient, topic: str) -> list[int]:
     return partitions
 
 
+def topic_names(reader: ClusterReader) -> list[str]:
+    """Every topic's name, for the forms' suggestions."""
+    return sorted(reader.kafka().metadata(None).topics)
+
+
 def find(reader: ClusterReader, query: Query) -> Found:
     """The records the query shows: see the module docstring."""
     client = reader.kafka()
@@ -469,6 +474,7 @@ async def messages(request: web.Request) -> web.StreamResponse:
     return ctx.render(
         "messages/browse.html",
         title="Messages",
+        topics=await ctx.run(topic_names),
         form=form,
         seeks=SEEKS,
         query=query,
@@ -517,7 +523,14 @@ async def tail(request: web.Request) -> web.StreamResponse:
     if not topic:
         if streaming:
             raise FormError("bad form value: a topic is needed")
-        return ctx.render("messages/tail.html", title="Live tail", topic="", partition=partition_text, url="")
+        return ctx.render(
+            "messages/tail.html",
+            title="Live tail",
+            topics=await ctx.run(topic_names),
+            topic="",
+            partition=partition_text,
+            url="",
+        )
     positions = await ctx.run(tail_start, topic, partition)
     if not streaming:
         url = "/messages/tail?" + urlencode(
@@ -530,6 +543,7 @@ async def tail(request: web.Request) -> web.StreamResponse:
         return ctx.render(
             "messages/tail.html",
             title=f"Live tail of {topic}",
+            topics=await ctx.run(topic_names),
             topic=topic,
             partition=partition_text,
             url=url,
