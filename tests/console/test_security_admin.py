@@ -203,12 +203,12 @@ def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshot
     assert "Refused: RESOURCE_NOT_FOUND" in page and "Deleted" not in page
 
 
-def user_quotas(broker: Broker) -> dict[str, float]:
-    """USER's quotas, as DescribeClientQuotas (strict, user USER) answers them."""
-    request = DescribeClientQuotasRequest(
-        components=[DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=0, match=USER)],
-        strict=True,
-    )
+def quotas_of(broker: Broker, entity_type: str, name: str | None) -> dict[str, float]:
+    """The quotas of one entity (a name, or None: the default), as DescribeClientQuotas (strict)
+    answers them."""
+    match_type, match = (0, name) if name is not None else (1, None)  # EXACT, DEFAULT
+    component = DescribeClientQuotasRequest.ComponentData(entity_type, match_type, match)
+    request = DescribeClientQuotasRequest(components=[component], strict=True)
     with KafkaClient(broker.plaintext) as client:
         response = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, request)
     assert response.error_code == 0, response.error_message
@@ -221,12 +221,24 @@ def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
     assert f"Set producer_byte_rate of user {USER} to 1048576." in page
     assert f"{USER} 1048576 Remove - - -" in page
     snapshot(browser, screenshots, "quotas-edit")
-    assert user_quotas(broker) == {"producer_byte_rate": 1048576.0}
+    assert quotas_of(broker, "user", USER) == {"producer_byte_rate": 1048576.0}
 
     page = submit(browser, f"form.remove-quota[data-user='{USER}'][data-key='producer_byte_rate']")
     assert f"Removed producer_byte_rate of user {USER}." in page
     assert "No client quotas are set." in page
-    assert user_quotas(broker) == {}
+    assert quotas_of(broker, "user", USER) == {}
+
+    default_client = {"client_id_default": "on", "key": "consumer_byte_rate"}
+    page = submit(browser, "form.set-quota", **default_client, value="2048.5")  # a byte rate is whole
+    assert "Refused: INVALID_REQUEST: Configuration consumer_byte_rate must be a Long value" in page
+    assert quotas_of(broker, "client-id", None) == {}
+    page = submit(browser, "form.set-quota", **default_client, value="2048")
+    assert "Set consumer_byte_rate of client-id <default> to 2048." in page
+    assert "<default> - 2048 Remove - -" in page
+    assert quotas_of(broker, "client-id", None) == {"consumer_byte_rate": 2048.0}
+    page = submit(browser, "form.set-quota", **default_client, value="")
+    assert "Removed consumer_byte_rate of client-id <default>." in page
+    assert quotas_of(broker, "client-id", None) == {}
 
 
 @pytest.mark.parametrize("read_only", [False, True])
