@@ -58,6 +58,8 @@ def _row(text: str, name: str) -> str:
 
 
 def test_create_a_topic_with_partitions_and_configs(writable, admin, browser, screenshots):
+    from selenium.webdriver.common.by import By
+
     _, base = writable
     visit(browser, screenshots, base + "/topics", "topics-list-writable")
     page = submit(
@@ -79,10 +81,15 @@ def test_create_a_topic_with_partitions_and_configs(writable, admin, browser, sc
     assert "Refused: TOPIC_ALREADY_EXISTS" in submit(browser, "form.topic-create", name=TOPIC)
     page = submit(browser, "form.topic-create", name="orders-y", configs="retention.ms=soon")
     assert "Refused: INVALID_CONFIG" in page and "retention.ms" in page
-    page = submit(browser, "form.topic-create", name="orders-z", replication_factor="3")
+    page = submit(browser, "form.topic-create", name="orders-z", replication_factor="3", configs="")
     snapshot(browser, screenshots, "topics-create-refused")
     assert "Refused: INVALID_REPLICATION_FACTOR" in page
-    page = submit(browser, "form.topic-create", name="orders-w", configs="retention.ms")
+    form = browser.find_element(By.CSS_SELECTOR, "form.topic-create")  # drawn again with the values given
+    assert form.find_element(By.NAME, "name").get_attribute("value") == "orders-z"
+    assert form.find_element(By.NAME, "replication_factor").get_attribute("value") == "3"
+    page = submit(
+        browser, "form.topic-create", name="orders-w", replication_factor="", configs="retention.ms"
+    )
     assert "Refused: expected one key=value a line" in page
     assert [_partitions(admin, t) for t in ("orders-y", "orders-z", "orders-w")] == [None, None, None]
 

@@ -6,6 +6,7 @@ Actions (POST, each refused in read-only mode by console/web.py's guard; a Kafka
 refusal included, is flashed as "Refused: ..."):
 - `/topics/create`: CreateTopics (name, partitions, replication factor, `key=value` configs, one a
   line; an empty count asks for the broker's default), validated first (validate_only), then created;
+  when refused, the topic list's form is drawn again with the values given (in the address);
 - `/topic/partitions`: CreatePartitions to a new total count;
 - `/topic/delete`: DeleteTopics, only when the confirmation field repeats the topic's name (an
   internal topic is never deleted);
@@ -23,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
@@ -60,6 +61,7 @@ SOURCES = {
 }
 TOPIC_SOURCE, DEFAULT_SOURCE = 1, 5
 KAFKA_DEFAULTS = LogConfig().to_topic_configs()
+DRAFT_FIELDS = ("name", "partitions", "replication_factor", "configs")  # the create form's, kept when refused
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,8 @@ async def topics(request: web.Request) -> web.StreamResponse:
     cluster = await ctx.run(ClusterReader.cluster)
     sizes = await ctx.run(ClusterReader.replica_sizes)
     rows = [TopicRow.of(t, sizes) for t in cluster.topics]
-    return ctx.render("cluster/topics.html", title="Topics", rows=rows)
+    draft = {field: request.query.get(field, "") for field in DRAFT_FIELDS}  # a refused create's values
+    return ctx.render("cluster/topics.html", title="Topics", rows=rows, draft=draft)
 
 
 @routes.get("/topic")
@@ -283,14 +286,15 @@ async def create(request: web.Request) -> web.StreamResponse:
         raise FormError("a topic needs a name")
     partitions = _count(form, "partitions")
     replication = _count(form, "replication_factor")
+    draft = "/topics?" + urlencode({f: str(form.get(f, "")) for f in DRAFT_FIELDS}) + "#create"
     try:
         configs = _config_lines(str(form.get("configs", "")))
     except ValueError as exc:
         ctx.flash("warn", f"Refused: {exc}")
-        raise ctx.redirect("/topics") from None
+        raise ctx.redirect(draft) from None
     if await ctx.attempt(f"Created topic {name}.", create_topic, name, partitions, replication, configs):
         raise ctx.redirect(_topic_path(name))
-    raise ctx.redirect("/topics")
+    raise ctx.redirect(draft)
 
 
 @routes.post("/topic/partitions")
