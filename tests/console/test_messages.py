@@ -109,6 +109,11 @@ def test_browse_every_partition_from_the_start_and_from_a_time(console, browser,
         "user-4",
         "user-7",
     ]
+    # the form itself (its "from the start" default sent with an offset filled in: the offset wins)
+    visit(browser, screenshots, f"{base}/messages", "messages-empty")
+    text = submit(browser, "#browse", topic=TOPIC, partition="1", offset="2", key="user-7")
+    assert "1 records matching, 1 scanned (partition 1)" in text
+    assert [r[3] for r in _rows(browser)] == ["user-7"]
 
 
 def test_search_by_key_value_header_and_json_field(console, browser, screenshots):

@@ -169,9 +169,9 @@ def browse_form(query: dict[str, str]) -> Query:
         partition = None if partition_text in ("", "all") else _non_negative(partition_text, "partition")
         offset = _non_negative(query["offset"], "offset") if query.get("offset", "").strip() else None
         limit = max(1, min(int(query.get("limit") or DEFAULT_LIMIT), MAX_LIMIT))
-        seek = query.get("seek") or (
-            "offset" if offset is not None else "time" if query.get("time") else "start"
-        )
+        seek = query.get("seek") or "start"
+        if seek == "start":  # the form's default: an offset or a time filled in says where from
+            seek = "offset" if offset is not None else "time" if query.get("time") else "start"
         if seek not in dict(SEEKS):
             raise ValueError(f"unknown seek {seek!r}")
         if seek == "offset" and offset is None:
