@@ -228,8 +228,11 @@ def test_produce_from_the_page_is_read_by_a_consumer(console, browser, screensho
 
     # without a partition: the key's hash chooses, as Kafka's default partitioner
     visit(browser, screenshots, f"{base}/messages?topic={INBOX}", "messages-produce-form")
-    text = submit(browser, "#produce", key="by-hash", value="v")
-    assert f"Produced to {INBOX} partition {partition_for_key(b'by-hash', 2)} at offset" in text
+    text = submit(browser, "#produce", key="by-hash", null_value="on")
+    found = re.search(rf"Produced to {INBOX} partition (\d) at offset (\d+)\.", text)
+    assert found and int(found.group(1)) == partition_for_key(b"by-hash", 2), text
+    _, body = _get(f"{base}/messages/export?topic={INBOX}&partition={found.group(1)}&offset={found.group(2)}")
+    assert [(r["key"], r["value"]) for r in json.loads(body)] == [("by-hash", None)]  # a tombstone
 
     text = submit(browser, "#produce", topic="no-such-topic", value="v")
     assert "There is no topic named 'no-such-topic'." in text
