@@ -1,13 +1,16 @@
-"""The console's ACL, SCRAM user and client quota pages, in a headless Chromium against one writable
-broker with an authorizer: a PLAINTEXT inter-broker listener (User:ANONYMOUS, a super user: the open
-console reads and changes the cluster through it) and a SASL_PLAINTEXT listener with SCRAM-SHA-256
-for the users the console creates. Every change made in the browser is checked through another
-path: confluent_kafka's AdminClient, a SCRAM producer, a DescribeClientQuotas of its own."""
+"""The console's ACL, SCRAM user and client quota pages, in a headless Chromium against one broker
+with an authorizer: a PLAINTEXT inter-broker listener (User:ANONYMOUS, a super user: the tests' own
+admin clients) and a SASL_PLAINTEXT listener with SCRAM-SHA-256, where the console's users log in
+(read-write) and the users the console creates produce. The super user `admin` makes the changes;
+`bob`, allowed to describe the cluster but not to alter it, is refused. Every change made in the
+browser is checked through another path: confluent_kafka's AdminClient, a SCRAM producer, a
+DescribeClientQuotas of its own."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import jinja2
 import pytest
@@ -40,6 +43,7 @@ from tests.console.browsing import snapshot, submit, visit
 TOPIC = "payments"
 USER = "alice"
 FIRST, SECOND = "first-secret", "second-secret"
+ADMIN, BOB = ("admin", "admin-secret"), ("bob", "bob-secret")
 SCRAM_JAAS = (
     'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="unused";'
 )
@@ -62,16 +66,30 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
-        "super.users": "User:ANONYMOUS",
+        "super.users": f"User:ANONYMOUS;User:{ADMIN[0]}",
         "http.listeners": f"http://127.0.0.1:{http_port}",
-        "console.read.only": "false",
+        "console.authentication": "sasl",
+        "console.sasl.mechanism": "SCRAM-SHA-256",
     }
     with BrokerProcess(
         root / "data", port=port, overrides=overrides, output_path=root / "broker.out"
     ) as process:
         admin = AdminClient({"bootstrap.servers": process.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        scram_user(admin, *ADMIN)
         yield Broker(process, f"127.0.0.1:{sasl_port}", f"http://127.0.0.1:{http_port}")
+
+
+def scram_user(admin: AdminClient, user: str, password: str) -> None:
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password.encode())])[
+        user
+    ].result(30)
+
+
+def log_in(browser: Any, broker: Broker, user: str, password: str) -> str:
+    browser.get(broker.base + "/login")
+    return submit(browser, "form[action='/login']", username=user, password=password)
 
 
 def every_acl(broker: Broker) -> list[AclBinding]:
@@ -89,6 +107,7 @@ def every_acl(broker: Broker) -> list[AclBinding]:
 
 
 def test_an_acl_is_created_filtered_and_deleted(broker, browser, screenshots):
+    assert f"User:{ADMIN[0]}" in log_in(browser, broker, *ADMIN)
     page = visit(browser, screenshots, broker.base + "/acls", "acls-empty")
     assert "0 of 0 ACL bindings" in page and "Create an ACL" in page
 
@@ -169,8 +188,8 @@ def produce_as(broker: Broker, password: str) -> str | None:
 
 
 def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshots):
-    page = visit(browser, screenshots, broker.base + "/users", "users-empty")
-    assert "No SCRAM credentials are stored." in page
+    page = visit(browser, screenshots, broker.base + "/users", "users-admin")
+    assert f"{ADMIN[0]} SCRAM-SHA-256 4096" in page and USER not in page
 
     page = submit(browser, "form.create-user", user=USER, mechanism="SCRAM-SHA-256", password=FIRST)
     assert f"Set the SCRAM-SHA-256 password of {USER} (4096 iterations)." in page
@@ -188,14 +207,12 @@ def test_a_scram_user_is_created_changed_and_deleted(broker, browser, screenshot
 
     page = submit(browser, f"form.delete-user[data-user='{USER}']")
     assert f"Deleted the SCRAM-SHA-256 credential of {USER}." in page
-    assert "No SCRAM credentials are stored." in page
+    assert USER not in page.replace(f"credential of {USER}", "")
     assert produce_as(broker, SECOND) is not None
 
     # a credential made elsewhere is listed; deleted meanwhile, its delete button is refused
     admin = AdminClient({"bootstrap.servers": broker.plaintext})
-    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
-    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
-    admin.alter_user_scram_credentials([upsert])["carol"].result(30)
+    scram_user(admin, "carol", "carol-secret")
     assert "carol SCRAM-SHA-256 4096" in visit(browser, screenshots, broker.base + "/users", "users-carol")
     deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
     admin.alter_user_scram_credentials([deletion])["carol"].result(30)
@@ -239,6 +256,53 @@ def test_a_user_quota_is_set_and_removed(broker, browser, screenshots):
     page = submit(browser, "form.set-quota", **default_client, value="")
     assert "Removed consumer_byte_rate of client-id <default>." in page
     assert quotas_of(broker, "client-id", None) == {}
+
+
+def test_a_user_not_allowed_is_refused(broker, browser, screenshots):
+    admin = AdminClient({"bootstrap.servers": broker.plaintext})
+    scram_user(admin, *BOB)
+    bindings = [
+        AclBinding(
+            ResourceType.BROKER,
+            "kafka-cluster",
+            ResourcePatternType.LITERAL,
+            f"User:{BOB[0]}",
+            "*",
+            operation,
+            permission,
+        )
+        for operation, permission in (
+            (AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+            (AclOperation.ALTER, AclPermissionType.DENY),
+        )
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    submit(browser, "form[action='/logout']")
+    assert f"User:{BOB[0]}" in log_in(browser, broker, *BOB)
+
+    visit(browser, screenshots, broker.base + "/acls", "acls-bob")
+    page = submit(
+        browser,
+        "form.create-acl",
+        resource_type="TOPIC",
+        resource_name=TOPIC,
+        principal=f"User:{BOB[0]}",
+        operation="READ",
+        permission="ALLOW",
+    )
+    assert "Refused: CLUSTER_AUTHORIZATION_FAILED" in page and "Created" not in page
+    snapshot(browser, screenshots, "acls-refused")
+    assert len(every_acl(broker)) == 2
+
+    visit(browser, screenshots, broker.base + "/users", "users-bob")
+    page = submit(browser, "form.create-user", user="mallory", password="mallory-secret")
+    assert "Refused: CLUSTER_AUTHORIZATION_FAILED" in page and "mallory" not in page
+    described = admin.describe_user_scram_credentials().result(30)
+    assert sorted(described) == [ADMIN[0], BOB[0]]
+
+    page = visit(browser, screenshots, broker.base + "/quotas", "quotas-bob")
+    assert "Not allowed" in page and f"User:{BOB[0]} may not do this" in page
 
 
 @pytest.mark.parametrize("read_only", [False, True])

@@ -20,7 +20,7 @@ from aiohttp import web
 from odradek.console.reader import ClusterReader
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError, check
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 ANY = 1  # the ANY code of every ACL enum
@@ -81,6 +81,12 @@ FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
 routes = web.RouteTableDef()
 
 
+def _check(code: int, message: str | None) -> None:
+    """The KafkaError of a non-zero error code (its name said once when the broker gave no message)."""
+    if code != ErrorCode.NONE:
+        raise KafkaError(code, message)
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Acl:
     """One ACL binding, by Kafka's names."""
@@ -107,7 +113,7 @@ def list_acls(reader: ClusterReader) -> list[Acl]:
         resource_type_filter=ANY, pattern_type_filter=ANY, operation=ANY, permission_type=ANY
     )
     response = reader.kafka().request(ApiKey.DESCRIBE_ACLS, request)
-    check(response.error_code, response.error_message)
+    _check(response.error_code, response.error_message)
     return sorted(
         Acl(
             _name(RESOURCE_TYPES, resource.resource_type),
@@ -139,7 +145,7 @@ def create_acl(reader: ClusterReader, acl: Acl) -> None:
     )
     response = reader.kafka().request(ApiKey.CREATE_ACLS, request)
     for result in response.results:
-        check(result.error_code, result.error_message)
+        _check(result.error_code, result.error_message)
 
 
 def delete_acl(reader: ClusterReader, acl: Acl) -> None:
@@ -161,9 +167,9 @@ def delete_acl(reader: ClusterReader, acl: Acl) -> None:
     response = reader.kafka().request(ApiKey.DELETE_ACLS, request)
     deleted = 0
     for result in response.filter_results:
-        check(result.error_code, result.error_message)
+        _check(result.error_code, result.error_message)
         for matching in result.matching_acls:
-            check(matching.error_code, matching.error_message)
+            _check(matching.error_code, matching.error_message)
             deleted += 1
     if not deleted:
         raise KafkaError(ErrorCode.RESOURCE_NOT_FOUND, f"there is no ACL {describe(acl)}")
