@@ -256,6 +256,7 @@ def test_bad_form_values_answer_400(console, browser, screenshots):
     assert _status(f"{base}/messages/tail?topic={TOPIC}&partition=-1") == 400
     assert _status(f"{base}/messages?topic=nothing-here") == 404
     assert _status(f"{base}/messages/tail?topic={TOPIC}&partition=7") == 404
+    assert _status(f"{base}/messages/tail") == 200  # the form alone
     text = visit(browser, screenshots, f"{base}/messages?topic={TOPIC}&offset=-1", "messages-bad-form")
     assert "Bad request" in text and "negative" in text
 
