@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -76,6 +77,7 @@ SUPPORTED_OPERATIONS = {
     "DELEGATION_TOKEN": ("DESCRIBE",),
     "USER": ("CREATE_TOKENS", "DESCRIBE_TOKENS"),
 }
+FILTERS = ("type", "name", "principal")  # the list's query: resource type, part of a name, of a principal
 FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
 
 routes = web.RouteTableDef()
@@ -210,6 +212,13 @@ def acl_of(form: Mapping[str, object]) -> Acl:
     return Acl(**values)
 
 
+def _back(form: Mapping[str, object]) -> str:
+    """The list as the form's page filtered it (its `filter_*` fields)."""
+    query = {key: str(form.get(f"filter_{key}", "")) for key in FILTERS}
+    query = {key: value for key, value in query.items() if value}
+    return "/acls" + (f"?{urlencode(query)}" if query else "")
+
+
 def setup(app: web.Application) -> None:
     app.router.add_routes(routes)
 
@@ -217,7 +226,7 @@ def setup(app: web.Application) -> None:
 @routes.get("/acls")
 async def acls(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
-    wanted = {key: request.query.get(key, "").strip() for key in ("type", "name", "principal")}
+    wanted = {key: request.query.get(key, "").strip() for key in FILTERS}
     disabled = ""
     try:
         found = await ctx.run(list_acls)
@@ -249,14 +258,16 @@ async def acls(request: web.Request) -> web.StreamResponse:
 @routes.post("/acls/create")
 async def create(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
-    acl = acl_of(await request.post())
+    form = await request.post()
+    acl = acl_of(form)
     await ctx.attempt(f"Created the ACL: {describe(acl)}.", create_acl, acl)
-    raise ctx.redirect("/acls")
+    raise ctx.redirect(_back(form))
 
 
 @routes.post("/acls/delete")
 async def delete(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
-    acl = acl_of(await request.post())
+    form = await request.post()
+    acl = acl_of(form)
     await ctx.attempt(f"Deleted the ACL: {describe(acl)}.", delete_acl, acl)
-    raise ctx.redirect("/acls")
+    raise ctx.redirect(_back(form))
