@@ -82,9 +82,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 def scram_user(admin: AdminClient, user: str, password: str) -> None:
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
-    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password.encode())])[
-        user
-    ].result(30)
+    upsertion = UserScramCredentialUpsertion(user, info, password.encode())
+    admin.alter_user_scram_credentials([upsertion])[user].result(30)
 
 
 def log_in(browser: Any, broker: Broker, user: str, password: str) -> str:
