@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+)
 
 from odradek.testing.cluster import LocalCluster, eventually
 from odradek.testing.zookeeper import ZooKeeperServer
@@ -43,7 +50,11 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
         metrics=True,
     )
     try:
-        made.start()
+        read_only = made.brokers[3] = made.broker(3)  # broker 3's console is read-only
+        read_only.overrides["console.read.only"] = "true"
+        read_only.spawn()
+        made.start(processes=[1, 2])
+        assert read_only.wait_listening(TIMEOUT_S), read_only.output_tail()
         made.wait_for_controller()
         yield made
     finally:
@@ -54,6 +65,11 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 def console(cluster: LocalCluster) -> str:
     """Broker 1's console."""
     return cluster.brokers[1].overrides["http.listeners"]
+
+
+@pytest.fixture(scope="module")
+def read_only_console(cluster: LocalCluster) -> str:
+    return cluster.brokers[3].overrides["http.listeners"]
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +109,14 @@ def throttles(admin: AdminClient, topic: str) -> dict[str, dict[str, str]]:
 
 
 def text_of(browser: Any) -> str:
+    """The page's text; "" while the page is being reloaded (htmx reloads it when the moves change)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    return browser.find_element(By.TAG_NAME, "body").text
+    try:
+        return browser.find_element(By.TAG_NAME, "body").text
+    except StaleElementReferenceException:
+        return ""
 
 
 def plan(
@@ -173,29 +194,45 @@ def _read(consumer: Consumer, values: set[bytes]) -> int:
     return len(values)
 
 
-def test_a_reassignment_held_back_by_a_tiny_throttle_is_cancelled(
-    cluster: LocalCluster, console: str, admin: AdminClient, browser: Any, screenshots: Path
+def test_a_reassignment_held_back_by_a_tiny_throttle_is_cancelled_then_finishes_once_the_rate_is_raised(
+    cluster: LocalCluster,
+    console: str,
+    read_only_console: str,
+    admin: AdminClient,
+    browser: Any,
+    screenshots: Path,
 ) -> None:
+    from selenium.webdriver.common.by import By
+
     topic = topic_name("held")
     # more than one fetch's worth (replica.fetch.max.bytes, 1 MiB): a throttle lets one read pass
     on_broker_1(admin, cluster.bootstrap, topic, 1, 2500, 1000)
 
-    shown = plan(browser, console, screenshots, topic, {2}, "", "reassignments-plan-one-broker")
-    assert "0 1 → 2" in shown
-    shown = submit(browser, "form#execute", throttle="1")
-    assert "throttled to 1 B/s" in shown
-
     def held() -> bool:
         text = text_of(browser)
-        return f"{topic} 0" in text and "broker 2:" in text and "not in ISR" in text
+        return f"{topic} 0 2, 1 2 1 1 1\nbroker 2:" in text and "not in ISR" in text
 
-    eventually(held, TIMEOUT_S, "the reassignment in progress on the page")
+    def start_held_move() -> None:
+        shown = plan(browser, console, screenshots, topic, {2}, "", "reassignments-plan-one-broker")
+        assert "0 1 → 2" in shown
+        shown = submit(browser, "form#execute", throttle="1")
+        assert f"Started reassigning 1 partition(s) of {topic}, throttled to 1 B/s." in shown
+        eventually(held, TIMEOUT_S, "the reassignment in progress on the page")
+        assert sorted(cluster.replicas(topic, 0)) == [1, 2]  # the target and the original, while moving
+
+    start_held_move()
     snapshot(browser, screenshots, "reassignments-progress")
-    assert sorted(cluster.replicas(topic, 0)) == [1, 2]  # the target and the original, while moving
+    # a read-only console shows it, with no form at all
+    shown = visit(browser, screenshots, f"{read_only_console}/reassignments", "reassignments-read-only")
+    assert held() and "No replication throttle is set." not in shown
+    assert browser.find_elements(By.CSS_SELECTOR, "main form") == []
+    browser.get(f"{read_only_console}/reassignments/plan?topic={topic}&broker-3=on")
+    assert "0 2, 1 → 3" in text_of(browser) and browser.find_elements(By.CSS_SELECTOR, "main form") == []
 
+    browser.get(f"{console}/reassignments")
     shown = submit(browser, "form.cancel")
-    assert f"Cancelled the reassignment of {topic}-0" in shown
-    assert "No partition reassignment in progress." in shown
+    assert f"Cancelled the reassignment of {topic}-0; every throttle removed." in shown
+    assert "No partition reassignment in progress." in shown and "No replication throttle is set." in shown
     listed = subprocess.run(
         [
             sys.executable,
@@ -213,4 +250,22 @@ def test_a_reassignment_held_back_by_a_tiny_throttle_is_cancelled(
     )
     assert listed.stdout.strip() == "No partition reassignments found."
     eventually(lambda: cluster.replicas(topic, 0) == [1], TIMEOUT_S, "the original replicas back")
+    assert throttles(admin, topic) == {}
+
+    # again, then the rate raised outside the console: the open page follows the move to its end
+    start_held_move()
+    for b in (1, 2):  # librdkafka takes one broker per call
+        raised = ConfigResource(
+            "broker",
+            str(b),
+            incremental_configs=[
+                ConfigEntry(r, "100000000", incremental_operation=AlterConfigOpType.SET) for r in RATES
+            ],
+        )
+        admin.incremental_alter_configs([raised])[raised].result(TIMEOUT_S)
+    eventually(lambda: "Remove throttles" in text_of(browser), TIMEOUT_S, "the page seeing the move done")
+    assert "No partition reassignment in progress." in text_of(browser)
+    assert cluster.replicas(topic, 0) == [2]
+    assert (cluster.state(topic, 0) or {}).get("isr") == [2]
+    submit(browser, "form#remove-throttles")
     assert throttles(admin, topic) == {}

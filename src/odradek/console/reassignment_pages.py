@@ -316,7 +316,9 @@ def propose(
     unknown = sorted(set(brokers) - set(live))
     if unknown:
         raise FormError(f"Unknown broker id {unknown[0]}.")
-    rf = replication_factor or max((len(r) for r in current.values()), default=1)
+    # the replication factor kept: a partition being moved counts its target replicas only
+    moving = {p: len(r) - len(removing) for (t, p), (r, _, removing) in _listed(reader).items() if t == topic}
+    rf = replication_factor or max((moving.get(p, len(r)) for p, r in current.items()), default=1)
     if not 1 <= rf <= len(brokers):
         raise FormError(f"The replication factor must be between 1 and {len(brokers)} (the chosen brokers).")
     racks = [live[b].rack for b in brokers]
@@ -391,20 +393,22 @@ def _alter(reader: ClusterReader, targets: Mapping[tuple[str, int], list[int] | 
                 )
 
 
-def cancel(reader: ClusterReader, topic: str | None) -> list[str]:
+def cancel(reader: ClusterReader, topic: str | None) -> tuple[list[str], bool]:
     """Cancel the reassignments in progress of `topic` (None: all), then remove the throttles as
-    `--cancel` does; the partitions cancelled, as "topic-partition"."""
+    `--cancel` does: every one when nothing else is in progress (True), else the cancelled topics'
+    throttled replica lists (False); and the partitions cancelled, as "topic-partition"."""
     listed = [tp for tp in _listed(reader) if topic is None or tp[0] == topic]
     if listed:
         _alter(reader, dict.fromkeys(listed))
+    cancelled = [f"{t}-{p}" for t, p in sorted(listed)]
     if _listed(reader):
         for name in sorted({t for t, _ in listed}):
             _alter_configs(
                 reader.kafka().any_connection(), TOPIC_RESOURCE, name, dict.fromkeys(REPLICA_LISTS)
             )
-    else:
-        _clear_throttles(reader)
-    return [f"{t}-{p}" for t, p in sorted(listed)]
+        return cancelled, False
+    _clear_throttles(reader)
+    return cancelled, True
 
 
 def remove_throttles(reader: ClusterReader) -> None:
@@ -562,14 +566,15 @@ async def cancel_reassignments(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     topic = str(form.get("topic", "")) or None
     try:
-        cancelled = await ctx.run(cancel, topic)
+        cancelled, cleared = await ctx.run(cancel, topic)
     except KafkaError as exc:
         ctx.flash("warn", f"Refused: {exc}")
     else:
+        removed = "every throttle removed" if cleared else "the topic's throttled replicas removed"
         if cancelled:
-            ctx.flash("ok", f"Cancelled the reassignment of {', '.join(cancelled)}; throttles removed.")
+            ctx.flash("ok", f"Cancelled the reassignment of {', '.join(cancelled)}; {removed}.")
         else:
-            ctx.flash("warn", "No reassignment to cancel: it had already finished.")
+            ctx.flash("warn", f"No reassignment to cancel: it had already finished; {removed}.")
     raise ctx.redirect("/reassignments")
 
 
