@@ -4,7 +4,8 @@ with its lag, its offsets reset (every topic to earliest, one partition to an of
 time) through preview and execute, a reset and a deletion refused while a consumer is in the group,
 a topic's committed offsets deleted, the group deleted after its id is typed to confirm, and a share
 group (a confluent-kafka ShareConsumer) in the list and on its own page. Each change is checked a
-second way: `odradek consumer-groups --describe` as a process, or confluent-kafka's AdminClient."""
+second way: `odradek consumer-groups --describe` as a process, or confluent-kafka's AdminClient. And
+every group template without its forms in read-only mode."""
 
 from __future__ import annotations
 
@@ -16,13 +17,20 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import jinja2
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, ShareConsumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from markupsafe import Markup
 
+from odradek.client import TopicPartition
+from odradek.client.group_admin import GroupReport, PartitionRow, ResetTarget
+from odradek.client.share_admin import ShareGroupReport
+from odradek.console.filters import FILTERS
+from odradek.console.group_pages import ResetPlan, ResetRow
 from odradek.testing.cluster import eventually
-from tests.console.browsing import submit, visit
+from tests.console.browsing import snapshot, submit, visit
 
 TOPIC, GROUP, SHARE_GROUP = "invoices", "billing", "shipping"
 RECORDS = 10
@@ -109,7 +117,7 @@ def test_consumer_group_lag_reset_refusal_and_delete(console, browser, screensho
     # every topic to earliest: preview, then execute
     preview = submit(browser, "form#reset", scope="all", target="earliest")
     assert f"{TOPIC} 0 5 0" in preview and f"{TOPIC} 1 5 0" in preview
-    visit(browser, screenshots, browser.current_url, "groups-reset-preview")
+    snapshot(browser, screenshots, "groups-reset-preview")
     done = submit(browser, "form#execute")
     assert f"Offsets of group '{GROUP}' reset: {TOPIC}-0 to 0, {TOPIC}-1 to 0" in done
     assert f"{TOPIC} 0 0 5 5" in done
@@ -183,7 +191,7 @@ def _refused_while_a_consumer_is_in(bootstrap: str, base: str, browser: Any, scr
         refused = submit(browser, "form#execute")
         assert "Refused: UNKNOWN_MEMBER_ID" in refused or "Refused:" in refused
         assert "offsets can be reset only while it has none" in refused
-        visit(browser, screenshots, browser.current_url, "groups-reset-refused")
+        snapshot(browser, screenshots, "groups-reset-refused")
         assert committed(bootstrap, GROUP) == {0: 3, 1: 2}
         refused = submit(browser, "form#delete", confirm=GROUP)
         assert "Refused: NON_EMPTY_GROUP" in refused
@@ -227,3 +235,36 @@ def test_share_group_in_the_list_and_on_its_page(console, browser, screenshots):
         assert f"{TOPIC} 0 5 0 0" in page and f"{TOPIC} 1 5 0 0" in page  # start offset, leader epoch, lag
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_group_forms_only_when_writable(read_only: bool) -> None:
+    """Every group template shows its forms only when the console is not read-only."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("odradek.console", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(FILTERS)
+    env.globals["static"] = lambda name: "/static/" + name
+    common = {
+        "nav": (), "path": "/group", "session": None, "csrf_token": "t", "csrf_field": "csrf_token",
+        "csrf_input": Markup('<input type="hidden" name="csrf_token" value="t">'), "flashes": [],
+        "read_only": read_only, "login": False, "title": "t", "history": [],
+    }  # fmt: skip
+    tp = TopicPartition(TOPIC, 0)
+    report = GroupReport(
+        GROUP, "Empty", "range", "h:1  (0)", (), (PartitionRow(tp, 1, 2, "-", "-", "-"),), {tp: 1}
+    )
+    share = ShareGroupReport(SHARE_GROUP, "Empty", "h:1  (0)", 1, 1, (), {})
+    plan = ResetPlan(GROUP, "Empty", 0, [ResetRow(tp, 1, 0)], [])
+    pages = [
+        env.get_template("groups/group.html").render(report=report, members=[], topics=[TOPIC], **common),
+        env.get_template("groups/share.html").render(report=share, members=[], offsets=[], **common),
+        env.get_template("groups/reset.html").render(
+            plan=plan, target=ResetTarget("earliest"), scope="all", topic="", partition=0, **common
+        ),
+    ]
+    for html in pages:
+        assert ("<form" in html) is not read_only
+    assert all(f"{TOPIC}:0:0" in html for html in pages[2:]) is not read_only
