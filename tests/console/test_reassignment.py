@@ -135,6 +135,15 @@ def test_a_topic_moved_onto_two_other_brokers_with_a_throttle_and_its_throttles_
     topic = topic_name("moved")
     on_broker_1(admin, cluster.bootstrap, topic, 2, RECORDS, 100)
 
+    # a plan's form values are checked
+    for query, refusal in (
+        (f"topic={topic}", "Bad request\nChoose at least one broker."),
+        (f"topic={topic}&broker-2=on&replication_factor=2", "must be between 1 and 1 (the chosen brokers)"),
+        (f"topic=no-{topic}&broker-2=on", f"Not found\nThere is no topic named 'no-{topic}'."),
+    ):
+        browser.get(f"{console}/reassignments/plan?{query}")
+        assert refusal in text_of(browser)
+
     shown = plan(browser, console, screenshots, topic, {2, 3}, "2", "reassignments-plan")
     assert f"Reassignment plan for {topic}" in shown
     assert "Brokers 2, 3, replication factor 2, rack-aware" in shown
