@@ -4,7 +4,7 @@ with its lag, its offsets reset (every topic to earliest, one partition to an of
 time) through preview and execute, a reset and a deletion refused while a consumer is in the group,
 a topic's committed offsets deleted, the group deleted after its id is typed to confirm, and a share
 group (a confluent-kafka ShareConsumer) in the list and on its own page, its deletion refused while
-it has a member and done once it is empty. Each change is checked a
+it has a member and done once it is empty, and so its start offsets' reset. Each change is checked a
 second way: `odradek consumer-groups --describe` as a process, or confluent-kafka's AdminClient. And
 every group template without its forms in read-only mode."""
 
@@ -25,9 +25,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from markupsafe import Markup
 
-from odradek.client import TopicPartition
+from odradek.client import KafkaClient, TopicPartition
 from odradek.client.group_admin import GroupReport, PartitionRow, ResetTarget
-from odradek.client.share_admin import ShareGroupReport
+from odradek.client.share_admin import ShareAdmin, ShareGroupReport
 from odradek.console.filters import FILTERS
 from odradek.console.group_pages import ResetPlan, ResetRow
 from odradek.testing.cluster import eventually
@@ -236,6 +236,11 @@ def test_share_group_in_the_list_and_on_its_page(console, browser, screenshots):
         assert f"{TOPIC} 0 5 0 0" in page and f"{TOPIC} 1 5 0 0" in page  # start offset, leader epoch, lag
         refused = submit(browser, "form#delete", confirm=SHARE_GROUP)
         assert "Refused: NON_EMPTY_GROUP" in refused
+        submit(browser, "form#reset", target="earliest")
+        refused = submit(browser, "form#execute")
+        assert "Refused: NON_EMPTY_GROUP" in refused
+        snapshot(browser, screenshots, "groups-share-reset-refused")
+        assert start_offsets(bootstrap) == {0: 5, 1: 5}
     finally:
         consumer.close()
 
@@ -244,9 +249,23 @@ def test_share_group_in_the_list_and_on_its_page(console, browser, screenshots):
         return text if "State: Empty" in text and "No members." in text else None
 
     eventually(empty, 20, "the share group without members")
+    preview = submit(browser, "form#reset", target="earliest")
+    assert f"{TOPIC} 0 5 0" in preview and f"{TOPIC} 1 5 0" in preview
+    snapshot(browser, screenshots, "groups-share-reset-preview")
+    done = submit(browser, "form#execute")
+    assert f"Start offsets of share group '{SHARE_GROUP}' reset: {TOPIC}-0 to 0, {TOPIC}-1 to 0" in done
+    assert f"{TOPIC} 0 0 0 5" in done  # start offset, leader epoch, lag
+    assert start_offsets(bootstrap) == {0: 0, 1: 0}
     gone = submit(browser, "form#delete", confirm=SHARE_GROUP)
     assert f"Group '{SHARE_GROUP}' deleted." in gone and f"{SHARE_GROUP} Share" not in gone
     assert SHARE_GROUP not in share_groups(bootstrap)
+
+
+def start_offsets(bootstrap: str) -> dict[int, int]:
+    """The share group's start offsets of TOPIC by partition, from odradek's share admin client."""
+    with KafkaClient(bootstrap, timeout_s=10) as client:
+        offsets = ShareAdmin(client, 10).start_offsets(SHARE_GROUP)
+    return {o.tp.partition: o.start_offset for o in offsets if o.tp.topic == TOPIC}
 
 
 def share_groups(bootstrap: str) -> list[str]:
@@ -283,7 +302,13 @@ def test_group_forms_only_when_writable(read_only: bool) -> None:
         env.get_template("groups/group.html").render(report=report, members=[], topics=[TOPIC], **common),
         env.get_template("groups/share.html").render(report=share, members=[], offsets=[], **common),
         env.get_template("groups/reset.html").render(
-            plan=plan, target=ResetTarget("earliest"), scope="all", topic="", partition=0, **common
+            plan=plan,
+            target=ResetTarget("earliest"),
+            scope="all",
+            topic="",
+            partition=0,
+            share=False,
+            **common,
         ),
     ]
     for html in pages:

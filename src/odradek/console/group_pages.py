@@ -11,6 +11,9 @@ actions on a group:
   current and new offset. POST `/group/reset` commits the previewed offsets as the tool's
   --execute does (OffsetCommit as the group, generation -1, no member): the coordinator refuses
   it while the group has members, and its error is flashed.
+- The same path with `share=1` previews a share group's start offsets reset as kafka-share-groups
+  --reset-offsets computes them (every topic with state or one topic; earliest, latest or a time),
+  and its POST sets them (AlterShareGroupOffsets; NON_EMPTY_GROUP, flashed, while it has members).
 - POST `/group/delete` deletes a group (DeleteGroups) once its id is typed again to confirm; the
   coordinator refuses a group with members (NON_EMPTY_GROUP, flashed).
 - POST `/group/delete-offsets` deletes a consumer group's committed offsets of one topic
@@ -218,6 +221,35 @@ def plan_reset(
     return ResetPlan(group_id, report.state, len(report.members), rows, notes)
 
 
+def plan_share_reset(reader: ClusterReader, group_id: str, topic: str, target: ResetTarget) -> ResetPlan:
+    """A share group's new start offsets, as kafka-share-groups --reset-offsets --dry-run computes them:
+    every topic the group has state for (or `topic`), to earliest, latest or a time."""
+    admin = _share_admin(reader)
+    report = admin.describe_share(group_id)
+    current = {o.tp: o.start_offset for o in admin.start_offsets(group_id) if o.start_offset >= 0}
+    topics = [topic] if topic else sorted({tp.topic for tp in current})
+    tps = [tp for t in topics for tp in admin.partitions(t, None)]
+    planned: dict[TopicPartition, int] = {}
+    if tps and target.kind == "time":
+        found, latest = admin.log_offsets(tps, target.value), admin.log_offsets(tps, LATEST)
+        planned = {tp: latest[tp] if found[tp] < 0 else found[tp] for tp in tps}
+    elif tps:
+        planned = admin.log_offsets(tps, EARLIEST if target.kind == "earliest" else LATEST)
+    rows = [ResetRow(tp, current.get(tp), planned[tp]) for tp in sorted(planned)]
+    return ResetPlan(group_id, report.state, len(report.members), rows, [])
+
+
+def commit_share_offsets(reader: ClusterReader, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+    """AlterShareGroupOffsets; KafkaError with the coordinator's error when it refuses (a group with
+    members: NON_EMPTY_GROUP) or fails any partition."""
+    error, message, errors = _share_admin(reader).alter_start_offsets(group_id, offsets)
+    check(error, message)
+    failed = {tp: c for tp, c in errors.items() if c != ErrorCode.NONE}
+    if failed:
+        details = ", ".join(f"{tp.topic}-{tp.partition}: {error_name(c)}" for tp, c in sorted(failed.items()))
+        raise KafkaError(next(iter(failed.values())), f"start offsets not set ({details})")
+
+
 def _clamped(
     reader: ClusterReader, tps: Sequence[TopicPartition], offset: int, notes: list[str]
 ) -> dict[TopicPartition, int]:
@@ -388,6 +420,22 @@ async def reset_preview(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     values = request.query
     group_id = _group_id(values)
+    if values.get("share"):
+        target = _target(values)
+        if target.kind == "offset":
+            raise FormError("a share group's start offsets are reset to earliest, latest or a time")
+        topic = values.get("topic", "")
+        share_plan = await ctx.run(plan_share_reset, group_id, topic, target)
+        return ctx.render(
+            "groups/reset.html",
+            title=f"Reset start offsets of share group {group_id}",
+            plan=share_plan,
+            target=target,
+            scope="topic" if topic else "all",
+            topic=topic,
+            partition=0,
+            share=True,
+        )
     scope = values.get("scope", "all")
     if scope not in SCOPES:
         raise FormError(f"the scope is one of {', '.join(SCOPES)}")
@@ -405,6 +453,7 @@ async def reset_preview(request: web.Request) -> web.StreamResponse:
         scope=scope,
         topic=topic,
         partition=partition,
+        share=False,
     )
 
 
@@ -430,10 +479,11 @@ async def reset_execute(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     group_id = _group_id(form)
     planned = _planned(form)
+    share = bool(form.get("share"))
     await ctx.attempt(
-        f"Offsets of group '{group_id}' reset: "
+        f"{'Start offsets of share' if share else 'Offsets of'} group '{group_id}' reset: "
         + ", ".join(f"{tp.topic}-{tp.partition} to {o}" for tp, o in sorted(planned.items())),
-        commit_offsets,
+        commit_share_offsets if share else commit_offsets,
         group_id,
         planned,
     )
