@@ -150,6 +150,8 @@ def test_consumer_group_lag_reset_refusal_and_delete(console, browser, screensho
 
     # delete: a wrong confirmation keeps the group, the group id deletes it
     visit(browser, screenshots, base + f"/group?id={GROUP}", "groups-delete")
+    browser.execute_script("document.getElementById('reset').scrollIntoView()")
+    snapshot(browser, screenshots, "groups-delete")  # the forms: reset, delete offsets, delete
     kept = submit(browser, "form#delete", confirm="billin")
     assert f"Not deleted: type the group id ({GROUP}) to confirm." in kept
     gone = submit(browser, "form#delete", confirm=GROUP)
