@@ -110,12 +110,12 @@ def throttles(admin: AdminClient, topic: str) -> dict[str, dict[str, str]]:
 
 def text_of(browser: Any) -> str:
     """The page's text; "" while the page is being reloaded (htmx reloads it when the moves change)."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
 
     try:
         return browser.find_element(By.TAG_NAME, "body").text
-    except StaleElementReferenceException:
+    except WebDriverException:  # the document went away while being read
         return ""
 
 
