@@ -525,8 +525,7 @@ async def progress(request: web.Request) -> web.StreamResponse:
     moving = await ctx.run(in_progress)
     if key_of(moving) != request.query.get("seen"):
         return web.Response(text="", headers={"HX-Refresh": "true"})
-    body = ctx.console.templates.get_template("reassignments/progress.html").render(moving=moving)
-    return web.Response(text=body, content_type="text/html", charset="utf-8")
+    return ctx.fragment("reassignments/progress.html", moving=moving)
 
 
 @routes.get("/reassignments/plan")

@@ -286,6 +286,12 @@ class PageContext:
     def render(self, template: str, status: int = 200, **context: Any) -> web.Response:
         return self.console.render(self.request, template, status, **context)
 
+    def fragment(self, template: str, **context: Any) -> web.Response:
+        """A part of a page for htmx to swap in: `context` alone (the session's flash messages stay
+        for the next whole page)."""
+        body = self.console.templates.get_template(template).render(**context)
+        return web.Response(text=body, content_type="text/html", charset="utf-8")
+
     def flash(self, kind: str, text: str) -> None:
         self.session.flash(kind, text)
 
