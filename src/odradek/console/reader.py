@@ -4,15 +4,15 @@ Owns one blocking `KafkaClient` on a bootstrap address and one `GroupAdmin` (cli
 over it, and turns their answers into the values the pages draw: the brokers and the controller
 (Metadata), each topic's partitions with leader, replicas, ISR and start / end offsets (Metadata,
 ListOffsets), the consumer groups with state, members, assignments, committed offsets and lag
-(ListGroups, DescribeGroups, OffsetFetch, ListOffsets), the records of a partition from an
-offset or a time (ListOffsets by timestamp, Fetch), the client quotas (DescribeClientQuotas), and
-the size of every replica (DescribeLogDirs to each broker).
+(ListGroups, DescribeGroups, OffsetFetch, ListOffsets), the client quotas (DescribeClientQuotas),
+and the size of every replica (DescribeLogDirs to each broker); and, for the page modules' own
+requests, its blocking client and group admin client.
 
 Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
 event loop: a broker serving its own console answers these requests on its loop meanwhile); the
 clients are used from that one thread only. Nothing is cached between calls.
 
-Callers: console/app.py.
+Callers: console/sessions.py (one reader per session), the page modules (through `PageContext.run`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from odradek.client import (
     KafkaClient,
     TopicPartition,
 )
-from odradek.client.consumer import decode_range
 from odradek.client.group_admin import GroupAdmin, GroupListing, GroupReport
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError, check
@@ -36,7 +35,6 @@ from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.metadata import MetadataRequest
 
 EARLIEST, LATEST = -2, -1
-FETCH_BYTES = 1 << 20
 ReplicaSizes = dict[tuple[str, int], dict[int, int]]  # (topic, partition) -> broker id -> bytes
 
 
@@ -75,15 +73,6 @@ class Cluster:
     controller_id: int
     brokers: tuple[Broker, ...]
     topics: tuple[Topic, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,27 +207,6 @@ class ClusterReader:
     def group(self, group_id: str) -> GroupReport:
         return self._clients()[1].describe(group_id)
 
-    def messages(
-        self, tp: TopicPartition, *, offset: int | None = None, timestamp: int | None = None, limit: int = 50
-    ) -> list[Message]:
-        """Up to `limit` records of `tp` from `offset` (else the first at or after `timestamp`, else
-        the start), as far as the high watermark."""
-        client, _ = self._clients()
-        if offset is None:
-            offset = client.list_offsets({tp: timestamp if timestamp is not None else EARLIEST})[tp]
-        messages: list[Message] = []
-        while offset >= 0 and len(messages) < limit:
-            fetched = client.fetch(tp, offset, max_bytes=FETCH_BYTES, max_wait_ms=0)
-            if fetched.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset < fetched.log_start_offset:
-                offset = fetched.log_start_offset
-                continue
-            columns, next_offset = decode_range(fetched.records, offset, fetched.high_watermark)
-            messages.extend(_messages(columns))
-            if next_offset == offset:
-                break
-            offset = next_offset
-        return messages[:limit]
-
 
 def _id(broker: Broker) -> int:
     return broker.node_id
@@ -255,12 +223,3 @@ def _topic(topic: Any) -> Topic:
         )
     )
     return Topic(topic.name or "", bool(topic.is_internal), partitions)
-
-
-def _messages(columns: Any) -> list[Message]:
-    return [
-        Message(offset, timestamp, key, value, tuple(headers))
-        for offset, timestamp, key, value, headers in zip(
-            columns.offsets, columns.timestamps, columns.keys, columns.values, columns.headers, strict=True
-        )
-    ]
