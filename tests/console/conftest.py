@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -59,11 +60,14 @@ def console_broker_at(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., ConsoleBroker]]:
     """`start(**overrides)`: a broker process with `http.listeners` on a free port (and the
-    overrides), and the console's base URL; stopped at the end of the module."""
+    overrides), and the console's base URL; stopped at the end of the module. Several may start at
+    once from threads."""
+    lock = threading.Lock()  # mktemp is not thread-safe (its first call makes the base directory)
     with ExitStack() as stack:
 
         def start(**overrides: str) -> ConsoleBroker:
-            root = tmp_path_factory.mktemp("console")
+            with lock:
+                root = tmp_path_factory.mktemp("console")
             port = free_port()
             configs = {"http.listeners": f"http://127.0.0.1:{port}", **overrides}
             process = BrokerProcess(root / "data", output_path=root / "broker.out", overrides=configs)

@@ -22,33 +22,18 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from odradek.client.connection import BrokerConnection
+from odradek.console.configs import BROKER_RESOURCE, alter_resource, describe_resource, source_name
 from odradek.console.reader import Broker, ClusterReader, Topic
 from odradek.console.web import FormError, NotFound, page
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
 from odradek.protocol.messages import (
-    DescribeConfigsRequest,
     DescribeLogDirsRequest,
-    IncrementalAlterConfigsRequest,
 )
 
 routes = web.RouteTableDef()
 
-BROKER_RESOURCE = 4
 CLUSTER_DEFAULT = ""  # the resource name of the cluster-wide broker defaults
-SET, DELETE = 0, 1
-SOURCES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "DYNAMIC_GROUP_CONFIG",
-}
-BROKER_SOURCE, DEFAULT_SOURCE = 2, 3
 SCOPES = {"broker": "this broker", "default": "cluster-wide default"}
 HIDDEN = "(hidden)"
 
@@ -163,14 +148,10 @@ def default_configs(reader: ClusterReader) -> list[ConfigRow]:
 def alter_config(reader: ClusterReader, broker: Broker, scope: str, name: str, value: str | None) -> None:
     """Set `name` to `value` (None: delete the override) for the broker or as the cluster-wide
     default (IncrementalAlterConfigs); raises the cluster's KafkaError when it refuses."""
-    op = IncrementalAlterConfigsRequest.AlterableConfig(name, SET if value is not None else DELETE, value)
-    resource_name = str(broker.node_id) if scope == "broker" else CLUSTER_DEFAULT
-    request = IncrementalAlterConfigsRequest(
-        resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(BROKER_RESOURCE, resource_name, [op])]
-    )
-    connection = _connection(reader, broker) if scope == "broker" else reader.kafka().any_connection()
-    for result in connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request).responses:
-        check(result.error_code, result.error_message)
+    if scope == "broker":
+        alter_resource(_connection(reader, broker), BROKER_RESOURCE, str(broker.node_id), name, value)
+    else:
+        alter_resource(reader.kafka().any_connection(), BROKER_RESOURCE, CLUSTER_DEFAULT, name, value)
 
 
 def _connection(reader: ClusterReader, broker: Broker) -> BrokerConnection:
@@ -178,13 +159,9 @@ def _connection(reader: ClusterReader, broker: Broker) -> BrokerConnection:
 
 
 def _describe(connection: BrokerConnection, resource_name: str) -> list[ConfigRow]:
-    request = DescribeConfigsRequest(
-        resources=[DescribeConfigsRequest.DescribeConfigsResource(BROKER_RESOURCE, resource_name, None)],
-        include_synonyms=True,
-    )
-    (result,) = connection.request(ApiKey.DESCRIBE_CONFIGS, request).results
-    check(result.error_code, result.error_message)
-    return [_config_row(c) for c in sorted(result.configs, key=lambda c: c.name)]
+    code, message, found = describe_resource(connection, BROKER_RESOURCE, resource_name)
+    check(code, message)
+    return [_config_row(c) for c in sorted(found, key=lambda c: c.name)]
 
 
 def _config_row(config: Any) -> ConfigRow:
@@ -194,10 +171,10 @@ def _config_row(config: Any) -> ConfigRow:
     return ConfigRow(
         config.name,
         None if config.is_sensitive else config.value,
-        SOURCES.get(config.config_source, "UNKNOWN"),
+        source_name(config.config_source),
         not config.read_only,
         bool(config.is_sensitive),
-        tuple(f"{SOURCES.get(s.source, 'UNKNOWN')}: {s.name}={shown(s.value)}" for s in config.synonyms),
+        tuple(f"{source_name(s.source)}: {s.name}={shown(s.value)}" for s in config.synonyms),
     )
 
 

@@ -28,6 +28,14 @@ from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
+from odradek.console.configs import (
+    DEFAULT_SOURCE,
+    TOPIC_RESOURCE,
+    TOPIC_SOURCE,
+    alter_resource,
+    describe_resource,
+    source_name,
+)
 from odradek.console.reader import ClusterReader, Partition, ReplicaSizes, Topic
 from odradek.console.web import FormError, NotFound, page
 from odradek.protocol.api_keys import ApiKey
@@ -36,30 +44,14 @@ from odradek.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
 )
 from odradek.storage.config import LogConfig
 
 routes = web.RouteTableDef()
 
-TOPIC_RESOURCE = 2
 BROKER_DEFAULT = -1  # CreateTopics: the broker's num.partitions / default.replication.factor
 TIMEOUT_MS = 30_000
 SETTLE_S = 5.0  # how long a change may take to show in the metadata the next page reads
-SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
-SOURCES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "DYNAMIC_GROUP_CONFIG",
-}
-TOPIC_SOURCE, DEFAULT_SOURCE = 1, 5
 KAFKA_DEFAULTS = LogConfig().to_topic_configs()
 DRAFT_FIELDS = ("name", "partitions", "replication_factor", "configs")  # the create form's, kept when refused
 
@@ -124,13 +116,13 @@ class ConfigRow:
         return cls(
             config.name,
             None if config.is_sensitive else config.value,
-            SOURCES.get(config.config_source, "UNKNOWN"),
+            source_name(config.config_source),
             config.config_source == TOPIC_SOURCE,
             bool(config.is_sensitive),
             bool(config.read_only),
             None if config.is_sensitive else default,
             name,
-            "" if source is None else SOURCES.get(source, "UNKNOWN"),
+            "" if source is None else source_name(source),
             config.documentation or "",
         )
 
@@ -140,16 +132,13 @@ class ConfigRow:
 
 def topic_configs(reader: ClusterReader, name: str) -> list[ConfigRow]:
     """Every config of topic `name` (DescribeConfigs with synonyms and documentation), by name."""
-    request = DescribeConfigsRequest(
-        resources=[DescribeConfigsRequest.DescribeConfigsResource(TOPIC_RESOURCE, name, None)],
-        include_synonyms=True,
-        include_documentation=True,
+    code, message, found = describe_resource(
+        reader.kafka().any_connection(), TOPIC_RESOURCE, name, documentation=True
     )
-    (result,) = reader.kafka().request(ApiKey.DESCRIBE_CONFIGS, request).results
-    if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         raise NotFound(f"There is no topic named {name!r}.")
-    check(result.error_code, result.error_message)
-    return sorted((ConfigRow.of(c) for c in result.configs), key=lambda row: row.name)
+    check(code, message)
+    return sorted((ConfigRow.of(c) for c in found), key=lambda row: row.name)
 
 
 def create_topic(
@@ -194,12 +183,7 @@ def delete_topic(reader: ClusterReader, name: str) -> None:
 
 def alter_config(reader: ClusterReader, name: str, key: str, value: str | None) -> None:
     """IncrementalAlterConfigs on topic `name`: SET `key` to `value`, or DELETE its override (None)."""
-    op = IncrementalAlterConfigsRequest.AlterableConfig(key, SET if value is not None else DELETE, value)
-    request = IncrementalAlterConfigsRequest(
-        resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(TOPIC_RESOURCE, name, [op])]
-    )
-    for result in reader.kafka().request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request).responses:
-        check(result.error_code, result.error_message)
+    alter_resource(reader.kafka().any_connection(), TOPIC_RESOURCE, name, key, value)
 
 
 def _settle(reader: ClusterReader, name: str, *, present: bool) -> None:
