@@ -9,7 +9,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,14 +30,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(missing)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+@contextmanager
+def chromium(*flags: str) -> Iterator[object]:
+    """A headless Chromium under Selenium, with `flags` besides the usual ones."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        *flags,
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
@@ -45,6 +52,12 @@ def browser() -> Iterator[object]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with chromium() as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")

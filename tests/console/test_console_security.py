@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
 
 from odradek.testing.broker import free_port
 from tests.console.browsing import submit, visit
-from tests.console.conftest import CHROMEDRIVER, CHROMIUM
+from tests.console.conftest import chromium
 from tests.security.sasl_brokers import ADMIN, ADMIN_PASSWORD, ALICE, ALICE_PASSWORD
 from tests.security.secured_broker import Broker, sasl_ssl_broker
 
@@ -64,19 +64,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Broker, 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     """Chromium trusting any certificate (the broker's comes from a CA made by the test)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--ignore-certificate-errors"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with chromium("--ignore-certificate-errors") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _opener(broker: Broker) -> tuple[urllib.request.OpenerDirector, http.cookiejar.CookieJar]:
