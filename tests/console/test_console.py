@@ -96,6 +96,9 @@ def test_the_pages_follow_the_cluster_as_it_changes(console_broker, browser, scr
     assert f"{TOPIC} 0 {COMMITTED} {RECORDS + 1} {RECORDS + 1 - COMMITTED}" in group
     points = browser.find_element(By.CSS_SELECTOR, "#lag-chart polyline").get_attribute("points")
     assert len(points.split()) >= 2  # one sample per view at least
+    # the partition's own lag line, its last sample the lag the row shows
+    line = browser.find_element(By.CSS_SELECTOR, "svg.sparkline title").get_attribute("textContent")
+    assert line.startswith(f"now {RECORDS + 1 - COMMITTED}, at most {RECORDS + 1 - COMMITTED}")
 
     later = visit(
         browser, screenshots, base + f"/messages?topic={TOPIC}&partition=0&offset={RECORDS}", "late"

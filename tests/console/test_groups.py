@@ -292,7 +292,7 @@ def test_group_forms_only_when_writable(read_only: bool) -> None:
     common = {
         "nav": (), "path": "/group", "session": None, "csrf_token": "t", "csrf_field": "csrf_token",
         "csrf_input": Markup('<input type="hidden" name="csrf_token" value="t">'), "flashes": [],
-        "read_only": read_only, "login": False, "title": "t", "history": [],
+        "read_only": read_only, "login": False, "title": "t", "history": [], "partition_history": {},
     }  # fmt: skip
     tp = TopicPartition(TOPIC, 0)
     report = GroupReport(

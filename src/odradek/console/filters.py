@@ -82,6 +82,30 @@ def series_chart(
     )
 
 
+def sparkline(history: Sequence[tuple[float, float]], width: int = 160, height: int = 28) -> Markup:
+    """A small SVG line of (time, value) samples for a table cell, 0 at the bottom; its title says
+    the last and the largest value."""
+    if len(history) < 2:
+        return Markup("-")
+    start, end = history[0][0], max(history[-1][0], history[0][0] + 1)
+    top = max(max(value for _, value in history), 1)
+    points = " ".join(
+        f"{(t - start) / (end - start) * (width - 4) + 2:.1f},{height - 2 - value / top * (height - 4):.1f}"
+        for t, value in history
+    )
+    return Markup(
+        "<svg class='sparkline' width='{w}' height='{h}' role='img' aria-label='{label}'>"
+        "<title>{label}</title>"
+        "<polyline fill='none' stroke='var(--accent)' stroke-width='1.5' points='{points}'/>"
+        "</svg>"
+    ).format(
+        w=width,
+        h=height,
+        points=points,
+        label=f"now {number(float(history[-1][1]))}, at most {number(float(top))}, over {int(end - start)} s",
+    )
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
     "show_bytes": show_bytes,
     "iso_time": iso_time,
@@ -89,4 +113,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "warn_count": warn_count,
     "number": number,
     "series_chart": series_chart,
+    "sparkline": sparkline,
 }

@@ -21,8 +21,9 @@ actions on a group:
 In read-only mode no form is shown (and the console refuses every POST).
 
 Owns the lag history: once a group page or the list has been viewed, a periodic job of the scheduler
-("console-lag-sample") samples each group's total lag every SAMPLE_S with the console's own reader,
-and WINDOW_S of samples are kept per group (a group page adds a sample of its own).
+("console-lag-sample") samples each group's total lag and each of its partitions' lag every SAMPLE_S
+with the console's own reader, and WINDOW_S of samples are kept (a group page adds a sample of its
+own); the group page charts the total and draws each partition's as a small line beside its lag.
 
 Callers: console/web.py (AREAS).
 """
@@ -33,7 +34,7 @@ import collections
 import datetime
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -69,6 +70,7 @@ class GroupSummary:
     state: str
     members: int | None
     lag: int | None
+    partition_lags: dict[TopicPartition, int]
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,15 @@ class ResetPlan:
     notes: list[str]  # offsets moved into the log, as Kafka's tool says
 
 
+Samples = collections.deque[tuple[float, int]]
+
+
 class LagHistory:
-    """Each group's (time, total lag) samples over the last WINDOW_S."""
+    """Each group's (time, total lag) samples over the last WINDOW_S, and each of its partitions'."""
 
     def __init__(self) -> None:
-        self.samples: dict[str, collections.deque[tuple[float, int]]] = {}
+        self.samples: dict[str, Samples] = {}
+        self.by_partition: dict[str, dict[TopicPartition, Samples]] = {}
         self._job: Job | None = None
 
     def start(self, scheduler: Scheduler, reader: ClusterReader, run: Any) -> None:
@@ -112,7 +118,7 @@ class LagHistory:
                 try:
                     for summary in await run(reader, summaries):
                         if summary.lag is not None:
-                            self.record(summary.group_id, summary.lag)
+                            self.record(summary.group_id, summary.lag, summary.partition_lags)
                 except Exception as exc:
                     log.info("Console lag sample failed: %r", exc)
 
@@ -120,12 +126,20 @@ class LagHistory:
                 "console-lag-sample", round(SAMPLE_S * 1000), sample, initial_delay_ms=0
             )
 
-    def record(self, group_id: str, lag: int) -> None:
+    def record(self, group_id: str, lag: int, partitions: Mapping[TopicPartition, int]) -> None:
+        """A sample of the group's total lag and of its partitions' lags, now."""
         now = time.time()
-        history = self.samples.setdefault(group_id, collections.deque())
-        history.append((now, lag))
-        while history and history[0][0] < now - WINDOW_S:
-            history.popleft()
+        _append(self.samples.setdefault(group_id, collections.deque()), now, lag)
+        by_partition = self.by_partition.setdefault(group_id, {})
+        for tp, partition_lag in partitions.items():
+            by_partition.setdefault(tp, collections.deque()).append((now, partition_lag))
+        for tp, history in list(by_partition.items()):
+            _trim(history, now)
+            if not history:
+                del by_partition[tp]
+
+    def partitions(self, group_id: str) -> dict[TopicPartition, list[tuple[float, int]]]:
+        return {tp: list(history) for tp, history in self.by_partition.get(group_id, {}).items()}
 
     def latest(self, group_id: str) -> int | None:
         history = self.samples.get(group_id)
@@ -133,6 +147,16 @@ class LagHistory:
 
     async def stop(self, scheduler: Scheduler) -> None:
         await scheduler.cancel(self._job)
+
+
+def _append(history: Samples, now: float, lag: int) -> None:
+    history.append((now, lag))
+    _trim(history, now)
+
+
+def _trim(history: Samples, now: float) -> None:
+    while history and history[0][0] < now - WINDOW_S:
+        history.popleft()
 
 
 def setup(app: web.Application) -> None:
@@ -149,6 +173,14 @@ def setup(app: web.Application) -> None:
 
 def total_lag(report: Any) -> int:
     return sum(row.lag for row in report.rows if row.lag is not None)
+
+
+def partition_lags(report: Any) -> dict[TopicPartition, int]:
+    return {row.tp: row.lag for row in report.rows if row.tp is not None and row.lag is not None}
+
+
+def share_partition_lags(offsets: Sequence[StartOffset]) -> dict[TopicPartition, int]:
+    return {o.tp: o.lag for o in offsets if o.lag >= 0}
 
 
 def share_lag(offsets: Sequence[StartOffset]) -> int:
@@ -170,16 +202,17 @@ def summaries(reader: ClusterReader) -> list[GroupSummary]:
     for g in admin.list_groups():
         members: int | None = None
         lag: int | None = None
+        lags: dict[TopicPartition, int] = {}
         try:
             if g.group_type == "share":
                 view = share_group(reader, g.group_id)
-                members, lag = len(view.report.members), view.lag
+                members, lag, lags = len(view.report.members), view.lag, share_partition_lags(view.offsets)
             else:
                 report = admin.describe(g.group_id)
-                members, lag = len(report.members), total_lag(report)
+                members, lag, lags = len(report.members), total_lag(report), partition_lags(report)
         except KafkaError as exc:  # e.g. not allowed to describe it: listed without numbers
             log.debug("Console could not describe group %r: %r", g.group_id, exc)
-        listed.append(GroupSummary(g.group_id, g.group_type, g.state, members, lag))
+        listed.append(GroupSummary(g.group_id, g.group_type, g.state, members, lag, lags))
     return listed
 
 
@@ -339,7 +372,7 @@ async def groups(request: web.Request) -> web.StreamResponse:
     listed = await ctx.run(summaries)
     for summary in listed:
         if summary.lag is not None:
-            history.record(summary.group_id, summary.lag)
+            history.record(summary.group_id, summary.lag, summary.partition_lags)
     return ctx.render("groups/list.html", title="Consumer groups", groups=listed)
 
 
@@ -350,7 +383,7 @@ async def group(request: web.Request) -> web.StreamResponse:
     history = _history(request)
     if await ctx.run(group_type, group_id) == "share":
         view = await ctx.run(share_group, group_id)
-        history.record(group_id, view.lag)
+        history.record(group_id, view.lag, share_partition_lags(view.offsets))
         return ctx.render(
             "groups/share.html",
             title=f"Share group {group_id}",
@@ -358,11 +391,12 @@ async def group(request: web.Request) -> web.StreamResponse:
             offsets=view.offsets,
             members=sorted(view.report.members, key=lambda m: m.member_id),
             history=list(history.samples[group_id]),
+            partition_history=history.partitions(group_id),
         )
     report = await ctx.run(ClusterReader.group, group_id)
     if report.state == "Dead" and not report.members and not report.committed:
         raise NotFound(f"There is no consumer group named {group_id!r}.")
-    history.record(group_id, total_lag(report))
+    history.record(group_id, total_lag(report), partition_lags(report))
     members = sorted(report.members, key=lambda m: m.member_id)
     return ctx.render(
         "groups/group.html",
@@ -371,6 +405,7 @@ async def group(request: web.Request) -> web.StreamResponse:
         members=members,
         topics=_topics(report),
         history=list(history.samples[group_id]),
+        partition_history=history.partitions(group_id),
     )
 
 
