@@ -52,6 +52,7 @@ from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.config_sources import source_name
 from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import (
     AlterClientQuotasRequest,
@@ -79,17 +80,6 @@ UNSUPPORTED = {
     "broker-loggers": "odradek's log levels are not dynamic configs",
 }
 RESOURCE_TYPE = {TOPICS: 2, BROKERS: 4, GROUPS: 32}
-SOURCES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "DYNAMIC_GROUP_CONFIG",
-}
 TOPIC_SOURCE, BROKER_SOURCE, BROKER_DEFAULT_SOURCE, GROUP_SOURCE = 1, 2, 3, 8
 SET, DELETE = 0, 1
 DEFAULT_ENTITY = ""
@@ -219,7 +209,7 @@ def _describe(client: KafkaClient, kind: str, name: str | None, describe_all: bo
 
 
 def _config_line(config: Any) -> str:
-    synonyms = ", ".join(f"{SOURCES.get(s.source, 'UNKNOWN')}:{s.name}={s.value}" for s in config.synonyms)
+    synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={s.value}" for s in config.synonyms)
     sensitive = str(config.is_sensitive).lower()
     return f"  {config.name}={config.value} sensitive={sensitive} synonyms={{{synonyms}}}"
 

@@ -68,11 +68,11 @@ from odradek.cli.common import ToolError, add_connection_options, connect, guard
 from odradek.cli.main import UsageError
 from odradek.client import KafkaClient
 from odradek.client.connection import BrokerConnection
+from odradek.client.reassignments import alter_reassignments_request
 from odradek.controller.decisions import BrokerPlacement, assign_replicas
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import IncrementalAlterConfigsRequest, MetadataRequest
-from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from odradek.protocol.topic_partition import TopicPartition
 
@@ -453,14 +453,7 @@ def _alter(
     client: KafkaClient, targets: Mapping[TopicPartition, list[int] | None]
 ) -> dict[TopicPartition, str]:
     """Send the targets (None: cancel); the message of each partition that failed."""
-    by_topic: dict[str, list[AlterPartitionReassignmentsRequest.ReassignablePartition]] = {}
-    for (topic, index), replicas in sorted(targets.items()):
-        by_topic.setdefault(topic, []).append(
-            AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=index, replicas=replicas)
-        )
-    request = AlterPartitionReassignmentsRequest(
-        topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(t, p) for t, p in by_topic.items()]
-    )
+    request = alter_reassignments_request(targets)
     response = _controller_request(client, ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
     return {
         TopicPartition(t.name, p.partition_index): p.error_message or ErrorCode(p.error_code).name

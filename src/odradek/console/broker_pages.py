@@ -22,10 +22,11 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from odradek.client.connection import BrokerConnection
-from odradek.console.configs import BROKER_RESOURCE, alter_resource, describe_resource, source_name
+from odradek.console.configs import BROKER_RESOURCE, alter_resource, describe_resource
 from odradek.console.reader import Broker, ClusterReader, Topic
 from odradek.console.web import FormError, NotFound, page
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.config_sources import source_name
 from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
 from odradek.protocol.messages import (
     DescribeLogDirsRequest,

@@ -34,11 +34,11 @@ from odradek.console.configs import (
     TOPIC_SOURCE,
     alter_resource,
     describe_resource,
-    source_name,
 )
 from odradek.console.reader import ClusterReader, Partition, ReplicaSizes, Topic
 from odradek.console.web import FormError, NotFound, page
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.config_sources import source_name
 from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages import (
     CreatePartitionsRequest,

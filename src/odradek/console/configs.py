@@ -1,6 +1,6 @@
 """The config requests the console's topic and broker pages share: DescribeConfigs with synonyms and
-IncrementalAlterConfigs SET / DELETE of one config of one resource, over a given connection, and
-Kafka's names of a config's source.
+IncrementalAlterConfigs SET / DELETE of one config of one resource, over a given connection (Kafka's
+names of a config's source: protocol/config_sources.py).
 
 Callers: console/cluster_pages.py (topics), console/broker_pages.py (brokers and their defaults).
 """
@@ -16,22 +16,7 @@ from odradek.protocol.messages import DescribeConfigsRequest, IncrementalAlterCo
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
-SOURCES = {  # DescribeConfigs' config_source, by Kafka's names
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "DYNAMIC_GROUP_CONFIG",
-}
 TOPIC_SOURCE, BROKER_SOURCE, DEFAULT_BROKER_SOURCE, DEFAULT_SOURCE = 1, 2, 3, 5
-
-
-def source_name(source: int) -> str:
-    return SOURCES.get(source, "UNKNOWN")
 
 
 def describe_resource(

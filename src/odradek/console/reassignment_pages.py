@@ -47,6 +47,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiMapping
 
+from odradek.client.reassignments import alter_reassignments_request
 from odradek.console.reader import ClusterReader
 from odradek.console.web import FormError, NotFound, page
 from odradek.controller.decisions import BrokerPlacement, assign_replicas
@@ -57,7 +58,6 @@ from odradek.protocol.messages import (
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
-from odradek.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from odradek.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from odradek.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 
@@ -376,14 +376,7 @@ def _set_throttles(
 
 def _alter(reader: ClusterReader, targets: Mapping[tuple[str, int], list[int] | None]) -> None:
     """AlterPartitionReassignments (None: cancel); raises the first partition's refusal."""
-    by_topic: dict[str, list[AlterPartitionReassignmentsRequest.ReassignablePartition]] = {}
-    for (topic, index), replicas in sorted(targets.items()):
-        by_topic.setdefault(topic, []).append(
-            AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=index, replicas=replicas)
-        )
-    request = AlterPartitionReassignmentsRequest(
-        topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(t, p) for t, p in by_topic.items()]
-    )
+    request = alter_reassignments_request(targets)
     response = _controller_request(reader, ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
     for t in response.responses:
         for p in t.partitions:
