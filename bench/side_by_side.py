@@ -1,5 +1,6 @@
 """odradek side by side with Apache Kafka 3.9 (ZooKeeper mode) and 4.x (KRaft) and Tansu 0.6, in one
-run on one machine, printed as one markdown table with odradek's ratio to Kafka 4 (issue 34).
+run on one machine, printed as one markdown table with odradek's ratio to Kafka 3.9 (issue 36's aims;
+`--reference kafka-4` for Kafka 4's) (issues 34 and 36).
 
 The run, in this order, every broker on the same machine as its clients:
 1. each single broker (bench/peers.py: odradek, kafka-3.9, kafka-4, tansu), started once with
@@ -8,7 +9,9 @@ The run, in this order, every broker on the same machine as its clients:
    - throughput (bench/throughput.py, the small workload): 100 B and 1 KiB records to a fresh
      one-partition topic, produce MB/s and consume MB/s, the median of RUNS runs after a warm-up;
    - latency (bench/latency.py --keyed): 100 partitions, 1 KiB records keyed over 1,000,000 keys, acks=all,
-     linger.ms 1, at 5, 10 and 20 MB/s after one unmeasured 60 s run at 20 MB/s (the JVM's JIT compilers took
+     linger.ms 1, at 5, 10 and 20 MB/s and saturated (the producer as fast as it goes: the rate achieved is
+     the broker's saturation throughput in this shape, the latency mostly the producer's queue) after one
+     unmeasured 60 s run at 20 MB/s (the JVM's JIT compilers took
      half of Kafka's CPU in its first minute here, and 35-40% still after a 10 s one); the rate achieved, p50
      / p99 / p99.9 from send to receipt, the broker's CPU in cores (utime+stime from /proc/<pid>/stat over the
      window) and per request (divided by the requests the producer and consumer sent in it by librdkafka's
@@ -64,7 +67,7 @@ RSS_SAMPLE_S = 0.2
 PARTITIONS = 100
 KEY_SPACE = 1_000_000
 SESSION_TIMEOUT_MS = 6000
-REFERENCE = "kafka-4"  # the ratio column's denominator
+REFERENCE = "kafka-3.9"  # the ratio column's denominator unless --reference names another
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ class Plan:
 FULL = Plan(
     records=100_000,
     runs=3,
-    rates=(5.0, 10.0, 20.0),
+    rates=(5.0, 10.0, 20.0, 0.0),  # 0: saturated, the producer as fast as it goes
     latency_seconds=10.0,
     latency_warmup_seconds=60.0,
     replication_records=50_000,
@@ -113,8 +116,9 @@ Cell = float | str  # a figure, or why there is none ("not run", "failed", "n/a"
 class Table:
     """Figures in the order they were first named, each with a cell per broker."""
 
-    def __init__(self, brokers: list[str]) -> None:
+    def __init__(self, brokers: list[str], reference: str = REFERENCE) -> None:
         self.brokers = brokers
+        self.reference = reference  # the ratio column's denominator
         self.figures: dict[str, Figure] = {}
         self.cells: dict[str, dict[str, Cell]] = {}
         self.notes: list[str] = []
@@ -130,13 +134,13 @@ class Table:
     def markdown(self) -> str:
         head = [label(name) for name in self.brokers]
         lines = [
-            f"| figure | {' | '.join(head)} | odradek / {label(REFERENCE)} |",
+            f"| figure | {' | '.join(head)} | odradek / {label(self.reference)} |",
             "|---|" + "---:|" * len(head) + "---|",
         ]
         for text, figure in self.figures.items():
             cells = self.cells[text]
             shown = [show(cells.get(name, "not run"), figure.digits) for name in self.brokers]
-            lines.append(f"| {text} | {' | '.join(shown)} | {ratio(figure, cells)} |")
+            lines.append(f"| {text} | {' | '.join(shown)} | {ratio(figure, cells, self.reference)} |")
         return "\n".join(lines)
 
 
@@ -148,9 +152,9 @@ def show(value: Cell, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-def ratio(figure: Figure, cells: dict[str, Cell]) -> str:
+def ratio(figure: Figure, cells: dict[str, Cell], reference: str) -> str:
     """odradek's figure over the reference's, and by how much odradek is behind or ahead."""
-    ours, theirs = cells.get("odradek"), cells.get(REFERENCE)
+    ours, theirs = cells.get("odradek"), cells.get(reference)
     if not isinstance(ours, float) or not isinstance(theirs, float) or ours != ours or theirs != theirs:
         return "n/a"
     if theirs == 0 or ours == 0:
@@ -215,8 +219,13 @@ def throughput_figures(record_label: str) -> tuple[Figure, Figure]:
     )
 
 
+def rate_name(rate: float) -> str:
+    """A latency run's rate as the table names it (0: saturated, the producer as fast as it goes)."""
+    return f"{rate:g} MB/s" if rate else "saturated"
+
+
 def latency_figures(rate: float) -> dict[str, Figure]:
-    at = f"keyed, {rate:g} MB/s:"
+    at = f"keyed, {rate_name(rate)}:"
     return {
         "achieved": Figure(f"{at} rate achieved, MB/s", True),
         "p50": Figure(f"{at} p50 latency, ms", False),
@@ -311,16 +320,17 @@ def single_broker_run(table: Table, name: str, plan: Plan) -> None:
                 table.put(at["cores"], name, result.cores)
                 if result.compiler_share >= 0.1:
                     table.notes.append(
-                        f"{label(name)} at {rate:g} MB/s: {result.compiler_share:.0%} of its CPU in the "
+                        f"{label(name)} at {rate_name(rate)}: {result.compiler_share:.0%} of its CPU in the "
                         "window was its JIT compiler threads' (still warming up)"
                     )
                 if len(result.latencies_ms) < result.sent:
                     table.notes.append(
-                        f"{label(name)} at {rate:g} MB/s: {len(result.latencies_ms):,} of {result.sent:,} "
-                        "records received by the consumer's end; the percentiles are of those"
+                        f"{label(name)} at {rate_name(rate)}: {len(result.latencies_ms):,} of "
+                        f"{result.sent:,} records received by the consumer's end; the percentiles are "
+                        "of those"
                     )
 
-            attempt(table, name, list(figures.values()), f"latency at {rate:g} MB/s", measure_latency)
+            attempt(table, name, list(figures.values()), f"latency at {rate_name(rate)}", measure_latency)
         table.put(RSS_LOAD, name, sampler.stop())
         progress(f"{name}: RSS under load (peak) {sampler.peak:,.0f} MiB")
 
@@ -394,13 +404,13 @@ def header(plan: Plan, quick: bool) -> str:
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
     ).stdout.strip()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    rates = ", ".join(f"{rate:g}" for rate in plan.rates)
+    rates = ", ".join(rate_name(rate) for rate in plan.rates)
     warm_up = f"{plan.latency_warmup_seconds:g} s unmeasured" if plan.latency_warmup_seconds else "no warm-up"
     return (
         f"{'Quick run (figures mean little)' if quick else 'Full run'}, {when}, commit {commit or '?'}\n"
         f"Machine: {throughput.machine_description()}\n"
         f"Throughput: {plan.records:,} records per size, median of {plan.runs}; latency: {PARTITIONS} "
-        f"partitions, keyed, {rates} MB/s for {plan.latency_seconds:g} s each after {warm_up}; replication: "
+        f"partitions, keyed, {rates} for {plan.latency_seconds:g} s each after {warm_up}; replication: "
         f"{plan.replication_records:,} records per run, death noticed after {SESSION_TIMEOUT_MS} ms; "
         f"start-up: median of {plan.startup_runs}"
     )
@@ -413,10 +423,13 @@ def main() -> None:
     parser.add_argument(
         "--sections", default=",".join(SECTIONS), help="comma-separated: " + ",".join(SECTIONS)
     )
+    parser.add_argument(
+        "--reference", default=REFERENCE, choices=NAMES, help="the broker of the ratio column (odradek / it)"
+    )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     brokers = [name.strip() for name in args.brokers.split(",")]
-    table = Table(brokers)
+    table = Table(brokers, args.reference)
     absent = {name: reason for name in brokers if (reason := missing(name)) is not None}
     for name, reason in absent.items():
         progress(f"{label(name)}: not run: {reason}")
