@@ -14,7 +14,14 @@ Two measures, because wall times on a shared machine mislead:
   cancel out; both runs with PYTHONHASHSEED 0). Two runs of the same tree differ by about 1.5% with
   `--requests 1000` and a random hash seed: take 2000 or more to compare changes of a few percent.
 
-Run `python bench/produce_request_cost.py [--requests 5000] [--repeats 5]` or
+`--shape` prices the parts of a request apart (issue 36: what one append per partition per read
+could save): `one` (the default) is the request above; `two-batches` puts two such batches in its
+one partition entry, appended by one call (the cost of a batch: its validation, CRC and bytes);
+`two-partitions` names two partitions, one batch each (the cost of an append: `two-partitions`
+less `two-batches`, an upper bound, since it also counts one more partition entry to decode and
+answer, which folding appends would not save).
+
+Run `python bench/produce_request_cost.py [--requests 5000] [--repeats 5] [--shape one]` or
 `python bench/produce_request_cost.py --callgrind [--requests 2000]` (needs valgrind; 5-20 minutes).
 Numbers, not assertions.
 """
@@ -47,15 +54,25 @@ PARTITIONS = 100
 PRODUCE_VERSION = 10
 
 
-def produce(partition: int) -> bytearray:
-    data = [ProduceRequest.PartitionProduceData(partition, BATCH)]
+SHAPES = ("one", "two-batches", "two-partitions")
+
+
+def produce(partition: int, shape: str = "one") -> bytearray:
+    """A Produce of one 1 KiB record to `partition`, or of the `shape` named (see the docstring)."""
+    if shape == "two-partitions":
+        data = [
+            ProduceRequest.PartitionProduceData(index % PARTITIONS, BATCH)
+            for index in (partition, partition + 1)
+        ]
+    else:
+        data = [ProduceRequest.PartitionProduceData(partition, BATCH * (2 if shape == "two-batches" else 1))]
     request = ProduceRequest(
         acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(TOPIC, partition_data=data)]
     )
     return frame(ApiKey.PRODUCE, PRODUCE_VERSION, request)
 
 
-async def run(root: Path, requests: int, repeats: int) -> list[float]:
+async def run(root: Path, requests: int, repeats: int, shape: str) -> list[float]:
     """CPU seconds of `requests` Produce requests, `repeats` times, after a warm-up."""
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(root)})
     broker = KafkaServer(config)
@@ -65,7 +82,7 @@ async def run(root: Path, requests: int, repeats: int) -> list[float]:
         topic = await broker.admin.create_topic(TOPIC, PARTITIONS, 1, {})
         assert await broker.wait_for_leaders(TOPIC, topic.assignment, 30)
         dispatch = Dispatcher(broker)
-        frames = [produce(partition) for partition in range(PARTITIONS)]
+        frames = [produce(partition, shape) for partition in range(PARTITIONS)]
         costs = []
         for _ in range(1 + repeats):  # the first is the warm-up
             started = time.process_time()
@@ -77,9 +94,9 @@ async def run(root: Path, requests: int, repeats: int) -> list[float]:
         await broker.shutdown()
 
 
-def instructions(requests: int) -> int:
+def instructions(requests: int, shape: str) -> int:
     """The instructions callgrind counts for the whole run with `requests` per repeat, one repeat."""
-    command = [sys.executable, __file__, "--requests", str(requests), "--repeats", "1"]
+    command = [sys.executable, __file__, "--requests", str(requests), "--repeats", "1", "--shape", shape]
     valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
     finished = subprocess.run([*valgrind, *command], capture_output=True, text=True, check=True, env=env)
@@ -91,18 +108,20 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--shape", choices=SHAPES, default="one", help="the Produce requests sent")
     args = parser.parse_args()
+    what = "one-record Produce" if args.shape == "one" else f"Produce ({args.shape})"
     if args.callgrind:
         # each run warms up with `requests` and measures `requests`: the difference is 2 x requests
-        once, twice = instructions(args.requests), instructions(2 * args.requests)
+        once, twice = instructions(args.requests, args.shape), instructions(2 * args.requests, args.shape)
         per_request = (twice - once) / (2 * args.requests)
-        print(f"one-record Produce, acks=-1, RF=1: {per_request:,.0f} instructions per request (callgrind)")
+        print(f"{what}, acks=-1, RF=1: {per_request:,.0f} instructions per request (callgrind)")
         return
     with tempfile.TemporaryDirectory(prefix="odradek-produce-cost-") as root:
-        costs = asyncio.run(run(Path(root), args.requests, args.repeats))
+        costs = asyncio.run(run(Path(root), args.requests, args.repeats, args.shape))
     per_request = sorted(cost / args.requests * 1e6 for cost in costs)
     print(
-        f"one-record Produce, acks=-1, RF=1: {args.requests} requests x {args.repeats}: CPU per request "
+        f"{what}, acks=-1, RF=1: {args.requests} requests x {args.repeats}: CPU per request "
         f"min {per_request[0]:.1f} us, median {statistics.median(per_request):.1f} us"
     )
 

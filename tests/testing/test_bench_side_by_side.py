@@ -1,5 +1,5 @@
 """The side-by-side benchmark's arithmetic (bench/side_by_side.py, bench/latency.py): odradek's ratio
-to Kafka 4 and the words for it, and the client-side request count over a window."""
+to the reference Kafka and the words for it, and the client-side request count over a window."""
 
 from __future__ import annotations
 
