@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader
+from odradek.console.reader import ClusterReader, check_error_code
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -83,12 +83,6 @@ FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
 routes = web.RouteTableDef()
 
 
-def _check(code: int, message: str | None) -> None:
-    """The KafkaError of a non-zero error code (its name said once when the broker gave no message)."""
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, message)
-
-
 @dataclass(frozen=True, slots=True, order=True)
 class Acl:
     """One ACL binding, by Kafka's names."""
@@ -115,7 +109,7 @@ def list_acls(reader: ClusterReader) -> list[Acl]:
         resource_type_filter=ANY, pattern_type_filter=ANY, operation=ANY, permission_type=ANY
     )
     response = reader.kafka().request(ApiKey.DESCRIBE_ACLS, request)
-    _check(response.error_code, response.error_message)
+    check_error_code(response.error_code, response.error_message)
     return sorted(
         Acl(
             _name(RESOURCE_TYPES, resource.resource_type),
@@ -131,47 +125,37 @@ def list_acls(reader: ClusterReader) -> list[Acl]:
     )
 
 
-def create_acl(reader: ClusterReader, acl: Acl) -> None:
-    request = CreateAclsRequest(
-        creations=[
-            CreateAclsRequest.AclCreation(
-                resource_type=RESOURCE_TYPES[acl.resource_type],
-                resource_name=acl.resource_name,
-                resource_pattern_type=PATTERN_TYPES[acl.pattern_type],
-                principal=acl.principal,
-                host=acl.host,
-                operation=OPERATIONS[acl.operation],
-                permission_type=PERMISSIONS[acl.permission],
-            )
-        ]
+def _wire(acl: Acl) -> tuple[int, str, int, str, str, int, int]:
+    """`acl` as CreateAcls' creation and DeleteAcls' filter both carry it, in their fields' order:
+    resource type, name, pattern type, principal, host, operation, permission (codes for names)."""
+    return (
+        RESOURCE_TYPES[acl.resource_type],
+        acl.resource_name,
+        PATTERN_TYPES[acl.pattern_type],
+        acl.principal,
+        acl.host,
+        OPERATIONS[acl.operation],
+        PERMISSIONS[acl.permission],
     )
+
+
+def create_acl(reader: ClusterReader, acl: Acl) -> None:
+    request = CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(*_wire(acl))])
     response = reader.kafka().request(ApiKey.CREATE_ACLS, request)
     for result in response.results:
-        _check(result.error_code, result.error_message)
+        check_error_code(result.error_code, result.error_message)
 
 
 def delete_acl(reader: ClusterReader, acl: Acl) -> None:
     """Delete exactly `acl` (a filter naming each of its fields); RESOURCE_NOT_FOUND when there was
     no such binding."""
-    request = DeleteAclsRequest(
-        filters=[
-            DeleteAclsRequest.DeleteAclsFilter(
-                resource_type_filter=RESOURCE_TYPES[acl.resource_type],
-                resource_name_filter=acl.resource_name,
-                pattern_type_filter=PATTERN_TYPES[acl.pattern_type],
-                principal_filter=acl.principal,
-                host_filter=acl.host,
-                operation=OPERATIONS[acl.operation],
-                permission_type=PERMISSIONS[acl.permission],
-            )
-        ]
-    )
+    request = DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(*_wire(acl))])
     response = reader.kafka().request(ApiKey.DELETE_ACLS, request)
     deleted = 0
     for result in response.filter_results:
-        _check(result.error_code, result.error_message)
+        check_error_code(result.error_code, result.error_message)
         for matching in result.matching_acls:
-            _check(matching.error_code, matching.error_message)
+            check_error_code(matching.error_code, matching.error_message)
             deleted += 1
     if not deleted:
         raise KafkaError(ErrorCode.RESOURCE_NOT_FOUND, f"there is no ACL {describe(acl)}")

@@ -14,22 +14,15 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader
+from odradek.console.reader import ClusterReader, check_error_code
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 USER, CLIENT_ID = "user", "client-id"
 Entity = tuple[tuple[str, str | None], ...]  # (entity type, name or None for the default), user first
 routes = web.RouteTableDef()
-
-
-def _check(code: int, message: str | None) -> None:
-    """The KafkaError of a non-zero error code (its name said once when the broker gave no message)."""
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, message)
 
 
 def alter_quota(reader: ClusterReader, entity: Entity, key: str, value: float | None) -> None:
@@ -44,7 +37,7 @@ def alter_quota(reader: ClusterReader, entity: Entity, key: str, value: float | 
     )
     response = reader.kafka().request(ApiKey.ALTER_CLIENT_QUOTAS, request)
     for entry in response.entries:
-        _check(entry.error_code, entry.error_message)
+        check_error_code(entry.error_code, entry.error_message)
 
 
 def entity_of(form: Mapping[str, object]) -> Entity:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader
+from odradek.console.reader import ClusterReader, check_error_code
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from odradek.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 
@@ -32,12 +32,6 @@ MIN_ITERATIONS, MAX_ITERATIONS, DEFAULT_ITERATIONS = 4096, 16384, 4096
 SALT_BYTES = 32
 
 routes = web.RouteTableDef()
-
-
-def _check(code: int, message: str | None) -> None:
-    """The KafkaError of a non-zero error code (its name said once when the broker gave no message)."""
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, message)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -56,12 +50,12 @@ def list_credentials(reader: ClusterReader) -> list[Credential]:
     response = reader.kafka().request(
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest(users=None)
     )
-    _check(response.error_code, response.error_message)
+    check_error_code(response.error_code, response.error_message)
     found = []
     for result in response.results:
         if result.error_code == ErrorCode.RESOURCE_NOT_FOUND:
             continue
-        _check(result.error_code, result.error_message)
+        check_error_code(result.error_code, result.error_message)
         found += [
             Credential(result.user, _mechanism_name(info.mechanism), info.iterations)
             for info in result.credential_infos
@@ -99,7 +93,7 @@ def delete_credential(reader: ClusterReader, user: str, mechanism: str) -> None:
 def _alter(reader: ClusterReader, request: AlterUserScramCredentialsRequest) -> None:
     response = reader.kafka().request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request)
     for result in response.results:
-        _check(result.error_code, result.error_message)
+        check_error_code(result.error_code, result.error_message)
 
 
 def _user_and_mechanism(form: Mapping[str, object]) -> tuple[str, str]:
