@@ -203,10 +203,6 @@ def _back(form: Mapping[str, object]) -> str:
     return "/acls" + (f"?{urlencode(query)}" if query else "")
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/acls")
 async def acls(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -1,7 +1,8 @@
 """The console's page modules, and the console server made of them.
 
-Owns `AREAS`, the modules whose routes the console serves (each has `setup(app)`), and
-`console_server`, which the broker (server/console_host.py) and `odradek console` build it with.
+Owns `AREAS`, the modules whose routes the console serves (each has `routes`, its RouteTableDef,
+and, when it keeps state on the application, `setup(app)`), and `console_server`, which the broker
+(server/console_host.py) and `odradek console` build it with.
 
 Callers: server/console_host.py, cli/console.py.
 """

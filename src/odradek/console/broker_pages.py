@@ -182,10 +182,6 @@ def _config_row(config: Any) -> ConfigRow:
 # -- pages -----------------------------------------------------------------------------------------
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/brokers")
 async def brokers(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -30,7 +30,6 @@ NO_REGISTRY = (
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
     app.on_startup.append(_start)
     app.on_cleanup.append(_stop)
 

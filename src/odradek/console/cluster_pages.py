@@ -196,10 +196,6 @@ def _settle(reader: ClusterReader, name: str, *, present: bool) -> None:
         time.sleep(0.1)
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/")
 async def overview(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -160,7 +160,6 @@ def _trim(history: Samples, now: float) -> None:
 
 
 def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
     app[HISTORY_KEY] = LagHistory()
 
     async def stop(app: web.Application) -> None:

@@ -152,10 +152,6 @@ class Found:
     stopped_early: bool  # the scan budget ran out before the end of a partition
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 # -- the form ---------------------------------------------------------------------------------------
 
 

@@ -83,10 +83,6 @@ def _key(form: Mapping[str, object]) -> str:
     return key
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/quotas")
 async def quotas(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -489,10 +489,6 @@ def _targets(values: Iterable[object]) -> dict[int, list[int]]:
 # routes
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/reassignments")
 async def reassignments(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -116,10 +116,6 @@ def _iterations(form: Mapping[str, object]) -> int:
     return iterations
 
 
-def setup(app: web.Application) -> None:
-    app.router.add_routes(routes)
-
-
 @routes.get("/users")
 async def users(request: web.Request) -> web.StreamResponse:
     ctx = page(request)

@@ -126,7 +126,9 @@ class ConsoleServer:
         for path, handler in self._extra.items():
             self.app.router.add_get(path, handler)
         for area in areas:
-            area.setup(self.app)
+            self.app.router.add_routes(area.routes)
+            if hasattr(area, "setup"):
+                area.setup(self.app)
         self._runner: web.AppRunner | None = None
         self._sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
         self._expiry: Job | None = None
