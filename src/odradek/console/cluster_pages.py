@@ -36,7 +36,7 @@ from odradek.console.configs import (
     describe_resource,
 )
 from odradek.console.reader import ClusterReader, Partition, ReplicaSizes, Topic
-from odradek.console.web import FormError, NotFound, page
+from odradek.console.web import FormError, NotFound, page, required
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.config_sources import source_name
 from odradek.protocol.errors import ErrorCode, check
@@ -244,9 +244,7 @@ async def topic(request: web.Request) -> web.StreamResponse:
 @routes.get("/topic/configs")
 async def configs(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
-    name = request.query.get("name", "")
-    if not name:
-        raise FormError("a topic name is needed: /topic/configs?name=<topic>")
+    name = required(request.query, "name", "a topic name is needed: /topic/configs?name=<topic>")
     rows = await ctx.run(topic_configs, name)
     return ctx.render(
         "cluster/configs.html",
@@ -261,20 +259,24 @@ async def configs(request: web.Request) -> web.StreamResponse:
 async def create(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
-    name = str(form.get("name", "")).strip()
-    if not name:
-        raise FormError("a topic needs a name")
+    name = required(form, "name", "a topic needs a name", strip=True)
     partitions = _count(form, "partitions")
     replication = _count(form, "replication_factor")
     draft = "/topics?" + urlencode({f: str(form.get(f, "")) for f in DRAFT_FIELDS}) + "#create"
     try:
         configs = _config_lines(str(form.get("configs", "")))
     except ValueError as exc:
-        ctx.flash("warn", f"Refused: {exc}")
-        raise ctx.redirect(draft) from None
-    if await ctx.attempt(f"Created topic {name}.", create_topic, name, partitions, replication, configs):
-        raise ctx.redirect(_topic_path(name))
-    raise ctx.redirect(draft)
+        raise ctx.not_done(f"Refused: {exc}", draft) from None
+    raise await ctx.attempt_redirect(
+        f"Created topic {name}.",
+        create_topic,
+        name,
+        partitions,
+        replication,
+        configs,
+        success=_topic_path(name),
+        failure=draft,
+    )
 
 
 @routes.post("/topic/partitions")
@@ -293,24 +295,21 @@ async def delete(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     name = str(form.get("name", ""))
     if str(form.get("confirm", "")) != name:
-        ctx.flash("warn", f"Not deleted: type the topic's name, {name}, to delete it.")
-        raise ctx.redirect(_topic_path(name))
+        raise ctx.not_done(f"Not deleted: type the topic's name, {name}, to delete it.", _topic_path(name))
     cluster = await ctx.run(ClusterReader.cluster, offsets=False)
     if any(t.name == name and t.internal for t in cluster.topics):
-        ctx.flash("warn", f"Not deleted: {name} is an internal topic.")
-        raise ctx.redirect(_topic_path(name))
-    if await ctx.attempt(f"Deleted topic {name}.", delete_topic, name):
-        raise ctx.redirect("/topics")
-    raise ctx.redirect(_topic_path(name))
+        raise ctx.not_done(f"Not deleted: {name} is an internal topic.", _topic_path(name))
+    raise await ctx.attempt_redirect(
+        f"Deleted topic {name}.", delete_topic, name, success="/topics", failure=_topic_path(name)
+    )
 
 
 @routes.post("/topic/configs/set")
 async def set_config(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
-    name, key, value = str(form.get("name", "")), str(form.get("key", "")), str(form.get("value", ""))
-    if not key:
-        raise FormError("a config name is needed")
+    name, value = str(form.get("name", "")), str(form.get("value", ""))
+    key = required(form, "key", "a config name is needed")
     await ctx.attempt(f"Set {key}={value} on topic {name}.", alter_config, name, key, value)
     raise ctx.redirect(_configs_path(name))
 
@@ -319,9 +318,7 @@ async def set_config(request: web.Request) -> web.StreamResponse:
 async def delete_config(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
-    name, key = str(form.get("name", "")), str(form.get("key", ""))
-    if not key:
-        raise FormError("a config name is needed")
+    name, key = str(form.get("name", "")), required(form, "key", "a config name is needed")
     await ctx.attempt(f"Removed the override of {key} on topic {name}.", alter_config, name, key, None)
     raise ctx.redirect(_configs_path(name))
 

@@ -45,7 +45,7 @@ from odradek.client import TopicPartition
 from odradek.client.group_admin import GroupReport, ResetTarget
 from odradek.client.share_admin import ShareAdmin, ShareGroupReport, StartOffset
 from odradek.console.reader import ClusterReader
-from odradek.console.web import CONSOLE_KEY, FormError, NotFound, console_of, page
+from odradek.console.web import CONSOLE_KEY, FormError, NotFound, console_of, page, required
 from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
 from odradek.scheduler import Job, Scheduler
 
@@ -354,10 +354,7 @@ def _history(request: web.Request) -> LagHistory:
 
 
 def _group_id(values: Any) -> str:
-    group_id = str(values.get("id", ""))
-    if not group_id:
-        raise FormError("a group id is needed: /group?id=<group id>")
-    return group_id
+    return required(values, "id", "a group id is needed: /group?id=<group id>")
 
 
 def _group_path(group_id: str) -> str:
@@ -530,11 +527,14 @@ async def delete(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     group_id = _group_id(form)
     if str(form.get("confirm", "")) != group_id:
-        ctx.flash("warn", f"Not deleted: type the group id ({group_id}) to confirm.")
-        raise ctx.redirect(_group_path(group_id))
-    if await ctx.attempt(f"Group '{group_id}' deleted.", delete_group, group_id):
-        raise ctx.redirect("/groups")
-    raise ctx.redirect(_group_path(group_id))
+        raise ctx.not_done(f"Not deleted: type the group id ({group_id}) to confirm.", _group_path(group_id))
+    raise await ctx.attempt_redirect(
+        f"Group '{group_id}' deleted.",
+        delete_group,
+        group_id,
+        success="/groups",
+        failure=_group_path(group_id),
+    )
 
 
 @routes.post("/group/delete-offsets")
@@ -542,9 +542,7 @@ async def delete_offsets(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
     group_id = _group_id(form)
-    topic = str(form.get("topic", ""))
-    if not topic:
-        raise FormError("a topic is needed")
+    topic = required(form, "topic", "a topic is needed")
     await ctx.attempt(
         f"Committed offsets of topic '{topic}' deleted from group '{group_id}'.",
         delete_topic_offsets,

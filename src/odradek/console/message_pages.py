@@ -43,7 +43,7 @@ from odradek.client import KafkaClient, TopicPartition
 from odradek.client.consumer import decode_range
 from odradek.client.producer import Producer
 from odradek.console.reader import ClusterReader
-from odradek.console.web import CSP, FormError, NotFound, PageContext, page
+from odradek.console.web import CSP, FormError, NotFound, PageContext, page, required
 from odradek.protocol.errors import ErrorCode, KafkaError, check
 
 EARLIEST, LATEST = -2, -1
@@ -157,9 +157,7 @@ class Found:
 
 def browse_form(query: dict[str, str]) -> Query:
     """The query of the browse form's values (FormError on a bad one)."""
-    topic = query.get("topic", "").strip()
-    if not topic:
-        raise FormError("bad form value: a topic is needed")
+    topic = required(query, "topic", "bad form value: a topic is needed", strip=True)
     try:
         partition_text = query.get("partition", "").strip()
         partition = None if partition_text in ("", "all") else _non_negative(partition_text, "partition")
@@ -607,9 +605,7 @@ def _event(data: object, name: str | None = None) -> bytes:
 async def produce(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
-    topic = str(form.get("topic", "")).strip()
-    if not topic:
-        raise FormError("bad form value: a topic is needed")
+    topic = required(form, "topic", "bad form value: a topic is needed", strip=True)
     try:
         text = str(form.get("partition", "")).strip()
         partition = _non_negative(text, "partition") if text else None
@@ -623,11 +619,9 @@ async def produce(request: web.Request) -> web.StreamResponse:
     try:
         where, offset = await ctx.run(produce_record, topic, partition, key, value, headers)
     except KafkaError as exc:
-        ctx.flash("warn", f"Refused: {exc}")
-        raise ctx.redirect(back) from None
+        raise ctx.not_done(f"Refused: {exc}", back) from None
     except NotFound as exc:
-        ctx.flash("warn", str(exc))
-        raise ctx.redirect(back) from None
+        raise ctx.not_done(str(exc), back) from None
     ctx.flash("ok", f"Produced to {topic} partition {where} at offset {offset}.")
     raise ctx.redirect(
         "/messages?" + urlencode({"topic": topic, "partition": where, "seek": "offset", "offset": offset})

@@ -49,7 +49,7 @@ from multidict import MultiMapping
 
 from odradek.client.reassignments import alter_reassignments_request
 from odradek.console.reader import ClusterReader
-from odradek.console.web import FormError, NotFound, page
+from odradek.console.web import FormError, NotFound, page, required
 from odradek.controller.decisions import BrokerPlacement, assign_replicas
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError, check
@@ -520,9 +520,7 @@ async def progress(request: web.Request) -> web.StreamResponse:
 @routes.get("/reassignments/plan")
 async def plan(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
-    topic = request.query.get("topic", "")
-    if not topic:
-        raise FormError("Choose a topic.")
+    topic = required(request.query, "topic", "Choose a topic.")
     rf = _optional_int(request.query.get("replication_factor"), "replication factor", 1)
     proposed = await ctx.run(propose, topic, _brokers_chosen(request.query), rf)
     return ctx.render("reassignments/plan.html", title=f"Reassignment plan for {topic}", plan=proposed)
@@ -532,9 +530,7 @@ async def plan(request: web.Request) -> web.StreamResponse:
 async def execute_plan(request: web.Request) -> web.StreamResponse:
     ctx = page(request)
     form = await request.post()
-    topic = str(form.get("topic", ""))
-    if not topic:
-        raise FormError("Choose a topic.")
+    topic = required(form, "topic", "Choose a topic.")
     targets = _targets(form.getall("partition", []))
     throttle = _optional_int(form.get("throttle"), "throttle", 1)
     limit = f", throttled to {throttle} B/s" if throttle is not None else ""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from odradek.console.reader import ClusterReader, check_error_code
-from odradek.console.web import FormError, page
+from odradek.console.web import FormError, page, required
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
@@ -137,9 +137,7 @@ async def set_password(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     user, mechanism = _user_and_mechanism(form)
     iterations = _iterations(form)
-    password = str(form.get("password", ""))
-    if not password:
-        raise FormError("A password is needed.")
+    password = required(form, "password", "A password is needed.")
     await ctx.attempt(
         f"Set the {mechanism} password of {user} ({iterations} iterations).",
         upsert_credential,

@@ -21,7 +21,9 @@ Page modules use `PageContext` (`page(request)`): `run(call, *args)` runs a bloc
 `call(reader, *args)` of the session's `ClusterReader` in the console lane, `render(template, ...)`
 renders a template with the session, its CSRF token (`csrf_input`, the hidden field every form
 carries) and its flash messages, `attempt(done, call, ...)` runs an action and flashes its outcome,
-`flash(kind, text)` and `redirect(path)` for the post/redirect/get of a form.
+`flash(kind, text)` and `redirect(path)` for the post/redirect/get of a form; `attempt_redirect`
+(an action, then where to go as it succeeded or not) and `not_done` (a warning, then back) join them.
+`required(values, name, needed)` reads a form or query field that may not be empty.
 
 Callers: server/kafka_server.py, cli/console.py.
 """
@@ -312,9 +314,30 @@ class PageContext:
         """The answer to a form once it acted: raise it (post/redirect/get)."""
         return web.HTTPSeeOther(path)
 
+    async def attempt_redirect(
+        self, done: str, call: Callable[..., object], *args: Any, success: str, failure: str
+    ) -> web.HTTPSeeOther:
+        """`attempt` an action, then the redirect to `success` or to `failure` as it went: raise it."""
+        return self.redirect(success if await self.attempt(done, call, *args) else failure)
+
+    def not_done(self, why: str, path: str) -> web.HTTPSeeOther:
+        """Flash `why` a form's action was not done (a warning), then the redirect to `path`: raise it."""
+        self.flash("warn", why)
+        return self.redirect(path)
+
     @property
     def read_only(self) -> bool:
         return self.console.settings.effective_read_only
+
+
+def required(values: Mapping[str, object], name: str, needed: str, strip: bool = False) -> str:
+    """A form's or query's field `name` as text (`strip`: without surrounding white space);
+    FormError(`needed`) when it is empty."""
+    text = str(values.get(name, ""))
+    text = text.strip() if strip else text
+    if not text:
+        raise FormError(needed)
+    return text
 
 
 def page(request: web.Request) -> PageContext:
