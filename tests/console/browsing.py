@@ -1,9 +1,35 @@
-"""Driving the console in the browser: load a page and screenshot it, fill and submit a form."""
+"""Driving the console in the browser: load a page and screenshot it, fill and submit a form; and
+`odradek console` started on its own (a subprocess) for a test to browse."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from odradek.testing.broker import free_port
+
+
+@contextmanager
+def standalone_console(bootstrap: str) -> Iterator[str]:
+    """`odradek console` on a free port against `bootstrap`: its URL once it says it serves there;
+    stopped at the end, where it must exit 0."""
+    port = free_port()
+    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", bootstrap]
+    argv += ["--listen", f"http://127.0.0.1:{port}"]
+    console = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert console.stdout is not None
+        assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        console.terminate()
+        code = console.wait(30)
+        console.stdout.close()
+    assert code == 0
 
 
 def visit(browser: Any, screenshots: Path, url: str, name: str) -> str:

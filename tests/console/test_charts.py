@@ -7,8 +7,6 @@ the test's own."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 
@@ -18,9 +16,8 @@ from prometheus_client.core import CollectorRegistry, CounterMetricFamily, Gauge
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.console.metrics_history import MetricsHistory
-from odradek.testing.broker import free_port
 from odradek.testing.cluster import eventually
-from tests.console.browsing import snapshot, visit
+from tests.console.browsing import snapshot, standalone_console, visit
 
 TOPIC, RECORDS, VALUE = "clicks", 200, b"x" * 1000
 SAMPLE_MS = 200
@@ -142,24 +139,13 @@ def test_the_page_draws_every_chart(charted, browser, screenshots):
 
 def test_odradek_console_explains_it_has_no_charts(charted, browser, screenshots):
     process, _ = charted
-    port = free_port()
-    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", process.bootstrap]
-    argv += ["--listen", f"http://127.0.0.1:{port}"]
-    console = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert console.stdout is not None
-        assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
-        text = visit(browser, screenshots, f"http://127.0.0.1:{port}/charts", "charts-standalone")
+    with standalone_console(process.bootstrap) as url:
+        text = visit(browser, screenshots, f"{url}/charts", "charts-standalone")
         assert "Charts need the broker-hosted console" in text
         with pytest.raises(urllib.error.HTTPError) as answer:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/charts/data", timeout=30)
+            urllib.request.urlopen(f"{url}/charts/data", timeout=30)
         answer.value.close()
         assert answer.value.code == 404
-    finally:
-        console.terminate()
-        code = console.wait(30)
-        console.stdout.close()
-    assert code == 0
 
 
 class Counters:

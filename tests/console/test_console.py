@@ -6,8 +6,6 @@ process against the same broker."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.testing.broker import BrokerProcess, free_port
 from odradek.testing.cluster import eventually
-from tests.console.browsing import visit
+from tests.console.browsing import standalone_console, visit
 
 TOPIC, GROUP = "orders", "billing"
 RECORDS, COMMITTED = 6, 2
@@ -161,19 +159,8 @@ def test_odradek_console_serves_the_pages_of_a_broker_without_http_listeners(
     console_broker, browser, screenshots
 ):
     process, _ = console_broker
-    port = free_port()
-    argv = [sys.executable, "-m", "odradek", "console", "--bootstrap-server", process.bootstrap]
-    argv += ["--listen", f"http://127.0.0.1:{port}"]
-    console = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert console.stdout is not None
-        assert f"on http://127.0.0.1:{port}" in console.stdout.readline()
-        topics = visit(browser, screenshots, f"http://127.0.0.1:{port}/topics", "standalone-topics")
+    with standalone_console(process.bootstrap) as url:
+        topics = visit(browser, screenshots, f"{url}/topics", "standalone-topics")
         assert TOPIC in topics
-        topic = visit(browser, screenshots, f"http://127.0.0.1:{port}/topic?name={TOPIC}", "standalone-topic")
+        topic = visit(browser, screenshots, f"{url}/topic?name={TOPIC}", "standalone-topic")
         assert "End offset" in topic and "Size (bytes)" in topic  # from the broker's DescribeLogDirs
-    finally:
-        console.terminate()
-        code = console.wait(30)
-        console.stdout.close()
-    assert code == 0
