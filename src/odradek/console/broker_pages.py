@@ -24,7 +24,7 @@ from aiohttp import web
 from odradek.client.connection import BrokerConnection
 from odradek.console.configs import BROKER_RESOURCE, alter_resource, describe_resource
 from odradek.console.reader import Broker, ClusterReader, Topic
-from odradek.console.web import FormError, NotFound, page
+from odradek.console.web import FormError, NotFound, page, required
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.config_sources import source_name
 from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
@@ -239,13 +239,11 @@ async def set_config(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     found = await _broker(ctx, str(form.get("id", "")))
     scope, action = str(form.get("scope", "broker")), str(form.get("action", "set"))
-    name, value = str(form.get("name", "")).strip(), str(form.get("value", ""))
     if scope not in SCOPES:
         raise FormError(f"Unknown scope {scope!r}: choose broker or default.")
     if action not in ("set", "delete"):
         raise FormError(f"Unknown action {action!r}: choose set or delete.")
-    if not name:
-        raise FormError("Name the config to change.")
+    name, value = required(form, "name", "Name the config to change.", strip=True), str(form.get("value", ""))
     where = f"broker {found.node_id}" if scope == "broker" else "the cluster-wide default"
     if action == "set":
         done = f"Set {name}={value} for {where}."
