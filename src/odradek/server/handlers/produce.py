@@ -81,6 +81,7 @@ import logging
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.messages.produce import ProduceRequest, ProduceResponse
+from odradek.protocol.primitives import ZERO_UUID
 from odradek.protocol.records.batch import (
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_MASK,
@@ -231,16 +232,20 @@ def _check_topics(
 
 
 def _response(request: ProduceRequest, responses: dict[TopicPartition, PartitionResponse]) -> ProduceResponse:
+    """The answer, its structs built by position in their schema's field order (index, error_code,
+    base_offset, log_append_time_ms, log_start_offset, record_errors, error_message; name, topic_id,
+    partition_responses): 1.9% fewer instructions a Produce than by keyword (docs/benchmarks.md)."""
     by_topic: dict[str, list[PartitionResult]] = {}
     for (topic, index), response in responses.items():
         by_topic.setdefault(topic, []).append(
             PartitionResult(
-                index=index,
-                error_code=response.error_code,
-                base_offset=response.base_offset,
-                log_append_time_ms=response.log_append_time,
-                log_start_offset=response.log_start_offset,
-                error_message=response.error_message,
+                index,
+                response.error_code,
+                response.base_offset,
+                response.log_append_time,
+                response.log_start_offset,
+                [],
+                response.error_message,
             )
         )
     topics = by_topic.items()
@@ -248,10 +253,7 @@ def _response(request: ProduceRequest, responses: dict[TopicPartition, Partition
         order = {topic.name: position for position, topic in enumerate(request.topic_data)}
         topics = sorted(topics, key=lambda item: order[item[0]])  # type: ignore[assignment]
     return ProduceResponse(
-        responses=[
-            ProduceResponse.TopicProduceResponse(name=name, partition_responses=partitions)
-            for name, partitions in topics
-        ]
+        [ProduceResponse.TopicProduceResponse(name, ZERO_UUID, partitions) for name, partitions in topics]
     )
 
 
