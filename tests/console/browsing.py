@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from odradek.testing.broker import free_port
+
+NODE_GONE = "does not belong to the document"  # Chrome's words for a node of a replaced document
+STALE_READS = 20
 
 
 @contextmanager
@@ -34,10 +38,9 @@ def standalone_console(bootstrap: str) -> Iterator[str]:
 
 def visit(browser: Any, screenshots: Path, url: str, name: str) -> str:
     """Load `url`, save a screenshot as `name`.png, return the page's visible text."""
-    from selenium.webdriver.common.by import By
 
     browser.get(url)
-    text = browser.find_element(By.TAG_NAME, "body").text
+    text = page_text(browser)
     snapshot(browser, screenshots, name)
     return text
 
@@ -68,4 +71,28 @@ def submit(browser: Any, form_selector: str, **fields: str) -> str:
             field.send_keys(value)
     form.submit()
     WebDriverWait(browser, 30).until(expected_conditions.staleness_of(form))
-    return browser.find_element(By.TAG_NAME, "body").text
+    return page_text(browser)
+
+
+def page_text(browser: Any) -> str:
+    """The visible text of the page once its document has loaded. Chrome may replace the document
+    between finding its body and reading it (the old page's last script still running as the next
+    one commits): Chrome then says the node "does not belong to the document", and the text is read
+    again from the document now shown."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    for _ in range(STALE_READS):
+        WebDriverWait(browser, 30).until(
+            lambda b: b.execute_script("return document.readyState") == "complete"
+        )
+        try:
+            return browser.find_element(By.TAG_NAME, "body").text
+        except StaleElementReferenceException:
+            pass
+        except WebDriverException as exc:
+            if NODE_GONE not in str(exc):
+                raise
+        time.sleep(0.1)
+    raise AssertionError(f"the page's document was replaced {STALE_READS} times while its text was read")
