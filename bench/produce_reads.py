@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import latency  # bench/latency.py
 
+from odradek.protocol.primitives import ProtocolDecodeError, read_tagged_fields, read_unsigned_varint
 from odradek.testing.broker import BrokerProcess
 
 BENCH = Path(__file__).resolve().parent
@@ -64,14 +65,8 @@ class _Reader:
         return value
 
     def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.frame[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
+        value, self.pos = read_unsigned_varint(self.frame, self.pos)
+        return value
 
     def length(self, classic_size: int) -> int:
         """A string's, bytes' or array's length (-1 for null)."""
@@ -88,9 +83,7 @@ class _Reader:
 
     def skip_tags(self) -> None:
         if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.pos += self.uvarint()
+            self.pos = read_tagged_fields(self.frame, self.pos)[1]
 
 
 def produce_partitions(frame: bytes | bytearray | memoryview) -> list[tuple[bytes, int]] | None:
@@ -126,7 +119,7 @@ def install(out: str) -> None:
     def counting(self: socket_server.Connection, frames: list[bytearray], held: bool = False) -> None:
         try:
             written = [pair for frame in frames for pair in produce_partitions(frame) or ()]
-        except IndexError:  # a frame this parser misreads is counted, never lets the read fail
+        except (IndexError, ProtocolDecodeError):  # a frame misread is counted, never fails the read
             counts["unparsed reads"] += 1
             written = []
         if written:
