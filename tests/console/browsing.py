@@ -55,7 +55,6 @@ def submit(browser: Any, form_selector: str, **fields: str) -> str:
     """Fill the named fields of the form at `form_selector` (a CSS selector), submit it, and return the
     visible text of the page it leads to (the form's page, reloaded after its redirect)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     form = browser.find_element(By.CSS_SELECTOR, form_selector)
@@ -70,8 +69,24 @@ def submit(browser: Any, form_selector: str, **fields: str) -> str:
             field.clear()
             field.send_keys(value)
     form.submit()
-    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(form))
+    WebDriverWait(browser, 30).until(lambda _: replaced(form))
     return page_text(browser)
+
+
+def replaced(element: Any) -> bool:
+    """Whether `element`'s document has gone: Selenium says the element is stale, or Chrome says the node
+    "does not belong to the document" (it says so while the old document is still being torn down)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if NODE_GONE not in str(exc):
+            raise
+        return True
+    return False
 
 
 def page_text(browser: Any) -> str:
