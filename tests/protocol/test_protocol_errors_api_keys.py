@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from odradek.protocol.api_keys import API_SPECS, ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError, error_name
+from odradek.protocol.errors import ErrorCode, KafkaError, check, error_name
 from odradek.protocol.messages import MESSAGE_CLASSES, FetchRequest, FetchResponse
 from odradek.protocol.schema import VERSION_MAX, Versions
 
@@ -44,6 +46,16 @@ def test_kafka_error_carries_code_and_message() -> None:
     assert str(error) == "TOPIC_ALREADY_EXISTS: topic t exists" and not error.retriable
     assert str(KafkaError(ErrorCode.REQUEST_TIMED_OUT)) == "REQUEST_TIMED_OUT"
     assert error_name(6) == "NOT_LEADER_OR_FOLLOWER" and error_name(4242) == "UNKNOWN_ERROR_CODE_4242"
+
+
+def test_check_names_the_code_once_when_the_broker_gave_no_message() -> None:
+    check(ErrorCode.NONE)
+    with pytest.raises(KafkaError) as refused:
+        check(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+    assert refused.value.message == "CLUSTER_AUTHORIZATION_FAILED"  # callers print the message alone
+    assert str(refused.value) == "CLUSTER_AUTHORIZATION_FAILED"
+    with pytest.raises(KafkaError, match="^INVALID_REQUEST: no such user$"):
+        check(ErrorCode.INVALID_REQUEST, "no such user")
 
 
 def test_api_keys_and_version_facts() -> None:

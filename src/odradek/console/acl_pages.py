@@ -18,10 +18,10 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader, check_error_code
+from odradek.console.reader import ClusterReader
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode, KafkaError, check
 from odradek.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 ANY = 1  # the ANY code of every ACL enum
@@ -109,7 +109,7 @@ def list_acls(reader: ClusterReader) -> list[Acl]:
         resource_type_filter=ANY, pattern_type_filter=ANY, operation=ANY, permission_type=ANY
     )
     response = reader.kafka().request(ApiKey.DESCRIBE_ACLS, request)
-    check_error_code(response.error_code, response.error_message)
+    check(response.error_code, response.error_message)
     return sorted(
         Acl(
             _name(RESOURCE_TYPES, resource.resource_type),
@@ -143,7 +143,7 @@ def create_acl(reader: ClusterReader, acl: Acl) -> None:
     request = CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(*_wire(acl))])
     response = reader.kafka().request(ApiKey.CREATE_ACLS, request)
     for result in response.results:
-        check_error_code(result.error_code, result.error_message)
+        check(result.error_code, result.error_message)
 
 
 def delete_acl(reader: ClusterReader, acl: Acl) -> None:
@@ -153,9 +153,9 @@ def delete_acl(reader: ClusterReader, acl: Acl) -> None:
     response = reader.kafka().request(ApiKey.DELETE_ACLS, request)
     deleted = 0
     for result in response.filter_results:
-        check_error_code(result.error_code, result.error_message)
+        check(result.error_code, result.error_message)
         for matching in result.matching_acls:
-            check_error_code(matching.error_code, matching.error_message)
+            check(matching.error_code, matching.error_message)
             deleted += 1
     if not deleted:
         raise KafkaError(ErrorCode.RESOURCE_NOT_FOUND, f"there is no ACL {describe(acl)}")

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader, check_error_code
+from odradek.console.reader import ClusterReader
 from odradek.console.web import FormError, page
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.errors import check
 from odradek.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
@@ -37,7 +38,7 @@ def alter_quota(reader: ClusterReader, entity: Entity, key: str, value: float | 
     )
     response = reader.kafka().request(ApiKey.ALTER_CLIENT_QUOTAS, request)
     for entry in response.entries:
-        check_error_code(entry.error_code, entry.error_message)
+        check(entry.error_code, entry.error_message)
 
 
 def entity_of(form: Mapping[str, object]) -> Entity:

@@ -6,8 +6,7 @@ over it, and turns their answers into the values the pages draw: the brokers and
 ListOffsets), the consumer groups with state, members, assignments, committed offsets and lag
 (ListGroups, DescribeGroups, OffsetFetch, ListOffsets), the client quotas (DescribeClientQuotas),
 and the size of every replica (DescribeLogDirs to each broker); and, for the page modules' own
-requests, its blocking client and group admin client, and `check_error_code`, the KafkaError of an
-answer's error code.
+requests, its blocking client and group admin client.
 
 Invariants: every call blocks (the console runs them on one worker thread of its own, never on an
 event loop: a broker serving its own console answers these requests on its loop meanwhile); the
@@ -82,12 +81,6 @@ class ClientQuota:
 
     entity: dict[str, str | None]
     values: dict[str, float]
-
-
-def check_error_code(code: int, message: str | None) -> None:
-    """The KafkaError of a non-zero error code (its name said once when the broker gave no message)."""
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, message)
 
 
 class ClusterReader:

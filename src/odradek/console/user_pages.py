@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from odradek.console.reader import ClusterReader, check_error_code
+from odradek.console.reader import ClusterReader
 from odradek.console.web import FormError, page, required
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, check
 from odradek.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from odradek.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 
@@ -50,12 +50,12 @@ def list_credentials(reader: ClusterReader) -> list[Credential]:
     response = reader.kafka().request(
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest(users=None)
     )
-    check_error_code(response.error_code, response.error_message)
+    check(response.error_code, response.error_message)
     found = []
     for result in response.results:
         if result.error_code == ErrorCode.RESOURCE_NOT_FOUND:
             continue
-        check_error_code(result.error_code, result.error_message)
+        check(result.error_code, result.error_message)
         found += [
             Credential(result.user, _mechanism_name(info.mechanism), info.iterations)
             for info in result.credential_infos
@@ -93,7 +93,7 @@ def delete_credential(reader: ClusterReader, user: str, mechanism: str) -> None:
 def _alter(reader: ClusterReader, request: AlterUserScramCredentialsRequest) -> None:
     response = reader.kafka().request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request)
     for result in response.results:
-        check_error_code(result.error_code, result.error_message)
+        check(result.error_code, result.error_message)
 
 
 def _user_and_mechanism(form: Mapping[str, object]) -> tuple[str, str]:

@@ -203,7 +203,8 @@ class KafkaError(Exception):
     def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
         self.code = ErrorCode(code)
         self.message = message
-        super().__init__(f"{self.code.name}: {message}" if message else self.code.name)
+        said = message and message != self.code.name  # `check` gives the name as the message when none came
+        super().__init__(f"{self.code.name}: {message}" if said else self.code.name)
 
     @property
     def retriable(self) -> bool:
