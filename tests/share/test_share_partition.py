@@ -126,6 +126,20 @@ def test_renew_extends_the_lock() -> None:
     assert share.expire_locks(1800)
 
 
+def test_locks_expire_each_at_its_own_deadline_and_a_restore_keeps_them() -> None:
+    share = fresh()
+    share.acquire("a", [(0, 4)], 0, 0)  # deadline 1000
+    share.acquire("b", [(5, 9)], 0, 600)  # deadline 1600
+    saved = share.copy()
+    assert share.acknowledge("a", [(0, 4, [ACCEPT])], 100) == ErrorCode.NONE
+    share.restore(saved)  # as after a failed write of the acknowledgement
+    assert share.start_offset == 0 and share.records[0].member == "a"
+    assert share.expire_locks(1000) and share.next_fetch_offset() == 0
+    assert share.records[5].member == "b" and not share.expire_locks(1599)
+    assert share.expire_locks(1600) and share.next_deadline() is None
+    assert share.acquire("c", [(0, 9)], 0, 2000) == [Acquired(0, 9, 2)]
+
+
 def test_release_member_gives_back_only_its_records() -> None:
     share = fresh()
     share.acquire("a", [(0, 9)], 5, 0)

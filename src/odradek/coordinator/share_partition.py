@@ -26,7 +26,10 @@ Rules (Kafka's):
   the leader).
 
 Pure and synchronous: time comes in as `now_ms`; the caller (server/share_partitions.py) serializes
-the calls on one partition and persists. Callers: that module, the share coordinator's tests.
+the calls on one partition and persists, taking a `copy` before each change to `restore` if the write
+fails. Records are immutable (`InFlight`; those no member holds are shared through `settled`), so a
+copy is a copy of one dict; `lock_floor_ms` lets `expire_locks` skip the records until a lock may
+have expired. Callers: that module, the share coordinator's tests.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.protocol.errors import ErrorCode
 
@@ -56,14 +60,29 @@ class AcknowledgeType(enum.IntEnum):
 
 
 DONE = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
+NO_LOCK = 1 << 62
 
 
-@dataclass(slots=True)
-class InFlight:
+class InFlight(NamedTuple):
+    """One offset of the window. Immutable: a transition puts a new one in `records`, so a copy of the
+    partition is a copy of that dict alone."""
+
     state: RecordState
     delivery_count: int
     member: str | None = None
     deadline_ms: int = 0
+
+
+_SETTLED: dict[tuple[RecordState, int], InFlight] = {}
+
+
+def settled(state: RecordState, delivery_count: int) -> InFlight:
+    """The record of an offset no member holds: one shared per (state, delivery count), records
+    being immutable (delivery counts stay under `group.share.delivery.count.limit`)."""
+    record = _SETTLED.get((state, delivery_count))
+    if record is None:
+        record = _SETTLED[(state, delivery_count)] = InFlight(state, delivery_count)
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +118,7 @@ class SharePartition:
     next_offset: int = -1
     records: dict[int, InFlight] = field(default_factory=dict)
     state_epoch: int = 0
+    lock_floor_ms: int = NO_LOCK  # at or below every acquisition lock's deadline: none expires before
 
     def __post_init__(self) -> None:
         self.next_offset = max(self.next_offset, self.start_offset)
@@ -114,10 +134,10 @@ class SharePartition:
                 state = RecordState(batch.delivery_state)
                 if state is RecordState.ACQUIRED:
                     state = RecordState.AVAILABLE
-                partition.records[offset] = InFlight(state, batch.delivery_count)
+                partition.records[offset] = settled(state, batch.delivery_count)
             partition.next_offset = max(partition.next_offset, batch.last_offset + 1)
         for offset in range(start_offset, partition.next_offset):  # gaps in the runs: nothing to deliver
-            partition.records.setdefault(offset, InFlight(RecordState.ARCHIVED, 0))
+            partition.records.setdefault(offset, settled(RecordState.ARCHIVED, 0))
         partition.advance()
         return partition
 
@@ -177,14 +197,14 @@ class SharePartition:
             record = self.records[offset]
             if record.state is not RecordState.AVAILABLE:
                 return False
+            delivered = record.delivery_count
         elif offset == self.next_offset and self.in_flight_count() < self.settings.max_record_locks:
-            record = InFlight(RecordState.AVAILABLE, 0)
-            self.records[offset] = record
+            delivered = 0
             self.next_offset += 1
         else:
             return None
-        record.state, record.member, record.deadline_ms = RecordState.ACQUIRED, member, deadline_ms
-        record.delivery_count += 1
+        self.records[offset] = InFlight(RecordState.ACQUIRED, delivered + 1, member, deadline_ms)
+        self.lock_floor_ms = min(self.lock_floor_ms, deadline_ms)
         return True
 
     def _archive(self, base: int, last: int) -> None:
@@ -192,21 +212,25 @@ class SharePartition:
             if offset < self.next_offset:
                 record = self.records[offset]
                 if record.state is RecordState.AVAILABLE:
-                    record.state = RecordState.ARCHIVED
+                    self.records[offset] = settled(RecordState.ARCHIVED, record.delivery_count)
             elif offset == self.next_offset:
-                self.records[offset] = InFlight(RecordState.ARCHIVED, 0)
+                self.records[offset] = settled(RecordState.ARCHIVED, 0)
                 self.next_offset += 1
         self.advance()
 
     def _ranges(self, offsets: list[int]) -> list[Acquired]:
+        """`offsets` (ascending) as runs of consecutive offsets of one delivery count."""
         ranges: list[Acquired] = []
+        first = last = count = -1
         for offset in offsets:
-            count = self.records[offset].delivery_count
-            last = ranges[-1] if ranges else None
-            if last is not None and last.last_offset == offset - 1 and last.delivery_count == count:
-                ranges[-1] = Acquired(last.first_offset, offset, count)
-            else:
-                ranges.append(Acquired(offset, offset, count))
+            delivered = self.records[offset].delivery_count
+            if offset != last + 1 or delivered != count:
+                if first >= 0:
+                    ranges.append(Acquired(first, last, count))
+                first, count = offset, delivered
+            last = offset
+        if first >= 0:
+            ranges.append(Acquired(first, last, count))
         return ranges
 
     def acknowledge(self, member: str, batches: Sequence[tuple[int, int, Sequence[int]]], now_ms: int) -> int:
@@ -217,9 +241,9 @@ class SharePartition:
             if error:
                 return error
         for first, last, types in batches:
+            kinds = [AcknowledgeType(k) for k in types]
             for offset in range(first, last + 1):
-                kind = types[0] if len(types) == 1 else types[offset - first]
-                self._apply(self.records[offset], AcknowledgeType(kind), now_ms)
+                self._apply(offset, kinds[0] if len(kinds) == 1 else kinds[offset - first], now_ms)
         self.advance()
         return ErrorCode.NONE
 
@@ -239,19 +263,20 @@ class SharePartition:
                 return ErrorCode.INVALID_RECORD_STATE
         return ErrorCode.NONE
 
-    def _apply(self, record: InFlight, kind: AcknowledgeType, now_ms: int) -> None:
+    def _apply(self, offset: int, kind: AcknowledgeType, now_ms: int) -> None:
+        record = self.records[offset]
         if record.state is not RecordState.ACQUIRED:
             return  # a gap already done
         if kind is AcknowledgeType.RENEW:
-            record.deadline_ms = now_ms + self.settings.lock_duration_ms
+            self.records[offset] = record._replace(deadline_ms=now_ms + self.settings.lock_duration_ms)
             return
         if kind is AcknowledgeType.ACCEPT:
-            record.state = RecordState.ACKNOWLEDGED
+            state = RecordState.ACKNOWLEDGED
         elif kind is AcknowledgeType.RELEASE:
-            record.state = self._released_state(record)
+            state = self._released_state(record)
         else:  # REJECT, GAP
-            record.state = RecordState.ARCHIVED
-        record.member = None
+            state = RecordState.ARCHIVED
+        self.records[offset] = settled(state, record.delivery_count)
 
     def _released_state(self, record: InFlight) -> RecordState:
         limit = self.settings.delivery_count_limit
@@ -259,25 +284,33 @@ class SharePartition:
 
     def release_member(self, member: str) -> bool:
         """Every record `member` holds goes back (its share session closed); whether any did."""
-        return self._release(lambda r: r.member == member)
+        held = self._acquired()
+        return self._release([offset for offset, record in held if record.member == member])
 
     def expire_locks(self, now_ms: int) -> bool:
-        """Locks past their deadline are released; whether any was."""
-        return self._release(lambda r: r.deadline_ms <= now_ms)
+        """Locks past their deadline are released; whether any was. Without a look at the records
+        while the earliest deadline is still ahead."""
+        if now_ms < self.lock_floor_ms:
+            return False
+        held = self._acquired()
+        expired = [offset for offset, record in held if record.deadline_ms <= now_ms]
+        self.lock_floor_ms = min((r.deadline_ms for _, r in held if r.deadline_ms > now_ms), default=NO_LOCK)
+        return self._release(expired)
 
     def next_deadline(self) -> int | None:
-        deadlines = [r.deadline_ms for r in self.records.values() if r.state is RecordState.ACQUIRED]
+        deadlines = [record.deadline_ms for _, record in self._acquired()]
         return min(deadlines) if deadlines else None
 
-    def _release(self, which: object) -> bool:
-        released = False
-        for record in self.records.values():
-            if record.state is RecordState.ACQUIRED and which(record):  # type: ignore[operator]
-                record.state, record.member = self._released_state(record), None
-                released = True
-        if released:
+    def _acquired(self) -> list[tuple[int, InFlight]]:
+        return [(o, r) for o, r in self.records.items() if r.state is RecordState.ACQUIRED]
+
+    def _release(self, offsets: list[int]) -> bool:
+        for offset in offsets:
+            record = self.records[offset]
+            self.records[offset] = settled(self._released_state(record), record.delivery_count)
+        if offsets:
             self.advance()
-        return released
+        return bool(offsets)
 
     def advance(self) -> None:
         """Move the start offset over the done prefix of the window."""
@@ -313,12 +346,14 @@ class SharePartition:
         return runs
 
     def copy(self) -> SharePartition:
-        records = {
-            o: InFlight(r.state, r.delivery_count, r.member, r.deadline_ms) for o, r in self.records.items()
-        }
-        return SharePartition(self.settings, self.start_offset, self.next_offset, records, self.state_epoch)
+        """A copy to `restore`: the records are immutable, so only their dict is copied."""
+        records = dict(self.records)
+        return SharePartition(
+            self.settings, self.start_offset, self.next_offset, records, self.state_epoch, self.lock_floor_ms
+        )
 
     def restore(self, saved: SharePartition) -> None:
         """Back to `saved` (a write of the new state failed)."""
         self.start_offset, self.next_offset = saved.start_offset, saved.next_offset
         self.records, self.state_epoch = saved.records, saved.state_epoch
+        self.lock_floor_ms = saved.lock_floor_ms

@@ -157,8 +157,10 @@ class SharePartitionManager:
 
     def _arm_expiry(self, entry: _Entry) -> None:
         """Wake up at the share-partition's earliest lock deadline (unless a wake-up is armed)."""
+        if entry.expiry is not None:
+            return
         deadline = entry.partition.next_deadline()
-        if entry.expiry is None and deadline is not None:
+        if deadline is not None:
             entry.expiry = self._timers.at("share-lock-expiry", deadline, lambda: self._on_expiry(entry))
 
     def _on_expiry(self, entry: _Entry) -> None:
@@ -322,7 +324,12 @@ class SharePartitionManager:
         slices = result.records
         if not slices or budget <= 0:
             return PartitionFetch(ErrorCode.NONE)
-        batches = await asyncio.to_thread(batch_spans, slices)
+        # no offset at or past the window's start plus its record locks can be acquired now: the
+        # batches from there on are not read (a read of 1 MiB of small records holds thousands)
+        share = entry.partition
+        batches = await asyncio.to_thread(
+            batch_spans, slices, share.start_offset + share.settings.max_record_locks
+        )
         skipped: set[int] = set()
         if committed:
             aborted = [(txn.producer_id, txn.first_offset) for txn in result.aborted_transactions or ()]
@@ -458,8 +465,9 @@ class BatchSpan(NamedTuple):
     control: bool = False
 
 
-def batch_spans(slices: Sequence[FileSlice]) -> list[BatchSpan]:
-    """Each whole batch of `slices` (worker thread: a pread of each batch's 61-byte header)."""
+def batch_spans(slices: Sequence[FileSlice], below: int = 1 << 63) -> list[BatchSpan]:
+    """Each whole batch of `slices` before the first that starts at or above `below`, and at least
+    the first (worker thread: a pread of each batch's 61-byte header)."""
     spans: list[BatchSpan] = []
     for piece in slices:
         position, end = piece.offset, piece.offset + piece.length
@@ -471,6 +479,8 @@ def batch_spans(slices: Sequence[FileSlice]) -> list[BatchSpan]:
             size = _LOG_OVERHEAD + length
             if position + size > end:
                 break
+            if spans and base >= below:
+                return spans
             (attributes,) = _ATTRIBUTES.unpack_from(head, _ATTRIBUTES_AT)
             (last_delta,) = _LAST_DELTA.unpack_from(head, _LAST_DELTA_AT)
             (producer_id,) = _PRODUCER_ID.unpack_from(head, _PRODUCER_ID_AT)
