@@ -28,7 +28,10 @@ the broker leading the state's `__share_group_state` partition: server/share_per
   of records at the delivery count limit do not wait for the next request of the partition.
 - Acknowledge: applied to a copy of the in-memory state, the new state written to the share
   coordinator (acks=-1) and only then kept and answered; a failed write keeps the old state and
-  answers the write's error. Lock expiries and releases on session close are written the same way.
+  answers the write's error as Kafka's leader does (`state_error`: a share coordinator loading or
+  moving is COORDINATOR_NOT_AVAILABLE, a newer leader epoch NOT_LEADER_OR_FOLLOWER; a failed read
+  of the state the same). The persister has retried those first (server/share_persister.py).
+  Lock expiries and releases on session close are written the same way.
 
 The API of the share group side (membership, share-group offsets admin, group deletion):
 - `group_config: Callable[[str], ShareGroupConfig]` (replace it to read group configs);
@@ -207,7 +210,7 @@ class SharePartitionManager:
         state_key = StateKey(group_id, topic_id, index)
         error, state = await self.persister.read_state(state_key)
         if error:
-            return error, None
+            return state_error(error), None
         entry = self._entries.get(key)  # built meanwhile by another request
         if entry is not None and entry.leader_epoch == hosted.leader_epoch:
             return ErrorCode.NONE, entry
@@ -215,7 +218,7 @@ class SharePartitionManager:
             start = self._reset_offset(group_id, hosted.log_start_offset, hosted.high_watermark)
             error = await self.persister.initialize_state(state_key, 0, start)
             if error:
-                return error, None
+                return state_error(error), None
             share = SharePartition(self.settings, start)
         else:
             share = SharePartition.from_state(
@@ -253,7 +256,7 @@ class SharePartitionManager:
             if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
                 if self._entries.get((group_id, topic, index)) is entry:
                     del self._entries[(group_id, topic, index)]
-        return error
+        return state_error(error)
 
     async def _tidy(self, group_id: str, topic: str, index: int, entry: _Entry) -> None:
         """Expired locks released and offsets below the log start dropped (written if changed)."""
@@ -449,6 +452,17 @@ class SharePartitionManager:
             if key[0] == group_id and key[2] == partition and known == topic_id:
                 self._entries.pop(key, None)
                 self._topic_ids.pop(key, None)
+
+
+def state_error(error: int) -> int:
+    """What a share client is answered for a failed read or write of the state (Kafka's
+    SharePartition): a share coordinator still loading or moving is COORDINATOR_NOT_AVAILABLE, a
+    newer leader epoch NOT_LEADER_OR_FOLLOWER; other codes as they are."""
+    if error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error == ErrorCode.FENCED_LEADER_EPOCH:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return error
 
 
 class BatchSpan(NamedTuple):

@@ -12,6 +12,13 @@ leader COORDINATOR_NOT_AVAILABLE; the coordinator's own errors (NOT_COORDINATOR 
 moves, COORDINATOR_LOAD_IN_PROGRESS, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH) come back as they are;
 a read answered INVALID_REQUEST (Kafka's answer for an uninitialized share-partition) is no state.
 
+Retries (Kafka's persister retries the same errors): an operation answered NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or NETWORK_EXCEPTION is routed and sent
+again after 50, 100, 200, 400 and 800 ms, and the last answer is the caller's. Kafka backs off from
+1 s up to 30 s behind a delayed share fetch; a ShareFetch here waits for its partitions' state, so
+the retries are shorter (1.55 s in all: a state topic partition loading after a restart or a
+leadership move, not a lasting outage).
+
 Same API as the share coordinator's (coordinator/share_coordinator.py): `read_state`,
 `initialize_state`, `write_state`, `delete_state`, `has_state`, `local_states`.
 Callers: server/share_partitions.py (`SharePartitionManager`), the broker.
@@ -21,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from odradek.controller.metadata import Endpoint
 from odradek.coordinator.share_coordinator import ShareCoordinator
@@ -37,6 +44,17 @@ from odradek.protocol.messages.read_share_group_state import ReadShareGroupState
 from odradek.protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+RETRIED = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+RETRY_BACKOFF_MS = (50, 100, 200, 400, 800)
 
 
 class SharePersister:
@@ -63,6 +81,44 @@ class SharePersister:
     # -- the API ----------------------------------------------------------------------------------
 
     async def read_state(self, key: StateKey, leader_epoch: int = -1) -> tuple[int, ShareState | None]:
+        return await self._retried(lambda: self._read_state(key, leader_epoch), lambda answer: answer[0])
+
+    async def has_state(self, key: StateKey) -> bool:
+        return (await self.read_state(key))[1] is not None
+
+    async def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
+        return await self._retried(lambda: self._initialize_state(key, state_epoch, start_offset), int)
+
+    async def write_state(
+        self,
+        key: StateKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Sequence[StateBatch],
+    ) -> int:
+        return await self._retried(
+            lambda: self._write_state(key, state_epoch, leader_epoch, start_offset, batches), int
+        )
+
+    async def delete_state(self, key: StateKey) -> int:
+        return await self._retried(lambda: self._delete_state(key), int)
+
+    def local_states(self, group_id: str) -> dict[StateKey, ShareState]:
+        return self.local.local_states(group_id)
+
+    async def _retried(self, call: Callable[[], Awaitable[T]], error_of: Callable[[T], int]) -> T:
+        """`call`'s answer, `call` made again after each backoff while its error is one of RETRIED."""
+        for backoff_ms in RETRY_BACKOFF_MS:
+            answer = await call()
+            if error_of(answer) not in RETRIED:
+                return answer
+            await asyncio.sleep(backoff_ms / 1000)
+        return await call()
+
+    # -- one attempt of each ----------------------------------------------------------------------
+
+    async def _read_state(self, key: StateKey, leader_epoch: int) -> tuple[int, ShareState | None]:
         target = await self._target(key)
         if isinstance(target, int):
             return target, None
@@ -89,10 +145,7 @@ class SharePersister:
         )
         return ErrorCode.NONE, ShareState(result.state_epoch, leader_epoch, result.start_offset, batches)
 
-    async def has_state(self, key: StateKey) -> bool:
-        return (await self.read_state(key))[1] is not None
-
-    async def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
+    async def _initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
         target = await self._target(key)
         if isinstance(target, int):
             return target
@@ -104,7 +157,7 @@ class SharePersister:
         )
         return await self._send_for_error(target, ApiKey.INITIALIZE_SHARE_GROUP_STATE, request)
 
-    async def write_state(
+    async def _write_state(
         self,
         key: StateKey,
         state_epoch: int,
@@ -134,7 +187,7 @@ class SharePersister:
         )
         return await self._send_for_error(target, ApiKey.WRITE_SHARE_GROUP_STATE, request)
 
-    async def delete_state(self, key: StateKey) -> int:
+    async def _delete_state(self, key: StateKey) -> int:
         target = await self._target(key)
         if isinstance(target, int):
             return target
@@ -149,9 +202,6 @@ class SharePersister:
             ],
         )
         return await self._send_for_error(target, ApiKey.DELETE_SHARE_GROUP_STATE, request)
-
-    def local_states(self, group_id: str) -> dict[StateKey, ShareState]:
-        return self.local.local_states(group_id)
 
     # -- routing ----------------------------------------------------------------------------------
 
