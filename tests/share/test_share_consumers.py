@@ -21,6 +21,9 @@ import pytest
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from odradek.client import KafkaClient
+from odradek.client.share_admin import ShareAdmin
+from odradek.protocol.errors import KafkaError
 from odradek.testing.broker import BrokerProcess
 from tests.cli.tooling import ok
 
@@ -77,6 +80,15 @@ def produce(servers: str, topic: str, count: int, partitions: int) -> set[bytes]
     return values
 
 
+def members_holding_partitions(servers: str, group: str) -> int:
+    with KafkaClient(servers) as client:
+        try:
+            report = ShareAdmin(client, 10).describe_share(group)
+        except KafkaError:  # not created yet
+            return 0
+    return sum(1 for member in report.members if member.partitions)
+
+
 def share_consumer(servers: str, group: str, topic: str, **extra: str) -> ShareConsumer:
     consumer = ShareConsumer({"bootstrap.servers": servers, "group.id": group, **extra})
     consumer.subscribe([topic])
@@ -106,12 +118,17 @@ def test_five_consumers_over_twelve_partitions_receive_every_record(broker: Brok
     admin = AdminClient({"bootstrap.servers": servers})
     create_topic(admin, "five", 12)
     earliest(admin, "five-group")
-    expected = produce(servers, "five", 600, 12)
     consumers = [share_consumer(servers, "five-group", "five") for _ in range(5)]
     seen: dict[bytes, int] = {}
     by_consumer = [0] * 5
     try:
         deadline = time.monotonic() + DEADLINE_S
+        # the records go out once every member holds partitions: else the first member to join may
+        # read them all before the others are assigned any
+        while members_holding_partitions(servers, "five-group") < 5 and time.monotonic() < deadline:
+            for consumer in consumers:
+                assert [m for m in consumer.poll(0.1) if m.error() is None] == []
+        expected = produce(servers, "five", 600, 12)
         while not expected <= seen.keys() and time.monotonic() < deadline:
             for index, consumer in enumerate(consumers):
                 for message in consumer.poll(0.2):
