@@ -229,7 +229,7 @@ def test_skipped_batches_are_archived_never_acquired() -> None:
     assert share.start_offset == 5  # the archived offsets do not hold the start offset back
 
 
-def testbatch_spans_and_the_batches_a_read_committed_group_skips(tmp_path: Path) -> None:
+def test_batch_spans_and_the_batches_a_read_committed_group_skips(tmp_path: Path) -> None:
     def batch(base: int, count: int, pid: int = -1, txn: bool = False, control: bool = False) -> bytes:
         records = [SimpleRecord(b"v%d" % i, timestamp=1) for i in range(count)]
         return build_batch(
@@ -256,6 +256,9 @@ def testbatch_spans_and_the_batches_a_read_committed_group_skips(tmp_path: Path)
     path.write_bytes(data)
     with path.open("rb") as f:
         spans = batch_spans([FileSlice(f.fileno(), 0, len(data))])
+        # only the batches before the first at or past `below` (and the first batch whatever it is)
+        assert [s.base for s in batch_spans([FileSlice(f.fileno(), 0, len(data))], below=5)] == [0, 2, 4]
+        assert [s.base for s in batch_spans([FileSlice(f.fileno(), 0, len(data))], below=0)] == [0]
     assert [(s.base, s.last, s.producer_id, s.transactional, s.control) for s in spans] == [
         (0, 1, -1, False, False),
         (2, 3, 7, True, False),

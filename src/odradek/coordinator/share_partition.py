@@ -241,9 +241,11 @@ class SharePartition:
             if error:
                 return error
         for first, last, types in batches:
-            kinds = [AcknowledgeType(k) for k in types]
-            for offset in range(first, last + 1):
-                self._apply(offset, kinds[0] if len(kinds) == 1 else kinds[offset - first], now_ms)
+            if len(types) == 1:
+                self._apply(first, last, AcknowledgeType(types[0]), now_ms)
+                continue
+            for offset, kind in enumerate(types, first):
+                self._apply(offset, offset, AcknowledgeType(kind), now_ms)
         self.advance()
         return ErrorCode.NONE
 
@@ -263,20 +265,22 @@ class SharePartition:
                 return ErrorCode.INVALID_RECORD_STATE
         return ErrorCode.NONE
 
-    def _apply(self, offset: int, kind: AcknowledgeType, now_ms: int) -> None:
-        record = self.records[offset]
-        if record.state is not RecordState.ACQUIRED:
-            return  # a gap already done
+    def _apply(self, first: int, last: int, kind: AcknowledgeType, now_ms: int) -> None:
+        """`kind` applied to each held record of [first, last] (the others are gaps already done)."""
+        records = self.records
+        held = [(offset, records[offset]) for offset in range(first, last + 1)]
+        held = [(offset, record) for offset, record in held if record.state is RecordState.ACQUIRED]
         if kind is AcknowledgeType.RENEW:
-            self.records[offset] = record._replace(deadline_ms=now_ms + self.settings.lock_duration_ms)
-            return
-        if kind is AcknowledgeType.ACCEPT:
-            state = RecordState.ACKNOWLEDGED
+            deadline_ms = now_ms + self.settings.lock_duration_ms
+            records.update((offset, record._replace(deadline_ms=deadline_ms)) for offset, record in held)
         elif kind is AcknowledgeType.RELEASE:
-            state = self._released_state(record)
-        else:  # REJECT, GAP
-            state = RecordState.ARCHIVED
-        self.records[offset] = settled(state, record.delivery_count)
+            records.update(
+                (offset, settled(self._released_state(record), record.delivery_count))
+                for offset, record in held
+            )
+        else:  # ACCEPT: ACKNOWLEDGED; REJECT, GAP: ARCHIVED
+            state = RecordState.ACKNOWLEDGED if kind is AcknowledgeType.ACCEPT else RecordState.ARCHIVED
+            records.update((offset, settled(state, record.delivery_count)) for offset, record in held)
 
     def _released_state(self, record: InFlight) -> RecordState:
         limit = self.settings.delivery_count_limit

@@ -327,12 +327,12 @@ class SharePartitionManager:
         slices = result.records
         if not slices or budget <= 0:
             return PartitionFetch(ErrorCode.NONE)
-        # no offset at or past the window's start plus its record locks can be acquired now: the
-        # batches from there on are not read (a read of 1 MiB of small records holds thousands)
+        # no offset at or past the window's start plus its record locks, nor past its end plus the
+        # records still wanted, can be acquired now: the batches from there on are not read (a read
+        # of 1 MiB of small records holds thousands)
         share = entry.partition
-        batches = await asyncio.to_thread(
-            batch_spans, slices, share.start_offset + share.settings.max_record_locks
-        )
+        below = min(share.start_offset + share.settings.max_record_locks, share.next_offset + budget)
+        batches = await asyncio.to_thread(batch_spans, slices, below)
         skipped: set[int] = set()
         if committed:
             aborted = [(txn.producer_id, txn.first_offset) for txn in result.aborted_transactions or ()]
