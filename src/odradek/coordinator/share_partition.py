@@ -182,30 +182,39 @@ class SharePartition:
             if base in skipped:
                 self._archive(base, last)
                 continue
-            for offset in range(max(base, self.start_offset), last + 1):
-                taken_now = len(taken) < budget and self._take(offset, member, deadline)
-                if taken_now is None or len(taken) >= budget:
-                    return self._ranges(taken)  # nothing past here may be taken
-                if taken_now:
+            for offset in range(max(base, self.start_offset), min(last + 1, self.next_offset)):
+                if len(taken) >= budget:
+                    return self._ranges(taken)
+                if self._take(offset, member, deadline):
                     taken.append(offset)
+            first_new = max(base, self.next_offset)  # the window's end, from here on
+            wanted = last + 1 - first_new
+            if wanted > 0:
+                locks_left = self.settings.max_record_locks - self.in_flight_count()
+                count = max(0, min(wanted, locks_left, budget - len(taken)))
+                self._take_new(count, member, deadline)
+                taken.extend(range(first_new, first_new + count))
+                if count < wanted:
+                    return self._ranges(taken)  # nothing past here may be taken
         return self._ranges(taken)
 
-    def _take(self, offset: int, member: str, deadline_ms: int) -> bool | None:
-        """Acquire `offset` for `member`: whether it was; None when no later offset may be taken
-        either (past the window's end, or the record locks all in use)."""
-        if offset < self.next_offset:
-            record = self.records[offset]
-            if record.state is not RecordState.AVAILABLE:
-                return False
-            delivered = record.delivery_count
-        elif offset == self.next_offset and self.in_flight_count() < self.settings.max_record_locks:
-            delivered = 0
-            self.next_offset += 1
-        else:
-            return None
-        self.records[offset] = InFlight(RecordState.ACQUIRED, delivered + 1, member, deadline_ms)
+    def _take(self, offset: int, member: str, deadline_ms: int) -> bool:
+        """Acquire `offset` of the window for `member` if it is AVAILABLE: whether it was."""
+        record = self.records[offset]
+        if record.state is not RecordState.AVAILABLE:
+            return False
+        self.records[offset] = InFlight(RecordState.ACQUIRED, record.delivery_count + 1, member, deadline_ms)
         self.lock_floor_ms = min(self.lock_floor_ms, deadline_ms)
         return True
+
+    def _take_new(self, count: int, member: str, deadline_ms: int) -> None:
+        """Acquire for `member` the `count` offsets past the window's end (one record shared by all)."""
+        if count <= 0:
+            return
+        acquired = InFlight(RecordState.ACQUIRED, 1, member, deadline_ms)
+        self.records.update(dict.fromkeys(range(self.next_offset, self.next_offset + count), acquired))
+        self.next_offset += count
+        self.lock_floor_ms = min(self.lock_floor_ms, deadline_ms)
 
     def _archive(self, base: int, last: int) -> None:
         for offset in range(max(base, self.start_offset), last + 1):
