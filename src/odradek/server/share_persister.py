@@ -27,9 +27,10 @@ Callers: server/share_partitions.py (`SharePartitionManager`), the broker.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from odradek.controller.metadata import Endpoint
 from odradek.coordinator.share_coordinator import ShareCoordinator
@@ -45,6 +46,7 @@ from odradek.protocol.messages.write_share_group_state import WriteShareGroupSta
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
 T = TypeVar("T")
 RETRIED = frozenset(
     {
@@ -55,6 +57,40 @@ RETRIED = frozenset(
     }
 )
 RETRY_BACKOFF_MS = (50, 100, 200, 400, 800)
+
+
+def error_of_read(answer: tuple[int, ShareState | None]) -> int:
+    return answer[0]
+
+
+def error_code(answer: int) -> int:
+    return answer
+
+
+def retried(
+    error_of: Callable[[T], int],
+) -> Callable[
+    [Callable[Concatenate[SharePersister, P], Awaitable[T]]],
+    Callable[Concatenate[SharePersister, P], Awaitable[T]],
+]:
+    """An operation made again after each backoff of RETRY_BACKOFF_MS while `error_of` its answer is
+    one of RETRIED; the last answer is the caller's."""
+
+    def wrap(
+        operation: Callable[Concatenate[SharePersister, P], Awaitable[T]],
+    ) -> Callable[Concatenate[SharePersister, P], Awaitable[T]]:
+        @functools.wraps(operation)
+        async def attempts(persister: SharePersister, *args: P.args, **kwargs: P.kwargs) -> T:
+            for backoff_ms in RETRY_BACKOFF_MS:
+                answer = await operation(persister, *args, **kwargs)
+                if error_of(answer) not in RETRIED:
+                    return answer
+                await asyncio.sleep(backoff_ms / 1000)
+            return await operation(persister, *args, **kwargs)
+
+        return attempts
+
+    return wrap
 
 
 class SharePersister:
@@ -80,45 +116,8 @@ class SharePersister:
 
     # -- the API ----------------------------------------------------------------------------------
 
+    @retried(error_of_read)
     async def read_state(self, key: StateKey, leader_epoch: int = -1) -> tuple[int, ShareState | None]:
-        return await self._retried(lambda: self._read_state(key, leader_epoch), lambda answer: answer[0])
-
-    async def has_state(self, key: StateKey) -> bool:
-        return (await self.read_state(key))[1] is not None
-
-    async def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
-        return await self._retried(lambda: self._initialize_state(key, state_epoch, start_offset), int)
-
-    async def write_state(
-        self,
-        key: StateKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        batches: Sequence[StateBatch],
-    ) -> int:
-        return await self._retried(
-            lambda: self._write_state(key, state_epoch, leader_epoch, start_offset, batches), int
-        )
-
-    async def delete_state(self, key: StateKey) -> int:
-        return await self._retried(lambda: self._delete_state(key), int)
-
-    def local_states(self, group_id: str) -> dict[StateKey, ShareState]:
-        return self.local.local_states(group_id)
-
-    async def _retried(self, call: Callable[[], Awaitable[T]], error_of: Callable[[T], int]) -> T:
-        """`call`'s answer, `call` made again after each backoff while its error is one of RETRIED."""
-        for backoff_ms in RETRY_BACKOFF_MS:
-            answer = await call()
-            if error_of(answer) not in RETRIED:
-                return answer
-            await asyncio.sleep(backoff_ms / 1000)
-        return await call()
-
-    # -- one attempt of each ----------------------------------------------------------------------
-
-    async def _read_state(self, key: StateKey, leader_epoch: int) -> tuple[int, ShareState | None]:
         target = await self._target(key)
         if isinstance(target, int):
             return target, None
@@ -145,7 +144,11 @@ class SharePersister:
         )
         return ErrorCode.NONE, ShareState(result.state_epoch, leader_epoch, result.start_offset, batches)
 
-    async def _initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
+    async def has_state(self, key: StateKey) -> bool:
+        return (await self.read_state(key))[1] is not None
+
+    @retried(error_code)
+    async def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int) -> int:
         target = await self._target(key)
         if isinstance(target, int):
             return target
@@ -157,7 +160,8 @@ class SharePersister:
         )
         return await self._send_for_error(target, ApiKey.INITIALIZE_SHARE_GROUP_STATE, request)
 
-    async def _write_state(
+    @retried(error_code)
+    async def write_state(
         self,
         key: StateKey,
         state_epoch: int,
@@ -187,7 +191,8 @@ class SharePersister:
         )
         return await self._send_for_error(target, ApiKey.WRITE_SHARE_GROUP_STATE, request)
 
-    async def _delete_state(self, key: StateKey) -> int:
+    @retried(error_code)
+    async def delete_state(self, key: StateKey) -> int:
         target = await self._target(key)
         if isinstance(target, int):
             return target
@@ -202,6 +207,9 @@ class SharePersister:
             ],
         )
         return await self._send_for_error(target, ApiKey.DELETE_SHARE_GROUP_STATE, request)
+
+    def local_states(self, group_id: str) -> dict[StateKey, ShareState]:
+        return self.local.local_states(group_id)
 
     # -- routing ----------------------------------------------------------------------------------
 
