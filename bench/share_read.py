@@ -13,20 +13,14 @@ Run it with PYTHONPATH pointing at another tree's `src` to set two trees of odra
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 import uuid
 
 import group_rebalance as groups
+from latency import cpu_seconds
 from peers import label, missing, single_broker
 from side_by_side import progress
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def one_run(name: str, records: int) -> tuple[float, float]:
@@ -35,9 +29,9 @@ def one_run(name: str, records: int) -> tuple[float, float]:
         topic = f"read-{uuid.uuid4().hex[:8]}"
         groups.create_topic(broker.bootstrap, topic, groups.READ_PARTITIONS)
         groups.fill(broker.bootstrap, topic, records)
-        before = cpu_seconds(broker.pid)
+        before = cpu_seconds([broker.pid])
         rate, detail = groups.read_through_share_group(broker.bootstrap, topic, records)
-        cpu = cpu_seconds(broker.pid) - before
+        cpu = cpu_seconds([broker.pid]) - before
     progress(f"{name}: {rate:,.0f} records/s, broker CPU {cpu:.2f} s: {detail}")
     return rate, cpu
 
